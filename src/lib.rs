@@ -1,0 +1,8 @@
+//! osgauge: measures how well an operating system serves interactive and real-time work and how
+//! fast its basic services are. Data flows one way: CLI → plan → runner → benchmarks → result
+//! record → statistics → sinks (terminal, exports). See README.md and `osgauge --help`.
+
+pub mod cli;
+pub mod platform;
+pub mod stats;
+pub mod system;

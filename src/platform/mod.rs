@@ -1,0 +1,1 @@
+//! Every OS-specific call lives under this module (hyperfine's `timer/` split).

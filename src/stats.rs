@@ -1,0 +1,1 @@
+//! Pure statistics (no I/O). Filled in by the stats work.

@@ -1,0 +1,1 @@
+//! Machine and environment record. Filled in by the system work.
