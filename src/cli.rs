@@ -1,3 +1,505 @@
+//! Command line: argument definitions (clap derive), validation into a plan, and dispatch.
+//! Usage errors print one line on stderr and exit with code 2; nothing is half-written.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+
+use crate::bench::{Benchmark, suites};
+use crate::export::{Format, check_writable, write_atomic};
+use crate::model::{Config, RunRecord};
+use crate::output::progress::Progress;
+use crate::runner::{Event, Plan, execute};
+use crate::units::parse_duration;
+
+/// Exit codes.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_WARN: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "osgauge",
+    version,
+    about = "Measure how well an operating system serves interactive and real-time work, and how fast its basic services are",
+    after_help = "Examples:\n  osgauge run                                   quick preset: every suite, a summary table\n  osgauge run --preset standard --label linux-6.12\n  osgauge micro cpu proc --runs 10 --export-json r.json\n  osgauge list --long                           what each benchmark measures and how\n  osgauge system check                          is this machine quiet enough to measure?"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a preset: every suite that exists, with the preset's run count and measuring time
+    #[command(
+        after_help = "Examples:\n  osgauge run\n  osgauge run --preset standard --label my-laptop --export-json run.json\n  osgauge run --runs 3 --quiet --export-markdown run.md"
+    )]
+    Run {
+        /// quick: 5 runs × 100 ms per benchmark (about a minute); standard: 10 runs × 300 ms
+        #[arg(long, value_enum, default_value_t = Preset::Quick)]
+        preset: Preset,
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// Run micro-benchmarks: whole suites (cpu, proc) and/or single benchmark ids (cpu/null_syscall)
+    #[command(
+        after_help = "Examples:\n  osgauge micro cpu\n  osgauge micro cpu proc --runs 10 --export-json r.json --export-csv r.csv --export-markdown r.md\n  osgauge micro cpu/null_syscall proc/ctx_switch_process_pinned --run-time 500ms\n\nSee `osgauge list` for every id."
+    )]
+    Micro {
+        /// Suite names or benchmark ids
+        #[arg(required = true, value_name = "SUITE|ID")]
+        select: Vec<String>,
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// List every benchmark: id, what it measures, unit, and whether higher or lower is better
+    #[command(
+        after_help = "Examples:\n  osgauge list\n  osgauge list --long     also print each benchmark's method\n  osgauge list --json"
+    )]
+    List {
+        /// Also print how each benchmark measures (method, what is subtracted)
+        #[arg(long)]
+        long: bool,
+        /// Machine-readable output
+        #[arg(long, conflicts_with = "long")]
+        json: bool,
+    },
+    /// The machine and environment record, and hygiene advice
+    #[command(subcommand)]
+    System(SystemCmd),
+    /// Print a shell completion script
+    #[command(
+        after_help = "Examples:\n  osgauge completions bash > ~/.local/share/bash-completion/completions/osgauge\n  osgauge completions zsh > ~/.zfunc/_osgauge\n  osgauge completions fish > ~/.config/fish/completions/osgauge.fish"
+    )]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SystemCmd {
+    /// Print the machine and environment record osgauge stores with every run
+    #[command(
+        after_help = "Examples:\n  osgauge system show\n  osgauge system show --json > machine.json"
+    )]
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check whether the machine is ready for quiet measurements; exit 0 when ready, 1 with warnings.
+    /// Prints what to fix; never changes the system.
+    #[command(after_help = "Examples:\n  osgauge system check && osgauge run")]
+    Check,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    Quick,
+    Standard,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunOpts {
+    /// Independent runs per benchmark [default: 5 for quick, 10 otherwise]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: Option<u32>,
+    /// Warm-up runs per benchmark, discarded
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub warmup: u32,
+    /// Measuring time per run, e.g. 100ms, 1s [default: 100ms for quick, 300ms otherwise]
+    #[arg(long, value_parser = parse_duration)]
+    pub run_time: Option<Duration>,
+    /// Time bound per benchmark (all its runs); reaching it stops the benchmark cleanly and records a timeout
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// A name for this run (e.g. the OS or kernel), kept in the record
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Write the full run record as JSON (schema osgauge.run/1)
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write one CSV row per benchmark metric
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the result tables as Markdown
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// No progress bar and no warnings section
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+impl RunOpts {
+    fn exports(&self) -> Vec<(Format, &Path)> {
+        [
+            (Format::Json, &self.export_json),
+            (Format::Csv, &self.export_csv),
+            (Format::Markdown, &self.export_markdown),
+        ]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect()
+    }
+}
+
+/// Entry point; returns the process exit code.
 pub fn main() -> i32 {
-    0
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(CliError::Usage(msg)) => {
+            eprintln!("osgauge: error: {msg}");
+            EXIT_USAGE
+        }
+        Err(CliError::Other(e)) => {
+            eprintln!("osgauge: error: {e:#}");
+            EXIT_WARN
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad input: exit 2.
+    Usage(String),
+    /// Something failed while working: exit 1.
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(e: anyhow::Error) -> Self {
+        CliError::Other(e)
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<i32, CliError> {
+    match cli.command {
+        Command::Run { preset, opts } => {
+            let all: Vec<String> = suites().iter().map(|s| s.name.to_string()).collect();
+            run_plan(preset_name(preset), preset, all, opts)
+        }
+        Command::Micro { select, opts } => run_plan("custom", Preset::Standard, select, opts),
+        Command::List { long, json } => {
+            print!("{}", list_text(long, json));
+            Ok(EXIT_OK)
+        }
+        Command::System(SystemCmd::Show { json }) => {
+            let m = crate::system::machine();
+            let e = crate::system::environment();
+            if json {
+                let v = serde_json::json!({ "machine": m, "environment": e });
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
+                );
+            } else {
+                print!("{}", crate::system::render_text(&m, &e));
+            }
+            Ok(EXIT_OK)
+        }
+        Command::System(SystemCmd::Check) => {
+            let m = crate::system::machine();
+            let e = crate::system::environment();
+            let findings = crate::system::check(&m, &e);
+            let warnings = findings
+                .iter()
+                .filter(|f| f.level == crate::system::Level::Warning)
+                .count();
+            for f in &findings {
+                let tag = match f.level {
+                    crate::system::Level::Warning => "WARNING",
+                    crate::system::Level::Info => "info",
+                };
+                println!("[{tag}] {}: {}", f.topic, f.message);
+                if let Some(fix) = &f.fix {
+                    println!("          fix: {fix}");
+                }
+            }
+            if warnings == 0 {
+                println!("Ready: nothing that osgauge knows to disturb measurements.");
+                Ok(EXIT_OK)
+            } else {
+                println!(
+                    "{warnings} warning(s): results on this machine may be noisy (osgauge changes nothing itself)."
+                );
+                Ok(EXIT_WARN)
+            }
+        }
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "osgauge", &mut std::io::stdout());
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+fn preset_name(p: Preset) -> &'static str {
+    match p {
+        Preset::Quick => "quick",
+        Preset::Standard => "standard",
+    }
+}
+
+/// Resolve suite names and benchmark ids into benchmarks, in suite order, without duplicates.
+pub fn select(names: &[String]) -> Result<Vec<Box<dyn Benchmark>>, String> {
+    let mut wanted_suites = Vec::new();
+    let mut wanted_ids = Vec::new();
+    let all = suites();
+    for n in names {
+        if all.iter().any(|s| s.name == n) {
+            wanted_suites.push(n.as_str());
+        } else if all
+            .iter()
+            .any(|s| s.benchmarks.iter().any(|b| b.info().id == *n))
+        {
+            wanted_ids.push(n.as_str());
+        } else {
+            let known: Vec<_> = all.iter().map(|s| s.name).collect();
+            return Err(format!(
+                "unknown suite or benchmark '{n}' (suites: {}; `osgauge list` shows every id)",
+                known.join(", ")
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for s in all {
+        let whole = wanted_suites.contains(&s.name);
+        for b in s.benchmarks {
+            if whole || wanted_ids.contains(&b.info().id.as_str()) {
+                out.push(b);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn run_plan(
+    preset: &str,
+    defaults: Preset,
+    selection: Vec<String>,
+    opts: RunOpts,
+) -> Result<i32, CliError> {
+    let benchmarks = select(&selection).map_err(CliError::Usage)?;
+    for (format, path) in opts.exports() {
+        check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
+    }
+    let (runs, run_time) = match defaults {
+        Preset::Quick => (5, Duration::from_millis(100)),
+        Preset::Standard => (10, Duration::from_millis(300)),
+    };
+    let runs = opts.runs.unwrap_or(runs);
+    let run_time = opts.run_time.unwrap_or(run_time);
+    // Default bound: ten times the planned measuring time, at least 20 s.
+    let planned = run_time.as_secs_f64() * f64::from(runs + opts.warmup);
+    let timeout = opts
+        .timeout
+        .unwrap_or(Duration::from_secs_f64((planned * 10.0).max(20.0)));
+    let plan = Plan {
+        benchmarks,
+        label: opts.label.clone(),
+        config: Config {
+            preset: preset.to_string(),
+            selection,
+            runs,
+            warmup_runs: opts.warmup,
+            run_time_ms: run_time.as_millis() as u64,
+            timeout_s: timeout.as_secs().max(1),
+            bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
+            command_line: std::env::args().collect(),
+        },
+    };
+    if !opts.quiet {
+        eprintln!(
+            "osgauge: {} benchmark(s), {} run(s) each, about {:.0} s",
+            plan.benchmarks.len(),
+            runs,
+            plan.estimate_s()
+        );
+    }
+    let cancel = interrupt_flag();
+    let progress = Progress::new(plan.benchmarks.len(), !opts.quiet);
+    let record = execute(plan, cancel, &mut |ev| match ev {
+        Event::Started { .. } => {}
+        Event::BenchmarkStarted { info, .. } => progress.start(&info.id),
+        Event::BenchmarkFinished { .. } => progress.finish_one(),
+    });
+    progress.done();
+    print_record(&record, opts.quiet);
+    write_exports(&record, &opts)?;
+    Ok(if record.complete {
+        EXIT_OK
+    } else if cancel.load(Ordering::Relaxed) {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_OK
+    })
+}
+
+fn print_record(record: &RunRecord, quiet: bool) {
+    print!("{}", crate::output::render_tables(record));
+    println!(
+        "median of {} runs (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
+        record.config.runs
+    );
+    if !quiet {
+        let w = crate::output::all_warnings(record);
+        if !w.is_empty() {
+            eprintln!("\nWarnings:");
+            for x in w {
+                eprintln!("  - {x}");
+            }
+        }
+    }
+}
+
+fn write_exports(record: &RunRecord, opts: &RunOpts) -> Result<(), CliError> {
+    for (format, path) in opts.exports() {
+        let text = format.render(record)?;
+        write_atomic(path, text.as_bytes()).map_err(|e| {
+            CliError::Other(anyhow::anyhow!(
+                "{}: writing {}: {e}",
+                format.flag(),
+                path.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Set by Ctrl-C. The first Ctrl-C stops after the current run (cleanly, children reaped, results
+/// kept); a second one exits at once.
+fn interrupt_flag() -> &'static AtomicBool {
+    static FLAG: AtomicBool = AtomicBool::new(false);
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if FLAG.swap(true, Ordering::SeqCst) {
+                std::process::exit(EXIT_INTERRUPTED);
+            }
+            eprintln!("\nosgauge: interrupted — finishing the current step and keeping what was measured (Ctrl-C again to quit now)");
+        });
+    });
+    &FLAG
+}
+
+/// `osgauge list` output.
+pub fn list_text(long: bool, json: bool) -> String {
+    let all = suites();
+    if json {
+        let v: Vec<_> = all
+            .iter()
+            .flat_map(|s| s.benchmarks.iter())
+            .map(|b| {
+                let i = b.info();
+                serde_json::json!({
+                    "id": i.id, "suite": i.suite, "title": i.title, "method": i.method,
+                    "metrics": i.metrics.iter().map(|m| serde_json::json!({
+                        "name": m.name, "unit": m.unit, "better": m.better, "description": m.description
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        return serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+    }
+    let mut s = String::new();
+    for suite in &all {
+        s.push_str(&format!("{} — {}\n", suite.name, suite.description));
+        for b in &suite.benchmarks {
+            let i = b.info();
+            s.push_str(&format!("  {:<34} {}\n", i.id, i.title));
+            for m in &i.metrics {
+                let better = match m.better {
+                    crate::units::Better::Lower => "lower is better",
+                    crate::units::Better::Higher => "higher is better",
+                };
+                s.push_str(&format!(
+                    "      {:<10} {:<5} {:<16} {}\n",
+                    m.name,
+                    m.unit.symbol(),
+                    better,
+                    m.description
+                ));
+            }
+            if long {
+                s.push_str(&wrap(&i.method, 6, 96));
+            }
+        }
+        s.push('\n');
+    }
+    if long {
+        s.push_str("Harness (every batched benchmark):\n");
+        s.push_str(&wrap(HARNESS_METHOD, 2, 96));
+    }
+    s
+}
+
+pub const HARNESS_METHOD: &str = "A batch of n operations is timed with two monotonic clock reads; one clock-read cost (measured at the start of every run record, `timing.timer_overhead_ns`) is subtracted per batch, and for operations of a few ns the empty-loop cost per iteration (`timing.loop_overhead_ns`) too. n doubles until a batch lasts ≥ max(50 µs, 1000 clock reads); those sizing batches are discarded. Batches are timed until the run's measuring time is used; the run's value is the median over its batches and its p99 the 99th percentile over batches (single operations when n = 1). Runs are independent repetitions after a discarded warm-up run; the reported figure is the median of per-run medians with a 95 % bootstrap CI (fixed seed), and CV is the run-to-run coefficient of variation. Every benchmark has a time bound; reaching it stops the benchmark cleanly and records a timeout, keeping the finished runs.";
+
+fn wrap(text: &str, indent: usize, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && indent + line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&format!("{}{line}\n", " ".repeat(indent)));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(&format!("{}{line}\n", " ".repeat(indent)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn selection_resolves_suites_and_ids_in_order() {
+        let b = select(&["cpu/null_syscall".into(), "cpu".into()]).unwrap();
+        let ids: Vec<_> = b.iter().map(|b| b.info().id.clone()).collect();
+        assert!(ids.contains(&"cpu/null_syscall".to_string()));
+        // No duplicates, suite order kept.
+        let mut dedup = ids.clone();
+        dedup.dedup();
+        assert_eq!(ids, dedup);
+        assert_eq!(ids[0], "cpu/timer_read");
+        assert!(
+            select(&["nosuch".into()])
+                .err()
+                .unwrap()
+                .contains("unknown suite or benchmark 'nosuch'")
+        );
+    }
+
+    #[test]
+    fn wrap_respects_width() {
+        let w = wrap(HARNESS_METHOD, 2, 60);
+        assert!(
+            w.lines()
+                .all(|l| l.chars().count() <= 60 || !l.trim().contains(' '))
+        );
+        assert!(w.lines().all(|l| l.starts_with("  ")));
+    }
 }

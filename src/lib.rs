@@ -2,7 +2,14 @@
 //! fast its basic services are. Data flows one way: CLI → plan → runner → benchmarks → result
 //! record → statistics → sinks (terminal, exports). See README.md and `osgauge --help`.
 
+pub mod bench;
 pub mod cli;
+pub mod export;
+pub mod harness;
+pub mod model;
+pub mod output;
 pub mod platform;
+pub mod runner;
 pub mod stats;
 pub mod system;
+pub mod units;

@@ -1,1 +1,398 @@
-//! Machine and environment record. Filled in by the system work.
+//! Machine and environment record, and the hygiene check behind `osgauge system show`.
+//!
+//! * [`machine`] returns the static facts of the computer ([`Machine`]).
+//! * [`environment`] returns a snapshot of the tunable / transient state ([`Environment`]); a run
+//!   samples it at its start and at its end.
+//! * [`check`] turns the two records into plain advice ([`Finding`]s, pyperf style). It never
+//!   changes the system and is a pure function of the records, so it is unit-tested with
+//!   hand-built records.
+//! * [`render_text`] prints both records as aligned `key: value` lines.
+//!
+//! Every value that may be unknown is an `Option`; unknown values are `None`, never guessed, and
+//! where it helps the record's `notes` map (field name → reason) says why.
+//!
+//! The OS-specific reading lives in the platform layer (`src/platform/linux_sysinfo.rs` on Linux,
+//! `src/platform/sysinfo_fallback.rs` elsewhere); the text parsers it uses are pure functions in
+//! [`parse`].
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+mod check;
+pub mod parse;
+mod render;
+
+pub use check::{check, explain_rt_denial};
+pub use render::{format_bytes, format_cpu_list, render_findings, render_text};
+
+use crate::platform::sysinfo as backend;
+
+/// Why a field is unknown (or where a value came from), keyed by field name.
+pub type Notes = BTreeMap<String, String>;
+
+/// Static facts about the machine. Cheap to collect (< 50 ms).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Machine {
+    /// `std::env::consts::OS` ("linux", "macos", "windows").
+    pub os: String,
+    /// `std::env::consts::ARCH` ("x86_64", "aarch64", ...).
+    pub arch: String,
+    /// Distribution / product name (Linux: `/etc/os-release` PRETTY_NAME).
+    pub os_name: Option<String>,
+    /// Distribution version (Linux: `/etc/os-release` VERSION_ID).
+    pub os_version: Option<String>,
+    /// `uname -r`.
+    pub kernel_release: Option<String>,
+    /// `uname -v`.
+    pub kernel_version: Option<String>,
+    pub hostname: Option<String>,
+    pub cpu: Cpu,
+    /// Caches seen by CPU 0, in sysfs order (L1d, L1i, L2, L3 ...).
+    pub caches: Vec<Cache>,
+    pub memory_total_bytes: Option<u64>,
+    pub page_size_bytes: Option<u64>,
+    /// System vendor / product from DMI (e.g. "Dell Inc." / "PowerEdge R640", "QEMU" / "Standard PC").
+    pub system_vendor: Option<String>,
+    pub system_product: Option<String>,
+    pub virtualization: Virtualization,
+    /// Current kernel clock source ("tsc", "kvm-clock", "hpet", "arch_sys_counter" ...).
+    pub clocksource: Option<String>,
+    /// Clock sources the kernel offers.
+    pub clocksources_available: Option<Vec<String>>,
+    pub tsc: Tsc,
+    /// Kernel preemption model: "none", "voluntary", "full", "lazy", "rt", or "dynamic" when the
+    /// kernel is PREEMPT_DYNAMIC and the active mode is not readable.
+    pub preemption: Option<String>,
+    /// Where `preemption` was read from.
+    pub preemption_source: Option<String>,
+    pub mitigations: Option<Mitigations>,
+    /// The file system of the working directory (where file benchmarks would run).
+    pub workdir: Option<Workdir>,
+    /// Limits of our own control group.
+    pub cgroup: Option<Cgroup>,
+    pub notes: Notes,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Cpu {
+    /// Marketing name ("AMD EPYC 7B13", "Intel(R) Core(TM) i7-8650U CPU @ 1.90GHz").
+    pub model_name: Option<String>,
+    /// "GenuineIntel", "AuthenticAMD", or the ARM implementer name.
+    pub vendor: Option<String>,
+    /// x86 family / model / stepping (decimal, as in /proc/cpuinfo).
+    pub family: Option<u32>,
+    pub model: Option<u32>,
+    pub stepping: Option<u32>,
+    pub microcode: Option<String>,
+    /// Online logical CPUs of the machine (not limited by our affinity).
+    pub logical_cpus: Option<u32>,
+    pub physical_cores: Option<u32>,
+    pub sockets: Option<u32>,
+    /// Whether simultaneous multithreading (Hyper-Threading) is active.
+    pub smt_active: Option<bool>,
+    /// SMT control state ("on", "off", "forceoff", "notsupported", "notimplemented").
+    pub smt_control: Option<String>,
+    /// Nominal (base) frequency, from cpufreq `base_frequency` or the "@ x.xxGHz" in the model name.
+    pub nominal_mhz: Option<f64>,
+    /// Highest frequency cpufreq allows (`cpuinfo_max_freq`), turbo included.
+    pub max_mhz: Option<f64>,
+    /// "cpu MHz" of CPU 0 in /proc/cpuinfo when sampled (in VMs usually the TSC rate).
+    pub reported_mhz: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheKind {
+    Data,
+    Instruction,
+    #[default]
+    Unified,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Cache {
+    pub level: u8,
+    pub kind: CacheKind,
+    pub size_bytes: Option<u64>,
+    /// How many logical CPUs share this cache instance.
+    pub shared_by_cpus: Option<u32>,
+    pub line_size_bytes: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Virtualization {
+    /// True when the machine is known to run under a hypervisor.
+    pub virtualized: Option<bool>,
+    /// The `hypervisor` CPU flag (x86 only).
+    pub hypervisor_flag: Option<bool>,
+    /// Hypervisor vendor ("KVM", "Hyper-V", "VMware", "Xen", ...).
+    pub vendor: Option<String>,
+    /// Where `vendor` came from ("cpuid 0x40000000", "/sys/hypervisor/type", "dmi").
+    pub vendor_source: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Tsc {
+    /// `constant_tsc`: the TSC ticks at a fixed rate regardless of frequency changes.
+    pub constant: Option<bool>,
+    /// `nonstop_tsc`: the TSC keeps ticking in deep C-states.
+    pub nonstop: Option<bool>,
+    /// `tsc_known_freq`: the TSC rate was read from CPUID/hypervisor rather than calibrated.
+    pub known_freq: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Mitigations {
+    /// Files in /sys/devices/system/cpu/vulnerabilities reading "Vulnerable...".
+    pub vulnerable: u32,
+    /// ... reading "Mitigation: ...".
+    pub mitigated: u32,
+    /// ... reading "Not affected".
+    pub not_affected: u32,
+    /// ... anything else ("Unknown: ...").
+    pub other: u32,
+    /// Names of the vulnerable ones.
+    pub vulnerable_names: Vec<String>,
+    /// The `mitigations=` kernel parameter, when given.
+    pub cmdline: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Workdir {
+    pub path: String,
+    /// File system type ("ext4", "xfs", "tmpfs", "overlay", ...).
+    pub fs_type: Option<String>,
+    /// statfs `f_type`, hex.
+    pub fs_magic: Option<String>,
+    pub mount_point: Option<String>,
+    /// Mount source ("/dev/nvme0n1p2", "overlay", "tmpfs").
+    pub device: Option<String>,
+    /// Whether the backing block device is rotational (from sysfs `queue/rotational`; virtual disks
+    /// often claim to be rotational).
+    pub rotational: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Cgroup {
+    /// "v1", "v2" or "hybrid".
+    pub hierarchy: Option<String>,
+    /// Our cgroup path (v2 path, or the v1 cpu controller's path).
+    pub path: Option<String>,
+    /// CPU quota in cgroup v2 `cpu.max` syntax ("max 100000", "200000 100000"); synthesised from
+    /// `cpu.cfs_quota_us` / `cpu.cfs_period_us` on v1.
+    pub cpu_max: Option<String>,
+    /// The quota in CPUs (quota / period); None when unlimited or unknown.
+    pub cpu_limit_cpus: Option<f64>,
+    /// Memory limit, raw ("max" or bytes); v1 `memory.limit_in_bytes` near 2^63 is shown as "max".
+    pub memory_max: Option<String>,
+    /// The memory limit in bytes; None when unlimited or unknown.
+    pub memory_max_bytes: Option<u64>,
+}
+
+/// A snapshot of the state that can change between runs. Sampled at run start and end.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Environment {
+    pub taken_at: DateTime<Utc>,
+    /// One entry per cpufreq policy; None when there is no cpufreq (typical in VMs).
+    pub governors: Option<Vec<Governor>>,
+    /// True when turbo / boost is enabled.
+    pub boost: Option<bool>,
+    /// Where `boost` came from ("intel_pstate/no_turbo", "cpufreq/boost", "cpufreq/policy*/boost").
+    pub boost_source: Option<String>,
+    /// intel_pstate / amd_pstate status ("active", "passive", "guided"), prefixed with the driver.
+    pub pstate_status: Option<String>,
+    /// CPUs isolated from the scheduler (isolcpus); empty when none.
+    pub isolated_cpus: Option<Vec<u32>>,
+    /// nohz_full CPUs; empty when none; None when the kernel lacks NO_HZ_FULL.
+    pub nohz_full_cpus: Option<Vec<u32>>,
+    /// /proc/sys/kernel/randomize_va_space: 0 off, 1 partial, 2 full.
+    pub aslr: Option<u8>,
+    pub load_avg: Option<LoadAvg>,
+    /// CPU pressure stall information (/proc/pressure/cpu).
+    pub cpu_pressure: Option<Psi>,
+    /// Steal and busy time, cumulative and over a short window.
+    pub cpu_time: Option<CpuTime>,
+    /// Runnable tasks (procs_running in /proc/stat) at the end of the window.
+    pub procs_running: Option<u32>,
+    pub procs_blocked: Option<u32>,
+    pub mem_available_bytes: Option<u64>,
+    pub swap_total_bytes: Option<u64>,
+    pub swap_free_bytes: Option<u64>,
+    /// Transparent huge pages mode ("always", "madvise", "never").
+    pub thp: Option<String>,
+    pub thp_defrag: Option<String>,
+    /// Timer slack of the calling thread, ns (Linux default 50 000).
+    pub timer_slack_ns: Option<u64>,
+    /// CPUs this process may run on.
+    pub affinity: Option<Vec<u32>>,
+    pub realtime: Realtime,
+    pub uid: Option<u32>,
+    /// Effective uid is 0.
+    pub is_root: Option<bool>,
+    pub notes: Notes,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Governor {
+    /// "policy0", ...
+    pub policy: String,
+    /// CPUs the policy covers.
+    pub cpus: Vec<u32>,
+    pub governor: Option<String>,
+    /// "intel_pstate", "amd-pstate-epp", "acpi-cpufreq", ...
+    pub driver: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LoadAvg {
+    pub one: f64,
+    pub five: f64,
+    pub fifteen: f64,
+    /// Currently runnable scheduling entities (4th field, before the slash).
+    pub runnable: Option<u32>,
+    /// Total scheduling entities (4th field, after the slash).
+    pub total: Option<u32>,
+}
+
+/// Pressure stall information, percentages of wall time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Psi {
+    pub some_avg10: f64,
+    pub some_avg60: f64,
+    pub some_avg300: f64,
+    pub full_avg10: Option<f64>,
+    pub full_avg60: Option<f64>,
+}
+
+/// CPU time split of the whole machine.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CpuTime {
+    /// Cumulative steal ticks since boot (USER_HZ, normally 100/s per CPU).
+    pub steal_ticks_total: Option<u64>,
+    /// Steal since boot as % of all CPU time since boot.
+    pub steal_pct_since_boot: Option<f64>,
+    /// Length of the sampling window, ms.
+    pub window_ms: Option<f64>,
+    /// CPU ticks (all CPUs) that elapsed in the window; a small number means coarse percentages.
+    pub window_ticks: Option<u64>,
+    /// Steal as % of all CPU time in the window.
+    pub window_steal_pct: Option<f64>,
+    /// user + nice + system + irq + softirq as % of all CPU time in the window.
+    pub window_busy_pct: Option<f64>,
+    pub window_iowait_pct: Option<f64>,
+}
+
+/// Whether real-time scheduling is available to us, found by trying it in a throw-away thread.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Realtime {
+    /// Result of `sched_setscheduler(SCHED_FIFO, 1)` in a fresh thread; None when not tried.
+    pub permitted: Option<bool>,
+    /// The errno of a failed attempt.
+    pub errno: Option<i32>,
+    /// Symbolic errno ("EPERM", ...).
+    pub error: Option<String>,
+    /// Plain-language reason for a denial (see [`explain_rt_denial`]).
+    pub reason: Option<String>,
+    /// RLIMIT_RTPRIO soft / hard (u64::MAX = unlimited).
+    pub rlimit_rtprio_soft: Option<u64>,
+    pub rlimit_rtprio_hard: Option<u64>,
+    /// CAP_SYS_NICE in the effective capability set.
+    pub cap_sys_nice: Option<bool>,
+    /// kernel.sched_rt_runtime_us (-1 = no limit) and kernel.sched_rt_period_us.
+    pub sched_rt_runtime_us: Option<i64>,
+    pub sched_rt_period_us: Option<i64>,
+    /// `cpu.rt_runtime_us` of our cgroup (cgroup v1 with RT group scheduling only).
+    pub cgroup_rt_runtime_us: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Info,
+    Warning,
+}
+
+/// One piece of advice from [`check`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Finding {
+    pub level: Level,
+    /// Short stable key ("governor", "turbo", "steal", ...).
+    pub topic: String,
+    pub message: String,
+    /// What the user could do about it (never done by osgauge).
+    pub fix: Option<String>,
+}
+
+/// Static facts about this machine.
+pub fn machine() -> Machine {
+    backend::machine()
+}
+
+/// A snapshot of the environment. Takes about 200 ms (the steal/busy sampling window).
+pub fn environment() -> Environment {
+    backend::environment()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn smoke_machine_and_environment() {
+        let t = Instant::now();
+        let m = machine();
+        let machine_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let e = environment();
+        let env_ms = t.elapsed().as_secs_f64() * 1e3;
+        assert!(m.cpu.logical_cpus.unwrap_or(0) >= 1, "{m:?}");
+        assert_eq!(m.os, std::env::consts::OS);
+        let mj = serde_json::to_string_pretty(&m).unwrap();
+        let ej = serde_json::to_string_pretty(&e).unwrap();
+        let m2: Machine = serde_json::from_str(&mj).unwrap();
+        let e2: Environment = serde_json::from_str(&ej).unwrap();
+        assert_eq!(m, m2);
+        assert_eq!(e, e2);
+        let text = render_text(&m, &e);
+        assert!(text.starts_with("Machine\n"));
+        assert!(text.contains("\nEnvironment\n"));
+        let _ = check(&m, &e);
+        // Generous bounds (tests run in parallel on busy CI machines).
+        assert!(machine_ms < 1000.0, "machine() took {machine_ms} ms");
+        assert!(env_ms < 2000.0, "environment() took {env_ms} ms");
+    }
+
+    /// `cargo test --lib system::tests::show_this_machine -- --ignored --nocapture`
+    #[test]
+    #[ignore = "prints this machine's records"]
+    fn show_this_machine() {
+        let t = Instant::now();
+        let m = machine();
+        let tm = t.elapsed();
+        let t = Instant::now();
+        let e = environment();
+        let te = t.elapsed();
+        print!("{}", render_text(&m, &e));
+        println!();
+        print!("{}", render_findings(&check(&m, &e)));
+        println!("\nmachine() {tm:?}, environment() {te:?}");
+        println!("{}", serde_json::to_string_pretty(&(&m, &e)).unwrap());
+    }
+}

@@ -1,0 +1,20 @@
+//! Suite `cpu`: the cost of reading the clock, of a loop iteration, of a procedure call with 0–7
+//! integer arguments, of a null system call and of a cheap I/O system call.
+
+mod io_syscall;
+mod loop_overhead;
+mod null_syscall;
+mod proc_call;
+mod timer_read;
+
+use super::Benchmark;
+
+pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
+    vec![
+        Box::new(timer_read::TimerRead::new()),
+        Box::new(loop_overhead::LoopOverhead::new()),
+        Box::new(proc_call::ProcCall::new()),
+        Box::new(null_syscall::NullSyscall::new()),
+        Box::new(io_syscall::IoSyscall::new()),
+    ]
+}

@@ -1,0 +1,71 @@
+//! A commented template for a new benchmark (fio's `skeleton_external.c` idea). It is a real,
+//! working benchmark but is not in any suite; copy this file, rename, and add it to a suite list.
+//!
+//! Rules every benchmark follows:
+//! - `run` is one independent run: make what it needs, measure, free everything, return samples.
+//! - Time only the operation: use `ctx.time_batches` (the harness sizes batches and subtracts its
+//!   own overhead) or `ctx.collect_batches` when each batch needs untimed setup.
+//! - Call `ctx.check()` in any loop of your own, so the time bound and Ctrl-C are honoured.
+//! - Where the OS lacks a feature, return `BenchError::unsupported` with the reason; OS-specific
+//!   calls go in `crate::platform`, never here.
+
+use std::hint::black_box;
+
+use super::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::harness::{BatchOptions, RunContext};
+use crate::model::BenchError;
+use crate::units::{Better, Unit};
+
+pub struct Example {
+    info: Info,
+}
+
+impl Example {
+    pub fn new() -> Self {
+        Example {
+            info: Info {
+                id: "example/integer_add".into(),
+                suite: "example",
+                title: "Integer add (template benchmark)".into(),
+                method: "Adds an opaque value to an accumulator in a batched loop; the empty-loop \
+                         cost is subtracted."
+                    .into(),
+                metrics: vec![MetricSpec {
+                    name: "add",
+                    unit: Unit::Nanoseconds,
+                    better: Better::Lower,
+                    description: "time per dependent integer add",
+                }],
+            },
+        }
+    }
+}
+
+impl Default for Example {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Benchmark for Example {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        let opts = BatchOptions {
+            subtract_loop_overhead: true,
+            ..Default::default()
+        };
+        let samples = ctx.time_batches(opts, |n| {
+            let mut acc = 0u64;
+            for i in 0..n {
+                // black_box stops the compiler from folding the loop into one multiplication.
+                acc = black_box(acc.wrapping_add(black_box(i)));
+            }
+            black_box(acc);
+            Ok(())
+        })?;
+        Ok(RunOutput::default().metric("add", samples))
+    }
+}

@@ -1,0 +1,131 @@
+//! Benchmarks: one file each implementing [`Benchmark`]; a suite is a list of them. Adding a
+//! benchmark touches only its file and its suite's list. `example.rs` is a commented template.
+
+use serde_json::{Map, Value};
+
+use crate::harness::RunContext;
+use crate::model::BenchError;
+use crate::units::{Better, Unit};
+
+pub mod cpu;
+pub mod example;
+pub mod proc;
+
+/// One metric a benchmark reports.
+#[derive(Debug, Clone)]
+pub struct MetricSpec {
+    pub name: &'static str,
+    pub unit: Unit,
+    pub better: Better,
+    /// What one value means, e.g. "time per null system call (getppid), harness overhead subtracted".
+    pub description: &'static str,
+}
+
+/// What a benchmark is: shown by `osgauge list`, copied into every result.
+#[derive(Debug, Clone)]
+pub struct Info {
+    /// `suite/name`, stable across versions (results are compared by it).
+    pub id: String,
+    pub suite: &'static str,
+    pub title: String,
+    /// How it measures, in a few sentences (`osgauge list --long`).
+    pub method: String,
+    pub metrics: Vec<MetricSpec>,
+}
+
+/// What one independent run returns.
+#[derive(Debug, Default)]
+pub struct RunOutput {
+    /// Samples per metric name (each name must be one of `Info::metrics`).
+    pub samples: Vec<(&'static str, Vec<f64>)>,
+    /// Facts read back while running (e.g. the CPU a thread was really pinned to); merged into
+    /// the benchmark's params in the record.
+    pub facts: Map<String, Value>,
+    pub warnings: Vec<String>,
+}
+
+impl RunOutput {
+    pub fn metric(mut self, name: &'static str, samples: Vec<f64>) -> Self {
+        self.samples.push((name, samples));
+        self
+    }
+    pub fn fact(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.facts.insert(key.to_string(), value.into());
+        self
+    }
+}
+
+pub trait Benchmark: Send + Sync {
+    fn info(&self) -> &Info;
+    /// Parameters as configured (before running).
+    fn params(&self) -> Map<String, Value> {
+        Map::new()
+    }
+    /// One independent run: set up, measure with `ctx` (honouring its deadline and cancel flag),
+    /// tear down everything it made, return samples. Errors: `unsupported` with the reason where
+    /// the OS lacks the feature; `failed` naming the OS call otherwise.
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError>;
+}
+
+pub struct Suite {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub benchmarks: Vec<Box<dyn Benchmark>>,
+}
+
+/// Every suite, in the order `run` executes them.
+pub fn suites() -> Vec<Suite> {
+    vec![
+        Suite {
+            name: "cpu",
+            description: "CPU and kernel-entry costs: clock read, loop, procedure call, null and I/O system call",
+            benchmarks: cpu::benchmarks(),
+        },
+        Suite {
+            name: "proc",
+            description: "Process and thread services: creation, spawn+exec, context switch",
+            benchmarks: proc::benchmarks(),
+        },
+    ]
+}
+
+/// Convert an OS error into a benchmark error: `unsupported` stays unsupported.
+pub fn os_err(call: &str, e: std::io::Error) -> BenchError {
+    if e.kind() == std::io::ErrorKind::Unsupported {
+        BenchError::unsupported(e.to_string())
+    } else {
+        BenchError::os(call, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn ids_are_unique_and_prefixed_by_their_suite() {
+        let mut seen = HashSet::new();
+        for s in suites() {
+            assert!(!s.benchmarks.is_empty(), "suite {} is empty", s.name);
+            for b in &s.benchmarks {
+                let i = b.info();
+                assert!(seen.insert(i.id.clone()), "duplicate id {}", i.id);
+                assert_eq!(i.suite, s.name);
+                assert!(i.id.starts_with(&format!("{}/", s.name)), "{}", i.id);
+                assert!(!i.metrics.is_empty(), "{} has no metrics", i.id);
+                assert!(!i.method.is_empty() && !i.title.is_empty());
+                let mut names = HashSet::new();
+                for m in &i.metrics {
+                    assert!(
+                        names.insert(m.name),
+                        "{}: duplicate metric {}",
+                        i.id,
+                        m.name
+                    );
+                    assert!(!m.description.is_empty());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Summary CSV: one row per benchmark metric (a benchmark that produced nothing gets one row with
+//! its error). Values are in the base unit named in the `unit` column.
+
+use crate::model::RunRecord;
+
+pub const HEADER: [&str; 16] = [
+    "run_id",
+    "label",
+    "benchmark",
+    "metric",
+    "unit",
+    "better",
+    "runs",
+    "median",
+    "ci95_low",
+    "ci95_high",
+    "p99",
+    "min_run",
+    "max_run",
+    "cv_runs",
+    "error",
+    "description",
+];
+
+pub fn render(record: &RunRecord) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(HEADER)?;
+    let run_id = record.run_id.to_string();
+    let label = record.label.clone().unwrap_or_default();
+    let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    for b in &record.benchmarks {
+        let err = b.error.as_ref().map(|e| e.to_string()).unwrap_or_default();
+        for m in &b.metrics {
+            let s = m.summary.as_ref();
+            w.write_record([
+                run_id.as_str(),
+                label.as_str(),
+                b.id.as_str(),
+                m.name.as_str(),
+                m.unit.symbol(),
+                m.better.as_str(),
+                &s.map(|s| s.runs).unwrap_or(0).to_string(),
+                &opt(s.map(|s| s.center)),
+                &opt(s.map(|s| s.ci95[0])),
+                &opt(s.map(|s| s.ci95[1])),
+                &opt(s.and_then(|s| s.p99)),
+                &opt(s.map(|s| s.min)),
+                &opt(s.map(|s| s.max)),
+                &opt(s.map(|s| s.cv)),
+                err.as_str(),
+                m.description.as_str(),
+            ])?;
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}

@@ -1,0 +1,42 @@
+//! Markdown: the terminal tables as GitHub-flavoured Markdown, with the method and warnings.
+
+use crate::model::RunRecord;
+use crate::output::table_rows;
+
+pub fn render(record: &RunRecord) -> String {
+    let mut s = String::new();
+    let title = record.label.as_deref().unwrap_or("osgauge run");
+    s.push_str(&format!("# {title}\n\n"));
+    s.push_str(&format!(
+        "Run `{}` · {} · osgauge {} ({})\n\n",
+        record.run_id,
+        record.started.format("%Y-%m-%d %H:%M:%S UTC"),
+        record.tool.version,
+        record.tool.profile
+    ));
+    s.push_str(&format!(
+        "Per benchmark: median of {} per-run medians with its 95 % bootstrap CI; p99 = median of per-run p99; CV = run-to-run coefficient of variation. Lower is better unless marked ↑.\n\n",
+        record.config.runs
+    ));
+    for (suite, rows) in table_rows(record) {
+        s.push_str(&format!("## {suite}\n\n"));
+        s.push_str(
+            "| benchmark | median | 95 % CI | p99 | CV | note |\n|---|---:|---:|---:|---:|---|\n",
+        );
+        for r in rows {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                r.name, r.median, r.ci, r.p99, r.cv, r.note
+            ));
+        }
+        s.push('\n');
+    }
+    let warnings = crate::output::all_warnings(record);
+    if !warnings.is_empty() {
+        s.push_str("## Warnings\n\n");
+        for w in warnings {
+            s.push_str(&format!("- {w}\n"));
+        }
+    }
+    s
+}

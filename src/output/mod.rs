@@ -1,0 +1,153 @@
+//! Terminal output: one table per suite, units chosen per value, warnings at the end; the progress
+//! bar (stderr, only on a TTY, never ticking on its own during a timed window).
+
+pub mod progress;
+
+use crate::model::{BenchmarkResult, MetricResult, RunRecord};
+use crate::units::{Better, format_value};
+
+/// One table row, already formatted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub name: String,
+    pub median: String,
+    pub ci: String,
+    pub p99: String,
+    pub cv: String,
+    pub note: String,
+}
+
+/// Rows grouped by suite, in record order.
+pub fn table_rows(record: &RunRecord) -> Vec<(String, Vec<Row>)> {
+    let mut out: Vec<(String, Vec<Row>)> = Vec::new();
+    for b in &record.benchmarks {
+        let rows = benchmark_rows(b);
+        match out.iter_mut().find(|(s, _)| *s == b.suite) {
+            Some((_, v)) => v.extend(rows),
+            None => out.push((b.suite.clone(), rows)),
+        }
+    }
+    out
+}
+
+fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
+    let short = b.id.split_once('/').map(|(_, n)| n).unwrap_or(&b.id);
+    let mut rows: Vec<Row> = b
+        .metrics
+        .iter()
+        .filter(|m| m.summary.is_some())
+        .map(|m| {
+            let name = if b.metrics.len() == 1 {
+                short.to_string()
+            } else {
+                format!("{short}.{}", m.name)
+            };
+            metric_row(name, m)
+        })
+        .collect();
+    if let Some(e) = &b.error {
+        let note = format!("{}: {}", e.kind.as_str(), e.message);
+        match rows.first_mut() {
+            Some(r) => r.note = note,
+            None => rows.push(Row {
+                name: short.to_string(),
+                median: "—".into(),
+                ci: "—".into(),
+                p99: "—".into(),
+                cv: "—".into(),
+                note,
+            }),
+        }
+    }
+    rows
+}
+
+fn metric_row(name: String, m: &MetricResult) -> Row {
+    let s = m.summary.as_ref().expect("filtered");
+    let arrow = if m.better == Better::Higher {
+        " ↑"
+    } else {
+        ""
+    };
+    Row {
+        name,
+        median: format!("{}{arrow}", format_value(s.center, m.unit)),
+        ci: format!(
+            "{} … {}",
+            format_value(s.ci95[0], m.unit),
+            format_value(s.ci95[1], m.unit)
+        ),
+        p99: s
+            .p99
+            .map(|p| format_value(p, m.unit))
+            .unwrap_or_else(|| "—".into()),
+        cv: format!("{:.1} %", s.cv * 100.0),
+        note: String::new(),
+    }
+}
+
+/// The run's warnings, then each benchmark's, prefixed by its id.
+pub fn all_warnings(record: &RunRecord) -> Vec<String> {
+    let mut w = record.warnings.clone();
+    for b in &record.benchmarks {
+        for x in &b.warnings {
+            w.push(format!("{}: {x}", b.id));
+        }
+    }
+    w
+}
+
+/// Plain-text tables, columns aligned by display width.
+pub fn render_tables(record: &RunRecord) -> String {
+    let mut s = String::new();
+    for (suite, rows) in table_rows(record) {
+        let header = Row {
+            name: suite.clone(),
+            median: "median".into(),
+            ci: "95 % CI".into(),
+            p99: "p99".into(),
+            cv: "CV".into(),
+            note: String::new(),
+        };
+        let all: Vec<&Row> = std::iter::once(&header).chain(rows.iter()).collect();
+        let w = |f: fn(&Row) -> &String| all.iter().map(|r| width(f(r))).max().unwrap_or(0);
+        let (wn, wm, wc, wp, wv) = (
+            w(|r| &r.name),
+            w(|r| &r.median),
+            w(|r| &r.ci),
+            w(|r| &r.p99),
+            w(|r| &r.cv),
+        );
+        for (i, r) in all.iter().enumerate() {
+            let line = format!(
+                "{}  {}  {}  {}  {}  {}",
+                pad_right(&r.name, wn),
+                pad_left(&r.median, wm),
+                pad_left(&r.ci, wc),
+                pad_left(&r.p99, wp),
+                pad_left(&r.cv, wv),
+                r.note
+            );
+            s.push_str(line.trim_end());
+            s.push('\n');
+            if i == 0 {
+                s.push_str(&"─".repeat(wn + wm + wc + wp + wv + 8));
+                s.push('\n');
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn pad_right(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+fn pad_left(s: &str, w: usize) -> String {
+    format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
+}

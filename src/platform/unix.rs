@@ -1,0 +1,41 @@
+//! Calls shared by the Unix-like targets (Linux, macOS).
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+
+pub fn clock_resolution_ns() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a timespec.
+    let rc = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
+    (rc == 0).then_some(ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64)
+}
+
+/// 1-byte reads of /dev/zero through read(2) directly (no std buffering).
+pub struct DevZero {
+    file: File,
+}
+
+impl DevZero {
+    pub fn open() -> io::Result<(DevZero, &'static str)> {
+        let file = File::open("/dev/zero")?;
+        Ok((DevZero { file }, "read(2) of 1 byte from /dev/zero"))
+    }
+
+    #[inline(always)]
+    pub fn read_one(&mut self) -> io::Result<()> {
+        let mut b = 0u8;
+        // SAFETY: reading 1 byte into a valid 1-byte buffer from an open fd.
+        let n = unsafe { libc::read(self.file.as_raw_fd(), (&mut b as *mut u8).cast(), 1) };
+        match n {
+            1 => Ok(()),
+            -1 => Err(io::Error::last_os_error()),
+            n => Err(io::Error::other(format!(
+                "read of /dev/zero returned {n} bytes, expected 1"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,464 @@
+//! The runner: for each planned benchmark, warm-up then N independent runs, each bounded in time
+//! and interruptible; per-run samples become summaries and histograms, runs become an across-run
+//! summary. A benchmark that fails records its error and the others still run.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use serde_json::{Map, Value};
+
+use crate::bench::{Benchmark, Info};
+use crate::harness::RunContext;
+use crate::model::{
+    BenchError, BenchmarkResult, Config, Environments, ErrorKind, MetricResult, RunMetric,
+    RunRecord, SCHEMA, TimingCalibration, Tool,
+};
+use crate::stats;
+
+/// Scale for HDR histograms of ns metrics: picoseconds, so sub-ns values keep 3 digits.
+const NS_HISTOGRAM_SCALE: f64 = 1000.0;
+
+/// Everything the runner needs, validated.
+pub struct Plan {
+    pub benchmarks: Vec<Box<dyn Benchmark>>,
+    pub config: Config,
+    pub label: Option<String>,
+}
+
+impl Plan {
+    pub fn run_time(&self) -> Duration {
+        Duration::from_millis(self.config.run_time_ms)
+    }
+
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.config.timeout_s)
+    }
+
+    /// Up-front estimate of the measuring time, s (benchmarks that are cheap to set up take about this).
+    pub fn estimate_s(&self) -> f64 {
+        let per =
+            (self.config.runs + self.config.warmup_runs) as f64 * self.run_time().as_secs_f64();
+        // Calibration and the two environment samples add about a second.
+        1.0 + self.benchmarks.len() as f64 * per * 1.15
+    }
+}
+
+/// What the runner reports while it works.
+pub enum Event<'a> {
+    Started { record: &'a RunRecord, total: usize },
+    BenchmarkStarted { index: usize, info: &'a Info },
+    BenchmarkFinished { index: usize, record: &'a RunRecord },
+}
+
+/// Run the plan. `cancel` is set by the Ctrl-C handler; the record comes back with `complete ==
+/// false` if it was set before the end.
+pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event)) -> RunRecord {
+    let machine = crate::system::machine();
+    let env_start = crate::system::environment();
+    let timing = crate::harness::calibrate();
+    let mut record = RunRecord {
+        schema: SCHEMA.to_string(),
+        run_id: uuid::Uuid::now_v7(),
+        label: plan.label.clone(),
+        started: Utc::now(),
+        finished: None,
+        complete: false,
+        tool: Tool::current(),
+        machine,
+        environment: Environments {
+            start: env_start,
+            end: None,
+        },
+        timing,
+        config: plan.config.clone(),
+        benchmarks: Vec::new(),
+        warnings: Vec::new(),
+    };
+    on_event(Event::Started {
+        record: &record,
+        total: plan.benchmarks.len(),
+    });
+    for (index, bench) in plan.benchmarks.iter().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        on_event(Event::BenchmarkStarted {
+            index,
+            info: bench.info(),
+        });
+        let result = run_benchmark(bench.as_ref(), &plan, &record.timing, cancel);
+        record.benchmarks.push(result);
+        on_event(Event::BenchmarkFinished {
+            index,
+            record: &record,
+        });
+    }
+    let interrupted = cancel.load(Ordering::Relaxed);
+    record.environment.end = Some(crate::system::environment());
+    record.finished = Some(Utc::now());
+    record.complete = !interrupted && record.benchmarks.len() == plan.benchmarks.len();
+    record.warnings = run_warnings(&record, interrupted);
+    record
+}
+
+/// Warm-up plus N runs of one benchmark, within its time bound.
+pub fn run_benchmark(
+    bench: &dyn Benchmark,
+    plan: &Plan,
+    timing: &TimingCalibration,
+    cancel: &AtomicBool,
+) -> BenchmarkResult {
+    let info = bench.info();
+    let started = Instant::now();
+    let deadline = started + plan.timeout();
+    let mut params = bench.params();
+    let mut warnings = Vec::new();
+    let mut per_metric: Vec<Vec<Vec<f64>>> = vec![Vec::new(); info.metrics.len()];
+    let mut error: Option<BenchError> = None;
+
+    let total = plan.config.warmup_runs + plan.config.runs;
+    for i in 0..total {
+        let warmup = i < plan.config.warmup_runs;
+        let run_index = if warmup {
+            i
+        } else {
+            i - plan.config.warmup_runs
+        };
+        let ctx = RunContext::new(run_index, warmup, plan.run_time(), deadline, timing, cancel);
+        // A panic inside a benchmark is a bug, but it must not take the other benchmarks down.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bench.run(&ctx)))
+            .unwrap_or_else(|p| Err(BenchError::failed(format!("panicked: {}", panic_text(&p)))));
+        match outcome {
+            Ok(out) => {
+                merge_facts(&mut params, out.facts);
+                for w in out.warnings {
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
+                    }
+                }
+                if warmup {
+                    continue;
+                }
+                for (name, samples) in out.samples {
+                    match info.metrics.iter().position(|m| m.name == name) {
+                        Some(k) => per_metric[k].push(samples),
+                        None => {
+                            error = Some(BenchError::failed(format!(
+                                "benchmark returned undeclared metric '{name}'"
+                            )));
+                        }
+                    }
+                }
+                if error.is_some() {
+                    break;
+                }
+            }
+            Err(e) => {
+                if e.kind == ErrorKind::Timeout {
+                    let done = per_metric.iter().map(Vec::len).max().unwrap_or(0);
+                    error = Some(BenchError::timeout(format!(
+                        "time bound of {} s reached after {done} of {} runs; finished runs are kept",
+                        plan.config.timeout_s, plan.config.runs
+                    )));
+                } else {
+                    error = Some(e);
+                }
+                break;
+            }
+        }
+    }
+
+    let metrics = info
+        .metrics
+        .iter()
+        .zip(per_metric)
+        .map(|(spec, runs)| summarize_metric(spec, runs, &mut warnings))
+        .collect();
+    BenchmarkResult {
+        id: info.id.clone(),
+        suite: info.suite.to_string(),
+        title: info.title.clone(),
+        params,
+        metrics,
+        warnings,
+        error,
+        wall_s: started.elapsed().as_secs_f64(),
+    }
+}
+
+fn summarize_metric(
+    spec: &crate::bench::MetricSpec,
+    runs: Vec<Vec<f64>>,
+    warnings: &mut Vec<String>,
+) -> MetricResult {
+    let scale = match spec.unit {
+        crate::units::Unit::Nanoseconds => NS_HISTOGRAM_SCALE,
+        _ => 1.0,
+    };
+    let mut run_metrics = Vec::new();
+    for samples in &runs {
+        match stats::summarize(samples) {
+            Some(summary) => {
+                // Histograms need positive values; a corrected sample can dip below zero when the
+                // operation is cheaper than the noise in the subtracted overhead.
+                let histogram = if samples.iter().all(|&v| v > 0.0) {
+                    crate::model::encode_histogram(samples, scale)
+                } else {
+                    None
+                };
+                run_metrics.push(RunMetric {
+                    summary,
+                    histogram_scale: histogram.as_ref().map(|_| scale),
+                    histogram,
+                });
+            }
+            None => {
+                let w = format!("{}: a run returned no usable samples", spec.name);
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+        }
+    }
+    let summaries: Vec<_> = run_metrics.iter().map(|r| r.summary.clone()).collect();
+    let summary = stats::across_runs(&summaries);
+    if let Some(s) = &summary {
+        if s.runs >= 3 && s.cv > 0.10 {
+            warnings.push(format!(
+                "{}: run-to-run CV {:.0} % — noisy; repeat on a quieter machine or with more runs",
+                spec.name,
+                s.cv * 100.0
+            ));
+        }
+        if s.center <= 0.0 && spec.unit == crate::units::Unit::Nanoseconds {
+            warnings.push(format!(
+                "{}: median ≤ 0 after subtracting the harness overhead — the operation is cheaper \
+                 than the measurement noise",
+                spec.name
+            ));
+        }
+    }
+    MetricResult {
+        name: spec.name.to_string(),
+        unit: spec.unit,
+        better: spec.better,
+        description: spec.description.to_string(),
+        runs: run_metrics,
+        summary,
+    }
+}
+
+fn merge_facts(params: &mut Map<String, Value>, facts: Map<String, Value>) {
+    for (k, v) in facts {
+        params.insert(k, v);
+    }
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Run-wide warnings in plain language.
+fn run_warnings(record: &RunRecord, interrupted: bool) -> Vec<String> {
+    let mut w = Vec::new();
+    if interrupted {
+        w.push("interrupted: the run is incomplete; finished benchmarks are kept".to_string());
+    }
+    if record.tool.profile == "debug" {
+        w.push("this is a debug build: timings are not comparable; use --release".to_string());
+    }
+    if record.config.runs < 3 {
+        w.push(format!(
+            "only {} run(s) per benchmark: too few for a confidence interval (use --runs 5 or more)",
+            record.config.runs
+        ));
+    }
+    let findings = crate::system::check(&record.machine, &record.environment.start);
+    for f in findings {
+        if f.level == crate::system::Level::Warning {
+            w.push(format!("{}: {}", f.topic, f.message));
+        }
+    }
+    let failed: Vec<_> = record
+        .benchmarks
+        .iter()
+        .filter_map(|b| {
+            b.error
+                .as_ref()
+                .map(|e| format!("{} ({})", b.id, e.kind.as_str()))
+        })
+        .collect();
+    if !failed.is_empty() {
+        w.push(format!("not measured: {}", failed.join(", ")));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{MetricSpec, RunOutput};
+    use crate::units::{Better, Unit};
+
+    struct Fake {
+        info: Info,
+        behaviour: fn(&RunContext) -> Result<RunOutput, BenchError>,
+    }
+
+    impl Benchmark for Fake {
+        fn info(&self) -> &Info {
+            &self.info
+        }
+        fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+            (self.behaviour)(ctx)
+        }
+    }
+
+    fn fake(
+        id: &str,
+        behaviour: fn(&RunContext) -> Result<RunOutput, BenchError>,
+    ) -> Box<dyn Benchmark> {
+        Box::new(Fake {
+            info: Info {
+                id: id.to_string(),
+                suite: "test",
+                title: id.to_string(),
+                method: "synthetic".into(),
+                metrics: vec![MetricSpec {
+                    name: "t",
+                    unit: Unit::Nanoseconds,
+                    better: Better::Lower,
+                    description: "synthetic",
+                }],
+            },
+            behaviour,
+        })
+    }
+
+    fn plan(benchmarks: Vec<Box<dyn Benchmark>>, runs: u32, timeout_s: u64) -> Plan {
+        Plan {
+            benchmarks,
+            label: Some("t".into()),
+            config: Config {
+                preset: "custom".into(),
+                selection: vec![],
+                runs,
+                warmup_runs: 1,
+                run_time_ms: 1,
+                timeout_s,
+                bootstrap_seed: stats::BOOTSTRAP_SEED,
+                command_line: vec![],
+            },
+        }
+    }
+
+    fn timing() -> TimingCalibration {
+        TimingCalibration {
+            clock: "t".into(),
+            reported_resolution_ns: None,
+            observed_resolution_ns: 1.0,
+            timer_overhead_ns: 1.0,
+            loop_overhead_ns: 0.0,
+        }
+    }
+
+    #[test]
+    fn runs_are_summarised_and_warmup_discarded() {
+        let p = plan(
+            vec![fake("test/ok", |ctx| {
+                // Warm-up returns a wild value that must not appear in the result.
+                let v = if ctx.warmup {
+                    1e9
+                } else {
+                    100.0 + ctx.run_index as f64
+                };
+                Ok(RunOutput::default()
+                    .metric("t", vec![v, v, v])
+                    .fact("pinned", 0))
+            })],
+            5,
+            10,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.error.is_none());
+        let m = &r.metrics[0];
+        assert_eq!(m.runs.len(), 5);
+        let s = m.summary.as_ref().unwrap();
+        assert_eq!(s.runs, 5);
+        assert_eq!(s.center, 102.0);
+        assert!(m.runs.iter().all(|r| r.histogram.is_some()));
+        assert_eq!(r.params["pinned"], 0);
+    }
+
+    #[test]
+    fn errors_are_recorded_not_fatal() {
+        let p = plan(
+            vec![
+                fake("test/unsupported", |_| {
+                    Err(BenchError::unsupported("unsupported on TestOS: no"))
+                }),
+                fake("test/panics", |_| panic!("bug")),
+                fake("test/undeclared", |_| {
+                    Ok(RunOutput::default().metric("nope", vec![1.0]))
+                }),
+            ],
+            2,
+            10,
+        );
+        let cancel = AtomicBool::new(false);
+        for (b, kind, text) in [
+            (0, ErrorKind::Unsupported, "unsupported on TestOS"),
+            (1, ErrorKind::Failed, "panicked: bug"),
+            (2, ErrorKind::Failed, "undeclared metric 'nope'"),
+        ] {
+            let r = run_benchmark(p.benchmarks[b].as_ref(), &p, &timing(), &cancel);
+            let e = r.error.unwrap();
+            assert_eq!(e.kind, kind);
+            assert!(e.message.contains(text), "{}", e.message);
+            assert!(r.metrics[0].summary.is_none());
+        }
+    }
+
+    #[test]
+    fn timeout_keeps_finished_runs() {
+        let p = plan(
+            vec![fake("test/slow", |ctx| {
+                if ctx.run_index >= 2 && !ctx.warmup {
+                    // Simulate a run that hits the bound.
+                    return Err(BenchError::timeout("bound"));
+                }
+                Ok(RunOutput::default().metric("t", vec![5.0]))
+            })],
+            5,
+            1,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        let e = r.error.unwrap();
+        assert_eq!(e.kind, ErrorKind::Timeout);
+        assert!(e.message.contains("after 2 of 5 runs"), "{}", e.message);
+        assert_eq!(r.metrics[0].runs.len(), 2);
+    }
+
+    #[test]
+    fn cancel_interrupts() {
+        let p = plan(
+            vec![fake("test/x", |ctx| {
+                ctx.check().map(|_| RunOutput::default())
+            })],
+            3,
+            10,
+        );
+        let cancel = AtomicBool::new(true);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert_eq!(r.error.unwrap().kind, ErrorKind::Interrupted);
+    }
+}

@@ -1,0 +1,196 @@
+//! Units and better-direction of metrics, and human formatting (units chosen per value).
+
+use serde::{Deserialize, Serialize};
+
+/// The unit a metric's values are stored in. Values are always stored in the base unit named here;
+/// display scales them (ns → µs → ms, B/s → MB/s …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unit {
+    /// nanoseconds
+    #[serde(rename = "ns")]
+    Nanoseconds,
+    /// percent (0–100)
+    #[serde(rename = "%")]
+    Percent,
+    /// bytes per second
+    #[serde(rename = "B/s")]
+    BytesPerSecond,
+    /// bytes
+    #[serde(rename = "B")]
+    Bytes,
+    /// a plain count
+    #[serde(rename = "count")]
+    Count,
+    /// operations per second
+    #[serde(rename = "op/s")]
+    OpsPerSecond,
+}
+
+impl Unit {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Nanoseconds => "ns",
+            Unit::Percent => "%",
+            Unit::BytesPerSecond => "B/s",
+            Unit::Bytes => "B",
+            Unit::Count => "count",
+            Unit::OpsPerSecond => "op/s",
+        }
+    }
+}
+
+/// Whether a larger or a smaller value of a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+impl Better {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Better::Lower => "lower",
+            Better::Higher => "higher",
+        }
+    }
+}
+
+/// Format a value with a unit prefix chosen for that value, with 3–4 significant digits.
+pub fn format_value(v: f64, unit: Unit) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    match unit {
+        Unit::Nanoseconds => format_time_ns(v),
+        Unit::Percent => format!("{} %", sig(v)),
+        Unit::BytesPerSecond => format_scaled(v, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]),
+        Unit::Bytes => format_scaled(v, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB"]),
+        Unit::Count => sig(v),
+        Unit::OpsPerSecond => format_scaled(v, 1000.0, &["op/s", "kop/s", "Mop/s", "Gop/s"]),
+    }
+}
+
+/// Time in nanoseconds shown as ns, µs, ms or s.
+pub fn format_time_ns(ns: f64) -> String {
+    let a = ns.abs();
+    if a < 1e3 {
+        format!("{} ns", sig(ns))
+    } else if a < 1e6 {
+        format!("{} µs", sig(ns / 1e3))
+    } else if a < 1e9 {
+        format!("{} ms", sig(ns / 1e6))
+    } else {
+        format!("{} s", sig(ns / 1e9))
+    }
+}
+
+fn format_scaled(v: f64, base: f64, names: &[&str]) -> String {
+    let mut x = v;
+    let mut i = 0;
+    while x.abs() >= base && i + 1 < names.len() {
+        x /= base;
+        i += 1;
+    }
+    format!("{} {}", sig(x), names[i])
+}
+
+/// Up to 4 significant digits without trailing noise: 1234, 123.4, 12.34, 1.234, 0.1234.
+pub fn sig(v: f64) -> String {
+    let a = v.abs();
+    let decimals = if a == 0.0 || a >= 1000.0 {
+        0
+    } else if a >= 100.0 {
+        1
+    } else if a >= 10.0 {
+        2
+    } else if a >= 1.0 {
+        3
+    } else {
+        4
+    };
+    format!("{v:.decimals$}")
+}
+
+/// Parse a duration like `250ms`, `2s`, `1.5s`, `100us`, `500000ns`, `1m`; a bare number means seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration '{s}': expected e.g. 250ms, 2s, 1m"))?;
+    let mult = match suffix.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        other => {
+            return Err(format!(
+                "invalid duration unit '{other}' in '{s}': use ns, us, ms, s or m"
+            ));
+        }
+    };
+    let secs = n * mult;
+    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 {
+        return Err(format!(
+            "duration '{s}' out of range (must be > 0 and ≤ 24 h)"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_units_chosen_per_value() {
+        assert_eq!(format_time_ns(52.34), "52.34 ns");
+        assert_eq!(format_time_ns(1534.0), "1.534 µs");
+        assert_eq!(format_time_ns(2_500_000.0), "2.500 ms");
+        assert_eq!(format_time_ns(3.2e9), "3.200 s");
+        assert_eq!(format_time_ns(0.91), "0.9100 ns");
+    }
+
+    #[test]
+    fn scaled_units() {
+        assert_eq!(format_value(35e9, Unit::BytesPerSecond), "35.00 GB/s");
+        assert_eq!(format_value(2048.0, Unit::Bytes), "2.000 KiB");
+        assert_eq!(format_value(99.5, Unit::Percent), "99.50 %");
+    }
+
+    #[test]
+    fn serde_names_are_the_unit_symbols() {
+        for u in [
+            Unit::Nanoseconds,
+            Unit::Percent,
+            Unit::BytesPerSecond,
+            Unit::Bytes,
+            Unit::Count,
+            Unit::OpsPerSecond,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&u).unwrap(),
+                format!("\"{}\"", u.symbol())
+            );
+        }
+        assert_eq!(serde_json::to_string(&Better::Lower).unwrap(), "\"lower\"");
+    }
+
+    #[test]
+    fn durations_parse_and_reject() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("5parsecs").is_err());
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+}

@@ -1,0 +1,183 @@
+//! End-to-end tests of the command line, as a user runs it.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn osgauge() -> Command {
+    Command::cargo_bin("osgauge").unwrap()
+}
+
+const UNITS: [&str; 6] = ["ns", "%", "B/s", "B", "count", "op/s"];
+
+#[test]
+fn list_names_every_suite_with_units_and_direction() {
+    let out = osgauge().arg("list").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for s in ["cpu —", "proc —", "cpu/null_syscall", "lower is better"] {
+        assert!(text.contains(s), "missing {s} in:\n{text}");
+    }
+    let out = osgauge().args(["list", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list = v.as_array().unwrap();
+    assert!(list.len() >= 5);
+    for b in list {
+        for m in b["metrics"].as_array().unwrap() {
+            assert!(UNITS.contains(&m["unit"].as_str().unwrap()), "{m}");
+            assert!(["lower", "higher"].contains(&m["better"].as_str().unwrap()));
+        }
+    }
+    let long = osgauge().args(["list", "--long"]).output().unwrap();
+    assert!(String::from_utf8(long.stdout).unwrap().contains("Harness"));
+}
+
+#[test]
+fn micro_run_exports_a_valid_record_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let csv = dir.path().join("r.csv");
+    let md = dir.path().join("r.md");
+    osgauge()
+        .args([
+            "micro",
+            "cpu",
+            "--runs",
+            "3",
+            "--run-time",
+            "5ms",
+            "--quiet",
+            "--label",
+            "itest",
+        ])
+        .arg("--export-json")
+        .arg(&json)
+        .arg("--export-csv")
+        .arg(&csv)
+        .arg("--export-markdown")
+        .arg(&md)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("null_syscall"));
+
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Typed check: the document deserialises into the record model.
+    let rec: osgauge::model::RunRecord = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(rec.schema, "osgauge.run/1");
+    assert_eq!(rec.label.as_deref(), Some("itest"));
+    assert_eq!(rec.config.runs, 3);
+    assert!(rec.complete);
+    assert!(rec.environment.end.is_some());
+    assert!(rec.timing.timer_overhead_ns > 0.0);
+    // Shape check on the raw JSON: every metric has a unit and a direction.
+    let benches = v["benchmarks"].as_array().unwrap();
+    assert_eq!(benches.len(), 5);
+    for b in benches {
+        assert!(b["id"].as_str().unwrap().starts_with("cpu/"));
+        for m in b["metrics"].as_array().unwrap() {
+            assert!(UNITS.contains(&m["unit"].as_str().unwrap()), "{m}");
+            assert!(["lower", "higher"].contains(&m["better"].as_str().unwrap()));
+            if b["error"].is_null() {
+                assert_eq!(m["runs"].as_array().unwrap().len(), 3);
+                let s = &m["summary"];
+                assert!(s["ci95"][0].as_f64().unwrap() <= s["center"].as_f64().unwrap());
+                assert!(s["center"].as_f64().unwrap() <= s["ci95"][1].as_f64().unwrap());
+            }
+        }
+    }
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = csv_text.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("run_id,label,benchmark,metric,unit,better")
+    );
+    // proc_call has 8 metrics, the other four 1 each.
+    assert_eq!(lines.count(), 12);
+    let md_text = std::fs::read_to_string(&md).unwrap();
+    assert!(md_text.starts_with("# itest"));
+    assert!(md_text.contains("| benchmark | median |"));
+}
+
+fn assert_usage_error(args: &[&str], message: &str) {
+    let out = osgauge().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "args {args:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains(message), "args {args:?}: stderr was {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_input_is_one_clear_error_with_exit_2() {
+    assert_usage_error(&["micro", "nosuch"], "unknown suite or benchmark 'nosuch'");
+    assert_usage_error(&["micro", "cpu", "--runs", "0"], "--runs");
+    assert_usage_error(&["micro", "cpu", "--runs", "many"], "--runs");
+    assert_usage_error(
+        &["micro", "cpu", "--run-time", "5parsecs"],
+        "invalid duration unit",
+    );
+    assert_usage_error(&["frobnicate"], "unrecognized subcommand");
+    let out = osgauge().args(["micro", "nosuch"]).output().unwrap();
+    // One line, not a wall of text.
+    assert_eq!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .trim()
+            .lines()
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn unwritable_export_fails_before_running_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.json");
+    let bad = dir.path().join("missing-dir/r.csv");
+    let out = osgauge()
+        .args(["micro", "cpu", "--runs", "1"])
+        .arg("--export-json")
+        .arg(&good)
+        .arg("--export-csv")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("--export-csv") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(
+        !good.exists(),
+        "nothing may be written when the input is bad"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn system_show_and_check() {
+    let out = osgauge()
+        .args(["system", "show", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["machine"].is_object() && v["environment"].is_object());
+    let out = osgauge().args(["system", "check"]).output().unwrap();
+    // 0 = ready, 1 = warnings; both are valid answers on a shared machine.
+    assert!(matches!(out.status.code(), Some(0) | Some(1)));
+    assert!(!out.stdout.is_empty());
+}
+
+#[test]
+fn completions_are_generated() {
+    for shell in ["bash", "zsh", "fish"] {
+        osgauge()
+            .args(["completions", shell])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("osgauge"));
+    }
+}
