@@ -59,7 +59,11 @@ fn parent_dir(path: &Path) -> PathBuf {
 /// Write `contents` to `path` atomically: a temporary file in the same directory, flushed, then
 /// renamed over the target, so a reader never sees a half-written file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let mut tmp = tempfile::NamedTempFile::new_in(parent_dir(path))?;
+    let mut builder = tempfile::Builder::new();
+    if let Some(perm) = crate::platform::user_file_permissions() {
+        builder.permissions(perm);
+    }
+    let mut tmp = builder.tempfile_in(parent_dir(path))?;
     tmp.write_all(contents)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
@@ -78,6 +82,16 @@ mod tests {
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            let expect = crate::platform::user_file_permissions().unwrap().mode();
+            assert_eq!(
+                mode, expect,
+                "exports get the user's normal file mode, not 0600"
+            );
+        }
     }
 
     #[test]

@@ -83,6 +83,19 @@ impl CheapIo {
     }
 }
 
+/// Permissions for a file osgauge writes for the user (exports): what a plain `create` would
+/// give under the user's umask. None where the OS has no such notion (the default applies).
+pub fn user_file_permissions() -> Option<std::fs::Permissions> {
+    #[cfg(unix)]
+    {
+        unix::user_file_permissions()
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
 /// CPUs this process may run on (affinity mask, read back from the OS), ascending.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     os::allowed_cpus()

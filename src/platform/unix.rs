@@ -39,3 +39,17 @@ impl DevZero {
         }
     }
 }
+
+/// 0666 minus the process umask, as `open(O_CREAT, 0666)` would create.
+pub fn user_file_permissions() -> Option<std::fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    // umask can only be read by setting it; restore it at once (single-threaded callers only
+    // race with file creation in other threads, which osgauge does not do while exporting).
+    // SAFETY: umask cannot fail.
+    let mask = unsafe {
+        let m = libc::umask(0o022);
+        libc::umask(m);
+        m
+    };
+    Some(std::fs::Permissions::from_mode(0o666 & !(mask as u32)))
+}
