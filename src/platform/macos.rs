@@ -35,3 +35,52 @@ pub fn pin_current_thread(_cpu: usize) -> io::Result<()> {
         "macOS has no thread-to-CPU pinning (thread affinity tags are scheduling hints only)",
     ))
 }
+
+// ---------------------------------------------------------------------------------------------
+// Processes, threads and pipes (the `proc` suite). posix_spawn, pipes and poll are the shared Unix
+// code; fork-based measurements are not offered (see FORK_REASON).
+
+#[cfg(test)]
+pub use super::unix_process::process_gone;
+pub use super::unix_process::{
+    ExecProgram, PollPipe, posix_spawn_available, posix_spawn_wait, tiny_program,
+};
+
+const FORK_REASON: &str = "fork() is not safe in a multi-threaded program on macOS (the child may \
+                           only make async-signal-safe calls); process creation is measured by the \
+                           spawn benchmarks";
+
+pub fn fork_available() -> io::Result<()> {
+    Err(super::unsupported(FORK_REASON))
+}
+
+pub fn fork_exit_wait() -> io::Result<()> {
+    Err(super::unsupported(FORK_REASON))
+}
+
+pub fn fork_exec_wait(_program: &ExecProgram) -> io::Result<()> {
+    Err(super::unsupported(FORK_REASON))
+}
+
+/// Never constructed on macOS (fork is not offered).
+pub struct EchoChild {
+    never: std::convert::Infallible,
+}
+
+impl EchoChild {
+    pub fn start() -> io::Result<EchoChild> {
+        Err(super::unsupported(FORK_REASON))
+    }
+    pub fn pid(&self) -> u32 {
+        match self.never {}
+    }
+    pub fn cpu_affinity(&self) -> io::Result<Vec<usize>> {
+        match self.never {}
+    }
+    pub fn round_trips(&mut self, _n: u64, _timeout: std::time::Duration) -> io::Result<()> {
+        match self.never {}
+    }
+    pub fn finish(self, _grace: std::time::Duration) -> io::Result<()> {
+        match self.never {}
+    }
+}

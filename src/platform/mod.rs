@@ -3,6 +3,8 @@
 //! says "unsupported on <OS>: <reason>", which the runner records as `unsupported`.
 
 use std::io;
+use std::path::Path;
+use std::time::Duration;
 
 #[cfg(target_os = "linux")]
 mod linux;
@@ -31,6 +33,15 @@ pub use linux_sysinfo as sysinfo;
 pub mod sysinfo_fallback;
 #[cfg(not(target_os = "linux"))]
 pub use sysinfo_fallback as sysinfo;
+
+// Processes, threads and pipes (the `proc` suite): Linux uses the shared Unix code directly; macOS
+// re-exports the parts of it that are valid there and stubs the rest; Windows stubs everything.
+#[cfg(unix)]
+mod unix_process;
+#[cfg(not(target_os = "linux"))]
+use os as process_os;
+#[cfg(target_os = "linux")]
+use unix_process as process_os;
 
 /// Human name of this OS, as used in "unsupported on <OS>" messages.
 pub const OS_NAME: &str = os::OS_NAME;
@@ -116,6 +127,123 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 /// The calling thread's affinity, read back from the OS.
 pub fn current_thread_affinity() -> io::Result<Vec<usize>> {
     os::current_thread_affinity()
+}
+
+/// The tiny program the spawn benchmarks start (exits 0 at once, ignores its arguments), e.g.
+/// `/bin/true`. The caller checks that it exists.
+pub fn tiny_program() -> io::Result<&'static Path> {
+    process_os::tiny_program()
+}
+
+/// Ok where fork() may be used by this (multi-threaded) program; otherwise unsupported with the
+/// reason.
+pub fn fork_available() -> io::Result<()> {
+    process_os::fork_available()
+}
+
+/// Ok where posix_spawn() exists; otherwise unsupported with the reason.
+pub fn posix_spawn_available() -> io::Result<()> {
+    process_os::posix_spawn_available()
+}
+
+/// A program prepared for repeated starts by [`fork_exec_wait`] and [`posix_spawn_wait`]: argv =
+/// [path], empty environment, converted to C strings once so that a timed start allocates nothing.
+pub struct ExecProgram {
+    inner: process_os::ExecProgram,
+}
+
+impl ExecProgram {
+    pub fn new(path: &Path) -> io::Result<ExecProgram> {
+        Ok(ExecProgram {
+            inner: process_os::ExecProgram::new(path)?,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.inner.path()
+    }
+}
+
+/// fork(); the child calls `_exit(0)` at once; the parent waits for it (waitpid). Errors unless
+/// the child exited normally with status 0 (the message gives the status).
+pub fn fork_exit_wait() -> io::Result<()> {
+    process_os::fork_exit_wait()
+}
+
+/// fork(); the child execs `program`; the parent waits for it. Errors unless the child exited
+/// normally with status 0 (status 127: the exec itself failed).
+pub fn fork_exec_wait(program: &ExecProgram) -> io::Result<()> {
+    process_os::fork_exec_wait(&program.inner)
+}
+
+/// posix_spawn(`program`), then wait for it. Errors unless it exited normally with status 0.
+pub fn posix_spawn_wait(program: &ExecProgram) -> io::Result<()> {
+    process_os::posix_spawn_wait(&program.inner)
+}
+
+/// A forked child process that echoes 1-byte tokens over two pipes (the process side of the
+/// context-switch benchmark). The child makes only async-signal-safe calls, inherits the calling
+/// thread's CPU affinity, and exits when its input pipe closes. Dropping this kills and reaps the
+/// child if [`finish`](Self::finish) did not.
+pub struct EchoChild {
+    inner: process_os::EchoChild,
+}
+
+impl EchoChild {
+    pub fn start() -> io::Result<EchoChild> {
+        Ok(EchoChild {
+            inner: process_os::EchoChild::start()?,
+        })
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.inner.pid()
+    }
+
+    /// The child's CPU affinity, read back from the OS.
+    pub fn cpu_affinity(&self) -> io::Result<Vec<usize>> {
+        self.inner.cpu_affinity()
+    }
+
+    /// `n` round trips: write 1 byte, poll(POLLIN) with `timeout`, read the echo. The child does
+    /// the mirror image, so a round trip = 2 × (write + poll + read) + 2 context switches.
+    /// Errors of kind TimedOut when a reply does not come within `timeout`.
+    #[inline]
+    pub fn round_trips(&mut self, n: u64, timeout: Duration) -> io::Result<()> {
+        self.inner.round_trips(n, timeout)
+    }
+
+    /// Close the pipes, wait up to `grace` for the child to exit, require exit status 0; past
+    /// `grace` it is killed and reaped and TimedOut returned.
+    pub fn finish(self, grace: Duration) -> io::Result<()> {
+        self.inner.finish(grace)
+    }
+}
+
+/// One pipe used within one thread: `n` × (write 1 byte, poll(POLLIN) with `timeout`, read it) —
+/// the operations of one side of an [`EchoChild`] round trip, without blocking or switching.
+pub struct PollPipe {
+    inner: process_os::PollPipe,
+}
+
+impl PollPipe {
+    pub fn new() -> io::Result<PollPipe> {
+        Ok(PollPipe {
+            inner: process_os::PollPipe::new()?,
+        })
+    }
+
+    #[inline]
+    pub fn pairs(&mut self, n: u64, timeout: Duration) -> io::Result<()> {
+        self.inner.pairs(n, timeout)
+    }
+}
+
+/// Test helper: true when `pid` is neither a live process nor an unreaped child (zombie) of ours.
+#[cfg(test)]
+pub fn process_gone(pid: u32) -> bool {
+    process_os::process_gone(pid)
 }
 
 #[cfg(test)]
