@@ -378,18 +378,15 @@ fn write_exports(record: &RunRecord, opts: &RunOpts) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Set by Ctrl-C. The first Ctrl-C stops after the current run (cleanly, children reaped, results
-/// kept); a second one exits at once.
+/// Set by Ctrl-C. The first Ctrl-C stops after the current step (cleanly, children reaped,
+/// results kept); a second one exits at once with code 130.
 fn interrupt_flag() -> &'static AtomicBool {
     static FLAG: AtomicBool = AtomicBool::new(false);
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
-        let _ = ctrlc::set_handler(|| {
-            if FLAG.swap(true, Ordering::SeqCst) {
-                std::process::exit(EXIT_INTERRUPTED);
-            }
-            eprintln!("\nosgauge: interrupted — finishing the current step and keeping what was measured (Ctrl-C again to quit now)");
-        });
+        if let Err(e) = crate::platform::install_interrupt_handler(&FLAG, EXIT_INTERRUPTED) {
+            eprintln!("osgauge: warning: Ctrl-C handling unavailable ({e}); Ctrl-C will end the run without saving");
+        }
     });
     &FLAG
 }

@@ -53,3 +53,42 @@ pub fn user_file_permissions() -> Option<std::fs::Permissions> {
     };
     Some(std::fs::Permissions::from_mode(0o666 & !(mask as u32)))
 }
+
+static INTERRUPT: std::sync::OnceLock<(&'static std::sync::atomic::AtomicBool, i32)> =
+    std::sync::OnceLock::new();
+
+extern "C" fn on_interrupt(_sig: libc::c_int) {
+    // Only async-signal-safe work here: an atomic swap, write(2) and _exit(2).
+    if let Some((flag, code)) = INTERRUPT.get() {
+        if flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(*code) };
+        }
+        let msg = super::INTERRUPT_MESSAGE.as_bytes();
+        // SAFETY: writing a static buffer to stderr; the result does not matter.
+        unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+    }
+}
+
+pub fn install_interrupt_handler(
+    flag: &'static std::sync::atomic::AtomicBool,
+    exit_code: i32,
+) -> io::Result<()> {
+    if INTERRUPT.set((flag, exit_code)).is_err() {
+        return Ok(());
+    }
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction with a valid handler and an empty mask; SA_RESTART so that
+        // interrupted system calls in benchmarks resume instead of failing with EINTR.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_interrupt as *const () as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}

@@ -305,6 +305,20 @@ pub fn fork_exec_wait(program: &ExecProgram) -> io::Result<()> {
 /// In a forked child: close every fd ≥ 3 except `keep`, so the child holds no copy of pipes or
 /// files that other threads of the parent opened (their readers would otherwise not see EOF while
 /// this child lives). close_range(2) is Linux ≥ 5.9; on older kernels this is skipped (ENOSYS).
+/// In a forked child: SIGINT and SIGTERM back to their default action, so a terminal's Ctrl-C
+/// (sent to the whole process group) ends the child instead of running osgauge's inherited
+/// handler in it. Async-signal-safe: sigaction only.
+fn child_default_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction with SIG_DFL and an empty mask.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
 /// Async-signal-safe: raw system calls only.
 #[cfg(target_os = "linux")]
 fn child_close_other_fds(mut keep: [RawFd; 2]) {
@@ -384,10 +398,11 @@ impl EchoChild {
         let (child_r, parent_w) = pipe_cloexec()?;
         let (parent_r, child_w) = pipe_cloexec()?;
         let (cr, cw) = (child_r.as_raw_fd(), child_w.as_raw_fd());
-        // SAFETY: the child only makes raw system calls (close_range, poll, read, write, _exit),
-        // all async-signal-safe, so forking a multi-threaded parent is sound.
+        // SAFETY: the child only makes raw system calls (sigaction, close_range, poll, read,
+        // write, _exit), all async-signal-safe, so forking a multi-threaded parent is sound.
         let pid = unsafe { libc::fork() };
         if pid == 0 {
+            child_default_signals();
             child_close_other_fds([cr, cw]);
             child_echo_loop(cr, cw);
         }

@@ -135,3 +135,16 @@ impl PollPipe {
 pub fn process_gone(_pid: u32) -> bool {
     true
 }
+
+pub fn install_interrupt_handler(
+    flag: &'static std::sync::atomic::AtomicBool,
+    exit_code: i32,
+) -> io::Result<()> {
+    ctrlc::set_handler(move || {
+        if flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(exit_code);
+        }
+        eprint!("{}", super::INTERRUPT_MESSAGE);
+    })
+    .map_err(io::Error::other)
+}

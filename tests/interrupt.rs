@@ -1,0 +1,75 @@
+//! Ctrl-C during a run: the run stops cleanly, keeps and exports what was measured, exits 130, and
+//! leaves no child process behind.
+#![cfg(unix)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use std::os::unix::process::CommandExt;
+
+/// True while any process of the process group `pgid` exists.
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+#[test]
+fn sigint_keeps_finished_benchmarks_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("partial.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_osgauge"))
+        .args([
+            "micro",
+            "cpu",
+            "proc",
+            "--runs",
+            "3",
+            "--run-time",
+            "200ms",
+            "--quiet",
+        ])
+        .arg("--export-json")
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Let it get into the proc suite (cpu takes ~5 × 4 × 200 ms), then interrupt.
+    std::thread::sleep(Duration::from_millis(5500));
+    // Like a terminal's Ctrl-C: SIGINT to the whole process group (osgauge and its children).
+    // SAFETY: signalling our own child's process group.
+    assert_eq!(unsafe { libc::kill(-(pid as i32), libc::SIGINT) }, 0);
+    let start = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "did not stop promptly"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    // No process of osgauge's group (forked peers, spawned programs) outlives it.
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!group_alive(pid as i32), "a child of osgauge outlived it");
+    let rec: osgauge::model::RunRecord =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(!rec.complete);
+    assert!(rec.warnings.iter().any(|w| w.contains("interrupted")));
+    // What finished before the signal is kept with its summaries.
+    let measured = rec.benchmarks.iter().filter(|b| b.error.is_none()).count();
+    assert!(
+        measured >= 1,
+        "nothing kept: {:?}",
+        rec.benchmarks.iter().map(|b| &b.id).collect::<Vec<_>>()
+    );
+    assert!(
+        rec.benchmarks.len() < 14,
+        "the run should have been cut short"
+    );
+}
