@@ -17,7 +17,7 @@ fn group_alive(pgid: i32) -> bool {
 fn sigint_keeps_finished_benchmarks_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("partial.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_osgauge"))
+    let child = Command::new(env!("CARGO_BIN_EXE_osgauge"))
         .args([
             "micro",
             "cpu",
