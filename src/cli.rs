@@ -315,7 +315,7 @@ fn run_plan(
             runs,
             warmup_runs: opts.warmup,
             run_time_ms: run_time.as_millis() as u64,
-            timeout_s: timeout.as_secs().max(1),
+            timeout_ms: (timeout.as_millis() as u64).max(1),
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
             command_line: std::env::args().collect(),
         },

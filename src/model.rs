@@ -89,8 +89,8 @@ pub struct Config {
     pub warmup_runs: u32,
     /// Measuring time aimed for in each run of a micro-benchmark, ms.
     pub run_time_ms: u64,
-    /// Hard bound for each benchmark (all its runs), s.
-    pub timeout_s: u64,
+    /// Hard bound for each benchmark (all its runs), ms.
+    pub timeout_ms: u64,
     pub bootstrap_seed: u64,
     pub command_line: Vec<String>,
 }

@@ -32,7 +32,7 @@ impl Plan {
     }
 
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs(self.config.timeout_s)
+        Duration::from_millis(self.config.timeout_ms)
     }
 
     /// Up-front estimate of the measuring time, s (benchmarks that are cheap to set up take about this).
@@ -158,8 +158,9 @@ pub fn run_benchmark(
                 if e.kind == ErrorKind::Timeout {
                     let done = per_metric.iter().map(Vec::len).max().unwrap_or(0);
                     error = Some(BenchError::timeout(format!(
-                        "time bound of {} s reached after {done} of {} runs; finished runs are kept",
-                        plan.config.timeout_s, plan.config.runs
+                        "time bound of {} reached after {done} of {} runs; finished runs are kept",
+                        crate::units::format_time_ns(plan.config.timeout_ms as f64 * 1e6),
+                        plan.config.runs
                     )));
                 } else {
                     error = Some(e);
@@ -352,7 +353,7 @@ mod tests {
                 runs,
                 warmup_runs: 1,
                 run_time_ms: 1,
-                timeout_s,
+                timeout_ms: timeout_s * 1000,
                 bootstrap_seed: stats::BOOTSTRAP_SEED,
                 command_line: vec![],
             },

@@ -181,3 +181,38 @@ fn completions_are_generated() {
             .stdout(predicate::str::contains("osgauge"));
     }
 }
+
+#[test]
+fn time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    // 1 warm-up + 5 runs × 300 ms cannot fit in 1 s: the bound must cut it short.
+    osgauge()
+        .args([
+            "micro",
+            "cpu/null_syscall",
+            "--runs",
+            "5",
+            "--run-time",
+            "300ms",
+        ])
+        .args(["--timeout", "1s", "--quiet", "--export-json"])
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("timeout"));
+    let rec: osgauge::model::RunRecord =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let b = &rec.benchmarks[0];
+    let e = b.error.as_ref().expect("a timeout is recorded");
+    assert_eq!(e.kind, osgauge::model::ErrorKind::Timeout);
+    assert!(
+        e.message.contains("finished runs are kept"),
+        "{}",
+        e.message
+    );
+    let kept = b.metrics[0].runs.len();
+    assert!((1..5).contains(&kept), "kept {kept} runs");
+    assert!(b.wall_s < 3.0, "bound not honoured: {} s", b.wall_s);
+    assert_eq!(rec.config.timeout_ms, 1000);
+}
