@@ -366,6 +366,7 @@ fn run_plan(
     print_record(&record, opts.quiet);
     store.finish(&record);
     write_exports(&record, &opts)?;
+    store.export_html(&record)?;
     Ok(if record.complete {
         EXIT_OK
     } else if cancel.load(Ordering::Relaxed) {

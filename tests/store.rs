@@ -236,7 +236,9 @@ fn a_run_is_stored_and_no_store_skips_it() {
             "10ms",
             "--quiet",
             "--no-store",
+            "--export-html",
         ])
+        .arg(dir.path().join("r.html"))
         .assert()
         .success();
     let s = Store::open(&db).unwrap();
@@ -246,6 +248,12 @@ fn a_run_is_stored_and_no_store_skips_it() {
     let rec = s.get(&rows[0].run_id).unwrap().unwrap();
     assert!(rec.finished.is_some() && rec.environment.end.is_some());
     assert_eq!(rec.benchmarks.len(), 1);
+    // The --no-store run still wrote its HTML report, with its record embedded.
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    let recs = store::parse_records(&html).unwrap();
+    assert_eq!(recs.len(), 1);
+    assert_ne!(recs[0].run_id, rec.run_id);
+    assert!(html.contains("cpu/timer_read"));
 }
 
 /// Start a long `micro cpu` run writing to `db`, wait until at least one benchmark is stored.

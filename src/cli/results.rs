@@ -20,6 +20,9 @@ pub struct StoreOpts {
     /// Do not keep this run in the result store
     #[arg(long)]
     pub no_store: bool,
+    /// Write a self-contained HTML report of this run (inline SVG charts, the record embedded)
+    #[arg(long, value_name = "FILE")]
+    pub export_html: Option<PathBuf>,
 }
 
 /// `--store` for the commands that only read the store.
@@ -154,16 +157,21 @@ pub struct StoreSink {
     store: Option<Store>,
     warned: bool,
     quiet: bool,
+    export_html: Option<PathBuf>,
 }
 
 impl StoreSink {
     /// Open the store before running, so a bad path fails before anything is measured.
     pub fn open(opts: &StoreOpts, quiet: bool) -> Result<StoreSink, CliError> {
+        if let Some(p) = &opts.export_html {
+            check_writable(p).map_err(|e| CliError::Usage(format!("--export-html: {e}")))?;
+        }
         if opts.no_store {
             return Ok(StoreSink {
                 store: None,
                 warned: false,
                 quiet,
+                export_html: opts.export_html.clone(),
             });
         }
         let path = match &opts.store {
@@ -177,6 +185,7 @@ impl StoreSink {
             store: Some(store),
             warned: false,
             quiet,
+            export_html: opts.export_html.clone(),
         })
     }
 
@@ -216,6 +225,27 @@ impl StoreSink {
                 if record.complete { "" } else { " (incomplete)" }
             );
         }
+    }
+
+    /// `--export-html`: a report of this one run.
+    pub fn export_html(&self, record: &RunRecord) -> Result<(), CliError> {
+        if let Some(p) = &self.export_html {
+            let name = record
+                .label
+                .clone()
+                .unwrap_or_else(|| short_id(&record.run_id.to_string()).to_string());
+            let html = crate::report::render(
+                &[(name, record.clone())],
+                crate::compare::Options::default(),
+            )?;
+            write_atomic(p, html.as_bytes()).map_err(|e| {
+                CliError::Other(anyhow::anyhow!(
+                    "--export-html: writing {}: {e}",
+                    p.display()
+                ))
+            })?;
+        }
+        Ok(())
     }
 }
 

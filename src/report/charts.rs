@@ -224,6 +224,7 @@ fn bar_chart(
             .disable_x_mesh()
             .y_desc(axis.as_str())
             .x_label_formatter(&label)
+            .light_line_style(RGBColor(242, 242, 242))
             .label_style((FONT, 16))
             .axis_desc_style((FONT, 16))
             .draw()
