@@ -3,6 +3,7 @@
 mod common;
 
 use std::path::Path;
+#[cfg(unix)]
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
