@@ -8,7 +8,7 @@ use super::{Figure, color};
 use crate::compare::{self, Comparison, Verdict, normalised};
 use crate::model::{MetricResult, RunRecord};
 use crate::stats;
-use crate::units::{Unit, format_value};
+use crate::units::Unit;
 
 const FONT: &str = "sans-serif";
 
@@ -32,6 +32,39 @@ impl Ranged for Categories {
     fn range(&self) -> std::ops::Range<f64> {
         0.0..self.0 as f64
     }
+}
+
+/// A log2 axis of sizes: values are log2(bytes); ticks at whole powers of two.
+struct Log2Bytes(f64, f64);
+
+impl Ranged for Log2Bytes {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let span = f64::from(limit.1 - limit.0);
+        limit.0 + ((v - self.0) / (self.1 - self.0) * span).round() as i32
+    }
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        let (lo, hi) = (self.0.ceil() as i64, self.1.floor() as i64);
+        let n = (hi - lo + 1).max(1) as usize;
+        let step = n.div_ceil(hint.max_num_points().clamp(2, 12)).max(1);
+        (lo..=hi).step_by(step).map(|k| k as f64).collect()
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        self.0..self.1
+    }
+}
+
+/// `2^k` bytes as "512 B", "4 KiB", "16 MiB".
+fn pow2_bytes(k: f64) -> String {
+    let k = k.round() as i64;
+    let (unit, e) = match k {
+        ..10 => ("B", 0),
+        10..20 => ("KiB", 10),
+        20..30 => ("MiB", 20),
+        _ => ("GiB", 30),
+    };
+    format!("{} {unit}", 1u64 << (k - e).clamp(0, 62))
 }
 
 fn rgb(i: usize) -> RGBColor {
@@ -434,15 +467,15 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
                 .x_label_area_size(40)
                 .y_label_area_size(60)
                 .build_cartesian_2d(
-                    (xmin / 1.2..xmax * 1.2).log_scale(),
+                    Log2Bytes(xmin.log2() - 0.3, xmax.log2() + 0.3),
                     0.0..(ymax / div * 1.1).max(f64::MIN_POSITIVE),
                 )
                 .map_err(pe)?;
-            let xfmt = |x: &f64| format_value(*x, Unit::Bytes);
+            let xfmt = |x: &f64| pow2_bytes(*x);
             chart
                 .configure_mesh()
                 .x_label_formatter(&xfmt)
-                .x_desc("working-set size (log scale)")
+                .x_desc("working-set size (log scale, powers of two)")
                 .y_desc(format!("latency per load ({axis})"))
                 .label_style((FONT, 16))
                 .axis_desc_style((FONT, 16))
@@ -451,7 +484,7 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
                 .map_err(pe)?;
             for (i, s) in series.iter().enumerate() {
                 let Some(pts) = s else { continue };
-                let pts: Vec<(f64, f64)> = pts.iter().map(|(x, y)| (*x, y / div)).collect();
+                let pts: Vec<(f64, f64)> = pts.iter().map(|(x, y)| (x.log2(), y / div)).collect();
                 chart
                     .draw_series(LineSeries::new(pts.clone(), rgb(i).stroke_width(2)))
                     .map_err(pe)?;
@@ -468,4 +501,31 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
         });
     }
     Ok(figs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn power_of_two_sizes_are_named() {
+        assert_eq!(pow2_bytes(9.0), "512 B");
+        assert_eq!(pow2_bytes(12.0), "4 KiB");
+        assert_eq!(pow2_bytes(24.0), "16 MiB");
+        assert_eq!(pow2_bytes(31.0), "2 GiB");
+    }
+
+    #[test]
+    fn curve_param_shape_is_checked() {
+        let mut p = serde_json::Map::new();
+        assert!(curve_of(&p).is_none());
+        p.insert(
+            "curve".into(),
+            serde_json::json!([{"size_bytes": 8192, "ns_per_load": 4.0},
+                               {"size_bytes": 1024, "ns_per_load": 1.0}]),
+        );
+        assert_eq!(curve_of(&p).unwrap(), vec![(1024.0, 1.0), (8192.0, 4.0)]);
+        p.insert("curve".into(), serde_json::json!([{"size": 1}]));
+        assert!(curve_of(&p).is_none());
+    }
 }
