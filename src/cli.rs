@@ -89,7 +89,7 @@ pub enum Command {
     Results(ResultsCmd),
     /// Compare 2..N runs (stored runs by label, id or id prefix, or JSON files); the first is the baseline
     #[command(
-        after_help = "Examples:\n  osgauge compare linux-6.18 win11 macos-15\n  osgauge compare base.json new.json --fail-on-regression 5%\n  osgauge compare a b --export-markdown cmp.md --export-csv cmp.csv --export-json cmp.json\n\nMethod: ratio of medians of per-run medians with a 95 % bootstrap CI; two-sided Mann-Whitney U\nover per-run values, Benjamini-Hochberg adjusted; better/worse only when p < 0.05 and the CI lies\noutside the noise band, else ~. Exit codes: 0 ok, 2 usage error, 3 regression (--fail-on-regression),\n1 other errors."
+        after_help = "Examples:\n  osgauge compare linux-6.18 win11 macos-15\n  osgauge compare base.json new.json --fail-on-regression 5%\n  osgauge compare a b --export-markdown cmp.md --export-csv cmp.csv --export-json cmp.json\n\nMethod: ratio of medians of per-run medians with a 95 % bootstrap CI; two-sided Mann-Whitney U\nover per-run values, Benjamini-Hochberg adjusted; better/worse only when p < 0.05 and the CI lies\noutside the noise band, else ~.\n\nExit codes: 0 ok; 3 a regression (--fail-on-regression); 2 usage error; 1 other error."
     )]
     Compare(CompareArgs),
     /// Write a self-contained HTML report (system table, comparison, charts) of 1..N runs

@@ -65,6 +65,7 @@ fn report_has_the_expected_sections_and_charts() {
     // 3 tasks × (3 latency statistics + deadlines) + forest + curve.
     assert_eq!(html.matches("<svg").count(), TASKS.len() * 4 + 2);
     for s in [
+        "<h2>Summary</h2>",
         "Systems",
         "Results",
         "Warnings",

@@ -93,6 +93,7 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
         env!("CARGO_PKG_VERSION")
     )?;
     h.push_str(&legend(runs));
+    h.push_str(&summary(&cmp));
     h.push_str(&system_table(runs, &cmp));
     h.push_str(&results_section(&cmp));
 
@@ -332,6 +333,51 @@ fn system_table(runs: &[(String, RunRecord)], cmp: &Comparison) -> String {
     s
 }
 
+/// At a glance: per suite and run, the geometric mean vs the baseline and the verdict counts.
+fn summary(cmp: &Comparison) -> String {
+    if cmp.columns.len() < 2 {
+        return String::new();
+    }
+    let mut s =
+        String::from("<section>\n<h2>Summary</h2>\n<table class=\"res\">\n<tr><th>suite</th>");
+    for j in 1..cmp.columns.len() {
+        write!(
+            s,
+            "<th><i class=\"sw\" style=\"background:{}\"></i>{} vs {}</th>",
+            css_color(j),
+            esc(&compare::render::column_title(cmp, j)),
+            esc(&cmp.columns[0].name)
+        )
+        .unwrap();
+    }
+    s.push_str("</tr>\n");
+    for sum in &cmp.suites {
+        write!(s, "<tr><td>{}</td>", esc(&sum.suite)).unwrap();
+        for (k, g) in sum.geomean.iter().enumerate() {
+            let j = k + 1;
+            let count = |v: Verdict| {
+                cmp.rows
+                    .iter()
+                    .filter(|r| r.suite == sum.suite)
+                    .filter(|r| r.cells[j].vs_base.as_ref().map(|d| d.verdict) == Some(v))
+                    .count()
+            };
+            write!(
+                s,
+                "<td>geomean {} &nbsp; <span class=\"worse\">{} worse</span>, <span class=\"better\">{} better</span>, {} ~</td>",
+                g.map(pct).unwrap_or_else(|| "—".into()),
+                count(Verdict::Worse),
+                count(Verdict::Better),
+                count(Verdict::Same) + count(Verdict::TooFewRuns)
+            )
+            .unwrap();
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</table>\n<p class=\"note\">geomean: geometric mean of direction-normalised ratios over the suite's metrics present in every run (+ = worse than the baseline). Details under Results.</p>\n</section>\n");
+    s
+}
+
 fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Better => "better",
@@ -483,8 +529,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.diff th,tr.diff td{background:#fff6d6}
 tr.geo td{font-weight:600;background:var(--head)}
 .dir{color:var(--muted);font-size:12px}
-td.worse{color:#b00020;font-weight:700}
-td.better{color:#00703c;font-weight:700}
+.worse{color:#b00020;font-weight:700}
+.better{color:#00703c;font-weight:700}
 td.same{color:var(--muted)}
 .legend span{display:inline-block;margin-right:16px}
 .legend i,.sw{display:inline-block;width:12px;height:12px;margin-right:5px;vertical-align:-1px;border-radius:2px}
