@@ -14,11 +14,16 @@ use crate::output::progress::Progress;
 use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
+mod results;
+pub use results::{CompareArgs, ReportArgs, ResultsCmd, StoreOpts, parse_percent};
+
 /// Exit codes.
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_WARN: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// `compare --fail-on-regression`: a metric is significantly worse than the baseline.
+pub const EXIT_REGRESSION: i32 = 3;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -79,6 +84,19 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// The result store: list, show, export, import and delete runs
+    #[command(subcommand)]
+    Results(ResultsCmd),
+    /// Compare 2..N runs (stored runs by label, id or id prefix, or JSON files); the first is the baseline
+    #[command(
+        after_help = "Examples:\n  osgauge compare linux-6.18 win11 macos-15\n  osgauge compare base.json new.json --fail-on-regression 5%\n  osgauge compare a b --export-markdown cmp.md --export-csv cmp.csv --export-json cmp.json\n\nMethod: ratio of medians of per-run medians with a 95 % bootstrap CI; two-sided Mann-Whitney U\nover per-run values, Benjamini-Hochberg adjusted; better/worse only when p < 0.05 and the CI lies\noutside the noise band, else ~.\n\nExit codes: 0 ok; 3 a regression (--fail-on-regression); 2 usage error; 1 other error."
+    )]
+    Compare(CompareArgs),
+    /// Write a self-contained HTML report (system table, comparison, charts) of 1..N runs
+    #[command(
+        after_help = "Examples:\n  osgauge report linux-6.18 --export-html linux.html\n  osgauge report linux-6.18 win11 macos-15 --export-html report.html"
+    )]
+    Report(ReportArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -129,6 +147,8 @@ pub struct RunOpts {
     /// Write the result tables as Markdown
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreOpts,
     /// No progress bar and no warnings section
     #[arg(short, long)]
     pub quiet: bool,
@@ -242,6 +262,9 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             clap_complete::generate(shell, &mut cmd, "osgauge", &mut std::io::stdout());
             Ok(EXIT_OK)
         }
+        Command::Results(cmd) => results::dispatch_results(cmd),
+        Command::Compare(args) => results::dispatch_compare(args),
+        Command::Report(args) => results::dispatch_report(args),
     }
 }
 
@@ -328,16 +351,22 @@ fn run_plan(
             plan.estimate_s()
         );
     }
+    let mut store = results::StoreSink::open(&opts.store, opts.quiet)?;
     let cancel = interrupt_flag();
     let progress = Progress::new(plan.benchmarks.len(), !opts.quiet);
-    let record = execute(plan, cancel, &mut |ev| match ev {
-        Event::Started { .. } => {}
-        Event::BenchmarkStarted { info, .. } => progress.start(&info.id),
-        Event::BenchmarkFinished { .. } => progress.finish_one(),
+    let record = execute(plan, cancel, &mut |ev| {
+        store.on_event(&ev);
+        match ev {
+            Event::Started { .. } => {}
+            Event::BenchmarkStarted { info, .. } => progress.start(&info.id),
+            Event::BenchmarkFinished { .. } => progress.finish_one(),
+        }
     });
     progress.done();
     print_record(&record, opts.quiet);
+    store.finish(&record);
     write_exports(&record, &opts)?;
+    store.export_html(&record)?;
     Ok(if record.complete {
         EXIT_OK
     } else if cancel.load(Ordering::Relaxed) {

@@ -4,12 +4,15 @@
 
 pub mod bench;
 pub mod cli;
+pub mod compare;
 pub mod export;
 pub mod harness;
 pub mod model;
 pub mod output;
 pub mod platform;
+pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod store;
 pub mod system;
 pub mod units;

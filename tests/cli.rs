@@ -5,7 +5,13 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 fn osgauge() -> Command {
-    Command::cargo_bin("osgauge").unwrap()
+    let mut c = Command::cargo_bin("osgauge").unwrap();
+    // Runs are stored automatically: never in the real user data directory from a test.
+    c.env(
+        "OSGAUGE_STORE",
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests.sqlite"),
+    );
+    c
 }
 
 const UNITS: [&str; 6] = ["ns", "%", "B/s", "B", "count", "op/s"];

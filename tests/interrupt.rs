@@ -30,6 +30,8 @@ fn sigint_keeps_finished_benchmarks_and_exits_130() {
         ])
         .arg("--export-json")
         .arg(&json)
+        // Never the user's real result store.
+        .env("OSGAUGE_STORE", dir.path().join("store.sqlite"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)

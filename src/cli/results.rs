@@ -1,0 +1,568 @@
+//! CLI of the result store, comparison and report: `results`, `compare`, `report`, the
+//! `--store` / `--no-store` options of `run` and `micro`, and the store writer hooked into a run.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+use super::{CliError, EXIT_OK, EXIT_REGRESSION};
+use crate::export::{check_writable, write_atomic};
+use crate::model::RunRecord;
+use crate::runner::Event;
+use crate::store::{self, Origin, Resolved, Store, short_id};
+
+/// Where runs are stored (shared by `run` and `micro`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct StoreOpts {
+    /// Result store file [default: $OSGAUGE_STORE, else <user data dir>/osgauge/results.sqlite]
+    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    pub store: Option<PathBuf>,
+    /// Do not keep this run in the result store
+    #[arg(long)]
+    pub no_store: bool,
+    /// Write a self-contained HTML report of this run (inline SVG charts, the record embedded)
+    #[arg(long, value_name = "FILE")]
+    pub export_html: Option<PathBuf>,
+}
+
+/// `--store` for the commands that only read the store.
+#[derive(Args, Debug, Clone, Default)]
+pub struct StorePath {
+    /// Result store file [default: $OSGAUGE_STORE, else <user data dir>/osgauge/results.sqlite]
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+impl StorePath {
+    fn open(&self) -> Result<Store, CliError> {
+        let path = match &self.store {
+            Some(p) => p.clone(),
+            None => store::default_path()?,
+        };
+        Ok(Store::open(&path)?)
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ResultsCmd {
+    /// List stored runs, oldest first
+    #[command(after_help = "Examples:\n  osgauge results list\n  osgauge results list --json")]
+    List {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        store: StorePath,
+    },
+    /// Show one stored run's results (RUN: label, run id or id prefix)
+    #[command(
+        after_help = "Examples:\n  osgauge results show linux-6.18\n  osgauge results show 0193a1b2 --json"
+    )]
+    Show {
+        run: String,
+        /// Print the full JSON record
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        store: StorePath,
+    },
+    /// Write one stored run as its JSON record (schema osgauge.run/1), to a file or stdout
+    #[command(after_help = "Examples:\n  osgauge results export linux-6.18 -o r.json")]
+    Export {
+        run: String,
+        /// Output file (written atomically); stdout when omitted
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        store: StorePath,
+    },
+    /// Import run records: JSON files (one record or an array) or osgauge HTML reports
+    #[command(
+        after_help = "Examples:\n  osgauge results import win11.json macos-15.json\n  osgauge results import report.html"
+    )]
+    Import {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Overwrite a stored run that has the same id but different contents
+        #[arg(long)]
+        replace: bool,
+        #[command(flatten)]
+        store: StorePath,
+    },
+    /// Delete stored runs (RUN: label, run id or id prefix)
+    #[command(after_help = "Examples:\n  osgauge results delete 0193a1b2")]
+    Delete {
+        #[arg(required = true)]
+        runs: Vec<String>,
+        #[command(flatten)]
+        store: StorePath,
+    },
+}
+
+/// `osgauge compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Runs to compare, the first is the baseline: stored runs (label, run id or id prefix) or
+    /// files (JSON records, HTML reports)
+    #[arg(required = true, num_args = 1.., value_name = "RUN|FILE")]
+    pub runs: Vec<String>,
+    /// Half-width of the noise band: a difference inside ±X is never called better/worse
+    #[arg(long, default_value = "2%", value_parser = parse_percent, value_name = "X%")]
+    pub noise: f64,
+    /// Exit with code 3 when a metric is significantly worse than the baseline by at least X
+    #[arg(long, value_parser = parse_percent, value_name = "X%")]
+    pub fail_on_regression: Option<f64>,
+    /// Write the comparison as Markdown
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Write the comparison as CSV (one row per benchmark, metric and run)
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the comparison as JSON
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StorePath,
+}
+
+/// `osgauge report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Runs to show, the first is the baseline: stored runs (label, run id or id prefix) or files
+    #[arg(required = true, num_args = 1.., value_name = "RUN|FILE")]
+    pub runs: Vec<String>,
+    /// The HTML file to write (self-contained: inline SVG charts and CSS, the run records embedded)
+    #[arg(long, short = 'o', value_name = "FILE", required = true)]
+    pub export_html: PathBuf,
+    /// Half-width of the noise band for the comparison
+    #[arg(long, default_value = "2%", value_parser = parse_percent, value_name = "X%")]
+    pub noise: f64,
+    #[command(flatten)]
+    pub store: StorePath,
+}
+
+/// `5%`, `5` (both 5 %) or `0.05%`; returns a fraction.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%').trim();
+    let v: f64 = t
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 5%)"))?;
+    if !(0.0..1000.0).contains(&v) {
+        return Err(format!("'{s}' is out of range (0% to 1000%)"));
+    }
+    Ok(v / 100.0)
+}
+
+/// Writes a run to the store as it goes: when it starts and after every benchmark.
+pub struct StoreSink {
+    store: Option<Store>,
+    warned: bool,
+    quiet: bool,
+    export_html: Option<PathBuf>,
+}
+
+impl StoreSink {
+    /// Open the store before running, so a bad path fails before anything is measured.
+    pub fn open(opts: &StoreOpts, quiet: bool) -> Result<StoreSink, CliError> {
+        if let Some(p) = &opts.export_html {
+            check_writable(p).map_err(|e| CliError::Usage(format!("--export-html: {e}")))?;
+        }
+        if opts.no_store {
+            return Ok(StoreSink {
+                store: None,
+                warned: false,
+                quiet,
+                export_html: opts.export_html.clone(),
+            });
+        }
+        let path = match &opts.store {
+            Some(p) => p.clone(),
+            None => store::default_path()?,
+        };
+        let store = Store::open(&path).map_err(|e| {
+            CliError::Other(e.context("the result store (use --no-store to run without it)"))
+        })?;
+        Ok(StoreSink {
+            store: Some(store),
+            warned: false,
+            quiet,
+            export_html: opts.export_html.clone(),
+        })
+    }
+
+    fn save(&mut self, record: &RunRecord) {
+        let Some(s) = &self.store else { return };
+        if let Err(e) = s.save(record, Origin::Measured)
+            && !self.warned
+        {
+            self.warned = true;
+            eprintln!(
+                "osgauge: warning: could not write to the result store {}: {e:#}",
+                s.path().display()
+            );
+        }
+    }
+
+    /// Hooked into the runner's events.
+    pub fn on_event(&mut self, ev: &Event) {
+        match ev {
+            Event::Started { record, .. } | Event::BenchmarkFinished { record, .. } => {
+                self.save(record)
+            }
+            _ => {}
+        }
+    }
+
+    /// The final record (complete or not, with the end-of-run environment).
+    pub fn finish(&mut self, record: &RunRecord) {
+        self.save(record);
+        if let Some(s) = &self.store
+            && !self.quiet
+        {
+            eprintln!(
+                "osgauge: stored as run {} in {}{}",
+                record.run_id,
+                s.path().display(),
+                if record.complete { "" } else { " (incomplete)" }
+            );
+        }
+    }
+
+    /// `--export-html`: a report of this one run.
+    pub fn export_html(&self, record: &RunRecord) -> Result<(), CliError> {
+        if let Some(p) = &self.export_html {
+            let name = record
+                .label
+                .clone()
+                .unwrap_or_else(|| short_id(&record.run_id.to_string()).to_string());
+            let html = crate::report::render(
+                &[(name, record.clone())],
+                crate::compare::Options::default(),
+            )?;
+            write_atomic(p, html.as_bytes()).map_err(|e| {
+                CliError::Other(anyhow::anyhow!(
+                    "--export-html: writing {}: {e}",
+                    p.display()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
+    match cmd {
+        ResultsCmd::List { json, store } => {
+            let s = store.open()?;
+            let rows = s.list()?;
+            if json {
+                let v: Vec<_> = rows
+                    .iter()
+                    .map(|r| {
+                        serde_json::json!({
+                            "run_id": r.run_id, "label": r.label, "started": r.started,
+                            "finished": r.finished, "complete": r.complete, "os": r.os,
+                            "hostname": r.hostname, "benchmarks": r.benchmarks, "origin": r.origin,
+                        })
+                    })
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
+                );
+            } else if rows.is_empty() {
+                println!("No runs stored in {}.", s.path().display());
+            } else {
+                print!("{}", list_text(&rows));
+                println!("{} run(s) in {}", rows.len(), s.path().display());
+            }
+            Ok(EXIT_OK)
+        }
+        ResultsCmd::Show { run, json, store } => {
+            let s = store.open()?;
+            let id = resolve(&s, &run)?;
+            let rec = s.get(&id)?.ok_or_else(|| not_found(&run))?;
+            if json {
+                print!("{}", crate::export::json::render(&rec)?);
+            } else {
+                println!(
+                    "run {}  label {}  started {}  {}  {} / {}",
+                    rec.run_id,
+                    rec.label.as_deref().unwrap_or("—"),
+                    rec.started.format("%Y-%m-%d %H:%M:%S UTC"),
+                    if rec.complete {
+                        "complete"
+                    } else {
+                        "INCOMPLETE (interrupted)"
+                    },
+                    rec.machine.os,
+                    rec.machine.hostname.as_deref().unwrap_or("—")
+                );
+                print!("{}", crate::output::render_tables(&rec));
+                for w in crate::output::all_warnings(&rec) {
+                    println!("  warning: {w}");
+                }
+            }
+            Ok(EXIT_OK)
+        }
+        ResultsCmd::Export { run, output, store } => {
+            let s = store.open()?;
+            let id = resolve(&s, &run)?;
+            let rec = s.get(&id)?.ok_or_else(|| not_found(&run))?;
+            let text = crate::export::json::render(&rec)?;
+            match output {
+                Some(p) => {
+                    check_writable(&p).map_err(|e| CliError::Usage(format!("-o: {e}")))?;
+                    write_atomic(&p, text.as_bytes()).map_err(|e| {
+                        CliError::Other(anyhow::anyhow!("writing {}: {e}", p.display()))
+                    })?;
+                }
+                None => print!("{text}"),
+            }
+            Ok(EXIT_OK)
+        }
+        ResultsCmd::Import {
+            files,
+            replace,
+            store,
+        } => {
+            // Read everything first: a bad file imports nothing.
+            let mut records = Vec::new();
+            for f in &files {
+                let recs = store::read_records(f).map_err(|e| CliError::Usage(format!("{e:#}")))?;
+                records.extend(recs.into_iter().map(|r| (f.clone(), r)));
+            }
+            let s = store.open()?;
+            for (f, r) in &records {
+                let outcome = s.import(r, replace)?;
+                let what = match outcome {
+                    store::ImportOutcome::Added => "imported",
+                    store::ImportOutcome::AlreadyStored => "already stored",
+                    store::ImportOutcome::Replaced => "replaced",
+                };
+                println!(
+                    "{what}: run {} ({}, {}) from {}",
+                    r.run_id,
+                    r.label.as_deref().unwrap_or("no label"),
+                    r.machine.os,
+                    f.display()
+                );
+            }
+            Ok(EXIT_OK)
+        }
+        ResultsCmd::Delete { runs, store } => {
+            let s = store.open()?;
+            let ids = runs
+                .iter()
+                .map(|r| resolve(&s, r))
+                .collect::<Result<Vec<_>, _>>()?;
+            for id in ids {
+                if s.delete(&id)? {
+                    println!("deleted run {id}");
+                }
+            }
+            Ok(EXIT_OK)
+        }
+    }
+}
+
+fn not_found(key: &str) -> CliError {
+    CliError::Usage(format!(
+        "no stored run matches '{key}' (a label, run id or id prefix of 4+ characters; see `osgauge results list`)"
+    ))
+}
+
+fn resolve(s: &Store, key: &str) -> Result<String, CliError> {
+    match s.resolve(key)? {
+        Resolved::One(id, note) => {
+            if let Some(n) = note {
+                eprintln!("osgauge: note: {n}");
+            }
+            Ok(id)
+        }
+        Resolved::Ambiguous(ids) => Err(CliError::Usage(format!(
+            "'{key}' is the prefix of several runs: {}",
+            ids.join(", ")
+        ))),
+        Resolved::NotFound => Err(not_found(key)),
+    }
+}
+
+fn list_text(rows: &[store::RunRow]) -> String {
+    let mut table = vec![[
+        "id".to_string(),
+        "started (UTC)".into(),
+        "label".into(),
+        "os".into(),
+        "host".into(),
+        "benchmarks".into(),
+        "state".into(),
+        "origin".into(),
+    ]];
+    for r in rows {
+        let started = chrono::DateTime::parse_from_rfc3339(&r.started)
+            .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
+            .unwrap_or_else(|_| r.started.clone());
+        table.push([
+            short_id(&r.run_id).to_string(),
+            started,
+            r.label.clone().unwrap_or_else(|| "—".into()),
+            r.os.clone(),
+            r.hostname.clone().unwrap_or_else(|| "—".into()),
+            r.benchmarks.to_string(),
+            if r.complete {
+                "complete".into()
+            } else {
+                "incomplete".into()
+            },
+            r.origin.clone(),
+        ]);
+    }
+    let w: Vec<usize> = (0..8)
+        .map(|k| {
+            table
+                .iter()
+                .map(|l| l[k].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for l in &table {
+        let line: Vec<String> = l
+            .iter()
+            .enumerate()
+            .map(|(k, c)| format!("{c}{}", " ".repeat(w[k] - c.chars().count())))
+            .collect();
+        s.push_str(line.join("  ").trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// Resolve compare/report arguments into named records: files first, else stored runs.
+fn load_runs(keys: &[String], sp: &StorePath) -> Result<Vec<(String, RunRecord)>, CliError> {
+    let mut out: Vec<(String, RunRecord)> = Vec::new();
+    let mut store: Option<Store> = None;
+    for k in keys {
+        let p = Path::new(k);
+        if p.is_file() {
+            let recs = store::read_records(p).map_err(|e| CliError::Usage(format!("{e:#}")))?;
+            let stem = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| k.clone());
+            let many = recs.len() > 1;
+            for r in recs {
+                let name = match (&r.label, many) {
+                    (Some(l), true) => l.clone(),
+                    (_, true) => format!("{stem}:{}", short_id(&r.run_id.to_string())),
+                    _ => stem.clone(),
+                };
+                out.push((name, r));
+            }
+            continue;
+        }
+        if store.is_none() {
+            store = Some(sp.open()?);
+        }
+        let s = store.as_ref().unwrap();
+        let id = resolve(s, k)?;
+        let r = s.get(&id)?.ok_or_else(|| not_found(k))?;
+        out.push((k.clone(), r));
+    }
+    // Make names unique.
+    for i in 0..out.len() {
+        if out[..i].iter().any(|(n, _)| *n == out[i].0) {
+            let id = out[i].1.run_id.to_string();
+            out[i].0 = format!("{} ({})", out[i].0, short_id(&id));
+        }
+    }
+    Ok(out)
+}
+
+pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
+    let exports = [
+        (&a.export_markdown, "--export-markdown"),
+        (&a.export_csv, "--export-csv"),
+        (&a.export_json, "--export-json"),
+    ];
+    for (p, flag) in exports {
+        if let Some(p) = p {
+            check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+        }
+    }
+    let runs = load_runs(&a.runs, &a.store)?;
+    if runs.len() < 2 {
+        return Err(CliError::Usage(
+            "compare needs at least two runs (the first is the baseline)".into(),
+        ));
+    }
+    let cmp = crate::compare::compare(&runs, crate::compare::Options { noise: a.noise });
+    print!("{}", crate::compare::render::text(&cmp));
+    let write = |p: &Option<PathBuf>, text: String, flag: &str| -> Result<(), CliError> {
+        if let Some(p) = p {
+            write_atomic(p, text.as_bytes()).map_err(|e| {
+                CliError::Other(anyhow::anyhow!("{flag}: writing {}: {e}", p.display()))
+            })?;
+        }
+        Ok(())
+    };
+    write(
+        &a.export_markdown,
+        crate::compare::render::markdown(&cmp),
+        "--export-markdown",
+    )?;
+    if a.export_csv.is_some() {
+        write(
+            &a.export_csv,
+            crate::compare::render::csv(&cmp)?,
+            "--export-csv",
+        )?;
+    }
+    if a.export_json.is_some() {
+        write(
+            &a.export_json,
+            crate::compare::render::json(&cmp)?,
+            "--export-json",
+        )?;
+    }
+    if let Some(t) = a.fail_on_regression {
+        let regs = cmp.regressions(t);
+        if !regs.is_empty() {
+            eprintln!(
+                "osgauge: {} regression(s) of at least {}% (significant, outside the noise band):",
+                regs.len(),
+                crate::compare::trim_num(t * 100.0)
+            );
+            for (r, j, d) in regs {
+                eprintln!(
+                    "  {} [{}]: {:+.1} % worse",
+                    crate::compare::render::row_name(&cmp, r),
+                    cmp.columns[j].name,
+                    d * 100.0
+                );
+            }
+            return Ok(EXIT_REGRESSION);
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
+    check_writable(&a.export_html).map_err(|e| CliError::Usage(format!("--export-html: {e}")))?;
+    let runs = load_runs(&a.runs, &a.store)?;
+    let html = crate::report::render(&runs, crate::compare::Options { noise: a.noise })?;
+    write_atomic(&a.export_html, html.as_bytes()).map_err(|e| {
+        CliError::Other(anyhow::anyhow!(
+            "--export-html: writing {}: {e}",
+            a.export_html.display()
+        ))
+    })?;
+    eprintln!(
+        "osgauge: wrote {} ({} KiB, {} run(s))",
+        a.export_html.display(),
+        html.len().div_ceil(1024),
+        runs.len()
+    );
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,322 @@
+//! Renderings of a [`Comparison`]: terminal text, Markdown, CSV and JSON.
+
+use super::{Cell, Comparison, Row, Verdict};
+use crate::units::format_value;
+
+/// `+3.1 %` style change from a ratio.
+pub fn pct(ratio: f64) -> String {
+    if !ratio.is_finite() {
+        return "—".into();
+    }
+    let d = (ratio - 1.0) * 100.0;
+    let d = if d.abs() < 0.05 { 0.0 } else { d };
+    format!("{d:+.1} %")
+}
+
+fn ci_pct(ci: [f64; 2]) -> String {
+    if !(ci[0].is_finite() && ci[1].is_finite()) {
+        return "—".into();
+    }
+    format!(
+        "[{:+.1}, {:+.1}]",
+        (ci[0] - 1.0) * 100.0,
+        (ci[1] - 1.0) * 100.0
+    )
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// Row name: the benchmark id, plus `.metric` when the benchmark has several metrics.
+pub fn row_name(c: &Comparison, r: &Row) -> String {
+    let several = c.rows.iter().filter(|x| x.benchmark == r.benchmark).count() > 1;
+    if several {
+        format!("{}.{}", r.benchmark, r.metric)
+    } else {
+        r.benchmark.clone()
+    }
+}
+
+pub fn column_title(c: &Comparison, j: usize) -> String {
+    let col = &c.columns[j];
+    let mut s = col.name.clone();
+    if !col.complete {
+        s.push_str(" (incomplete)");
+    }
+    s
+}
+
+fn value_text(r: &Row, cell: &Cell) -> String {
+    match cell.center {
+        Some(v) => format_value(v, r.unit),
+        None => "—".into(),
+    }
+}
+
+fn cell_text(r: &Row, cell: &Cell) -> String {
+    let v = value_text(r, cell);
+    match &cell.vs_base {
+        Some(d) => format!("{v}  {} {} {}", pct(d.ratio), ci_pct(d.ci95), d.symbol()),
+        None => v,
+    }
+}
+
+/// The terminal rendering.
+pub fn text(c: &Comparison) -> String {
+    let mut s = String::new();
+    s.push_str("Runs compared (the first is the baseline):\n");
+    for (j, col) in c.columns.iter().enumerate() {
+        s.push_str(&format!(
+            "  [{j}] {:<20} run {}  os {}{}\n",
+            col.name,
+            col.run_id,
+            col.os,
+            if col.complete { "" } else { "  (incomplete)" }
+        ));
+    }
+    s.push('\n');
+    if !c.differences.is_empty() {
+        s.push_str("Machine / environment fields that differ:\n");
+        let w = c
+            .differences
+            .iter()
+            .map(|d| d.field.chars().count())
+            .max()
+            .unwrap_or(0);
+        for d in &c.differences {
+            s.push_str(&format!("  {:<w$}  {}\n", d.field, d.values.join("  |  ")));
+        }
+        s.push('\n');
+    } else if c.columns.len() > 1 {
+        s.push_str("Machine / environment: no differences in the recorded fields.\n\n");
+    }
+
+    let mut suites: Vec<&str> = Vec::new();
+    for r in &c.rows {
+        if !suites.contains(&r.suite.as_str()) {
+            suites.push(&r.suite);
+        }
+    }
+    for suite in suites {
+        let rows: Vec<&Row> = c.rows.iter().filter(|r| r.suite == suite).collect();
+        let mut table: Vec<Vec<String>> = Vec::new();
+        let mut header = vec![suite.to_string()];
+        header.extend((0..c.columns.len()).map(|j| column_title(c, j)));
+        table.push(header);
+        for r in &rows {
+            let mut line = vec![row_name(c, r)];
+            line.extend(r.cells.iter().map(|cell| cell_text(r, cell)));
+            table.push(line);
+        }
+        if let Some(sum) = c.suites.iter().find(|x| x.suite == suite)
+            && c.columns.len() > 1
+        {
+            let mut line = vec![format!("geomean ({} metrics)", sum.metrics)];
+            line.push(String::new());
+            line.extend(sum.geomean.iter().map(|g| match g {
+                Some(g) => pct(*g),
+                None => "—".into(),
+            }));
+            table.push(line);
+        }
+        let ncol = table[0].len();
+        let widths: Vec<usize> = (0..ncol)
+            .map(|k| {
+                table
+                    .iter()
+                    .map(|l| l.get(k).map(|x| x.chars().count()).unwrap_or(0))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        for (i, line) in table.iter().enumerate() {
+            let mut out = String::new();
+            for (k, cell) in line.iter().enumerate() {
+                let pad = widths[k].saturating_sub(cell.chars().count());
+                out.push_str(if k == 0 { "" } else { "   " });
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad));
+            }
+            s.push_str(out.trim_end());
+            s.push('\n');
+            if i == 0 {
+                s.push_str(&"-".repeat(widths.iter().sum::<usize>() + 3 * (ncol - 1)));
+                s.push('\n');
+            }
+        }
+        // Why cells are empty.
+        for r in &rows {
+            for (j, cell) in r.cells.iter().enumerate() {
+                if let Some(n) = &cell.note {
+                    s.push_str(&format!(
+                        "  {} [{}]: {n}\n",
+                        row_name(c, r),
+                        c.columns[j].name
+                    ));
+                }
+            }
+        }
+        s.push('\n');
+    }
+    for f in &c.footnotes {
+        s.push_str(f);
+        s.push('\n');
+    }
+    s
+}
+
+pub fn markdown(c: &Comparison) -> String {
+    let mut s = String::from("# osgauge comparison\n\n");
+    for (j, col) in c.columns.iter().enumerate() {
+        s.push_str(&format!(
+            "- [{j}] **{}** — run `{}`, {}{}{}\n",
+            md_escape(&col.name),
+            col.run_id,
+            col.os,
+            if j == 0 { " (baseline)" } else { "" },
+            if col.complete { "" } else { " (incomplete)" }
+        ));
+    }
+    if !c.differences.is_empty() {
+        s.push_str("\n## Machine / environment fields that differ\n\n| field |");
+        for j in 0..c.columns.len() {
+            s.push_str(&format!(" {} |", md_escape(&column_title(c, j))));
+        }
+        s.push_str("\n|---|");
+        s.push_str(&"---|".repeat(c.columns.len()));
+        s.push('\n');
+        for d in &c.differences {
+            s.push_str(&format!("| {} |", d.field));
+            for v in &d.values {
+                s.push_str(&format!(" {} |", md_escape(v)));
+            }
+            s.push('\n');
+        }
+    }
+    s.push_str("\n## Results\n\n| benchmark | ");
+    s.push_str(&md_escape(&column_title(c, 0)));
+    s.push_str(" |");
+    for j in 1..c.columns.len() {
+        let t = md_escape(&column_title(c, j));
+        s.push_str(&format!(" {t} | change | 95 % CI | p (BH) | verdict |"));
+    }
+    s.push_str("\n|---|---:|");
+    s.push_str(&"---:|---:|---:|---:|---|".repeat(c.columns.len() - 1));
+    s.push('\n');
+    for r in &c.rows {
+        s.push_str(&format!(
+            "| {} | {} |",
+            row_name(c, r),
+            value_text(r, &r.cells[0])
+        ));
+        for cell in &r.cells[1..] {
+            match &cell.vs_base {
+                Some(d) => s.push_str(&format!(
+                    " {} | {} | {} | {} | {} |",
+                    value_text(r, cell),
+                    pct(d.ratio),
+                    ci_pct(d.ci95),
+                    p_text(d.q),
+                    d.symbol()
+                )),
+                None => s.push_str(&format!(" {} | | | | {} |", value_text(r, cell), "—")),
+            }
+        }
+        s.push('\n');
+    }
+    if c.columns.len() > 1 {
+        s.push_str("\n| suite | metrics |");
+        for j in 1..c.columns.len() {
+            s.push_str(&format!(" geomean {} |", md_escape(&column_title(c, j))));
+        }
+        s.push_str("\n|---|---:|");
+        s.push_str(&"---:|".repeat(c.columns.len() - 1));
+        s.push('\n');
+        for sum in &c.suites {
+            s.push_str(&format!("| {} | {} |", sum.suite, sum.metrics));
+            for g in &sum.geomean {
+                s.push_str(&format!(" {} |", g.map(pct).unwrap_or_else(|| "—".into())));
+            }
+            s.push('\n');
+        }
+    }
+    s.push('\n');
+    for f in &c.footnotes {
+        s.push_str(&format!("{}\n\n", md_escape(f)));
+    }
+    s
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// One line per (benchmark, metric, run).
+pub fn csv(c: &Comparison) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "benchmark",
+        "metric",
+        "unit",
+        "better",
+        "column",
+        "name",
+        "run_id",
+        "runs",
+        "center",
+        "ratio",
+        "ci95_low",
+        "ci95_high",
+        "p",
+        "p_bh",
+        "verdict",
+        "note",
+    ])?;
+    let f = |x: f64| x.to_string();
+    for r in &c.rows {
+        for (j, cell) in r.cells.iter().enumerate() {
+            let col = &c.columns[j];
+            let d = cell.vs_base.as_ref();
+            w.write_record([
+                r.benchmark.clone(),
+                r.metric.clone(),
+                r.unit.symbol().to_string(),
+                r.better.as_str().to_string(),
+                j.to_string(),
+                col.name.clone(),
+                col.run_id.clone(),
+                cell.runs.to_string(),
+                cell.center.map(f).unwrap_or_default(),
+                d.map(|d| f(d.ratio)).unwrap_or_default(),
+                d.map(|d| f(d.ci95[0])).unwrap_or_default(),
+                d.map(|d| f(d.ci95[1])).unwrap_or_default(),
+                d.map(|d| f(d.p)).unwrap_or_default(),
+                d.map(|d| f(d.q)).unwrap_or_default(),
+                d.map(|d| verdict_word(d.verdict).to_string())
+                    .unwrap_or_default(),
+                cell.note.clone().unwrap_or_default(),
+            ])?;
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        Verdict::Same => "same",
+        Verdict::TooFewRuns => "too_few_runs",
+    }
+}
+
+pub fn json(c: &Comparison) -> anyhow::Result<String> {
+    let mut s = serde_json::to_string_pretty(c)?;
+    s.push('\n');
+    Ok(s)
+}

@@ -1,0 +1,531 @@
+//! Charts of the HTML report, drawn as SVG strings with plotters' SVG backend.
+
+use anyhow::{Result, anyhow};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::prelude::*;
+
+use super::{Figure, color};
+use crate::compare::{self, Comparison, Verdict, normalised};
+use crate::model::{MetricResult, RunRecord};
+use crate::stats;
+use crate::units::Unit;
+
+const FONT: &str = "sans-serif";
+
+fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing a chart: {e:?}")
+}
+
+/// A 0..n axis whose ticks sit at the category centres i + 0.5.
+struct Categories(usize);
+
+impl Ranged for Categories {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let span = f64::from(limit.1 - limit.0);
+        limit.0 + (v / self.0.max(1) as f64 * span).round() as i32
+    }
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        (0..self.0).map(|i| i as f64 + 0.5).collect()
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        0.0..self.0 as f64
+    }
+}
+
+/// A log2 axis of sizes: values are log2(bytes); ticks at whole powers of two.
+struct Log2Bytes(f64, f64);
+
+impl Ranged for Log2Bytes {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let span = f64::from(limit.1 - limit.0);
+        limit.0 + ((v - self.0) / (self.1 - self.0) * span).round() as i32
+    }
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        let (lo, hi) = (self.0.ceil() as i64, self.1.floor() as i64);
+        let n = (hi - lo + 1).max(1) as usize;
+        let step = n.div_ceil(hint.max_num_points().clamp(2, 12)).max(1);
+        (lo..=hi).step_by(step).map(|k| k as f64).collect()
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        self.0..self.1
+    }
+}
+
+/// `2^k` bytes as "512 B", "4 KiB", "16 MiB".
+fn pow2_bytes(k: f64) -> String {
+    let k = k.round() as i64;
+    let (unit, e) = match k {
+        ..10 => ("B", 0),
+        10..20 => ("KiB", 10),
+        20..30 => ("MiB", 20),
+        _ => ("GiB", 30),
+    };
+    format!("{} {unit}", 1u64 << (k - e).clamp(0, 62))
+}
+
+fn rgb(i: usize) -> RGBColor {
+    let (r, g, b) = color(i);
+    RGBColor(r, g, b)
+}
+
+/// Divisor and axis unit for values of `unit` whose largest is `max`.
+fn axis_unit(unit: Unit, max: f64) -> (f64, String) {
+    match unit {
+        Unit::Nanoseconds if max >= 1e9 => (1e9, "s".into()),
+        Unit::Nanoseconds if max >= 1e6 => (1e6, "ms".into()),
+        Unit::Nanoseconds if max >= 1e3 => (1e3, "µs".into()),
+        Unit::Nanoseconds => (1.0, "ns".into()),
+        Unit::BytesPerSecond if max >= 1e9 => (1e9, "GB/s".into()),
+        Unit::BytesPerSecond if max >= 1e6 => (1e6, "MB/s".into()),
+        Unit::OpsPerSecond if max >= 1e6 => (1e6, "Mop/s".into()),
+        Unit::OpsPerSecond if max >= 1e3 => (1e3, "kop/s".into()),
+        u => (1.0, u.symbol().to_string()),
+    }
+}
+
+/// A statistic of one metric summarised over runs.
+#[derive(Clone, Copy)]
+enum Stat {
+    /// Median of per-run medians, with its CI.
+    Center,
+    Mean,
+    P99,
+    Max,
+}
+
+impl Stat {
+    fn name(self) -> &'static str {
+        match self {
+            Stat::Center => "median",
+            Stat::Mean => "mean",
+            Stat::P99 => "p99",
+            Stat::Max => "max",
+        }
+    }
+}
+
+/// Value (and CI for the center) of `stat` for one metric of one run.
+fn stat_value(m: &MetricResult, stat: Stat) -> Option<(f64, Option<[f64; 2]>)> {
+    let per: Vec<f64> = m
+        .runs
+        .iter()
+        .map(|r| match stat {
+            Stat::Center => r.summary.p50,
+            Stat::Mean => r.summary.mean,
+            Stat::P99 => r.summary.p99,
+            Stat::Max => r.summary.max,
+        })
+        .filter(|v| v.is_finite())
+        .collect();
+    if per.is_empty() {
+        return None;
+    }
+    let ci = match stat {
+        Stat::Center => m.summary.as_ref().map(|s| s.ci95),
+        _ => None,
+    };
+    Some((stats::median(&per), ci))
+}
+
+/// Grouped bar charts for every suite with ids `suite/task/load`: per task and statistic, loads
+/// on the x axis, one bar per run.
+pub fn grouped_suites(runs: &[(String, RunRecord)]) -> Result<Vec<(String, Vec<Figure>)>> {
+    let mut suites: Vec<String> = Vec::new();
+    for (_, r) in runs {
+        for b in &r.benchmarks {
+            if b.id.split('/').count() == 3 && !suites.contains(&b.suite) {
+                suites.push(b.suite.clone());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for suite in suites {
+        // Tasks, loads per task, metrics (with unit), in order of first appearance.
+        let mut tasks: Vec<(String, Vec<String>)> = Vec::new();
+        let mut metrics: Vec<(String, Unit, bool)> = Vec::new();
+        for (_, r) in runs {
+            for b in r.benchmarks.iter().filter(|b| b.suite == suite) {
+                let parts: Vec<&str> = b.id.split('/').collect();
+                if parts.len() != 3 {
+                    continue;
+                }
+                let (task, load) = (parts[1].to_string(), parts[2].to_string());
+                match tasks.iter_mut().find(|(t, _)| *t == task) {
+                    Some((_, loads)) if !loads.contains(&load) => loads.push(load),
+                    Some(_) => {}
+                    None => tasks.push((task, vec![load])),
+                }
+                for m in &b.metrics {
+                    let dist = m.runs.iter().any(|r| r.summary.count > 1);
+                    match metrics.iter_mut().find(|(n, _, _)| *n == m.name) {
+                        Some(x) => x.2 |= dist,
+                        None => metrics.push((m.name.clone(), m.unit, dist)),
+                    }
+                }
+            }
+        }
+        let mut figs = Vec::new();
+        for (task, loads) in &tasks {
+            for (metric, unit, dist) in &metrics {
+                let stats: &[Stat] = if *dist {
+                    &[Stat::Mean, Stat::P99, Stat::Max]
+                } else {
+                    &[Stat::Center]
+                };
+                for &stat in stats {
+                    // values[load][run]
+                    let values: BarValues = loads
+                        .iter()
+                        .map(|load| {
+                            let id = format!("{suite}/{task}/{load}");
+                            runs.iter()
+                                .map(|(_, r)| {
+                                    r.benchmark(&id)
+                                        .and_then(|b| b.metrics.iter().find(|m| &m.name == metric))
+                                        .and_then(|m| stat_value(m, stat))
+                                })
+                                .collect()
+                        })
+                        .collect();
+                    if values.iter().flatten().all(|v| v.is_none()) {
+                        continue;
+                    }
+                    let what = if *dist {
+                        format!("{metric} {}", stat.name())
+                    } else {
+                        metric.clone()
+                    };
+                    let (svg, axis) = bar_chart(loads, &values, *unit, runs.len())?;
+                    figs.push(Figure {
+                        title: format!("{suite} {task}: {what} ({axis})"),
+                        svg,
+                        wide: false,
+                    });
+                }
+            }
+        }
+        if !figs.is_empty() {
+            out.push((suite, figs));
+        }
+    }
+    Ok(out)
+}
+
+type BarValues = Vec<Vec<Option<(f64, Option<[f64; 2]>)>>>;
+
+fn bar_chart(
+    cats: &[String],
+    values: &BarValues,
+    unit: Unit,
+    nruns: usize,
+) -> Result<(String, String)> {
+    let max = values
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|(v, ci)| ci.map(|c| c[1]).unwrap_or(*v).max(*v))
+        .fold(0.0_f64, f64::max);
+    let (div, axis) = axis_unit(unit, max);
+    let top = if unit == Unit::Percent {
+        (max.max(100.0) / div) * 1.05
+    } else if max > 0.0 {
+        max / div * 1.12
+    } else {
+        1.0
+    };
+    let n = cats.len();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (640, 300)).into_drawing_area();
+        root.fill(&WHITE).map_err(pe)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(8)
+            .x_label_area_size(34)
+            .y_label_area_size(56)
+            .build_cartesian_2d(Categories(n), 0.0..top)
+            .map_err(pe)?;
+        let label = |x: &f64| -> String {
+            let i = x.floor() as usize;
+            cats.get(i).cloned().unwrap_or_default()
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_desc(axis.as_str())
+            .x_label_formatter(&label)
+            .light_line_style(RGBColor(242, 242, 242))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 16))
+            .draw()
+            .map_err(pe)?;
+        let w = 0.8 / nruns as f64;
+        for (c, row) in values.iter().enumerate() {
+            for (i, v) in row.iter().enumerate() {
+                let Some((v, ci)) = v else { continue };
+                let x0 = c as f64 + 0.1 + w * i as f64;
+                let x1 = x0 + w * 0.92;
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x0, 0.0), (x1, v / div)],
+                        rgb(i).filled(),
+                    )))
+                    .map_err(pe)?;
+                if let Some([lo, hi]) = ci
+                    && lo.is_finite()
+                    && hi.is_finite()
+                {
+                    let xm = (x0 + x1) / 2.0;
+                    chart
+                        .draw_series(std::iter::once(PathElement::new(
+                            vec![(xm, lo / div), (xm, hi / div)],
+                            BLACK.stroke_width(1),
+                        )))
+                        .map_err(pe)?;
+                }
+            }
+        }
+        root.present().map_err(pe)?;
+    }
+    Ok((svg, axis))
+}
+
+/// Forest plot: direction-normalised ratio to the baseline with its CI, one line per metric and run.
+pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
+    struct Entry {
+        row: usize,
+        col: usize,
+        r: f64,
+        lo: f64,
+        hi: f64,
+        significant: bool,
+    }
+    let k = cmp.columns.len() - 1;
+    let mut entries = Vec::new();
+    for (ri, row) in rows.iter().enumerate() {
+        for (j, c) in row.cells.iter().enumerate().skip(1) {
+            let Some(d) = &c.vs_base else { continue };
+            let a = normalised(d.ci95[0], row.better);
+            let b = normalised(d.ci95[1], row.better);
+            entries.push(Entry {
+                row: ri,
+                col: j,
+                r: normalised(d.ratio, row.better),
+                lo: a.min(b),
+                hi: a.max(b),
+                significant: matches!(d.verdict, Verdict::Better | Verdict::Worse),
+            });
+        }
+    }
+    let finite = |x: f64| x.is_finite() && x > 0.0;
+    let mut lo = 1.0 - cmp.noise;
+    let mut hi = 1.0 + cmp.noise;
+    for e in &entries {
+        for x in [e.r, e.lo, e.hi] {
+            if finite(x) {
+                lo = lo.min(x);
+                hi = hi.max(x);
+            }
+        }
+    }
+    let pad = (hi - lo) * 0.06;
+    let (lo, hi) = (lo - pad, hi + pad);
+    let n = rows.len();
+    let names: Vec<String> = rows
+        .iter()
+        .map(|r| compare::render::row_name(cmp, r))
+        .collect();
+    let label_w = names.iter().map(|s| s.chars().count()).max().unwrap_or(10) as u32 * 7 + 16;
+    let height = 70 + 22 * n as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1260, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(pe)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(label_w)
+            .build_cartesian_2d(lo..hi, Categories(n))
+            .map_err(pe)?;
+        let ylabel = |y: &f64| -> String {
+            let i = y.floor() as usize;
+            n.checked_sub(i + 1)
+                .and_then(|k| names.get(k).cloned())
+                .unwrap_or_default()
+        };
+        let xlabel = |x: &f64| format!("{x:.2}");
+        chart
+            .configure_mesh()
+            .y_label_formatter(&ylabel)
+            .x_label_formatter(&xlabel)
+            .x_desc("normalised ratio to the baseline (> 1 = worse)")
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 16))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(pe)?;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(1.0 - cmp.noise, 0.0), (1.0 + cmp.noise, n as f64)],
+                RGBColor(225, 225, 225).filled(),
+            )))
+            .map_err(pe)?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(1.0, 0.0), (1.0, n as f64)],
+                BLACK.stroke_width(1),
+            )))
+            .map_err(pe)?;
+        for e in &entries {
+            let y = (n - 1 - e.row) as f64
+                + 0.5
+                + if k > 1 {
+                    0.6 * ((e.col - 1) as f64 / (k - 1) as f64 - 0.5)
+                } else {
+                    0.0
+                };
+            let c = rgb(e.col);
+            if finite(e.lo) && finite(e.hi) {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(e.lo, y), (e.hi, y)],
+                        c.stroke_width(2),
+                    )))
+                    .map_err(pe)?;
+            }
+            if finite(e.r) {
+                let style = if e.significant {
+                    c.filled()
+                } else {
+                    WHITE.filled()
+                };
+                chart
+                    .draw_series(std::iter::once(Circle::new((e.r, y), 4, style)))
+                    .map_err(pe)?;
+                chart
+                    .draw_series(std::iter::once(Circle::new((e.r, y), 4, c.stroke_width(2))))
+                    .map_err(pe)?;
+            }
+        }
+        root.present().map_err(pe)?;
+    }
+    Ok(Figure {
+        title: "Ratio to the baseline per metric (filled dot = significant difference, hollow = ~)"
+            .into(),
+        svg,
+        wide: true,
+    })
+}
+
+/// A `curve` parameter: `[{size_bytes, ns_per_load}, ...]`, sorted by size.
+pub fn curve_of(params: &serde_json::Map<String, serde_json::Value>) -> Option<Vec<(f64, f64)>> {
+    let arr = params.get("curve")?.as_array()?;
+    let mut pts: Vec<(f64, f64)> = arr
+        .iter()
+        .map(|p| {
+            Some((
+                p.get("size_bytes")?.as_f64()?,
+                p.get("ns_per_load")?.as_f64()?,
+            ))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    pts.retain(|(s, v)| *s > 0.0 && v.is_finite());
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    (!pts.is_empty()).then_some(pts)
+}
+
+/// Latency-vs-size curves (log x), one line per run, for benchmarks with a `curve` parameter.
+pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
+    let mut ids: Vec<String> = Vec::new();
+    for (_, r) in runs {
+        for b in &r.benchmarks {
+            if curve_of(&b.params).is_some() && !ids.contains(&b.id) {
+                ids.push(b.id.clone());
+            }
+        }
+    }
+    let mut figs = Vec::new();
+    for id in ids {
+        let series: Vec<Option<Vec<(f64, f64)>>> = runs
+            .iter()
+            .map(|(_, r)| r.benchmark(&id).and_then(|b| curve_of(&b.params)))
+            .collect();
+        let all: Vec<(f64, f64)> = series.iter().flatten().flatten().copied().collect();
+        let xmin = all.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let xmax = all.iter().map(|p| p.0).fold(0.0, f64::max).max(xmin * 2.0);
+        let ymax = all.iter().map(|p| p.1).fold(0.0, f64::max);
+        let (div, axis) = axis_unit(Unit::Nanoseconds, ymax);
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (1260, 400)).into_drawing_area();
+            root.fill(&WHITE).map_err(pe)?;
+            let mut chart = ChartBuilder::on(&root)
+                .margin(10)
+                .x_label_area_size(40)
+                .y_label_area_size(60)
+                .build_cartesian_2d(
+                    Log2Bytes(xmin.log2() - 0.3, xmax.log2() + 0.3),
+                    0.0..(ymax / div * 1.1).max(f64::MIN_POSITIVE),
+                )
+                .map_err(pe)?;
+            let xfmt = |x: &f64| pow2_bytes(*x);
+            chart
+                .configure_mesh()
+                .x_label_formatter(&xfmt)
+                .x_desc("working-set size (log scale, powers of two)")
+                .y_desc(format!("latency per load ({axis})"))
+                .label_style((FONT, 16))
+                .axis_desc_style((FONT, 16))
+                .light_line_style(RGBColor(240, 240, 240))
+                .draw()
+                .map_err(pe)?;
+            for (i, s) in series.iter().enumerate() {
+                let Some(pts) = s else { continue };
+                let pts: Vec<(f64, f64)> = pts.iter().map(|(x, y)| (x.log2(), y / div)).collect();
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), rgb(i).stroke_width(2)))
+                    .map_err(pe)?;
+                chart
+                    .draw_series(pts.iter().map(|p| Circle::new(*p, 3, rgb(i).filled())))
+                    .map_err(pe)?;
+            }
+            root.present().map_err(pe)?;
+        }
+        figs.push(Figure {
+            title: format!("{id}: latency vs working-set size ({axis})"),
+            svg,
+            wide: true,
+        });
+    }
+    Ok(figs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn power_of_two_sizes_are_named() {
+        assert_eq!(pow2_bytes(9.0), "512 B");
+        assert_eq!(pow2_bytes(12.0), "4 KiB");
+        assert_eq!(pow2_bytes(24.0), "16 MiB");
+        assert_eq!(pow2_bytes(31.0), "2 GiB");
+    }
+
+    #[test]
+    fn curve_param_shape_is_checked() {
+        let mut p = serde_json::Map::new();
+        assert!(curve_of(&p).is_none());
+        p.insert(
+            "curve".into(),
+            serde_json::json!([{"size_bytes": 8192, "ns_per_load": 4.0},
+                               {"size_bytes": 1024, "ns_per_load": 1.0}]),
+        );
+        assert_eq!(curve_of(&p).unwrap(), vec![(1024.0, 1.0), (8192.0, 4.0)]);
+        p.insert("curve".into(), serde_json::json!([{"size": 1}]));
+        assert!(curve_of(&p).is_none());
+    }
+}

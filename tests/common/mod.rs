@@ -1,0 +1,187 @@
+//! Shared helpers of the store / compare / report tests: fixtures and records derived from them.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use osgauge::model::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
+use osgauge::stats;
+use osgauge::units::{Better, Unit};
+
+pub fn fixture_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A real record measured by `osgauge micro cpu --runs N --run-time 20ms --export-json`.
+pub fn fixture(name: &str) -> RunRecord {
+    let text = std::fs::read_to_string(fixture_path(name)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A copy of `r` (new run id and label) in which every per-run value of benchmark `id` is
+/// multiplied by `factor` (its histograms dropped, its across-run summary recomputed).
+pub fn slowed(r: &RunRecord, id: &str, factor: f64) -> RunRecord {
+    let mut out = r.clone();
+    out.run_id = uuid::Uuid::now_v7();
+    out.label = Some(format!("{}-slowed", r.label.clone().unwrap_or_default()));
+    let b = out
+        .benchmarks
+        .iter_mut()
+        .find(|b| b.id == id)
+        .unwrap_or_else(|| panic!("no benchmark {id}"));
+    for m in &mut b.metrics {
+        for run in &mut m.runs {
+            let s = &mut run.summary;
+            for v in [
+                &mut s.mean,
+                &mut s.sd,
+                &mut s.min,
+                &mut s.p50,
+                &mut s.p90,
+                &mut s.p99,
+                &mut s.p999,
+                &mut s.max,
+            ] {
+                *v *= factor;
+            }
+            run.histogram = None;
+            run.histogram_scale = None;
+        }
+        let per: Vec<_> = m.runs.iter().map(|r| r.summary.clone()).collect();
+        m.summary = stats::across_runs(&per);
+    }
+    out
+}
+
+/// Keep only the first `n` runs of every metric.
+pub fn truncated(r: &RunRecord, n: usize) -> RunRecord {
+    let mut out = r.clone();
+    out.run_id = uuid::Uuid::now_v7();
+    for b in &mut out.benchmarks {
+        for m in &mut b.metrics {
+            m.runs.truncate(n);
+            let per: Vec<_> = m.runs.iter().map(|r| r.summary.clone()).collect();
+            m.summary = stats::across_runs(&per);
+        }
+    }
+    out.config.runs = n as u32;
+    out
+}
+
+/// Deterministic pseudo-random numbers in [0, 1) (a 64-bit LCG), for synthetic samples.
+pub struct Lcg(pub u64);
+impl Lcg {
+    pub fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn metric(name: &str, unit: Unit, better: Better, runs: Vec<Vec<f64>>) -> MetricResult {
+    let rm: Vec<RunMetric> = runs
+        .iter()
+        .map(|s| RunMetric {
+            summary: stats::summarize(s).unwrap(),
+            histogram: None,
+            histogram_scale: None,
+        })
+        .collect();
+    let per: Vec<_> = rm.iter().map(|r| r.summary.clone()).collect();
+    MetricResult {
+        name: name.into(),
+        unit,
+        better,
+        description: "synthetic test data".into(),
+        summary: stats::across_runs(&per),
+        runs: rm,
+    }
+}
+
+pub const TASKS: [&str; 3] = ["audio", "video", "x"];
+pub const LOADS: [&str; 3] = ["none", "burn", "write"];
+
+/// SYNTHETIC benchmark results shaped like the interactivity and memory suites other engineers
+/// are building (ids `interactivity/<task>/<load>` with a per-wake-up latency distribution and a
+/// % deadlines met per run; `mem/latency_curve` with a `curve` parameter), for rendering tests
+/// only. `scale` stretches latencies so two systems differ.
+pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
+    let mut rng = Lcg(seed);
+    let mut out = Vec::new();
+    for (ti, task) in TASKS.iter().enumerate() {
+        for (li, load) in LOADS.iter().enumerate() {
+            let base = 20_000.0 * (1.0 + ti as f64) * (1.0 + 2.0 * li as f64) * scale;
+            let lat: Vec<Vec<f64>> = (0..5)
+                .map(|_| {
+                    (0..200)
+                        .map(|_| base * (0.5 + rng.next() + 8.0 * rng.next().powi(12)))
+                        .collect()
+                })
+                .collect();
+            let met: Vec<Vec<f64>> = (0..5)
+                .map(|_| vec![(100.0 - 6.0 * li as f64 * scale - rng.next()).clamp(0.0, 100.0)])
+                .collect();
+            out.push(BenchmarkResult {
+                id: format!("interactivity/{task}/{load}"),
+                suite: "interactivity".into(),
+                title: format!("{task} under {load} load"),
+                params: serde_json::Map::new(),
+                metrics: vec![
+                    metric("latency", Unit::Nanoseconds, Better::Lower, lat),
+                    metric("deadlines_met", Unit::Percent, Better::Higher, met),
+                ],
+                warnings: vec![],
+                error: None,
+                wall_s: 1.0,
+            });
+        }
+    }
+    let curve: Vec<serde_json::Value> = (10..=28)
+        .map(|k| {
+            let size = (1u64 << k) as f64;
+            let ns = if k < 15 {
+                1.2
+            } else if k < 20 {
+                4.0
+            } else if k < 24 {
+                12.0
+            } else {
+                80.0
+            } * scale
+                * (1.0 + 0.05 * rng.next());
+            serde_json::json!({"size_bytes": size, "ns_per_load": ns})
+        })
+        .collect();
+    let mut params = serde_json::Map::new();
+    params.insert("curve".into(), serde_json::Value::Array(curve));
+    out.push(BenchmarkResult {
+        id: "mem/latency_curve".into(),
+        suite: "mem".into(),
+        title: "memory latency vs working-set size".into(),
+        params,
+        metrics: vec![metric(
+            "latency_l1",
+            Unit::Nanoseconds,
+            Better::Lower,
+            (0..5)
+                .map(|_| vec![1.2 * scale + rng.next() * 0.01])
+                .collect(),
+        )],
+        warnings: vec![],
+        error: None,
+        wall_s: 1.0,
+    });
+    out
+}
+
+/// A real cpu fixture plus the synthetic interactivity and memory results.
+pub fn with_synthetic(base: &str, label: &str, seed: u64, scale: f64) -> RunRecord {
+    let mut r = fixture(base);
+    r.run_id = uuid::Uuid::now_v7();
+    r.label = Some(label.into());
+    r.benchmarks.extend(synthetic_benchmarks(seed, scale));
+    r
+}

@@ -1,0 +1,287 @@
+//! The HTML report: structure, self-containment, re-import, and a look at it in headless Chromium.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{LOADS, TASKS, fixture, slowed, with_synthetic};
+use osgauge::compare::Options;
+use osgauge::model::RunRecord;
+
+/// Three "systems": real cpu fixtures plus SYNTHETIC interactivity / memory-curve results.
+fn systems() -> Vec<(String, RunRecord)> {
+    let linux = with_synthetic("cpu-10runs.json", "linux-6.18", 1, 1.0);
+    let mut win = slowed(
+        &with_synthetic("cpu-10runs.json", "win11", 2, 1.6),
+        "cpu/null_syscall",
+        1.4,
+    );
+    win.label = Some("win11".into());
+    win.machine.os = "windows".into();
+    win.machine.os_name = Some("Windows 11 Pro".into());
+    win.machine.kernel_release = Some("10.0.26100".into());
+    let mut mac = with_synthetic("cpu-a.json", "macos-15", 3, 1.3);
+    mac.machine.os = "macos".into();
+    mac.machine.os_name = Some("macOS 15.1".into());
+    mac.complete = false;
+    vec![
+        ("linux-6.18".into(), linux),
+        ("win11".into(), win),
+        ("macos-15".into(), mac),
+    ]
+}
+
+fn expected_titles() -> Vec<String> {
+    let mut t = vec![
+        "Ratio to the baseline per metric".to_string(),
+        "mem/latency_curve: latency vs working-set size".to_string(),
+    ];
+    for task in TASKS {
+        for stat in ["mean", "p99", "max"] {
+            t.push(format!("interactivity {task}: latency {stat} ("));
+        }
+        t.push(format!("interactivity {task}: deadlines_met (%)"));
+    }
+    t
+}
+
+fn render() -> (Vec<(String, RunRecord)>, String) {
+    let runs = systems();
+    let html = osgauge::report::render(&runs, Options::default()).unwrap();
+    (runs, html)
+}
+
+#[test]
+fn report_has_the_expected_sections_and_charts() {
+    let (runs, html) = render();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for t in expected_titles() {
+        assert!(
+            html.contains(&format!("<figcaption>{t}")),
+            "missing chart {t}"
+        );
+    }
+    // 3 tasks × (3 latency statistics + deadlines) + forest + curve.
+    assert_eq!(html.matches("<svg").count(), TASKS.len() * 4 + 2);
+    for s in [
+        "<h2>Summary</h2>",
+        "Systems",
+        "Results",
+        "Warnings",
+        "Windows 11 Pro",
+        "macOS 15.1",
+        "(incomplete)",
+    ] {
+        assert!(html.contains(s), "missing {s}");
+    }
+    // Every load appears as an x label of the grouped charts.
+    for l in LOADS {
+        assert!(html.contains(&format!(">\n{l}\n</text>")), "x label {l}");
+    }
+    // The slowed benchmark is flagged, in the run it was slowed in.
+    assert!(html.contains("class=\"worse\""));
+    // The differing system fields are highlighted.
+    assert!(html.contains("<tr class=\"diff\"><th>OS</th>"));
+    assert_eq!(runs.len(), 3);
+}
+
+#[test]
+fn report_is_self_contained() {
+    let (_, html) = render();
+    let lower = html.to_ascii_lowercase();
+    for bad in ["src=", "href=", "url(", "<link", "@import", "<img"] {
+        assert!(!lower.contains(bad), "external reference pattern {bad}");
+    }
+    // The only script is the embedded data block.
+    assert_eq!(lower.matches("<script").count(), 1);
+    assert!(lower.contains("<script type=\"application/json\""));
+    // Any URL in the file is an XML namespace, never fetched.
+    for (i, _) in lower.match_indices("http") {
+        let s = &lower[i..(i + 40).min(lower.len())];
+        assert!(s.starts_with("http://www.w3.org/"), "unexpected URL {s}");
+    }
+}
+
+#[test]
+fn embedded_records_round_trip_and_import() {
+    let (runs, html) = render();
+    let back = osgauge::store::parse_records(&html).unwrap();
+    let orig: Vec<RunRecord> = runs.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(back, orig);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("report.html");
+    std::fs::write(&f, &html).unwrap();
+    let db = dir.path().join("s.db");
+    assert_cmd::Command::cargo_bin("osgauge")
+        .unwrap()
+        .args(["results", "import"])
+        .arg(&f)
+        .arg("--store")
+        .arg(&db)
+        .assert()
+        .success();
+    let s = osgauge::store::Store::open(&db).unwrap();
+    assert_eq!(s.list().unwrap().len(), 3);
+    // A report is also accepted directly by compare and report.
+    let out = dir.path().join("again.html");
+    assert_cmd::Command::cargo_bin("osgauge")
+        .unwrap()
+        .arg("report")
+        .arg(&f)
+        .arg("--export-html")
+        .arg(&out)
+        .arg("--store")
+        .arg(&db)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(out).unwrap().contains("win11"));
+}
+
+#[test]
+fn a_single_run_report_has_no_comparison() {
+    let r = fixture("cpu-a.json");
+    let html = osgauge::report::render(&[("only".into(), r)], Options::default()).unwrap();
+    assert!(!html.contains("Ratio to the baseline"));
+    assert!(html.contains("cpu/null_syscall"));
+}
+
+// ---- headless Chromium: does a person see the report? ----
+
+fn find_chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    for name in [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ] {
+        for dir in std::env::split_paths(&path) {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// Run headless Chromium on `page` with `extra` arguments; (stdout, stderr).
+fn chromium(bin: &Path, profile: &Path, page: &Path, extra: &[&str]) -> (String, String) {
+    let url = format!("file://{}", page.display());
+    let out = assert_cmd::Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Console messages Chromium logged (`...:CONSOLE...] "message", source: ...`).
+fn console_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
+        .collect()
+}
+
+fn png_size(p: &Path) -> (u32, u32) {
+    let b = std::fs::read(p).unwrap();
+    assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    let be = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    (be(16), be(20))
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(bin) = find_chromium() else {
+        if std::env::var_os("CI").is_some() {
+            panic!("chromium is not installed; CI must install it (.ci/run does)");
+        }
+        eprintln!(
+            "SKIPPED report_renders_in_headless_chromium: chromium not installed and CI unset"
+        );
+        return;
+    };
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-chromium");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let (_, html) = render();
+    let page = out_dir.join("report.html");
+    std::fs::write(&page, &html).unwrap();
+
+    // The console check must be able to fail: a page with a script error is caught.
+    let bad = out_dir.join("bad.html");
+    std::fs::write(
+        &bad,
+        "<html><body><script>throw new Error('boom')</script></body></html>",
+    )
+    .unwrap();
+    let (_, err) = chromium(&bin, &out_dir.join("profile-bad"), &bad, &["--dump-dom"]);
+    assert!(
+        console_lines(&err)
+            .iter()
+            .any(|l| l.contains("Uncaught Error: boom")),
+        "console errors are not detected; stderr:\n{err}"
+    );
+
+    // The report: the DOM Chromium built shows every chart title, and nothing was logged.
+    let (dom, err) = chromium(&bin, &out_dir.join("profile-dom"), &page, &["--dump-dom"]);
+    assert!(
+        console_lines(&err).is_empty(),
+        "console messages: {:?}",
+        console_lines(&err)
+    );
+    for t in expected_titles() {
+        assert!(
+            dom.contains(&format!("<figcaption>{t}")),
+            "chart {t} not in the rendered DOM"
+        );
+    }
+    assert_eq!(dom.matches("<svg").count(), TASKS.len() * 4 + 2);
+
+    // The picture at a laptop's size.
+    let shot = out_dir.join("report.png");
+    let (_, err) = chromium(
+        &bin,
+        &out_dir.join("profile-shot"),
+        &page,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1366,900",
+        ],
+    );
+    assert!(
+        console_lines(&err).is_empty(),
+        "console messages: {:?}",
+        console_lines(&err)
+    );
+    assert_eq!(png_size(&shot), (1366, 900));
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 20_000,
+        "screenshot looks empty"
+    );
+    eprintln!("screenshot: {}", shot.display());
+}

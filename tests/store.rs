@@ -1,0 +1,360 @@
+//! The result store: round trips, lookup, migrations, concurrency, and runs cut short.
+
+mod common;
+
+use std::path::Path;
+#[cfg(unix)]
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use common::{fixture, fixture_path};
+use osgauge::store::{self, ImportOutcome, Origin, Resolved, Store};
+
+fn osgauge(store: &Path) -> Command {
+    let mut c = Command::cargo_bin("osgauge").unwrap();
+    c.env("OSGAUGE_STORE", store);
+    c
+}
+
+#[test]
+fn records_round_trip_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("s.db")).unwrap();
+    assert_eq!(s.schema_version().unwrap(), 1);
+    let a = fixture("cpu-a.json");
+    s.save(&a, Origin::Measured).unwrap();
+    let back = s.get(&a.run_id.to_string()).unwrap().unwrap();
+    assert_eq!(back, a);
+    // The exported JSON is byte-identical to the file `--export-json` wrote.
+    let text = osgauge::export::json::render(&back).unwrap();
+    assert_eq!(
+        text,
+        std::fs::read_to_string(fixture_path("cpu-a.json")).unwrap()
+    );
+}
+
+#[test]
+fn resolve_by_id_label_and_prefix_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("s.db")).unwrap();
+    let a = fixture("cpu-a.json");
+    let b = fixture("cpu-b.json");
+    let mut a2 = a.clone();
+    a2.run_id = uuid::Uuid::now_v7();
+    a2.started = b.started + chrono::Duration::seconds(5);
+    for r in [&a, &b, &a2] {
+        s.save(r, Origin::Measured).unwrap();
+    }
+    let ida = a.run_id.to_string();
+    assert_eq!(s.resolve(&ida).unwrap(), Resolved::One(ida.clone(), None));
+    assert_eq!(
+        s.resolve("fixture-b").unwrap(),
+        Resolved::One(b.run_id.to_string(), None)
+    );
+    // A label used twice: the most recent run, with a note.
+    match s.resolve("fixture-a").unwrap() {
+        Resolved::One(id, Some(note)) => {
+            assert_eq!(id, a2.run_id.to_string());
+            assert!(note.contains("2 runs"));
+        }
+        x => panic!("{x:?}"),
+    }
+    assert_eq!(
+        s.resolve(&b.run_id.to_string()[..20]).unwrap(),
+        Resolved::One(b.run_id.to_string(), None)
+    );
+    // The two fixtures were made a second apart: their common id prefix is ambiguous.
+    let (ia, ib) = (a.run_id.to_string(), b.run_id.to_string());
+    let common: String = ia
+        .chars()
+        .zip(ib.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x)
+        .collect();
+    assert!(common.len() >= 4, "{common}");
+    assert!(matches!(s.resolve(&common).unwrap(), Resolved::Ambiguous(v) if v.len() >= 2));
+    assert_eq!(s.resolve("nothing-like-it").unwrap(), Resolved::NotFound);
+    assert!(s.delete(&ida).unwrap());
+    assert!(!s.delete(&ida).unwrap());
+    assert_eq!(s.list().unwrap().len(), 2);
+}
+
+#[test]
+fn import_is_idempotent_and_refuses_silent_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("s.db")).unwrap();
+    let a = fixture("cpu-a.json");
+    assert_eq!(s.import(&a, false).unwrap(), ImportOutcome::Added);
+    assert_eq!(s.import(&a, false).unwrap(), ImportOutcome::AlreadyStored);
+    let mut changed = a.clone();
+    changed.label = Some("renamed".into());
+    assert!(s.import(&changed, false).is_err());
+    assert_eq!(s.import(&changed, true).unwrap(), ImportOutcome::Replaced);
+    assert_eq!(s.list().unwrap()[0].origin, "imported");
+    let mut bad = a.clone();
+    bad.schema = "osgauge.run/999".into();
+    assert!(s.import(&bad, false).is_err());
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_migrations_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.db");
+    drop(Store::open(&p).unwrap());
+    drop(Store::open(&p).unwrap()); // re-opening does not re-run migrations
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.pragma_update(None, "user_version", 99).unwrap();
+    drop(c);
+    let e = Store::open(&p).err().expect("must refuse");
+    assert!(format!("{e:#}").contains("newer"), "{e:#}");
+}
+
+#[test]
+fn concurrent_writers_do_not_lose_or_corrupt_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.db");
+    let base = fixture("cpu-a.json");
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let p = p.clone();
+            let base = base.clone();
+            std::thread::spawn(move || {
+                let s = Store::open(&p).unwrap();
+                for i in 0..10 {
+                    let mut r = base.clone();
+                    r.run_id = uuid::Uuid::now_v7();
+                    r.label = Some(format!("t{t}-{i}"));
+                    s.save(&r, Origin::Measured).unwrap();
+                    // Rewrites of the same run, as during a run.
+                    s.save(&r, Origin::Measured).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = Store::open(&p).unwrap();
+    let rows = s.list().unwrap();
+    assert_eq!(rows.len(), 40);
+    for r in rows {
+        let rec = s.get(&r.run_id).unwrap().unwrap();
+        assert_eq!(rec.benchmarks, base.benchmarks);
+    }
+    let c = rusqlite::Connection::open(&p).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+}
+
+#[test]
+fn cli_results_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    osgauge(&db)
+        .args(["results", "import"])
+        .arg(fixture_path("cpu-a.json"))
+        .arg(fixture_path("cpu-b.json"))
+        .assert()
+        .success();
+    let out = osgauge(&db).args(["results", "list"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("fixture-a") && text.contains("fixture-b") && text.contains("imported"),
+        "{text}"
+    );
+    let out = osgauge(&db)
+        .args(["results", "show", "fixture-b"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("null_syscall")
+    );
+    let exported = dir.path().join("a.json");
+    osgauge(&db)
+        .args(["results", "export", "fixture-a", "-o"])
+        .arg(&exported)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&exported).unwrap(),
+        std::fs::read(fixture_path("cpu-a.json")).unwrap()
+    );
+    // --store wins over OSGAUGE_STORE.
+    let other = dir.path().join("other.db");
+    osgauge(&db)
+        .args(["results", "list", "--store"])
+        .arg(&other)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("No runs stored"));
+    osgauge(&db)
+        .args(["results", "delete", "fixture-a"])
+        .assert()
+        .success();
+    osgauge(&db)
+        .args(["results", "show", "fixture-a"])
+        .assert()
+        .code(2);
+    // A file that is not a record imports nothing and is a usage error.
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"schema\": \"something-else\"}").unwrap();
+    osgauge(&db)
+        .args(["results", "import"])
+        .arg(&junk)
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn a_run_is_stored_and_no_store_skips_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    osgauge(&db)
+        .args([
+            "micro",
+            "cpu/timer_read",
+            "--runs",
+            "2",
+            "--run-time",
+            "10ms",
+            "--quiet",
+            "--label",
+            "tiny",
+        ])
+        .assert()
+        .success();
+    osgauge(&db)
+        .args([
+            "micro",
+            "cpu/timer_read",
+            "--runs",
+            "2",
+            "--run-time",
+            "10ms",
+            "--quiet",
+            "--no-store",
+            "--export-html",
+        ])
+        .arg(dir.path().join("r.html"))
+        .assert()
+        .success();
+    let s = Store::open(&db).unwrap();
+    let rows = s.list().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].complete && rows[0].label.as_deref() == Some("tiny"));
+    let rec = s.get(&rows[0].run_id).unwrap().unwrap();
+    assert!(rec.finished.is_some() && rec.environment.end.is_some());
+    assert_eq!(rec.benchmarks.len(), 1);
+    // The --no-store run still wrote its HTML report, with its record embedded.
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    let recs = store::parse_records(&html).unwrap();
+    assert_eq!(recs.len(), 1);
+    assert_ne!(recs[0].run_id, rec.run_id);
+    assert!(html.contains("cpu/timer_read"));
+}
+
+/// Start a long `micro cpu` run writing to `db`, wait until at least one benchmark is stored.
+#[cfg(unix)]
+#[allow(clippy::zombie_processes)] // the caller kills and waits for the child it gets back
+fn start_and_wait_for_first_benchmark(db: &Path) -> (std::process::Child, String) {
+    let bin = assert_cmd::cargo::cargo_bin("osgauge");
+    let mut child = std::process::Command::new(bin)
+        .args([
+            "micro",
+            "cpu",
+            "--runs",
+            "3",
+            "--run-time",
+            "150ms",
+            "--quiet",
+            "--store",
+        ])
+        .arg(db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no benchmark stored in time");
+        }
+        if db.exists()
+            && let Ok(s) = Store::open(db)
+            && let Ok(rows) = s.list()
+            && let Some(r) = rows.first()
+            && r.benchmarks >= 1
+        {
+            return (child, r.run_id.clone());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn sigkill_mid_run_leaves_a_readable_store_with_finished_benchmarks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let (mut child, id) = start_and_wait_for_first_benchmark(&db);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let s = Store::open(&db).unwrap();
+    let rows = s.list().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(!rows[0].complete, "a killed run shows as incomplete");
+    let rec = s.get(&id).unwrap().unwrap();
+    assert!(!rec.complete && rec.finished.is_none());
+    let total = osgauge::cli::select(&["cpu".into()]).unwrap().len();
+    assert!(
+        !rec.benchmarks.is_empty() && rec.benchmarks.len() < total,
+        "{}",
+        rec.benchmarks.len()
+    );
+    for b in &rec.benchmarks {
+        for m in &b.metrics {
+            assert_eq!(m.runs.len(), 3, "{} {}", b.id, m.name);
+            assert!(m.summary.is_some());
+        }
+    }
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let ok: String = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    // And it can be shown and compared like any other run.
+    osgauge(&db)
+        .args(["results", "show", &id[..13]])
+        .assert()
+        .success();
+}
+
+#[cfg(unix)]
+#[test]
+fn sigint_mid_run_stores_the_interrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let (mut child, id) = start_and_wait_for_first_benchmark(&db);
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let s = Store::open(&db).unwrap();
+    let rec = s.get(&id).unwrap().unwrap();
+    assert!(!rec.complete);
+    assert!(rec.finished.is_some(), "the final record was written");
+    assert!(!rec.benchmarks.is_empty());
+    let list = store::short_id(&id).to_string();
+    let out = osgauge(&db).args(["results", "list"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&list) && text.contains("incomplete"),
+        "{text}"
+    );
+}
