@@ -181,3 +181,18 @@ fn completions_are_generated() {
             .stdout(predicate::str::contains("osgauge"));
     }
 }
+
+#[test]
+fn hidden_echo_peer_copies_input_and_exits_at_eof() {
+    osgauge()
+        .arg("__echo")
+        .write_stdin(vec![1u8, 2, 3])
+        .assert()
+        .success()
+        .stdout(predicate::eq(&[1u8, 2, 3][..]));
+    osgauge()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("__echo").not());
+}

@@ -181,9 +181,53 @@ pub fn posix_spawn_wait(program: &ExecProgram) -> io::Result<()> {
     process_os::posix_spawn_wait(&program.inner)
 }
 
-/// A forked child process that echoes 1-byte tokens over two pipes (the process side of the
-/// context-switch benchmark). The child makes only async-signal-safe calls, inherits the calling
-/// thread's CPU affinity, and exits when its input pipe closes. Dropping this kills and reaps the
+/// The hidden subcommand (`osgauge __echo`) that makes the osgauge binary serve as the echo peer
+/// where the peer is a started program rather than a forked child (Windows).
+pub const ECHO_SUBCOMMAND: &str = "__echo";
+
+/// The echo peer's side, portable std: read 1 byte from stdin, write it to stdout and flush;
+/// return at end of input. Run by `osgauge __echo`.
+pub fn serve_echo() -> io::Result<()> {
+    use std::io::{Read, Write};
+    let mut input = io::stdin().lock();
+    let mut output = io::stdout().lock();
+    let mut b = [0u8; 1];
+    loop {
+        match input.read(&mut b) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {
+                output.write_all(&b)?;
+                output.flush()?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Ok where [`EchoChild`] can be started (Linux: fork; Windows: the osgauge binary is found);
+/// otherwise unsupported with the reason.
+pub fn echo_child_available() -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        process_os::fork_available()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        process_os::echo_child_available()
+    }
+}
+
+#[cfg(target_os = "linux")]
+const ECHO_DESCRIPTION: (&str, &str) = ("forked child process", "write(1 B) + poll + read(1 B)");
+#[cfg(not(target_os = "linux"))]
+const ECHO_DESCRIPTION: (&str, &str) = (process_os::ECHO_PEER, process_os::ECHO_OPS);
+
+/// A child process that echoes 1-byte tokens over two pipes (the process side of the
+/// context-switch benchmark), with the calling thread's CPU affinity; it exits when its input pipe
+/// closes. Linux: a forked child making only async-signal-safe calls. Windows: `osgauge __echo`
+/// started with CreateProcessW, its stdin/stdout anonymous pipes, given the calling thread's
+/// affinity with SetProcessAffinityMask. Dropping this kills and reaps the
 /// child if [`finish`](Self::finish) did not.
 pub struct EchoChild {
     inner: process_os::EchoChild,
@@ -194,6 +238,16 @@ impl EchoChild {
         Ok(EchoChild {
             inner: process_os::EchoChild::start()?,
         })
+    }
+
+    /// What the peer is, for the record (e.g. "forked child process").
+    pub fn peer_description() -> &'static str {
+        ECHO_DESCRIPTION.0
+    }
+
+    /// The operations each side performs per token, for the record.
+    pub fn ops_description() -> &'static str {
+        ECHO_DESCRIPTION.1
     }
 
     /// The child's process id.
