@@ -29,9 +29,17 @@ mod unix;
 pub mod linux_sysinfo;
 #[cfg(target_os = "linux")]
 pub use linux_sysinfo as sysinfo;
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+pub mod sysinfo_macos;
+#[cfg(target_os = "macos")]
+pub use sysinfo_macos as sysinfo;
+#[cfg(windows)]
+pub mod sysinfo_windows;
+#[cfg(windows)]
+pub use sysinfo_windows as sysinfo;
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub mod sysinfo_fallback;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub use sysinfo_fallback as sysinfo;
 
 // Processes, threads and pipes (the `proc` suite): Linux uses the shared Unix code directly; macOS
