@@ -76,7 +76,9 @@ step "Wine prefix"
 export WINEDEBUG=-all
 WINEPREFIX=$(mktemp -d /tmp/osgauge-wine.XXXXXX)
 export WINEPREFIX
-trap 'timeout 30 wineserver -k >/dev/null 2>&1 || true; rm -rf "$WINEPREFIX"' EXIT
+WINESERVER=/usr/lib/wine/wineserver64
+[ -x "$WINESERVER" ] || WINESERVER=wineserver
+trap 'timeout 30 "$WINESERVER" -k >/dev/null 2>&1 || true; rm -rf "$WINEPREFIX"' EXIT
 timeout 300 "$WINE" wineboot -i >/dev/null 2>&1 || { echo "wineboot failed or timed out"; exit 1; }
 
 # ---------------------------------------------------------------------------------------------

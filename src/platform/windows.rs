@@ -583,3 +583,31 @@ pub fn process_gone(pid: u32) -> bool {
     let ok = unsafe { GetExitCodeProcess(h.as_raw_handle(), &mut code) } != 0;
     !ok || code != STILL_ACTIVE as u32
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_syscall_reads_this_threads_id_from_the_kernel() {
+        use windows_sys::Win32::System::Threading::GetCurrentThreadId;
+        let ns = null_syscall().unwrap();
+        // SAFETY: no preconditions.
+        assert_eq!((ns.call)(), unsafe { GetCurrentThreadId() } as usize);
+    }
+
+    #[test]
+    fn affinity_masks_round_trip() {
+        assert_eq!(mask_to_vec(0b1010), vec![1, 3]);
+        assert!(mask_to_vec(0).is_empty());
+        let e = pin_current_thread(64).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+    }
+
+    #[test]
+    fn clock_resolution_is_one_qpc_tick() {
+        let ns = clock_resolution_ns().unwrap();
+        // QueryPerformanceFrequency is at least 1 kHz and at most a few GHz.
+        assert!(ns > 0.0 && ns <= 1e6, "{ns}");
+    }
+}
