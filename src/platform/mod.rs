@@ -62,6 +62,19 @@ pub fn unsupported(reason: &str) -> io::Error {
     )
 }
 
+/// The compatibility layer this program runs under, where timings do not describe the OS it
+/// presents (Windows programs under Wine: "Wine <version>"); None on a native OS.
+pub fn compatibility_layer() -> Option<String> {
+    #[cfg(windows)]
+    {
+        os::wine_version().map(|v| format!("Wine {v}"))
+    }
+    #[cfg(not(windows))]
+    {
+        None
+    }
+}
+
 /// What clock `std::time::Instant` reads on this OS (every benchmark uses it).
 pub fn clock_description() -> &'static str {
     os::CLOCK_DESCRIPTION

@@ -427,6 +427,12 @@ pub fn machine() -> Machine {
         &["mitigations", "workdir"],
         "not yet implemented on windows",
     );
+    if let Some(layer) = super::compatibility_layer() {
+        notes.insert(
+            "compatibility_layer".into(),
+            format!("running under {layer}: behaviour is Windows', timings are not"),
+        );
+    }
     Machine {
         os,
         arch: std::env::consts::ARCH.to_string(),

@@ -34,6 +34,33 @@ pub fn clock_resolution_ns() -> Option<f64> {
     (ok && f > 0).then(|| 1e9 / f as f64)
 }
 
+/// The Wine version when this Windows program runs under Wine (its ntdll exports
+/// `wine_get_version`), else None. Under Wine, behaviour is Windows' but timings are not.
+pub fn wine_version() -> Option<String> {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleW, GetProcAddress};
+    let ntdll: Vec<u16> = "ntdll.dll\0".encode_utf16().collect();
+    // SAFETY: NUL-terminated names; ntdll is loaded in every Windows process.
+    let f = unsafe {
+        let m = GetModuleHandleW(ntdll.as_ptr());
+        if m.is_null() {
+            return None;
+        }
+        GetProcAddress(m, c"wine_get_version".as_ptr().cast())
+    }?;
+    // SAFETY: Wine's `const char *wine_get_version(void)` returns a static NUL-terminated string.
+    let get: extern "C" fn() -> *const std::ffi::c_char = unsafe { std::mem::transmute(f) };
+    let p = get();
+    if p.is_null() {
+        return Some(String::new());
+    }
+    // SAFETY: as above.
+    Some(
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
 // ---------------------------------------------------------------------------------------------
 // The null system call.
 

@@ -413,6 +413,11 @@ mod tests {
         );
         assert!(rt.iter().all(|&v| v > 0.0), "{id}: {rt:?}");
         assert!(pair.iter().all(|&v| v > 0.0), "{id}: {pair:?}");
+        // A relation between timings: only meaningful on a native OS (under Wine, pipe I/O goes
+        // through wineserver and its cost swings widely).
+        if platform::compatibility_layer().is_some() {
+            return;
+        }
         assert!(
             median(rt) > median(pair),
             "{id}: round trip {} vs pipe pair {}",
