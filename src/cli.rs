@@ -97,6 +97,10 @@ pub enum Command {
         after_help = "Examples:\n  osgauge report linux-6.18 --export-html linux.html\n  osgauge report linux-6.18 win11 macos-15 --export-html report.html"
     )]
     Report(ReportArgs),
+    /// Internal: the echo peer of proc/ctx_switch_process_* where the peer is a started program
+    /// (Windows). Copies stdin to stdout byte by byte until end of input. Hidden from --help.
+    #[command(name = "__echo", hide = true)]
+    Echo,
 }
 
 #[derive(Subcommand, Debug)]
@@ -211,6 +215,10 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             run_plan(preset_name(preset), preset, all, opts)
         }
         Command::Micro { select, opts } => run_plan("custom", Preset::Standard, select, opts),
+        Command::Echo => match crate::platform::serve_echo() {
+            Ok(()) => Ok(EXIT_OK),
+            Err(e) => Err(CliError::Other(anyhow::Error::new(e).context("echo"))),
+        },
         Command::List { long, json } => {
             print!("{}", list_text(long, json));
             Ok(EXIT_OK)
@@ -499,6 +507,17 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn echo_subcommand_is_hidden_and_named_as_the_platform_expects() {
+        let cmd = Cli::command();
+        let echo = cmd
+            .find_subcommand(crate::platform::ECHO_SUBCOMMAND)
+            .expect("the echo subcommand exists");
+        assert!(echo.is_hide_set());
+        let help = Cli::command().render_help().to_string();
+        assert!(!help.contains(crate::platform::ECHO_SUBCOMMAND), "{help}");
     }
 
     #[test]

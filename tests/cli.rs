@@ -222,3 +222,18 @@ fn time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs() {
     assert!(b.wall_s < 3.0, "bound not honoured: {} s", b.wall_s);
     assert_eq!(rec.config.timeout_ms, 1000);
 }
+
+#[test]
+fn hidden_echo_peer_copies_input_and_exits_at_eof() {
+    osgauge()
+        .arg("__echo")
+        .write_stdin(vec![1u8, 2, 3])
+        .assert()
+        .success()
+        .stdout(predicate::eq(&[1u8, 2, 3][..]));
+    osgauge()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("__echo").not());
+}

@@ -62,6 +62,14 @@ pub fn fork_exec_wait(_program: &ExecProgram) -> io::Result<()> {
     Err(super::unsupported(FORK_REASON))
 }
 
+pub fn echo_child_available() -> io::Result<()> {
+    Err(super::unsupported(FORK_REASON))
+}
+
+/// Not offered on macOS (see FORK_REASON); named for completeness of the record.
+pub const ECHO_PEER: &str = "forked child process (not offered on macOS)";
+pub const ECHO_OPS: &str = "write(1 B) + poll + read(1 B)";
+
 /// Never constructed on macOS (fork is not offered).
 pub struct EchoChild {
     never: std::convert::Infallible,

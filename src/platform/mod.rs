@@ -30,9 +30,17 @@ mod unix;
 pub mod linux_sysinfo;
 #[cfg(target_os = "linux")]
 pub use linux_sysinfo as sysinfo;
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+pub mod sysinfo_macos;
+#[cfg(target_os = "macos")]
+pub use sysinfo_macos as sysinfo;
+#[cfg(windows)]
+pub mod sysinfo_windows;
+#[cfg(windows)]
+pub use sysinfo_windows as sysinfo;
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub mod sysinfo_fallback;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub use sysinfo_fallback as sysinfo;
 
 // Processes, threads and pipes (the `proc` suite): Linux uses the shared Unix code directly; macOS
@@ -53,6 +61,19 @@ pub fn unsupported(reason: &str) -> io::Error {
         io::ErrorKind::Unsupported,
         format!("unsupported on {OS_NAME}: {reason}"),
     )
+}
+
+/// The compatibility layer this program runs under, where timings do not describe the OS it
+/// presents (Windows programs under Wine: "Wine <version>"); None on a native OS.
+pub fn compatibility_layer() -> Option<String> {
+    #[cfg(windows)]
+    {
+        os::wine_version().map(|v| format!("Wine {v}"))
+    }
+    #[cfg(not(windows))]
+    {
+        None
+    }
 }
 
 /// What clock `std::time::Instant` reads on this OS (every benchmark uses it).
@@ -193,9 +214,53 @@ pub fn posix_spawn_wait(program: &ExecProgram) -> io::Result<()> {
     process_os::posix_spawn_wait(&program.inner)
 }
 
-/// A forked child process that echoes 1-byte tokens over two pipes (the process side of the
-/// context-switch benchmark). The child makes only async-signal-safe calls, inherits the calling
-/// thread's CPU affinity, and exits when its input pipe closes. Dropping this kills and reaps the
+/// The hidden subcommand (`osgauge __echo`) that makes the osgauge binary serve as the echo peer
+/// where the peer is a started program rather than a forked child (Windows).
+pub const ECHO_SUBCOMMAND: &str = "__echo";
+
+/// The echo peer's side, portable std: read 1 byte from stdin, write it to stdout and flush;
+/// return at end of input. Run by `osgauge __echo`.
+pub fn serve_echo() -> io::Result<()> {
+    use std::io::{Read, Write};
+    let mut input = io::stdin().lock();
+    let mut output = io::stdout().lock();
+    let mut b = [0u8; 1];
+    loop {
+        match input.read(&mut b) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {
+                output.write_all(&b)?;
+                output.flush()?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Ok where [`EchoChild`] can be started (Linux: fork; Windows: the osgauge binary is found);
+/// otherwise unsupported with the reason.
+pub fn echo_child_available() -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        process_os::fork_available()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        process_os::echo_child_available()
+    }
+}
+
+#[cfg(target_os = "linux")]
+const ECHO_DESCRIPTION: (&str, &str) = ("forked child process", "write(1 B) + poll + read(1 B)");
+#[cfg(not(target_os = "linux"))]
+const ECHO_DESCRIPTION: (&str, &str) = (process_os::ECHO_PEER, process_os::ECHO_OPS);
+
+/// A child process that echoes 1-byte tokens over two pipes (the process side of the
+/// context-switch benchmark), with the calling thread's CPU affinity; it exits when its input pipe
+/// closes. Linux: a forked child making only async-signal-safe calls. Windows: `osgauge __echo`
+/// started with CreateProcessW, its stdin/stdout anonymous pipes, given the calling thread's
+/// affinity with SetProcessAffinityMask. Dropping this kills and reaps the
 /// child if [`finish`](Self::finish) did not.
 pub struct EchoChild {
     inner: process_os::EchoChild,
@@ -206,6 +271,16 @@ impl EchoChild {
         Ok(EchoChild {
             inner: process_os::EchoChild::start()?,
         })
+    }
+
+    /// What the peer is, for the record (e.g. "forked child process").
+    pub fn peer_description() -> &'static str {
+        ECHO_DESCRIPTION.0
+    }
+
+    /// The operations each side performs per token, for the record.
+    pub fn ops_description() -> &'static str {
+        ECHO_DESCRIPTION.1
     }
 
     /// The child's process id.
@@ -272,24 +347,43 @@ mod tests {
         );
     }
 
+    /// Every facility works, or (only where the OS lacks it) says "unsupported on <OS>: …".
     #[test]
-    #[cfg(target_os = "linux")]
-    fn linux_facilities_work() {
+    fn facilities_work_or_say_why() {
         let cpus = allowed_cpus().unwrap();
         assert!(!cpus.is_empty());
         let ns = null_syscall().unwrap();
-        // getppid: our parent exists, so the value is a real pid.
-        assert!((ns.call)() > 0);
+        // Linux/macOS: getppid (our parent exists); Windows: our thread id. Both are nonzero.
+        assert!((ns.call)() > 0, "{}", ns.description);
         let mut io = CheapIo::open().unwrap();
-        io.read_one().unwrap();
+        for _ in 0..3 {
+            io.read_one().unwrap();
+        }
         assert!(clock_resolution_ns().unwrap() > 0.0);
+        assert!(tiny_program().unwrap().is_file());
         // Pinning in a scratch thread so the test thread keeps its affinity.
-        let first = cpus[0];
-        std::thread::spawn(move || {
-            pin_current_thread(first).unwrap();
-            assert_eq!(current_thread_affinity().unwrap(), vec![first]);
+        let first = *cpus.last().unwrap();
+        std::thread::spawn(move || match pin_current_thread(first) {
+            Ok(()) => assert_eq!(current_thread_affinity().unwrap(), vec![first]),
+            Err(e) => {
+                assert_eq!(OS_NAME, "macOS", "{e}");
+                assert!(e.to_string().starts_with("unsupported on macOS: "), "{e}");
+            }
         })
         .join()
         .unwrap();
+        // Where the process echo peer exists, it echoes and ends cleanly.
+        match EchoChild::start() {
+            Ok(mut child) => {
+                child.round_trips(10, Duration::from_secs(20)).unwrap();
+                let pid = child.pid();
+                child.finish(Duration::from_secs(5)).unwrap();
+                assert!(process_gone(pid));
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}");
+                assert_ne!(OS_NAME, "Linux", "{e}");
+            }
+        }
     }
 }

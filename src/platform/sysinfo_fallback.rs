@@ -1,5 +1,5 @@
 //! Fallback back end of the machine / environment record for operating systems without a
-//! dedicated one yet (macOS, Windows, BSDs). It fills what portable std (and, on Unix, POSIX
+//! dedicated one (BSDs and others; Linux, macOS and Windows have their own). It fills what portable std (and, on Unix, POSIX
 //! `uname`/`sysconf`/`getloadavg`) can give and leaves the rest None with a note saying
 //! "not yet implemented on <os>" (or "not applicable on <os>" for Linux-only ideas such as cgroups,
 //! nohz_full or transparent huge pages).

@@ -302,12 +302,10 @@ pub fn fork_exec_wait(program: &ExecProgram) -> io::Result<()> {
     wait_exit_zero(pid)
 }
 
-/// In a forked child: close every fd ≥ 3 except `keep`, so the child holds no copy of pipes or
-/// files that other threads of the parent opened (their readers would otherwise not see EOF while
-/// this child lives). close_range(2) is Linux ≥ 5.9; on older kernels this is skipped (ENOSYS).
 /// In a forked child: SIGINT and SIGTERM back to their default action, so a terminal's Ctrl-C
 /// (sent to the whole process group) ends the child instead of running osgauge's inherited
 /// handler in it. Async-signal-safe: sigaction only.
+#[cfg(target_os = "linux")]
 fn child_default_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: a zeroed sigaction with SIG_DFL and an empty mask.
@@ -319,6 +317,9 @@ fn child_default_signals() {
     }
 }
 
+/// In a forked child: close every fd ≥ 3 except `keep`, so the child holds no copy of pipes or
+/// files that other threads of the parent opened (their readers would otherwise not see EOF while
+/// this child lives). close_range(2) is Linux ≥ 5.9; on older kernels this is skipped (ENOSYS).
 /// Async-signal-safe: raw system calls only.
 #[cfg(target_os = "linux")]
 fn child_close_other_fds(mut keep: [RawFd; 2]) {

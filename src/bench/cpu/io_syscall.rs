@@ -19,7 +19,10 @@ impl IoSyscall {
                 title: "Cheap I/O system call (1-byte read of the zero device)".into(),
                 method: "Batches of 1-byte reads from the zero device through the OS's read call \
                          directly (Linux/macOS: read(2) on /dev/zero; no library buffering), each \
-                         read checked to return 1 byte; time per read = batch time / reads − \
+                         read checked to return 1 byte. Windows: WriteFile of 1 byte to the NUL \
+                         device, checked to report 1 byte written (reads of NUL return end-of-file, \
+                         so a write is the null device's byte-moving call; both enter the kernel \
+                         and go through the I/O manager to the null driver); time per read = batch time / reads − \
                          empty-loop cost − one clock read per batch (lmbench `lat_syscall read`)."
                     .into(),
                 metrics: vec![MetricSpec {

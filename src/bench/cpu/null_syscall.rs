@@ -20,7 +20,11 @@ impl NullSyscall {
                 title: "Null system call".into(),
                 method:
                     "Batches of the platform's null system call (Linux: raw syscall(SYS_getppid), \
-                         as `perf bench syscall basic` and lmbench `lat_syscall null` use), result \
+                         as `perf bench syscall basic` and lmbench `lat_syscall null` use; macOS: \
+                         getppid(), not cached by libSystem; Windows: \
+                         NtQueryInformationThread(current thread, ThreadBasicInformation), which \
+                         has no user-mode fast path, unlike GetCurrentProcessId or \
+                         QueryPerformanceCounter), result \
                          through black_box; time per call = batch time / calls − empty-loop cost − \
                          one clock read per batch."
                         .into(),

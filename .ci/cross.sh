@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Cross-platform checks, called by .ci/run (see README "Platforms"):
+#   1. Windows (x86_64-pc-windows-gnu): build with build-std, build the test executables, run them
+#      under Wine; run `osgauge.exe micro cpu proc` under Wine and check the exported record.
+#   2. macOS (aarch64-apple-darwin, x86_64-apple-darwin): type-check every target (no SDK here).
+# Uses Debian's Rust (rustc-web: newer than bookworm's rustc, with its std sources for build-std)
+# and installs it, MinGW and Wine with apt when missing. Nothing is cached between runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+T_START=$(date +%s)
+step() { echo "== cross: $* ($(($(date +%s) - T_START)) s since start)"; }
+
+# ---------------------------------------------------------------------------------------------
+step "toolchain"
+need_install=0
+[ -x /usr/bin/rustc ] && [ -x /usr/bin/cargo ] || need_install=1
+[ -d /usr/lib/rustlib/src/rust/library ] || need_install=1
+command -v x86_64-w64-mingw32-gcc >/dev/null || need_install=1
+[ -x /usr/lib/wine/wine64 ] || need_install=1
+if [ "$need_install" = 1 ]; then
+    echo "installing rustc-web cargo-web rust-web-src gcc-mingw-w64-x86-64 wine64 with apt"
+    export DEBIAN_FRONTEND=noninteractive
+    timeout 600 apt-get update -q
+    timeout 1200 apt-get install -y -q --no-install-recommends \
+        rustc-web cargo-web rust-web-src gcc-mingw-w64-x86-64 wine64 python3
+fi
+command -v python3 >/dev/null || { echo "python3 missing"; exit 1; }
+
+# Debian's toolchain, not rustup's: build-std needs the matching std sources.
+export RUSTC=/usr/bin/rustc
+export RUSTC_BOOTSTRAP=1
+CARGO=/usr/bin/cargo
+export CARGO_TARGET_DIR="$ROOT/target-cross"
+$CARGO --version
+$RUSTC --version
+BUILD_STD=(-Zbuild-std=std,panic_abort)
+WIN=x86_64-pc-windows-gnu
+WINE=/usr/lib/wine/wine64
+
+# ---------------------------------------------------------------------------------------------
+step "macOS type-check (aarch64-apple-darwin, x86_64-apple-darwin)"
+for t in aarch64-apple-darwin x86_64-apple-darwin; do
+    $CARGO check "${BUILD_STD[@]}" --target "$t" --all-targets
+done
+
+# ---------------------------------------------------------------------------------------------
+step "Windows build ($WIN)"
+$CARGO build "${BUILD_STD[@]}" --target "$WIN" --bins
+EXE="$CARGO_TARGET_DIR/$WIN/debug/osgauge.exe"
+test -f "$EXE"
+
+step "Windows test executables"
+$CARGO test "${BUILD_STD[@]}" --target "$WIN" --no-run --message-format=json >"$CARGO_TARGET_DIR/win-tests.json"
+mapfile -t TESTS < <(python3 - "$CARGO_TARGET_DIR/win-tests.json" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("profile", {}).get("test") and m.get("executable"):
+        print(m["executable"])
+EOF
+)
+[ "${#TESTS[@]}" -ge 2 ] || { echo "expected the lib and integration test executables, got: ${TESTS[*]:-none}"; exit 1; }
+printf '  %s\n' "${TESTS[@]}"
+
+step "ProcessPrng shim (Wine 8 has no bcryptprimitives.dll)"
+SHIM="$CARGO_TARGET_DIR/bcryptprimitives.dll"
+x86_64-w64-mingw32-gcc -shared -O2 -o "$SHIM" ci/wine/processprng.c -ladvapi32
+for f in "$EXE" "${TESTS[@]}"; do cp "$SHIM" "$(dirname "$f")/"; done
+
+step "Wine prefix"
+export WINEDEBUG=-all
+WINEPREFIX=$(mktemp -d /tmp/osgauge-wine.XXXXXX)
+export WINEPREFIX
+WINESERVER=/usr/lib/wine/wineserver64
+[ -x "$WINESERVER" ] || WINESERVER=wineserver
+trap 'timeout 30 "$WINESERVER" -k >/dev/null 2>&1 || true; rm -rf "$WINEPREFIX"' EXIT
+timeout 300 "$WINE" wineboot -i >/dev/null 2>&1 || { echo "wineboot failed or timed out"; exit 1; }
+
+# ---------------------------------------------------------------------------------------------
+step "Windows tests under Wine"
+for t in "${TESTS[@]}"; do
+    echo "-- $(basename "$t")"
+    # Run from the executable's folder (a Z: drive path), with a bound per executable.
+    (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t")
+done
+
+# ---------------------------------------------------------------------------------------------
+step "osgauge.exe micro cpu proc under Wine"
+OUT=$(mktemp -d /tmp/osgauge-wine-out.XXXXXX)
+(cd "$OUT" && timeout 300 "$WINE" "$EXE" list --json >list.json)
+set +e
+(cd "$OUT" && timeout 900 "$WINE" "$EXE" micro cpu proc --runs 3 --timeout 60s --export-json run.json)
+rc=$?
+set -e
+# 0 = all measured, 1 = some benchmarks unsupported/failed (the check below decides).
+case $rc in 0 | 1) ;; *) echo "osgauge.exe exited $rc"; exit 1 ;; esac
+python3 - "$OUT/list.json" "$OUT/run.json" <<'EOF'
+import json, sys
+listed = [b["id"] for b in json.load(open(sys.argv[1])) if b["suite"] in ("cpu", "proc")]
+rec = json.load(open(sys.argv[2]))
+assert rec["schema"].startswith("osgauge.run/"), rec["schema"]
+assert rec["machine"]["os"] == "windows", rec["machine"]["os"]
+got = {b["id"]: b for b in rec["benchmarks"]}
+bad = []
+for bid in listed:
+    b = got.get(bid)
+    if b is None:
+        bad.append(f"{bid}: missing from the record")
+        continue
+    err = b.get("error")
+    if err:
+        if err["kind"] == "unsupported" and err["message"].startswith("unsupported on Windows: "):
+            print(f"  {bid:40} unsupported: {err['message']}")
+        else:
+            bad.append(f"{bid}: error {err['kind']}: {err['message']}")
+        continue
+    if not b["metrics"]:
+        bad.append(f"{bid}: no metrics and no error")
+    for m in b["metrics"]:
+        s = m.get("summary")
+        if not s or len(m["runs"]) != 3:
+            bad.append(f"{bid}/{m['name']}: {len(m['runs'])} runs, summary {s!r}")
+    if b["metrics"]:
+        print(f"  {bid:40} measured: " + ", ".join(m["name"] for m in b["metrics"]))
+extra = set(got) - set(listed)
+if extra:
+    bad.append(f"benchmarks not in the list: {sorted(extra)}")
+if bad:
+    print("Windows record check FAILED:\n  " + "\n  ".join(bad))
+    sys.exit(1)
+print(f"Windows record check: {len(listed)} benchmarks, each measured or unsupported with a reason")
+EOF
+(cd "$OUT" && timeout 300 "$WINE" "$EXE" system show >system.txt) && sed 's/^/  /' "$OUT/system.txt"
+rm -rf "$OUT"
+
+step "done"
