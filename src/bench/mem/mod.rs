@@ -5,6 +5,15 @@
 //! Options (`osgauge micro mem --only … --max-size … --threads …`) reach the benchmarks through
 //! [`MemOptions`]; `osgauge run --preset quick` builds the suite with [`MemOptions::quick`]: a
 //! coarse random curve plus copy bandwidth with one thread and all threads.
+//!
+//! How the latency curve is carried in the record (osgauge.run/1, no schema change): each
+//! `mem/latency_*` benchmark has metrics `l1`, `l2`, `l3` (the detected cache plateaus) and `ram`
+//! (the largest working set), each with per-run samples, CI and histogram like any metric. The
+//! whole curve is the structured fact `curve` in the benchmark's params:
+//! `[{size_bytes, ns_per_load, ns_min_run, ns_max_run, runs}]` (median over runs), next to
+//! `levels` (`[{level, ns_per_load, from_bytes, ends_at_bytes, next_size_bytes,
+//! reported_cache_bytes, matches_record_within_one_step}]` plus the memory plateau). A report can
+//! plot `curve` directly; `--export-csv` adds one row per point (metric `curve@<size_bytes>`).
 
 use std::sync::OnceLock;
 
