@@ -667,6 +667,53 @@ mod tests {
     }
 
     #[test]
+    fn a_short_run_reports_a_curve_and_frees_on_timeout() {
+        use std::time::{Duration, Instant};
+        let timing = crate::harness::calibrate();
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let ctx = RunContext::new(
+            0,
+            false,
+            Duration::from_millis(20),
+            Instant::now() + Duration::from_secs(60),
+            &timing,
+            &cancel,
+        );
+        let b = Latency::new(
+            Pattern::Random,
+            Pages::Base,
+            &MemOptions {
+                max_size: Some(256 << 10),
+                ..Default::default()
+            },
+        );
+        let out = b.run(&ctx).unwrap();
+        let curve = out.facts["curve"].as_array().unwrap();
+        assert_eq!(curve.len(), sizes(256 << 10, 64, false).len());
+        assert!(
+            curve
+                .iter()
+                .all(|p| p["ns_per_load"].as_f64().unwrap() > 0.0)
+        );
+        let ram = out.samples.iter().find(|(n, _)| *n == "ram").unwrap();
+        assert!(!ram.1.is_empty());
+        assert!(out.facts.contains_key("levels") && out.facts.contains_key("page_size_bytes"));
+        // A past deadline stops the run with a timeout.
+        let ctx = RunContext::new(
+            0,
+            false,
+            Duration::from_millis(20),
+            Instant::now(),
+            &timing,
+            &cancel,
+        );
+        assert_eq!(
+            b.run(&ctx).unwrap_err().kind,
+            crate::model::ErrorKind::Timeout
+        );
+    }
+
+    #[test]
     fn cancelled_build_stops() {
         let n = 200_000;
         let mut buf = vec![0usize; n];

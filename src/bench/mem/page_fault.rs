@@ -265,3 +265,44 @@ impl Benchmark for PageFault {
         Ok(super::page_facts(out))
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn faults_are_counted_and_timed() {
+        let timing = crate::harness::calibrate();
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let ctx = RunContext::new(
+            0,
+            false,
+            Duration::from_millis(10),
+            Instant::now() + Duration::from_secs(60),
+            &timing,
+            &cancel,
+        );
+        let out = PageFault::new().run(&ctx).unwrap();
+        let get = |n: &str| {
+            out.samples
+                .iter()
+                .find(|(m, _)| *m == n)
+                .map(|x| x.1.clone())
+        };
+        let minor = get("minor_fault").unwrap();
+        assert!(minor.len() >= 3 && minor.iter().all(|&v| v > 0.0));
+        let counts = &out.facts["minor_faults_per_round"]["minor"];
+        let pages = out.facts["minor_pages_per_round"].as_u64().unwrap();
+        assert!(
+            counts
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c.as_u64().unwrap() >= 1)
+        );
+        assert!(pages > 0);
+        // Major faults: measured, or said why not.
+        assert!(get("major_fault").is_some() || out.facts.contains_key("major"));
+    }
+}
