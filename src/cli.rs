@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
-use crate::bench::{Benchmark, suites};
+use crate::bench::mem::{MemOptions, Part, Threads};
+use crate::bench::{Benchmark, SuiteOptions, suites, suites_with};
 use crate::export::{Format, check_writable, write_atomic};
 use crate::model::{Config, RunRecord};
 use crate::output::progress::Progress;
@@ -50,9 +51,9 @@ pub enum Command {
         #[command(flatten)]
         opts: RunOpts,
     },
-    /// Run micro-benchmarks: whole suites (cpu, proc) and/or single benchmark ids (cpu/null_syscall)
+    /// Run micro-benchmarks: whole suites (cpu, proc, mem) and/or single benchmark ids (cpu/null_syscall)
     #[command(
-        after_help = "Examples:\n  osgauge micro cpu\n  osgauge micro cpu proc --runs 10 --export-json r.json --export-csv r.csv --export-markdown r.md\n  osgauge micro cpu/null_syscall proc/ctx_switch_process_pinned --run-time 500ms\n\nSee `osgauge list` for every id."
+        after_help = "Examples:\n  osgauge micro cpu\n  osgauge micro cpu proc --runs 10 --export-json r.json --export-csv r.csv --export-markdown r.md\n  osgauge micro cpu/null_syscall proc/ctx_switch_process_pinned --run-time 500ms\n  osgauge micro mem                                   latency curves, bandwidth, page faults\n  osgauge micro mem --only latency --max-size 256MiB --export-csv curve.csv\n  osgauge micro mem --only bandwidth --threads 1,2,all\n\nSee `osgauge list` for every id."
     )]
     Micro {
         /// Suite names or benchmark ids
@@ -60,6 +61,8 @@ pub enum Command {
         select: Vec<String>,
         #[command(flatten)]
         opts: RunOpts,
+        #[command(flatten)]
+        mem: MemOpts,
     },
     /// List every benchmark: id, what it measures, unit, and whether higher or lower is better
     #[command(
@@ -158,6 +161,60 @@ pub struct RunOpts {
     pub quiet: bool,
 }
 
+/// Options of the mem suite (`osgauge micro mem …`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct MemOpts {
+    /// mem suite: only these parts, comma-separated (latency, bandwidth, page-faults)
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PART")]
+    pub only: Vec<MemPart>,
+    /// mem suite: largest latency working set and largest bandwidth footprint (all arrays), e.g. 256MiB, 1GiB [default: max(512MiB, 4× last-level cache) for latency, 4× LLC per array for bandwidth; never over 25 % of available memory]
+    #[arg(long, value_parser = parse_max_size, value_name = "SIZE")]
+    pub max_size: Option<u64>,
+    /// mem suite: bandwidth thread counts, comma-separated numbers and/or 'all' [default: 1, powers of two below the CPU count, all]
+    #[arg(long, value_delimiter = ',', value_parser = crate::bench::mem::parse_threads, value_name = "N|all")]
+    pub threads: Vec<Threads>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemPart {
+    Latency,
+    Bandwidth,
+    PageFaults,
+}
+
+fn parse_max_size(s: &str) -> Result<u64, String> {
+    let b = crate::bench::mem::parse_size(s)?;
+    crate::bench::mem::validate_max_size(b)?;
+    Ok(b)
+}
+
+impl MemOpts {
+    fn is_set(&self) -> bool {
+        !self.only.is_empty() || self.max_size.is_some() || !self.threads.is_empty()
+    }
+
+    /// Validated mem-suite options.
+    fn to_options(&self) -> Result<MemOptions, String> {
+        if !self.threads.is_empty() {
+            crate::bench::mem::validate_threads(&self.threads)?;
+        }
+        Ok(MemOptions {
+            only: self
+                .only
+                .iter()
+                .map(|p| match p {
+                    MemPart::Latency => Part::Latency,
+                    MemPart::Bandwidth => Part::Bandwidth,
+                    MemPart::PageFaults => Part::PageFaults,
+                })
+                .collect(),
+            max_size: self.max_size,
+            threads: (!self.threads.is_empty()).then(|| self.threads.clone()),
+            quick: false,
+        })
+    }
+}
+
 impl RunOpts {
     fn exports(&self) -> Vec<(Format, &Path)> {
         [
@@ -212,9 +269,27 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
     match cli.command {
         Command::Run { preset, opts } => {
             let all: Vec<String> = suites().iter().map(|s| s.name.to_string()).collect();
-            run_plan(preset_name(preset), preset, all, opts)
+            // The quick preset builds suites in their lighter configuration.
+            let suite_opts = SuiteOptions {
+                mem: match preset {
+                    Preset::Quick => MemOptions::quick(),
+                    Preset::Standard => MemOptions::default(),
+                },
+            };
+            run_plan(preset_name(preset), preset, all, opts, &suite_opts)
         }
-        Command::Micro { select, opts } => run_plan("custom", Preset::Standard, select, opts),
+        Command::Micro { select, opts, mem } => {
+            if mem.is_set() && !select.iter().any(|s| s == "mem" || s.starts_with("mem/")) {
+                return Err(CliError::Usage(
+                    "--only, --max-size and --threads apply to the mem suite: select `mem` or a mem/… id"
+                        .into(),
+                ));
+            }
+            let suite_opts = SuiteOptions {
+                mem: mem.to_options().map_err(CliError::Usage)?,
+            };
+            run_plan("custom", Preset::Standard, select, opts, &suite_opts)
+        }
         Command::Echo => match crate::platform::serve_echo() {
             Ok(()) => Ok(EXIT_OK),
             Err(e) => Err(CliError::Other(anyhow::Error::new(e).context("echo"))),
@@ -285,9 +360,17 @@ fn preset_name(p: Preset) -> &'static str {
 
 /// Resolve suite names and benchmark ids into benchmarks, in suite order, without duplicates.
 pub fn select(names: &[String]) -> Result<Vec<Box<dyn Benchmark>>, String> {
+    select_with(names, &SuiteOptions::default())
+}
+
+/// [`select`] from suites built with `opts`.
+pub fn select_with(
+    names: &[String],
+    opts: &SuiteOptions,
+) -> Result<Vec<Box<dyn Benchmark>>, String> {
     let mut wanted_suites = Vec::new();
     let mut wanted_ids = Vec::new();
-    let all = suites();
+    let all = suites_with(opts);
     for n in names {
         if all.iter().any(|s| s.name == n) {
             wanted_suites.push(n.as_str());
@@ -321,8 +404,9 @@ fn run_plan(
     defaults: Preset,
     selection: Vec<String>,
     opts: RunOpts,
+    suite_opts: &SuiteOptions,
 ) -> Result<i32, CliError> {
-    let benchmarks = select(&selection).map_err(CliError::Usage)?;
+    let benchmarks = select_with(&selection, suite_opts).map_err(CliError::Usage)?;
     for (format, path) in opts.exports() {
         check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
     }
@@ -536,6 +620,51 @@ mod tests {
                 .unwrap()
                 .contains("unknown suite or benchmark 'nosuch'")
         );
+    }
+
+    #[test]
+    fn mem_options_parse_and_reject_bad_values() {
+        let ok = Cli::try_parse_from([
+            "osgauge",
+            "micro",
+            "mem",
+            "--only",
+            "latency,page-faults",
+            "--max-size",
+            "256MiB",
+            "--threads",
+            "1,all",
+        ])
+        .unwrap();
+        let Command::Micro { mem, .. } = ok.command else {
+            panic!("not micro")
+        };
+        assert_eq!(mem.only, vec![MemPart::Latency, MemPart::PageFaults]);
+        assert_eq!(mem.max_size, Some(256 << 20));
+        assert_eq!(mem.threads, vec![Threads::N(1), Threads::All]);
+        let o = mem.to_options().unwrap();
+        assert_eq!(o.only, vec![Part::Latency, Part::PageFaults]);
+        for bad in [
+            &["--only", "cache"][..],
+            &["--max-size", "1KiB"],
+            &["--max-size", "huge"],
+            &["--threads", "0"],
+            &["--threads", "two"],
+        ] {
+            let mut args = vec!["osgauge", "micro", "mem"];
+            args.extend_from_slice(bad);
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert!(e.use_stderr(), "{bad:?} accepted");
+        }
+        // More threads than CPUs: rejected when validated (exit 2 in dispatch).
+        let too_many = MemOpts {
+            threads: vec![Threads::N(100_000)],
+            ..Default::default()
+        };
+        assert!(too_many.to_options().is_err());
+        // mem options without the mem suite are a usage error.
+        let cli = Cli::try_parse_from(["osgauge", "micro", "cpu", "--threads", "1"]).unwrap();
+        assert!(matches!(dispatch(cli), Err(CliError::Usage(_))));
     }
 
     #[test]

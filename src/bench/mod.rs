@@ -9,6 +9,7 @@ use crate::units::{Better, Unit};
 
 pub mod cpu;
 pub mod example;
+pub mod mem;
 pub mod proc;
 
 /// One metric a benchmark reports.
@@ -73,8 +74,20 @@ pub struct Suite {
     pub benchmarks: Vec<Box<dyn Benchmark>>,
 }
 
-/// Every suite, in the order `run` executes them.
+/// Options that change how suites are built (the quick preset's lighter configurations and
+/// suite-specific `micro` options).
+#[derive(Debug, Clone, Default)]
+pub struct SuiteOptions {
+    pub mem: mem::MemOptions,
+}
+
+/// Every suite, in the order `run` executes them, with default options.
 pub fn suites() -> Vec<Suite> {
+    suites_with(&SuiteOptions::default())
+}
+
+/// Every suite, built with `opts`.
+pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
     vec![
         Suite {
             name: "cpu",
@@ -85,6 +98,11 @@ pub fn suites() -> Vec<Suite> {
             name: "proc",
             description: "Process and thread services: creation, spawn+exec, context switch",
             benchmarks: proc::benchmarks(),
+        },
+        Suite {
+            name: "mem",
+            description: "Memory: load-latency curve with cache levels, bandwidth (1 thread and all), page faults",
+            benchmarks: mem::benchmarks(&opts.mem),
         },
     ]
 }

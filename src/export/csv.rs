@@ -51,6 +51,51 @@ pub fn render(record: &RunRecord) -> anyhow::Result<String> {
                 m.description.as_str(),
             ])?;
         }
+        curve_rows(&mut w, &run_id, &label, b)?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// A benchmark whose params carry a `curve` fact (`[{size_bytes, ns_per_load, ns_min_run,
+/// ns_max_run, runs}]`, e.g. the mem latency curves) gets one extra row per point, metric
+/// `curve@<size_bytes>`, so the whole curve is in the CSV.
+fn curve_rows(
+    w: &mut csv::Writer<Vec<u8>>,
+    run_id: &str,
+    label: &str,
+    b: &crate::model::BenchmarkResult,
+) -> anyhow::Result<()> {
+    let Some(points) = b.params.get("curve").and_then(|c| c.as_array()) else {
+        return Ok(());
+    };
+    let num = |p: &serde_json::Value, k: &str| {
+        p.get(k)
+            .and_then(|v| v.as_f64())
+            .map(|x| x.to_string())
+            .unwrap_or_default()
+    };
+    for p in points {
+        let Some(size) = p.get("size_bytes").and_then(|v| v.as_u64()) else {
+            continue;
+        };
+        w.write_record([
+            run_id,
+            label,
+            b.id.as_str(),
+            &format!("curve@{size}"),
+            "ns",
+            "lower",
+            &p.get("runs").and_then(|v| v.as_u64()).unwrap_or(0).to_string(),
+            &num(p, "ns_per_load"),
+            "",
+            "",
+            "",
+            &num(p, "ns_min_run"),
+            &num(p, "ns_max_run"),
+            "",
+            "",
+            &format!("latency curve point: ns per load with a working set of {size} bytes (median over runs)"),
+        ])?;
+    }
+    Ok(())
 }

@@ -25,6 +25,9 @@ use windows as os;
 #[cfg(unix)]
 mod unix;
 
+/// Memory facts and calls for the mem suite (own file, cfg-gated inside).
+pub mod memory;
+
 // Machine and environment facts (the system record) have their own back end per OS.
 #[cfg(target_os = "linux")]
 pub mod linux_sysinfo;

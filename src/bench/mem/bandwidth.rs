@@ -1,0 +1,732 @@
+//! Memory bandwidth: read (sum), write (fill), non-temporal write (streaming stores), copy and
+//! STREAM triad, over arrays far larger than the last-level cache, with T threads each working on
+//! its own contiguous share.
+//!
+//! Bytes counted (STREAM's convention): the bytes the kernel reads plus the bytes it writes —
+//! read N, write N, write_nt N, copy 2N, triad 3N for arrays of N bytes. Write-allocate traffic
+//! (a normal store first reading the line) is not counted. Copy tools such as `perf bench mem
+//! memcpy`, `sysbench memory` and `bw_mem cp` count each copied byte once: halve our copy figure
+//! to compare.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{AlignedBuf, MemOptions, Threads, format_size};
+use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::harness::RunContext;
+use crate::model::BenchError;
+use crate::units::{Better, Unit};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    Read,
+    Write,
+    WriteNt,
+    Copy,
+    Triad,
+}
+
+impl Kernel {
+    pub const ALL: [Kernel; 5] = [
+        Kernel::Read,
+        Kernel::Write,
+        Kernel::WriteNt,
+        Kernel::Copy,
+        Kernel::Triad,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Read => "read",
+            Kernel::Write => "write",
+            Kernel::WriteNt => "write_nt",
+            Kernel::Copy => "copy",
+            Kernel::Triad => "triad",
+        }
+    }
+    /// Arrays of N bytes the kernel touches, counted as read + written (STREAM's convention).
+    pub fn arrays_counted(self) -> u64 {
+        match self {
+            Kernel::Read | Kernel::Write | Kernel::WriteNt => 1,
+            Kernel::Copy => 2,
+            Kernel::Triad => 3,
+        }
+    }
+    fn description(self) -> &'static str {
+        match self {
+            Kernel::Read => "read bandwidth: sum of 64-bit words (vectorised), bytes read counted",
+            Kernel::Write => {
+                "write bandwidth: fill with a constant (memset), bytes written counted (write-allocate reads not counted)"
+            }
+            Kernel::WriteNt => {
+                "non-temporal write bandwidth: streaming stores that bypass the caches, bytes written counted"
+            }
+            Kernel::Copy => {
+                "copy bandwidth, STREAM convention: bytes read + bytes written (2 × copied; copy tools count copied bytes once)"
+            }
+            Kernel::Triad => "STREAM triad a = b + s·c: bytes read + written (3 × array bytes)",
+        }
+    }
+}
+
+/// Value the triad scalar takes (STREAM uses 3.0).
+pub const SCALAR: f64 = 3.0;
+
+/// Sum of the words' bit patterns (wrapping): reads every byte, cannot be folded away, and
+/// vectorises (integer adds reassociate). Four accumulators for throughput.
+#[inline(never)]
+pub fn kernel_read(a: &[f64]) -> u64 {
+    let mut acc = [0u64; 4];
+    let chunks = a.chunks_exact(4);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..4 {
+            acc[k] = acc[k].wrapping_add(c[k].to_bits());
+        }
+    }
+    let mut s = acc[0]
+        .wrapping_add(acc[1])
+        .wrapping_add(acc[2])
+        .wrapping_add(acc[3]);
+    for x in rest {
+        s = s.wrapping_add(x.to_bits());
+    }
+    s
+}
+
+#[inline(never)]
+pub fn kernel_write(a: &mut [f64], v: f64) {
+    a.fill(v);
+    black_box(a.as_mut_ptr());
+}
+
+#[inline(never)]
+pub fn kernel_copy(dst: &mut [f64], src: &[f64]) {
+    dst.copy_from_slice(src);
+    black_box(dst.as_mut_ptr());
+}
+
+#[inline(never)]
+pub fn kernel_triad(a: &mut [f64], b: &[f64], c: &[f64], s: f64) {
+    for ((x, y), z) in a.iter_mut().zip(b).zip(c) {
+        *x = y + s * z;
+    }
+    black_box(a.as_mut_ptr());
+}
+
+/// Non-temporal fill where the CPU has streaming stores: Ok(instruction used) or Err(reason).
+pub fn nt_support() -> Result<&'static str, String> {
+    nt::support()
+}
+
+/// Streaming-store fill of `a` with `v`. `a` must be 64-byte aligned and a multiple of 8 words.
+pub fn kernel_write_nt(a: &mut [f64], v: f64) {
+    nt::fill(a, v);
+    black_box(a.as_mut_ptr());
+}
+
+#[cfg(target_arch = "x86_64")]
+mod nt {
+    use std::arch::x86_64::*;
+
+    pub fn support() -> Result<&'static str, String> {
+        if std::arch::is_x86_feature_detected!("avx") {
+            Ok("_mm256_stream_pd (vmovntpd, 32 B) + sfence")
+        } else {
+            Ok("_mm_stream_pd (movntpd, 16 B, SSE2) + sfence")
+        }
+    }
+
+    pub fn fill(a: &mut [f64], v: f64) {
+        assert!((a.as_ptr() as usize).is_multiple_of(64) && a.len().is_multiple_of(8));
+        if std::arch::is_x86_feature_detected!("avx") {
+            // SAFETY: AVX present (checked); alignment and length asserted above.
+            unsafe { fill_avx(a, v) }
+        } else {
+            // SAFETY: SSE2 is part of the x86_64 baseline; alignment asserted.
+            unsafe { fill_sse2(a, v) }
+        }
+    }
+
+    #[target_feature(enable = "avx")]
+    unsafe fn fill_avx(a: &mut [f64], v: f64) {
+        let x = _mm256_set1_pd(v);
+        let p = a.as_mut_ptr();
+        let mut i = 0;
+        while i < a.len() {
+            // SAFETY: i + 8 <= len; p + i is 32-byte aligned.
+            unsafe {
+                _mm256_stream_pd(p.add(i), x);
+                _mm256_stream_pd(p.add(i + 4), x);
+            }
+            i += 8;
+        }
+        _mm_sfence();
+    }
+
+    #[target_feature(enable = "sse2")]
+    unsafe fn fill_sse2(a: &mut [f64], v: f64) {
+        let x = _mm_set1_pd(v);
+        let p = a.as_mut_ptr();
+        let mut i = 0;
+        while i < a.len() {
+            // SAFETY: i + 8 <= len; p + i is 16-byte aligned.
+            unsafe {
+                _mm_stream_pd(p.add(i), x);
+                _mm_stream_pd(p.add(i + 2), x);
+                _mm_stream_pd(p.add(i + 4), x);
+                _mm_stream_pd(p.add(i + 6), x);
+            }
+            i += 8;
+        }
+        _mm_sfence();
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod nt {
+    pub fn support() -> Result<&'static str, String> {
+        Ok("stnp (store pair, non-temporal hint, 2 × 16 B) + dmb ishst")
+    }
+
+    pub fn fill(a: &mut [f64], v: f64) {
+        assert!((a.as_ptr() as usize).is_multiple_of(64) && a.len().is_multiple_of(8));
+        let bits = v.to_bits();
+        let p = a.as_mut_ptr();
+        let mut i = 0;
+        while i < a.len() {
+            // SAFETY: i + 8 <= len, so the 64 bytes from p + i are inside `a`.
+            unsafe {
+                std::arch::asm!(
+                    "dup v0.2d, {b}",
+                    "stnp q0, q0, [{p}]",
+                    "stnp q0, q0, [{p}, #32]",
+                    b = in(reg) bits,
+                    p = in(reg) p.add(i),
+                    out("v0") _,
+                    options(nostack, preserves_flags),
+                );
+            }
+            i += 8;
+        }
+        // SAFETY: a store barrier has no preconditions.
+        unsafe { std::arch::asm!("dmb ishst", options(nostack, preserves_flags)) };
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod nt {
+    pub fn support() -> Result<&'static str, String> {
+        Err(format!(
+            "no streaming-store kernel for {}",
+            std::env::consts::ARCH
+        ))
+    }
+    pub fn fill(_a: &mut [f64], _v: f64) {}
+}
+
+pub struct Bandwidth {
+    info: Info,
+    threads: Threads,
+    kernels: Vec<Kernel>,
+    max_size: Option<u64>,
+}
+
+impl Bandwidth {
+    pub fn new(threads: Threads, opts: &MemOptions) -> Bandwidth {
+        let kernels: Vec<Kernel> = if opts.quick {
+            vec![Kernel::Copy]
+        } else {
+            Kernel::ALL
+                .into_iter()
+                .filter(|k| *k != Kernel::WriteNt || nt_support().is_ok())
+                .collect()
+        };
+        let (id, who) = match threads {
+            Threads::N(1) => ("mem/bandwidth_1t".to_string(), "1 thread".to_string()),
+            Threads::N(n) => (format!("mem/bandwidth_{n}t"), format!("{n} threads")),
+            Threads::All => (
+                "mem/bandwidth_all".to_string(),
+                "all CPUs the run may use".to_string(),
+            ),
+        };
+        let names: Vec<&str> = kernels.iter().map(|k| k.name()).collect();
+        let method = format!(
+            "Kernels {}: over arrays of max(4× the last-level cache, 64 MiB) each (bounded by \
+             --max-size for all arrays together and {share:.0} % of available memory), split \
+             into one contiguous share per thread; each thread first-touches its own share and \
+             is pinned to its own CPU where the OS allows. Per pass, all threads start together \
+             (barrier); a pass lasts from the first thread's start to the last thread's end (each \
+             thread reads the clock itself); value = bytes counted / pass time. Bytes counted, STREAM's convention: read + written (read N, write N, write_nt N, \
+             copy 2N, triad 3N); write-allocate traffic not counted; copy tools count copied bytes \
+             once. The first pass of each kernel is discarded; then passes for an equal share of \
+             the run time (at least 3). Results are checked (read checksum, copied and triad \
+             values) so no kernel can be optimised away; non-temporal stores use explicit \
+             intrinsics ({nt}).",
+            names.join(", "),
+            share = super::AVAILABLE_SHARE * 100.0,
+            nt = nt_support().map_or_else(|e| format!("unsupported: {e}"), str::to_string),
+        );
+        let metrics = kernels
+            .iter()
+            .map(|k| MetricSpec {
+                name: k.name(),
+                unit: Unit::BytesPerSecond,
+                better: Better::Higher,
+                description: k.description(),
+            })
+            .collect();
+        Bandwidth {
+            info: Info {
+                id,
+                suite: "mem",
+                title: format!("Memory bandwidth, {who}"),
+                method,
+                metrics,
+            },
+            threads,
+            kernels,
+            max_size: opts.max_size,
+        }
+    }
+
+    fn arrays(&self) -> u64 {
+        if self.kernels.contains(&Kernel::Triad) {
+            3
+        } else if self.kernels.contains(&Kernel::Copy) {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Bytes per array and why.
+    fn array_bytes(&self) -> (u64, String) {
+        let arrays = self.arrays();
+        let want = super::llc_bytes().map_or(64 << 20, |l| (4 * l).max(64 << 20));
+        let mut bytes = want;
+        let mut why = "max(4× the last-level cache, 64 MiB)".to_string();
+        if let Some(m) = self.max_size
+            && bytes * arrays > m
+        {
+            bytes = m / arrays;
+            why = format!("--max-size {} over {arrays} arrays", format_size(m));
+        }
+        if let Some(b) = super::memory_budget()
+            && bytes * arrays > b
+        {
+            bytes = b / arrays;
+            why = format!(
+                "{:.0} % of available memory over {arrays} arrays",
+                super::AVAILABLE_SHARE * 100.0
+            );
+        }
+        // Whole 4 KiB pages.
+        (bytes / 4096 * 4096, why)
+    }
+
+    fn thread_count(&self) -> usize {
+        match self.threads {
+            Threads::N(n) => n,
+            Threads::All => super::allowed_cpu_count(),
+        }
+    }
+}
+
+/// Split `len` words into `t` contiguous shares, each a multiple of 8 words (64 B).
+pub fn shares(len: usize, t: usize) -> Vec<std::ops::Range<usize>> {
+    let units = len / 8;
+    (0..t)
+        .map(|k| (units * k / t * 8)..(units * (k + 1) / t * 8))
+        .collect()
+}
+
+/// Commands from the coordinator to the workers.
+const CMD_STOP: u8 = 255;
+
+struct Shared {
+    cmd: AtomicU8,
+    start: Barrier,
+    end: Barrier,
+    /// Read checksums, summed over threads (wrapping).
+    checksum: AtomicU64,
+    /// Each worker's (start, end) of the current pass, taken by the worker itself so that a
+    /// coordinator descheduled at the barrier cannot shorten the measured pass.
+    times: std::sync::Mutex<Vec<(Instant, Instant)>>,
+}
+
+/// Raw views of the arrays, shared by the workers (each touches only its own share).
+#[derive(Clone, Copy)]
+struct Arrays {
+    a: *mut f64,
+    b: *mut f64,
+    c: *mut f64,
+}
+// SAFETY: workers access disjoint ranges, separated in time from the coordinator by barriers.
+unsafe impl Send for Arrays {}
+unsafe impl Sync for Arrays {}
+
+impl Arrays {
+    /// SAFETY: caller guarantees `r` is in bounds of each array and no one else touches it now.
+    unsafe fn slice(p: *mut f64, r: &std::ops::Range<usize>) -> &'static mut [f64] {
+        unsafe { std::slice::from_raw_parts_mut(p.add(r.start), r.len()) }
+    }
+}
+
+fn kernel_index(k: Kernel) -> u8 {
+    Kernel::ALL.iter().position(|x| *x == k).unwrap_or(0) as u8
+}
+
+fn worker(shared: &Shared, arr: Arrays, r: std::ops::Range<usize>, n_arrays: u64) {
+    // SAFETY: this worker owns range r of each allocated array.
+    let (a, mut b, mut c) = unsafe {
+        (
+            Arrays::slice(arr.a, &r),
+            (n_arrays >= 3).then(|| Arrays::slice(arr.b, &r)),
+            (n_arrays >= 2).then(|| Arrays::slice(arr.c, &r)),
+        )
+    };
+    loop {
+        shared.start.wait();
+        let cmd = shared.cmd.load(Ordering::Acquire);
+        if cmd == CMD_STOP {
+            break;
+        }
+        let t0 = Instant::now();
+        match Kernel::ALL.get(cmd as usize) {
+            Some(Kernel::Read) => {
+                let s = kernel_read(a);
+                shared.checksum.fetch_add(s, Ordering::Relaxed);
+            }
+            Some(Kernel::Write) => kernel_write(a, 1.0),
+            Some(Kernel::WriteNt) => kernel_write_nt(a, 1.0),
+            Some(Kernel::Copy) => {
+                if let Some(c) = c.as_deref_mut() {
+                    kernel_copy(c, a);
+                }
+            }
+            Some(Kernel::Triad) => {
+                if let (Some(b), Some(c)) = (b.as_deref(), c.as_deref()) {
+                    kernel_triad(a, b, c, SCALAR);
+                }
+            }
+            None => {
+                // First touch: initialise this share (a = 1, b = 2, c = 0).
+                a.fill(1.0);
+                if let Some(b) = b.as_deref_mut() {
+                    b.fill(2.0);
+                }
+                if let Some(c) = c.as_deref_mut() {
+                    c.fill(0.0);
+                }
+            }
+        }
+        let t1 = Instant::now();
+        shared
+            .times
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((t0, t1));
+        shared.end.wait();
+    }
+}
+
+impl Benchmark for Bandwidth {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn params(&self) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        let (bytes, why) = self.array_bytes();
+        m.insert("array_bytes".into(), bytes.into());
+        m.insert("array_bytes_reason".into(), why.into());
+        m.insert("arrays".into(), self.arrays().into());
+        m.insert("threads".into(), (self.thread_count() as u64).into());
+        m.insert(
+            "write_nt".into(),
+            match nt_support() {
+                Ok(i) => i.to_string(),
+                Err(e) => format!("unsupported: {e}"),
+            }
+            .into(),
+        );
+        m
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        let t = self.thread_count();
+        let (bytes, _) = self.array_bytes();
+        let n_arrays = self.arrays();
+        let len = (bytes / 8) as usize;
+        if len < 8 * t {
+            return Err(BenchError::failed(format!(
+                "arrays of {} are too small for {t} threads",
+                format_size(bytes)
+            )));
+        }
+        let a = AlignedBuf::<f64>::new(len)?;
+        let b = if n_arrays >= 3 {
+            Some(AlignedBuf::<f64>::new(len)?)
+        } else {
+            None
+        };
+        let c = if n_arrays >= 2 {
+            Some(AlignedBuf::<f64>::new(len)?)
+        } else {
+            None
+        };
+        let arr = Arrays {
+            a: a.as_slice().as_ptr() as *mut f64,
+            b: b.as_ref()
+                .map_or(std::ptr::null_mut(), |x| x.as_slice().as_ptr() as *mut f64),
+            c: c.as_ref()
+                .map_or(std::ptr::null_mut(), |x| x.as_slice().as_ptr() as *mut f64),
+        };
+        let ranges = shares(len, t);
+        let counted: Vec<u64> = ranges.iter().map(|r| r.len() as u64 * 8).collect();
+        let total_words: u64 = ranges.iter().map(|r| r.len() as u64).sum();
+        let cpus = crate::platform::allowed_cpus().unwrap_or_default();
+        let shared = Arc::new(Shared {
+            cmd: AtomicU8::new(0),
+            start: Barrier::new(t + 1),
+            end: Barrier::new(t + 1),
+            checksum: AtomicU64::new(0),
+            times: std::sync::Mutex::new(Vec::with_capacity(t)),
+        });
+        let pin_results: Vec<Result<usize, String>> = Vec::new();
+        let pin_results = std::sync::Mutex::new(pin_results);
+
+        let result = std::thread::scope(|s| -> Result<RunOutput, BenchError> {
+            for (k, r) in ranges.iter().cloned().enumerate() {
+                let shared = Arc::clone(&shared);
+                let cpu = cpus.get(k).copied();
+                let pins = &pin_results;
+                s.spawn(move || {
+                    let pinned = match cpu {
+                        Some(c) => crate::platform::pin_current_thread(c)
+                            .map(|_| c)
+                            .map_err(|e| e.to_string()),
+                        None => Err("more threads than allowed CPUs".to_string()),
+                    };
+                    pins.lock().unwrap_or_else(|e| e.into_inner()).push(pinned);
+                    worker(&shared, arr, r, n_arrays);
+                });
+            }
+            // Every path below must release the workers: `stop` does it.
+            let stop = || {
+                shared.cmd.store(CMD_STOP, Ordering::Release);
+                shared.start.wait();
+            };
+            // One pass: from the first worker's start to the last worker's end.
+            let pass = |cmd: u8| -> Duration {
+                shared
+                    .times
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clear();
+                shared.cmd.store(cmd, Ordering::Release);
+                shared.start.wait();
+                shared.end.wait();
+                let times = shared.times.lock().unwrap_or_else(|e| e.into_inner());
+                match (
+                    times.iter().map(|x| x.0).min(),
+                    times.iter().map(|x| x.1).max(),
+                ) {
+                    (Some(a), Some(b)) => b.duration_since(a),
+                    _ => Duration::ZERO,
+                }
+            };
+            // First touch, in parallel, each thread its own share.
+            pass(u8::MAX - 1);
+            let budget = ctx.run_time / self.kernels.len() as u32;
+            let mut out = RunOutput::default();
+            let mut a_val = 1.0f64;
+            let mut c_val = 0.0f64;
+            for &k in &self.kernels {
+                let mut samples = Vec::new();
+                let bytes_counted = counted.iter().sum::<u64>() * k.arrays_counted();
+                let started = Instant::now();
+                let mut passes = 0u32;
+                while samples.len() < 3 || started.elapsed() < budget {
+                    if let Err(e) = ctx.check() {
+                        stop();
+                        return Err(e);
+                    }
+                    shared.checksum.store(0, Ordering::Relaxed);
+                    let d = pass(kernel_index(k));
+                    passes += 1;
+                    match k {
+                        Kernel::Read => {
+                            let want = total_words.wrapping_mul(a_val.to_bits());
+                            let got = shared.checksum.load(Ordering::Relaxed);
+                            if got != want {
+                                stop();
+                                return Err(BenchError::failed(format!(
+                                    "read checksum {got:#x} != expected {want:#x}"
+                                )));
+                            }
+                        }
+                        Kernel::Write | Kernel::WriteNt => a_val = 1.0,
+                        Kernel::Copy => c_val = a_val,
+                        Kernel::Triad => a_val = 2.0 + SCALAR * c_val,
+                    }
+                    if passes > 1 && d > Duration::ZERO {
+                        samples.push(bytes_counted as f64 / d.as_secs_f64());
+                    }
+                }
+                out = out.metric(k.name(), samples);
+            }
+            stop();
+            // Prove the writes happened: spot-check every share's ends and middle.
+            // SAFETY: workers have stopped touching the arrays (they passed the stop barrier).
+            let check = |p: *mut f64, want: f64, name: &str| -> Result<(), BenchError> {
+                for r in &ranges {
+                    for i in [r.start, r.start + r.len() / 2, r.end - 1] {
+                        let v = unsafe { p.add(i).read_volatile() };
+                        if v != want {
+                            return Err(BenchError::failed(format!(
+                                "array {name}[{i}] = {v}, expected {want}: a kernel did not run"
+                            )));
+                        }
+                    }
+                }
+                Ok(())
+            };
+            check(arr.a, a_val, "a")?;
+            if !arr.c.is_null() {
+                check(arr.c, c_val, "c")?;
+            }
+            Ok(out)
+        });
+        drop((a, b, c));
+        let mut out = result?;
+        let pins = pin_results.into_inner().unwrap_or_else(|e| e.into_inner());
+        let pinned: Vec<Value> = pins
+            .iter()
+            .map(|p| match p {
+                Ok(c) => Value::from(*c as u64),
+                Err(e) => Value::from(format!("not pinned: {e}")),
+            })
+            .collect();
+        if pins.iter().any(|p| p.is_err()) {
+            out.warnings
+                .push("some threads could not be pinned (see 'pinned_cpus')".into());
+        }
+        out = out
+            .fact("pinned_cpus", Value::Array(pinned))
+            .fact("threads", t as u64)
+            .fact("array_bytes", bytes)
+            .fact(
+                "bytes_counted_note",
+                "read + written (STREAM); copy tools count copied bytes once",
+            );
+        if !self.kernels.contains(&Kernel::WriteNt)
+            && let Err(e) = nt_support()
+        {
+            out = out.fact("write_nt", format!("unsupported: {e}"));
+        }
+        Ok(super::page_facts(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_compute_what_they_claim() {
+        let n = 1024 + 8;
+        let mut a = AlignedBuf::<f64>::new(n).unwrap();
+        let mut b = AlignedBuf::<f64>::new(n).unwrap();
+        let mut c = AlignedBuf::<f64>::new(n).unwrap();
+        kernel_write(a.as_mut_slice(), 1.5);
+        assert!(a.as_slice().iter().all(|&x| x == 1.5));
+        assert_eq!(
+            kernel_read(a.as_slice()),
+            (n as u64).wrapping_mul(1.5f64.to_bits())
+        );
+        // A single changed word changes the checksum: the sum really reads every element.
+        a.as_mut_slice()[n - 1] = 2.0;
+        assert_ne!(
+            kernel_read(a.as_slice()),
+            (n as u64).wrapping_mul(1.5f64.to_bits())
+        );
+        if nt_support().is_ok() {
+            kernel_write_nt(a.as_mut_slice(), 4.0);
+            assert!(a.as_slice().iter().all(|&x| x == 4.0));
+        }
+        kernel_copy(c.as_mut_slice(), a.as_slice());
+        assert_eq!(c.as_slice(), a.as_slice());
+        kernel_write(b.as_mut_slice(), 2.0);
+        kernel_triad(a.as_mut_slice(), b.as_slice(), c.as_slice(), SCALAR);
+        assert!(a.as_slice().iter().all(|&x| x == 2.0 + 3.0 * 4.0));
+    }
+
+    #[test]
+    fn shares_cover_everything_aligned() {
+        for (len, t) in [(1024usize, 1usize), (1000, 3), (8 * 1000 + 8, 7), (64, 8)] {
+            let s = shares(len, t);
+            assert_eq!(s.len(), t);
+            assert_eq!(s[0].start, 0);
+            for w in s.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+            }
+            assert_eq!(s[t - 1].end, len / 8 * 8);
+            assert!(s.iter().all(|r| r.start % 8 == 0 && r.len() % 8 == 0));
+        }
+    }
+
+    #[test]
+    fn byte_accounting_follows_stream() {
+        assert_eq!(Kernel::Read.arrays_counted(), 1);
+        assert_eq!(Kernel::Write.arrays_counted(), 1);
+        assert_eq!(Kernel::WriteNt.arrays_counted(), 1);
+        assert_eq!(Kernel::Copy.arrays_counted(), 2);
+        assert_eq!(Kernel::Triad.arrays_counted(), 3);
+        assert!(Kernel::Copy.description().contains("read + bytes written"));
+    }
+
+    #[test]
+    fn a_short_run_measures_and_verifies() {
+        let timing = crate::harness::calibrate();
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let ctx = RunContext::new(
+            0,
+            false,
+            Duration::from_millis(20),
+            Instant::now() + Duration::from_secs(60),
+            &timing,
+            &cancel,
+        );
+        let b = Bandwidth::new(
+            Threads::N(1),
+            &MemOptions {
+                max_size: Some(3 << 20),
+                ..Default::default()
+            },
+        );
+        let out = b.run(&ctx).unwrap();
+        for (name, s) in &out.samples {
+            assert!(s.len() >= 3, "{name}");
+            assert!(s.iter().all(|&x| x > 0.0 && x.is_finite()), "{name}: {s:?}");
+        }
+        assert_eq!(out.facts["array_bytes"], 1 << 20);
+        // A deadline in the past stops it cleanly.
+        let ctx = RunContext::new(
+            0,
+            false,
+            Duration::from_millis(20),
+            Instant::now(),
+            &timing,
+            &cancel,
+        );
+        assert_eq!(
+            b.run(&ctx).unwrap_err().kind,
+            crate::model::ErrorKind::Timeout
+        );
+    }
+}
