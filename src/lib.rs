@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod export;
 pub mod harness;
+pub mod interactivity;
 pub mod model;
 pub mod output;
 pub mod platform;

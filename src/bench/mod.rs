@@ -86,6 +86,11 @@ pub fn suites() -> Vec<Suite> {
             description: "Process and thread services: creation, spawn+exec, context switch",
             benchmarks: proc::benchmarks(),
         },
+        Suite {
+            name: "interactivity",
+            description: "Interactive task latency under load (quick matrix: audio & video × none & burn; full matrix: `osgauge interactivity`)",
+            benchmarks: crate::interactivity::quick_benchmarks(),
+        },
     ]
 }
 

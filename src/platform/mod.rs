@@ -22,6 +22,9 @@ use windows as os;
 #[cfg(unix)]
 mod unix;
 
+// Absolute-time sleeps, thread CPU clocks, scheduling policy read-back (interactivity suite).
+pub mod realtime;
+
 // Machine and environment facts (the system record) have their own back end per OS.
 #[cfg(target_os = "linux")]
 pub mod linux_sysinfo;
