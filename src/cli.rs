@@ -155,7 +155,7 @@ pub struct InteractivityArgs {
     pub load_nice: Option<i32>,
     /// CPUs every thread (task and load) is pinned to, e.g. 0 or 0,2-3
     #[arg(long, value_parser = parse_cpu_list, conflicts_with = "uniprocessor")]
-    pub cpus: Option<Vec<usize>>,
+    pub cpus: Option<CpuList>,
     /// Pin every thread, the load's too, to one CPU (the first this process may use)
     #[arg(long)]
     pub uniprocessor: bool,
@@ -168,6 +168,9 @@ pub struct InteractivityArgs {
     /// Rate limit of the write load, MB/s
     #[arg(long, value_name = "MB/s")]
     pub io_rate: Option<f64>,
+    /// Upper bound of the write/read load file, MiB (the file is 5 % of free space up to this)
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(8..=65536))]
+    pub file_mb: u64,
     /// fsync the write load's file after every pass
     #[arg(long)]
     pub fsync: bool,
@@ -194,8 +197,16 @@ fn parse_pct(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A CPU list as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
+    cpu_list(s).map(CpuList)
+}
+
 /// "0", "0,2", "0-3,6" → sorted, deduplicated CPU numbers.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
     let mut v = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || format!("'{part}': expected a CPU number or range like 0-3");
@@ -574,7 +585,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             })?;
         Some(vec![first])
     } else {
-        a.cpus.clone()
+        a.cpus.clone().map(|c| c.0)
     };
     if policy == Some(Policy::Deadline) && cpus.is_some() {
         return Err(CliError::Usage(
@@ -608,6 +619,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir())),
         io_rate_mbps: a.io_rate,
         fsync: a.fsync,
+        max_file_bytes: a.file_mb << 20,
         ..Settings::default()
     };
     let benchmarks = ia::matrix(&tasks, &loads, Arc::new(settings));
@@ -772,6 +784,15 @@ mod tests {
                 .unwrap()
                 .contains("unknown suite or benchmark 'nosuch'")
         );
+    }
+
+    #[test]
+    fn cpu_lists_parse() {
+        assert_eq!(cpu_list("0").unwrap(), vec![0]);
+        assert_eq!(cpu_list("3,0-2,2").unwrap(), vec![0, 1, 2, 3]);
+        assert!(cpu_list("2-1").is_err());
+        assert!(cpu_list("a").is_err());
+        assert!(cpu_list("").is_err());
     }
 
     #[test]

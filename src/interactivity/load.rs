@@ -222,8 +222,15 @@ impl LoadProcess {
 
 impl Drop for LoadProcess {
     fn drop(&mut self) {
-        self.stdin.take();
+        // Ask politely (the child deletes its own files), then kill after 3 s.
+        if let Some(mut s) = self.stdin.take() {
+            let _ = s.write_all(b"stop\n");
+        }
         if let Some(mut c) = self.child.take() {
+            let t = Instant::now();
+            while matches!(c.try_wait(), Ok(None)) && t.elapsed() < Duration::from_secs(3) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             let _ = c.kill();
             let _ = c.wait();
         }

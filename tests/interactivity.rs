@@ -1,0 +1,256 @@
+//! End-to-end tests of `osgauge interactivity`: short cells (a few hundred ms), checking behaviour
+//! and invariants (records, cleanup of children and files), never speed.
+
+use std::path::Path;
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn osgauge(cache: &Path) -> Command {
+    let mut c = Command::cargo_bin("osgauge").unwrap();
+    // Tests never write the user's calibration cache.
+    c.env("OSGAUGE_CACHE_DIR", cache);
+    c
+}
+
+fn bench<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .unwrap_or_else(|| panic!("no {id}"))
+}
+
+fn metric<'a>(b: &'a Value, name: &str) -> &'a Value {
+    b["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name} in {}", b["id"]))
+}
+
+/// Processes whose command line mentions `needle` (Linux /proc scan).
+#[cfg(target_os = "linux")]
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
+            let s = String::from_utf8_lossy(&c).replace('\0', " ");
+            if s.contains(needle) && s.contains("__load") {
+                v.push(format!("{}: {s}", e.file_name().to_string_lossy()));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn cells_record_latency_cpu_and_clean_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let loads = dir.path().join("loads");
+    std::fs::create_dir(&loads).unwrap();
+    let json = dir.path().join("r.json");
+    let out = osgauge(dir.path())
+        .args([
+            "interactivity",
+            "--task",
+            "audio,gaming",
+            "--load",
+            "none,burn,read",
+            "--duration",
+            "400ms",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--load-threads",
+            "1",
+            "--file-mb",
+            "16",
+            "--quiet",
+        ])
+        .arg("--load-dir")
+        .arg(&loads)
+        .arg("--export-json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("audio") && stdout.contains("latency mean ± SD"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let b = bench(&v, "interactivity/audio/burn");
+    assert!(b["error"].is_null(), "{}", b["error"]);
+    let lat = metric(b, "latency");
+    assert_eq!(lat["unit"], "ns");
+    let runs = lat["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    // 400 ms of a 50 ms period: about 8 periods per run (dropped ones are not latency samples).
+    for r in runs {
+        let n = r["summary"]["count"].as_u64().unwrap();
+        assert!((1..=9).contains(&n), "{n} periods");
+        assert!(r["summary"]["min"].as_f64().unwrap() >= 0.0);
+    }
+    let dm = metric(b, "deadlines_met")["runs"][0]["summary"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!((0.0..=100.0).contains(&dm));
+    // The load really used CPU, and its threads' scheduling was read back.
+    let load_cpu = metric(b, "load_cpu")["runs"][0]["summary"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(load_cpu > 0.0, "load used no CPU");
+    assert!(b["params"]["load_sched"]["policy"].is_string());
+    assert!(b["params"]["work_loops_per_us"].as_f64().unwrap() > 0.0);
+    assert!(b["params"]["target_cpu_pct"].as_f64().unwrap() > 4.0);
+    // Gaming has no deadlines: only latency, desired CPU and the CPU figures.
+    let g = bench(&v, "interactivity/gaming/none");
+    assert!(
+        g["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["name"] != "deadlines_met")
+    );
+    // The read load says how it bypasses the cache; its file is gone afterwards.
+    let r = bench(&v, "interactivity/audio/read");
+    assert!(r["error"].is_null(), "{}", r["error"]);
+    let notes = r["params"]["load_notes"].to_string();
+    assert!(
+        notes.contains("O_DIRECT") || notes.contains("fadvise") || notes.contains("NOCACHE"),
+        "{notes}"
+    );
+    assert_eq!(std::fs::read_dir(&loads).unwrap().count(), 0);
+    // The calibration went to the override directory.
+    assert!(dir.path().join("interactivity-calibration.json").exists());
+    #[cfg(target_os = "linux")]
+    assert!(processes_mentioning(&loads.to_string_lossy()).is_empty());
+}
+
+#[test]
+fn interbench_format_and_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = osgauge(dir.path())
+        .args([
+            "interactivity",
+            "--task",
+            "video",
+            "--load",
+            "none",
+            "--duration",
+            "200ms",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--format",
+            "interbench",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("--- Benchmarking simulated cpu of Video in the presence of simulated ---"),
+        "{s}"
+    );
+    assert!(s.contains("Latency +/- SD (ms)") && s.contains("\nNone\t"));
+    for (args, msg) in [
+        (vec!["--priority", "10"], "--priority needs"),
+        (
+            vec!["--policy", "deadline", "--cpus", "0"],
+            "SCHED_DEADLINE",
+        ),
+        (vec!["--cpus", "x"], "CPU number"),
+    ] {
+        let out = osgauge(dir.path())
+            .arg("interactivity")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(msg),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Ctrl-C (SIGINT to the process group) and a killed parent both leave no load child and no file.
+#[test]
+#[cfg(target_os = "linux")]
+fn interrupt_and_parent_death_leave_nothing_behind() {
+    let exe = assert_cmd::cargo::cargo_bin("osgauge");
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let dir = tempfile::tempdir().unwrap();
+        let loads = dir.path().join("loads");
+        std::fs::create_dir(&loads).unwrap();
+        let mut child = StdCommand::new(&exe)
+            .env("OSGAUGE_CACHE_DIR", dir.path())
+            .args([
+                "interactivity",
+                "--task",
+                "audio",
+                "--load",
+                "compile",
+                "--duration",
+                "20s",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+                "--load-threads",
+                "1",
+                "--file-mb",
+                "16",
+                "--quiet",
+            ])
+            .arg("--load-dir")
+            .arg(&loads)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until the load runs (its files exist).
+        let t = Instant::now();
+        while std::fs::read_dir(&loads).unwrap().count() < 2
+            && t.elapsed() < Duration::from_secs(30)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            !processes_mentioning(&loads.to_string_lossy()).is_empty(),
+            "load child never started"
+        );
+        // SAFETY: plain kill(2) of our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        if signal == libc::SIGINT {
+            assert_eq!(status.code(), Some(130));
+        }
+        // The load child notices (cancel flag, or EOF on its stdin) and cleans up.
+        let t = Instant::now();
+        loop {
+            let procs = processes_mentioning(&loads.to_string_lossy());
+            let files = std::fs::read_dir(&loads).unwrap().count();
+            if procs.is_empty() && files == 0 {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "signal {signal}: left {procs:?} and {files} file(s)"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
