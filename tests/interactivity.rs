@@ -254,3 +254,129 @@ fn interrupt_and_parent_death_leave_nothing_behind() {
         }
     }
 }
+
+/// Known effect: a SCHED_FIFO hog pinned to the measured task's CPU, busy 10 ms every 47 ms
+/// (the period differs from audio's 50 ms so the phase drifts evenly). Audio runs at a lower FIFO
+/// priority on the same CPU, so nothing but the hog delays it. Expected: a wake-up lands inside a
+/// hog burst with probability 10/47 ≈ 21 % and then waits on average 5 ms: mean latency rises by
+/// ≈ 1.06 ms, the largest wait approaches 10 ms, deadlines (50 ms) are all still met.
+#[test]
+#[cfg(target_os = "linux")]
+fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // SAFETY: probing in a scratch thread; its policy dies with it.
+    let permitted = std::thread::spawn(|| unsafe {
+        let p = libc::sched_param { sched_priority: 1 };
+        libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0
+    })
+    .join()
+    .unwrap();
+    if !permitted {
+        println!("SKIPPED: SCHED_FIFO is not permitted here (needs CAP_SYS_NICE or RLIMIT_RTPRIO)");
+        return;
+    }
+    let cpu = {
+        // SAFETY: zeroed cpu_set_t, valid size.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        (0..1024)
+            .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| -> Value {
+        let json = dir.path().join(format!("{name}.json"));
+        let out = osgauge(dir.path())
+            .args([
+                "interactivity",
+                "--task",
+                "audio",
+                "--load",
+                "none",
+                "--duration",
+                "5s",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+                "--policy",
+                "fifo",
+                "--priority",
+                "10",
+                "--quiet",
+                "--cpus",
+                &cpu.to_string(),
+            ])
+            .arg("--export-json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let b = bench(&v, "interactivity/audio/none").clone();
+        assert_eq!(b["params"]["task_sched"]["policy"], "fifo");
+        assert_eq!(b["params"]["task_affinity"], serde_json::json!([cpu]));
+        b
+    };
+    let base = run("base");
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let hog = std::thread::spawn(move || {
+        // SAFETY: this thread's own affinity and policy.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+            let p = libc::sched_param { sched_priority: 50 };
+            assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &p), 0);
+        }
+        let t0 = Instant::now();
+        let mut k = 0u32;
+        while !s2.load(Ordering::Relaxed) {
+            let start = t0 + Duration::from_millis(47) * k;
+            if let Some(d) = start.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+            while Instant::now() < start + Duration::from_millis(10) {
+                std::hint::spin_loop();
+            }
+            k += 1;
+        }
+    });
+    let hogged = run("hog");
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    let s = |b: &Value, f: &str| {
+        metric(b, "latency")["runs"][0]["summary"][f]
+            .as_f64()
+            .unwrap()
+    };
+    let (m0, m1) = (s(&base, "mean"), s(&hogged, "mean"));
+    let (x0, x1) = (s(&base, "max"), s(&hogged, "max"));
+    println!(
+        "audio FIFO 10 on CPU {cpu}: mean {:.3} → {:.3} ms (expected +1.06), max {:.3} → {:.3} ms (expected → ~10)",
+        m0 / 1e6,
+        m1 / 1e6,
+        x0 / 1e6,
+        x1 / 1e6
+    );
+    let added = (m1 - m0) / 1e6;
+    // 100 periods: standard error of the added mean ≈ 0.25 ms; bounds ≈ ±2.5 SE.
+    assert!(
+        (0.4..=1.8).contains(&added),
+        "mean latency rose by {added:.3} ms"
+    );
+    assert!((4.0e6..=12.0e6).contains(&x1), "max {x1}");
+    let met = metric(&hogged, "deadlines_met")["runs"][0]["summary"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(met, 100.0);
+}
