@@ -2,7 +2,9 @@
 //! and invariants (records, cleanup of children and files), never speed.
 
 use std::path::Path;
+#[cfg(target_os = "linux")]
 use std::process::{Command as StdCommand, Stdio};
+#[cfg(target_os = "linux")]
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;

@@ -271,7 +271,9 @@ impl Cell {
         let s = &self.settings;
         let period = task.period_ns();
         let max_work = (0..101).map(|k| task.work_ns(k)).max().unwrap_or(period);
-        let runtime = ((max_work as f64 * 1.25) as u64 + 100_000).min(period * 9 / 10);
+        // Budget: twice the work plus 0.5 ms (fixed work can run slower than calibrated, e.g. right
+        // after a wake-up in a VM), at most 90 % of the period (admission control).
+        let runtime = (max_work * 2 + 500_000).min(period * 9 / 10);
         SchedRequest {
             policy: s.policy,
             priority: s.priority,

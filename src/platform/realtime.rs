@@ -403,16 +403,25 @@ mod imp {
 
     pub use super::unix_common::thread_cpu_time_ns;
 
+    #[repr(C)]
+    struct MachTimebaseInfo {
+        numer: u32,
+        denom: u32,
+    }
+
+    // Declared here (libc marks its own declarations deprecated in favour of the mach2 crate).
     unsafe extern "C" {
         fn mach_wait_until(deadline: u64) -> i32;
+        fn mach_absolute_time() -> u64;
+        fn mach_timebase_info(info: *mut MachTimebaseInfo) -> i32;
     }
 
     fn timebase() -> (u64, u64) {
         static TB: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
         *TB.get_or_init(|| {
-            let mut info = libc::mach_timebase_info { numer: 0, denom: 0 };
+            let mut info = MachTimebaseInfo { numer: 0, denom: 0 };
             // SAFETY: valid out pointer.
-            unsafe { libc::mach_timebase_info(&mut info) };
+            unsafe { mach_timebase_info(&mut info) };
             (info.numer.max(1) as u64, info.denom.max(1) as u64)
         })
     }
@@ -420,7 +429,7 @@ mod imp {
     pub fn now_ns() -> u64 {
         let (n, d) = timebase();
         // SAFETY: no arguments.
-        let t = unsafe { libc::mach_absolute_time() };
+        let t = unsafe { mach_absolute_time() };
         (t as u128 * n as u128 / d as u128) as u64
     }
 
