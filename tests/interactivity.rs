@@ -131,8 +131,10 @@ fn cells_record_latency_cpu_and_clean_up() {
         "{notes}"
     );
     assert_eq!(std::fs::read_dir(&loads).unwrap().count(), 0);
-    // The calibration went to the override directory.
-    assert!(dir.path().join("interactivity-calibration.json").exists());
+    // The calibration went to the override directory (a noisy one is used but not cached, and
+    // says so).
+    let noisy = b["warnings"].to_string().contains("calibration was noisy");
+    assert!(noisy || dir.path().join("interactivity-calibration.json").exists());
     #[cfg(target_os = "linux")]
     assert!(processes_mentioning(&loads.to_string_lossy()).is_empty());
 }

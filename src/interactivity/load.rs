@@ -527,12 +527,12 @@ pub fn child_main(spec_json: &str) -> i32 {
         }
         Ok(())
     })();
-    match &result {
-        Ok(()) => println!("{}", serde_json::json!({ "ready": notes })),
-        Err(e) => println!("{}", serde_json::json!({ "error": e.to_string() })),
-    }
-    let _ = io::stdout().flush();
-    if result.is_ok() {
+    // Writes never panic: a parent that is gone (EPIPE) must not stop the cleanup below.
+    let said = match &result {
+        Ok(()) => say(&serde_json::json!({ "ready": notes }).to_string()),
+        Err(e) => say(&serde_json::json!({ "error": e.to_string() }).to_string()),
+    };
+    if result.is_ok() && said {
         // Work until "stop" or EOF (the parent is gone).
         let stdin = io::stdin();
         for line in stdin.lock().lines() {
@@ -557,10 +557,12 @@ pub fn child_main(spec_json: &str) -> i32 {
         let _ = std::fs::remove_file(f);
     }
     let report = LoadReport { threads, notes };
-    println!(
-        "{}",
-        serde_json::to_string(&report).unwrap_or_else(|_| "{}".into())
-    );
-    let _ = io::stdout().flush();
+    say(&serde_json::to_string(&report).unwrap_or_else(|_| "{}".into()));
     if result.is_ok() { 0 } else { 1 }
+}
+
+/// One line to the parent; false when it cannot be written (the parent is gone).
+fn say(line: &str) -> bool {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{line}").and_then(|_| out.flush()).is_ok()
 }

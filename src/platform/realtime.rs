@@ -562,8 +562,18 @@ mod imp {
     }
 
     pub fn sleep_until_ns(t: u64) -> io::Result<()> {
+        /// One high-resolution waitable timer per thread, closed when the thread ends.
+        struct Timer(isize);
+        impl Drop for Timer {
+            fn drop(&mut self) {
+                if self.0 != 0 {
+                    // SAFETY: a handle this thread created and nothing else uses.
+                    unsafe { CloseHandle(self.0 as windows_sys::Win32::Foundation::HANDLE) };
+                }
+            }
+        }
         thread_local! {
-            static TIMER: isize = {
+            static TIMER: Timer = Timer(
                 // SAFETY: null name and attributes are allowed.
                 unsafe {
                     CreateWaitableTimerExW(
@@ -572,8 +582,8 @@ mod imp {
                         CREATE_WAITABLE_TIMER_HIGH_RESOLUTION,
                         TIMER_ALL_ACCESS,
                     ) as isize
-                }
-            };
+                },
+            );
         }
         let now = now_ns();
         if t <= now {
@@ -581,7 +591,8 @@ mod imp {
         }
         // Negative due time = relative, in 100 ns units.
         let due = -(((t - now) / 100).max(1) as i64);
-        TIMER.with(|&h| {
+        TIMER.with(|timer| {
+            let h = timer.0;
             if h == 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -601,7 +612,6 @@ mod imp {
         while now_ns() < t {
             std::hint::spin_loop();
         }
-        let _ = CloseHandle;
         Ok(())
     }
 
