@@ -74,7 +74,7 @@ pub enum Command {
     /// Interactivity: an emulated interactive task (audio, video, x, gaming, custom) under a
     /// background load; scheduling latency, deadlines met, CPU received (Interbench's successor)
     #[command(
-        after_help = "Examples:\n  osgauge interactivity                                   the full task × load matrix\n  osgauge interactivity --task audio,video --load none,burn,compile --duration 10s --runs 5\n  osgauge interactivity --task video --video-hz 144 --policy fifo --priority 50 --cpus 0\n  osgauge interactivity --task custom --custom-cpu 20 --custom-interval 10ms --load burn\n  osgauge interactivity --format interbench               Interbench-style table\n\nMethod: `osgauge list --long` (suite interactivity)."
+        after_help = "Examples:\n  osgauge interactivity                                   the full task × load matrix\n  osgauge interactivity --task audio,video --load none,burn,compile --duration 10s --runs 5\n  osgauge interactivity --task video --video-hz 144 --policy fifo --priority 50 --cpus 0\n  osgauge interactivity --task custom --custom-cpu 20 --custom-interval 10ms --load burn\n  osgauge interactivity --format interbench               Interbench-style table\n\nHere --runs defaults to 3 per cell, --run-time is an alias of --duration, and warm-up runs last at most 300 ms.\nLatency is per period (actual − intended start, ns); dropped frames are counted apart. Method: `osgauge list --long`."
     )]
     Interactivity(Box<InteractivityArgs>),
     /// Internal: body of a load child process

@@ -524,7 +524,13 @@ impl Benchmark for Cell {
             "target_cpu_pct".into(),
             json!(task.target_cpu_pct(frames_total)),
         );
-        let task_cpu = 100.0 * run.cpu_ns as f64 / run.wall_ns.max(1) as f64;
+        // Span: the periods the frames cover (or the wall time, if the last frame ran past them).
+        let span = if task.periodic() {
+            run.wall_ns.max(frames_total * task.period_ns())
+        } else {
+            run.wall_ns
+        };
+        let task_cpu = 100.0 * run.cpu_ns as f64 / span.max(1) as f64;
         if task.periodic() {
             let a = accounting::account(&run.frames);
             if a.latencies_ns.is_empty() {
