@@ -642,3 +642,85 @@ pub fn quick_benchmarks() -> Vec<Box<dyn Benchmark>> {
         Arc::new(Settings::default()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_declare_the_metrics_their_task_has() {
+        let s = Arc::new(Settings {
+            cache_file: None,
+            ..Settings::default()
+        });
+        let audio = Cell::new("audio", LoadKind::Burn, s.clone());
+        let names: Vec<_> = audio.info().metrics.iter().map(|m| m.name).collect();
+        assert_eq!(
+            names,
+            [
+                "latency",
+                "deadlines_met",
+                "desired_cpu",
+                "dropped_frames",
+                "task_cpu",
+                "load_cpu"
+            ]
+        );
+        let gaming = Cell::new("gaming", LoadKind::None, s);
+        let names: Vec<_> = gaming.info().metrics.iter().map(|m| m.name).collect();
+        assert_eq!(names, ["latency", "desired_cpu", "task_cpu"]);
+        assert_eq!(gaming.info().id, "interactivity/gaming/none");
+        let q = quick_benchmarks();
+        let ids: Vec<_> = q.iter().map(|b| b.info().id.clone()).collect();
+        assert_eq!(
+            ids,
+            [
+                "interactivity/audio/none",
+                "interactivity/audio/burn",
+                "interactivity/video/none",
+                "interactivity/video/burn"
+            ]
+        );
+    }
+
+    #[test]
+    fn deadline_budget_fits_the_period() {
+        let s = Arc::new(Settings {
+            cache_file: None,
+            policy: Some(Policy::Deadline),
+            ..Settings::default()
+        });
+        let c = Cell::new("audio", LoadKind::None, s);
+        let r = c.sched_request(&Task::Audio);
+        assert_eq!(r.dl_period_ns, Some(50_000_000));
+        assert_eq!(r.dl_runtime_ns, Some(5_500_000));
+        let r = c.sched_request(&Task::X {
+            stride: 1,
+            offset: 0,
+        });
+        assert_eq!(r.dl_runtime_ns, Some(90_000_000));
+    }
+
+    #[test]
+    fn busy_figures_are_deltas_over_the_run() {
+        let a = BusySample {
+            loadavg1: Some(0.5),
+            cpu_some_total_us: Some(1_000_000),
+            steal_ticks: Some(10),
+            total_ticks: Some(1000),
+        };
+        let b = BusySample {
+            loadavg1: Some(0.7),
+            cpu_some_total_us: Some(1_250_000),
+            steal_ticks: Some(15),
+            total_ticks: Some(1100),
+        };
+        // 250 ms of stall in a 1 s run: 25 %; 5 of 100 ticks stolen: 5 %.
+        let (m, pressure, steal) = busy_facts(&a, &b, 1_000_000_000);
+        assert!((pressure - 25.0).abs() < 1e-9);
+        assert!((steal - 5.0).abs() < 1e-9);
+        assert_eq!(m["loadavg1_after"], json!(0.7));
+        let (_, p, s) = busy_facts(&BusySample::default(), &b, 1);
+        assert_eq!((p, s), (0.0, 0.0));
+    }
+}

@@ -5,9 +5,15 @@
 //!   CPU. Calibration is bounded (at most 3 rounds of 9 trials of ~10 ms), timed with the thread's
 //!   CPU clock so preemption during calibration does not bias it, noise-tolerant (median of trials;
 //!   a round is accepted when its trials agree within 5 %, else the most consistent round is used
-//!   with a warning), and cached per machine key (CPU model, kernel, governor).
+//!   with a warning and not cached), and cached per machine key (CPU model, kernel, governor,
+//!   osgauge version and build).
 //! - `cputime`: burn until the thread's CPU clock has advanced by N ns: isolates the scheduler
 //!   from frequency effects.
+//!
+//! Seen on a shared 2-vCPU VM: right after a sleep, fixed work runs up to ~2× slower than
+//! calibrated (a 2.5 ms burst after a 47 ms sleep took 3.4–4.8 ms of thread CPU time, back to back
+//! 2.4–2.7 ms), so `fixed` tasks there use more CPU than their nominal share; the record's
+//! `task_cpu` against `target_cpu_pct` shows it. `cputime` keeps the share exact.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -153,7 +159,8 @@ pub fn cache_dir() -> Option<PathBuf> {
     base.map(|b| b.join("osgauge"))
 }
 
-/// Machine key of a calibration: CPU model, OS and kernel version, governor(s).
+/// Machine key of a calibration: CPU model, OS and kernel version, governor(s), osgauge version
+/// and build profile.
 pub fn machine_key() -> String {
     let m = crate::system::machine();
     let e = crate::system::environment();
@@ -165,13 +172,20 @@ pub fn machine_key() -> String {
             v.join("+")
         })
         .unwrap_or_else(|| "none".into());
+    // The build matters too: the loop runs several times slower in a debug build.
+    let build = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
     format!(
-        "{} | {} {} {} | governor {}",
+        "{} | {} {} {} | governor {} | osgauge {} {build}",
         m.cpu.model_name.unwrap_or_else(|| "unknown cpu".into()),
         m.os,
         m.os_version.unwrap_or_default(),
         m.kernel_release.unwrap_or_default(),
-        gov
+        gov,
+        env!("CARGO_PKG_VERSION"),
     )
 }
 
