@@ -556,8 +556,12 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     let loads = if a.load.is_empty() {
         ia::load::LoadKind::ALL.to_vec()
     } else {
-        let mut v = a.load.clone();
-        v.dedup();
+        let mut v = Vec::new();
+        for l in &a.load {
+            if !v.contains(l) {
+                v.push(*l);
+            }
+        }
         v
     };
     let policy = a.policy;

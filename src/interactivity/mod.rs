@@ -127,8 +127,9 @@ impl Settings {
         quota.map_or(by_affinity, |q| q.min(by_affinity)).max(1)
     }
 
-    /// memload size: half of the available memory, at most half the cgroup limit and
-    /// `max_mem_bytes`, at least 16 MiB; and how it was chosen.
+    /// memload size: half of the available memory (256 MiB where the OS does not say), at most
+    /// half the cgroup limit and `max_mem_bytes`, at least 16 MiB; and how it was chosen. Needs
+    /// no swap: the buffer always fits in what is free.
     pub fn mem_bytes(&self) -> (u64, String) {
         self.mem_bytes
             .get_or_init(|| {
@@ -142,7 +143,8 @@ impl Settings {
                     size = size.min(a / 2);
                     why.push_str(&format!(", available {} MiB / 2", a >> 20));
                 } else {
-                    why.push_str(", available memory unknown on this OS");
+                    size = size.min(256 << 20);
+                    why.push_str(", available memory unknown on this OS: at most 256 MiB");
                 }
                 if let Some(c) = cg {
                     size = size.min(c / 2);
