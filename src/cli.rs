@@ -79,6 +79,15 @@ pub enum Command {
     /// The machine and environment record, and hygiene advice
     #[command(subcommand)]
     System(SystemCmd),
+    /// Interactivity: an emulated interactive task (audio, video, x, gaming, custom) under a
+    /// background load; scheduling latency, deadlines met, CPU received (Interbench's successor)
+    #[command(
+        after_help = "Examples:\n  osgauge interactivity                                   the full task × load matrix\n  osgauge interactivity --task audio,video --load none,burn,compile --duration 10s --runs 5\n  osgauge interactivity --task video --video-hz 144 --policy fifo --priority 50 --cpus 0\n  osgauge interactivity --task custom --custom-cpu 20 --custom-interval 10ms --load burn\n  osgauge interactivity --format interbench               Interbench-style table\n\nHere --runs defaults to 3 per cell, --run-time is an alias of --duration, and warm-up runs last at most 300 ms.\nLatency is per period (actual − intended start, ns); dropped frames are counted apart. Method: `osgauge list --long`."
+    )]
+    Interactivity(Box<InteractivityArgs>),
+    /// Internal: body of a load child process
+    #[command(name = "__load", hide = true)]
+    Load { spec: String },
     /// Print a shell completion script
     #[command(
         after_help = "Examples:\n  osgauge completions bash > ~/.local/share/bash-completion/completions/osgauge\n  osgauge completions zsh > ~/.zfunc/_osgauge\n  osgauge completions fish > ~/.config/fish/completions/osgauge.fish"
@@ -120,6 +129,130 @@ pub enum SystemCmd {
     /// Prints what to fix; never changes the system.
     #[command(after_help = "Examples:\n  osgauge system check && osgauge run")]
     Check,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableFormat {
+    Table,
+    Interbench,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct InteractivityArgs {
+    /// Tasks: audio, video, x, gaming, custom [default: audio,video,x,gaming]
+    #[arg(long, value_delimiter = ',', value_parser = ["audio", "video", "x", "gaming", "custom"])]
+    pub task: Vec<String>,
+    /// Loads [default: all]
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub load: Vec<crate::interactivity::load::LoadKind>,
+    /// Measuring time of one run of a cell [default: 3s]
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Frame rate of the video task (and video load)
+    #[arg(long, default_value_t = 60.0, value_parser = parse_hz)]
+    pub video_hz: f64,
+    /// CPU percent of the custom task
+    #[arg(long, default_value_t = 20.0, value_parser = parse_pct)]
+    pub custom_cpu: f64,
+    /// Period of the custom task
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    pub custom_interval: Duration,
+    /// Work emulation: fixed (calibrated loops) or cputime (burn by the thread's CPU clock)
+    #[arg(long, value_enum, default_value_t = crate::interactivity::work::WorkMode::Fixed)]
+    pub work: crate::interactivity::work::WorkMode,
+    /// Measure the work calibration again instead of using the cached value
+    #[arg(long)]
+    pub recalibrate: bool,
+    /// Scheduling policy of the measured task (read back and recorded)
+    #[arg(long, value_enum)]
+    pub policy: Option<crate::platform::realtime::Policy>,
+    /// Real-time priority for fifo/rr (1-99)
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub priority: Option<i32>,
+    /// Nice value of the measured task (-20..19)
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: Option<i32>,
+    /// EEVDF custom slice of the measured task, e.g. 1ms (Linux ≥ 6.12; policies other/batch)
+    #[arg(long, value_parser = parse_duration)]
+    pub slice: Option<Duration>,
+    /// Nice value of the load's threads
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub load_nice: Option<i32>,
+    /// CPUs every thread (task and load) is pinned to, e.g. 0 or 0,2-3
+    #[arg(long, value_parser = parse_cpu_list, conflicts_with = "uniprocessor")]
+    pub cpus: Option<CpuList>,
+    /// Pin every thread, the load's too, to one CPU (the first this process may use)
+    #[arg(long)]
+    pub uniprocessor: bool,
+    /// Threads of the burn/ring loads [default: the CPUs the run may use]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub load_threads: Option<u32>,
+    /// Directory of the write/read load files (always deleted) [default: the working directory]
+    #[arg(long, value_name = "DIR")]
+    pub load_dir: Option<PathBuf>,
+    /// Rate limit of the write load, MB/s
+    #[arg(long, value_name = "MB/s")]
+    pub io_rate: Option<f64>,
+    /// Upper bound of the write/read load file, MiB (the file is 5 % of free space up to this)
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(8..=65536))]
+    pub file_mb: u64,
+    /// fsync the write load's file after every pass
+    #[arg(long)]
+    pub fsync: bool,
+    /// Output: osgauge's table or Interbench's layout
+    #[arg(long, value_enum, default_value_t = TableFormat::Table)]
+    pub format: TableFormat,
+    #[command(flatten)]
+    pub opts: RunOpts,
+}
+
+fn parse_hz(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (1.0..=2000.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}': expected a frame rate between 1 and 2000 Hz"
+        )),
+    }
+}
+
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 100.0 => Ok(v),
+        _ => Err(format!("'{s}': expected a percentage in (0, 100]")),
+    }
+}
+
+/// A CPU list as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
+    cpu_list(s).map(CpuList)
+}
+
+/// "0", "0,2", "0-3,6" → sorted, deduplicated CPU numbers.
+pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("'{part}': expected a CPU number or range like 0-3");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b || b > 4095 {
+                    return Err(bad());
+                }
+                v.extend(a..=b);
+            }
+            None => v.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    v.sort_unstable();
+    v.dedup();
+    if v.is_empty() {
+        return Err("empty CPU list".into());
+    }
+    Ok(v)
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -340,6 +473,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                 Ok(EXIT_WARN)
             }
         }
+        Command::Interactivity(args) => run_interactivity(*args),
+        Command::Load { spec } => Ok(crate::interactivity::load::child_main(&spec)),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "osgauge", &mut std::io::stdout());
@@ -512,6 +647,174 @@ fn interrupt_flag() -> &'static AtomicBool {
     &FLAG
 }
 
+fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
+    use crate::interactivity::{self as ia, Settings};
+    use crate::platform::realtime::Policy;
+    use std::sync::Arc;
+    let opts = a.opts.clone();
+    for (format, path) in opts.exports() {
+        check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
+    }
+    let tasks: Vec<&'static str> = if a.task.is_empty() {
+        ia::DEFAULT_TASKS.to_vec()
+    } else {
+        let mut v: Vec<&'static str> = Vec::new();
+        for t in &a.task {
+            let t = ia::TASKS
+                .iter()
+                .find(|x| **x == t)
+                .copied()
+                .ok_or_else(|| CliError::Usage(format!("unknown task {t}")))?;
+            if !v.contains(&t) {
+                v.push(t);
+            }
+        }
+        v
+    };
+    let loads = if a.load.is_empty() {
+        ia::load::LoadKind::ALL.to_vec()
+    } else {
+        let mut v = Vec::new();
+        for l in &a.load {
+            if !v.contains(l) {
+                v.push(*l);
+            }
+        }
+        v
+    };
+    let policy = a.policy;
+    if a.priority.is_some() && !matches!(policy, Some(Policy::Fifo | Policy::Rr)) {
+        return Err(CliError::Usage(
+            "--priority needs --policy fifo or rr".into(),
+        ));
+    }
+    if a.slice.is_some() && !matches!(policy, None | Some(Policy::Other | Policy::Batch)) {
+        return Err(CliError::Usage(
+            "--slice applies to the fair policies (other, batch)".into(),
+        ));
+    }
+    if a.nice.is_some() && policy.is_some_and(Policy::is_realtime) {
+        return Err(CliError::Usage(
+            "--nice applies to other/batch/idle, not to real-time policies".into(),
+        ));
+    }
+    let cpus = if a.uniprocessor {
+        let first = crate::platform::allowed_cpus()
+            .ok()
+            .and_then(|c| c.first().copied())
+            .ok_or_else(|| {
+                CliError::Usage("--uniprocessor: cannot read this process's CPUs".into())
+            })?;
+        Some(vec![first])
+    } else {
+        a.cpus.clone().map(|c| c.0)
+    };
+    if policy == Some(Policy::Deadline) && cpus.is_some() {
+        return Err(CliError::Usage(
+            "--policy deadline cannot be combined with --cpus/--uniprocessor: SCHED_DEADLINE admission control refuses pinned threads".into(),
+        ));
+    }
+    let duration = a
+        .duration
+        .or(opts.run_time)
+        .unwrap_or(Duration::from_secs(3));
+    if duration < Duration::from_millis(100) {
+        return Err(CliError::Usage("--duration must be at least 100ms".into()));
+    }
+    let settings = Settings {
+        duration: Some(duration),
+        work_mode: a.work,
+        recalibrate: a.recalibrate,
+        video_hz: a.video_hz,
+        custom_cpu_pct: a.custom_cpu,
+        custom_interval: a.custom_interval,
+        policy,
+        priority: a.priority,
+        nice: a.nice,
+        slice: a.slice,
+        load_nice: a.load_nice,
+        cpus,
+        load_threads: a.load_threads.map(|n| n as usize),
+        load_dir: a
+            .load_dir
+            .clone()
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir())),
+        io_rate_mbps: a.io_rate,
+        fsync: a.fsync,
+        max_file_bytes: a.file_mb << 20,
+        ..Settings::default()
+    };
+    let benchmarks = ia::matrix(&tasks, &loads, Arc::new(settings));
+    let selection: Vec<String> = benchmarks.iter().map(|b| b.info().id.clone()).collect();
+    let runs = opts.runs.unwrap_or(3);
+    let per_bench =
+        (duration + Duration::from_secs(3)).as_secs_f64() * f64::from(runs + opts.warmup);
+    let timeout = opts
+        .timeout
+        .unwrap_or(Duration::from_secs_f64(per_bench * 2.0 + 30.0));
+    let plan = Plan {
+        benchmarks,
+        label: opts.label.clone(),
+        config: Config {
+            preset: "interactivity".into(),
+            selection,
+            runs,
+            warmup_runs: opts.warmup,
+            run_time_ms: duration.as_millis() as u64,
+            timeout_ms: (timeout.as_millis() as u64).max(1),
+            bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
+            command_line: std::env::args().collect(),
+        },
+    };
+    if !opts.quiet {
+        let n = plan.benchmarks.len() as f64;
+        let est =
+            n * (f64::from(runs) * (duration.as_secs_f64() + 0.3) + f64::from(opts.warmup) * 0.6);
+        eprintln!(
+            "osgauge: {} cell(s) ({} task(s) × {} load(s)), {} run(s) of {:?} each, about {:.0} s",
+            plan.benchmarks.len(),
+            tasks.len(),
+            loads.len(),
+            runs,
+            duration,
+            est
+        );
+    }
+    let mut store = results::StoreSink::open(&opts.store, opts.quiet)?;
+    let cancel = interrupt_flag();
+    let progress = Progress::new(plan.benchmarks.len(), !opts.quiet);
+    let record = execute(plan, cancel, &mut |ev| {
+        store.on_event(&ev);
+        match ev {
+            Event::Started { .. } => {}
+            Event::BenchmarkStarted { info, .. } => progress.start(&info.id),
+            Event::BenchmarkFinished { .. } => progress.finish_one(),
+        }
+    });
+    progress.done();
+    match a.format {
+        TableFormat::Table => print!("{}", ia::table::render(&record)),
+        TableFormat::Interbench => print!("{}", ia::table::render_interbench(&record)),
+    }
+    if !opts.quiet {
+        let w = crate::output::all_warnings(&record);
+        if !w.is_empty() {
+            eprintln!("\nWarnings:");
+            for x in w {
+                eprintln!("  - {x}");
+            }
+        }
+    }
+    store.finish(&record);
+    write_exports(&record, &opts)?;
+    store.export_html(&record)?;
+    Ok(if !record.complete && cancel.load(Ordering::Relaxed) {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_OK
+    })
+}
+
 /// `osgauge list` output.
 pub fn list_text(long: bool, json: bool) -> String {
     let all = suites();
@@ -665,6 +968,15 @@ mod tests {
         // mem options without the mem suite are a usage error.
         let cli = Cli::try_parse_from(["osgauge", "micro", "cpu", "--threads", "1"]).unwrap();
         assert!(matches!(dispatch(cli), Err(CliError::Usage(_))));
+    }
+
+    #[test]
+    fn cpu_lists_parse() {
+        assert_eq!(cpu_list("0").unwrap(), vec![0]);
+        assert_eq!(cpu_list("3,0-2,2").unwrap(), vec![0, 1, 2, 3]);
+        assert!(cpu_list("2-1").is_err());
+        assert!(cpu_list("a").is_err());
+        assert!(cpu_list("").is_err());
     }
 
     #[test]

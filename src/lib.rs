@@ -7,6 +7,7 @@ pub mod cli;
 pub mod compare;
 pub mod export;
 pub mod harness;
+pub mod interactivity;
 pub mod model;
 pub mod output;
 pub mod platform;

@@ -11,6 +11,11 @@ fn osgauge() -> Command {
         "OSGAUGE_STORE",
         std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests.sqlite"),
     );
+    // …nor the user's calibration cache (the interactivity suite writes one).
+    c.env(
+        "OSGAUGE_CACHE_DIR",
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests-cache"),
+    );
     c
 }
 

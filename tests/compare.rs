@@ -188,6 +188,10 @@ fn osgauge() -> Command {
         "OSGAUGE_STORE",
         std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-tests.sqlite"),
     );
+    c.env(
+        "OSGAUGE_CACHE_DIR",
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-tests-cache"),
+    );
     c
 }
 

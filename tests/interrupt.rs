@@ -32,6 +32,7 @@ fn sigint_keeps_finished_benchmarks_and_exits_130() {
         .arg(&json)
         // Never the user's real result store.
         .env("OSGAUGE_STORE", dir.path().join("store.sqlite"))
+        .env("OSGAUGE_CACHE_DIR", dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)

@@ -13,6 +13,10 @@ use osgauge::store::{self, ImportOutcome, Origin, Resolved, Store};
 fn osgauge(store: &Path) -> Command {
     let mut c = Command::cargo_bin("osgauge").unwrap();
     c.env("OSGAUGE_STORE", store);
+    c.env(
+        "OSGAUGE_CACHE_DIR",
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("store-tests-cache"),
+    );
     c
 }
 

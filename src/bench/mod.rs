@@ -104,6 +104,11 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             description: "Memory: load-latency curve with cache levels, bandwidth (1 thread and all), page faults",
             benchmarks: mem::benchmarks(&opts.mem),
         },
+        Suite {
+            name: "interactivity",
+            description: "Interactive task latency under load (quick matrix: audio & video × none & burn; full matrix: `osgauge interactivity`)",
+            benchmarks: crate::interactivity::quick_benchmarks(),
+        },
     ]
 }
 

@@ -4,7 +4,7 @@ use std::io;
 
 use super::NullSyscall;
 pub use super::unix::DevZero as CheapIo;
-pub use super::unix::{clock_resolution_ns, install_interrupt_handler};
+pub use super::unix::{clock_resolution_ns, ignore_interrupt, install_interrupt_handler};
 
 pub const OS_NAME: &str = "Linux";
 pub const CLOCK_DESCRIPTION: &str =

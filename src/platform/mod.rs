@@ -28,6 +28,9 @@ mod unix;
 /// Memory facts and calls for the mem suite (own file, cfg-gated inside).
 pub mod memory;
 
+// Absolute-time sleeps, thread CPU clocks, scheduling policy read-back (interactivity suite).
+pub mod realtime;
+
 // Machine and environment facts (the system record) have their own back end per OS.
 #[cfg(target_os = "linux")]
 pub mod linux_sysinfo;
@@ -128,6 +131,12 @@ pub const INTERRUPT_MESSAGE: &str = "\nosgauge: interrupted — finishing the cu
 /// (an idle extra thread makes fork ~30 % slower, for one).
 pub fn install_interrupt_handler(flag: &'static AtomicBool, exit_code: i32) -> io::Result<()> {
     os::install_interrupt_handler(flag, exit_code)
+}
+
+/// Ignore Ctrl-C in this process: for helper children (interactivity loads) that a terminal's
+/// Ctrl-C also reaches; their parent decides when they stop.
+pub fn ignore_interrupt() -> io::Result<()> {
+    os::ignore_interrupt()
 }
 
 /// Permissions for a file osgauge writes for the user (exports): what a plain `create` would

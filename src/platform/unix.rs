@@ -70,6 +70,20 @@ extern "C" fn on_interrupt(_sig: libc::c_int) {
     }
 }
 
+/// Ignore SIGINT in this process (SIGTERM keeps its default action).
+pub fn ignore_interrupt() -> io::Result<()> {
+    // SAFETY: a zeroed sigaction with SIG_IGN and an empty mask.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = libc::SIG_IGN;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 pub fn install_interrupt_handler(
     flag: &'static std::sync::atomic::AtomicBool,
     exit_code: i32,

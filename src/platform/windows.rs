@@ -639,6 +639,11 @@ mod tests {
     }
 }
 
+/// Ignore Ctrl-C in this process (a handler that does nothing).
+pub fn ignore_interrupt() -> io::Result<()> {
+    ctrlc::set_handler(|| {}).map_err(io::Error::other)
+}
+
 pub fn install_interrupt_handler(
     flag: &'static std::sync::atomic::AtomicBool,
     exit_code: i32,

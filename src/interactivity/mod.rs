@@ -1,0 +1,728 @@
+//! The interactivity suite: a successor to Interbench. An emulated interactive task (audio, video,
+//! x, gaming, custom) runs periodically in the measuring process while a background load runs in a
+//! separate child process; each period records how late the task got the CPU, whether it met its
+//! deadline, and how much of the CPU it wanted it got. Each cell `interactivity/<task>/<load>` is a
+//! [`Benchmark`] whose `run` is one independent run of that cell, so the runner, the record and the
+//! exports work unchanged.
+//!
+//! Modules: [`accounting`] (pure per-period rules), [`work`] (work emulation and calibration),
+//! [`task`] (the tasks), [`load`] (the loads and their child process), [`table`] (output).
+
+pub mod accounting;
+pub mod load;
+pub mod table;
+pub mod task;
+pub mod work;
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::harness::RunContext;
+use crate::model::BenchError;
+use crate::platform::realtime::{self, BusySample, Policy, SchedRequest};
+use crate::units::{Better, Unit};
+use load::{LoadKind, LoadProcess, LoadSpec};
+use task::Task;
+use work::{Calibration, Work, WorkMode};
+
+/// Task names in matrix order.
+pub const TASKS: [&str; 5] = ["audio", "video", "x", "gaming", "custom"];
+/// Tasks of the default matrix (custom only when asked for).
+pub const DEFAULT_TASKS: [&str; 4] = ["audio", "video", "x", "gaming"];
+
+/// Settings shared by every cell of a matrix.
+#[derive(Debug)]
+pub struct Settings {
+    /// Measuring time of one run; None = 5 × the runner's run time, at least 500 ms (when cells
+    /// run inside `osgauge run` / `micro`).
+    pub duration: Option<Duration>,
+    pub work_mode: WorkMode,
+    pub recalibrate: bool,
+    /// Calibration cache file (None: calibrate every time, store nothing).
+    pub cache_file: Option<PathBuf>,
+    pub video_hz: f64,
+    pub custom_cpu_pct: f64,
+    pub custom_interval: Duration,
+    pub policy: Option<Policy>,
+    pub priority: Option<i32>,
+    pub nice: Option<i32>,
+    pub slice: Option<Duration>,
+    pub load_nice: Option<i32>,
+    /// CPUs every thread (task and load) is pinned to.
+    pub cpus: Option<Vec<usize>>,
+    pub load_threads: Option<usize>,
+    pub load_dir: PathBuf,
+    pub io_rate_mbps: Option<f64>,
+    pub fsync: bool,
+    /// Upper bound of the write/read file, bytes.
+    pub max_file_bytes: u64,
+    /// Upper bound of the memload buffer, bytes.
+    pub max_mem_bytes: u64,
+    #[doc(hidden)]
+    pub calibration: OnceLock<Calibration>,
+    #[doc(hidden)]
+    pub mem_bytes: OnceLock<(u64, String)>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            duration: None,
+            work_mode: WorkMode::Fixed,
+            recalibrate: false,
+            cache_file: work::default_cache_file(),
+            video_hz: 60.0,
+            custom_cpu_pct: 20.0,
+            custom_interval: Duration::from_millis(10),
+            policy: None,
+            priority: None,
+            nice: None,
+            slice: None,
+            load_nice: None,
+            cpus: None,
+            load_threads: None,
+            load_dir: std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir()),
+            io_rate_mbps: None,
+            fsync: false,
+            max_file_bytes: 256 << 20,
+            max_mem_bytes: 1 << 30,
+            calibration: OnceLock::new(),
+            mem_bytes: OnceLock::new(),
+        }
+    }
+}
+
+impl Settings {
+    pub fn calibration(&self) -> &Calibration {
+        self.calibration
+            .get_or_init(|| work::calibrate(self.recalibrate, self.cache_file.as_deref()))
+    }
+
+    pub fn work(&self) -> Work {
+        Work {
+            mode: self.work_mode,
+            loops_per_us: self.calibration().loops_per_us,
+        }
+    }
+
+    /// Load threads: --load-threads, else the CPUs the run may use (pinning, affinity, cgroup quota).
+    pub fn load_thread_count(&self) -> usize {
+        if let Some(n) = self.load_threads {
+            return n.max(1);
+        }
+        if let Some(c) = &self.cpus {
+            return c.len().max(1);
+        }
+        let by_affinity = crate::platform::allowed_cpus()
+            .map(|c| c.len())
+            .unwrap_or(1);
+        let quota = crate::system::machine()
+            .cgroup
+            .and_then(|c| c.cpu_limit_cpus)
+            .map(|q| q.ceil().max(1.0) as usize);
+        quota.map_or(by_affinity, |q| q.min(by_affinity)).max(1)
+    }
+
+    /// memload size: half of the available memory (256 MiB where the OS does not say), at most
+    /// half the cgroup limit and `max_mem_bytes`, at least 16 MiB; and how it was chosen. Needs
+    /// no swap: the buffer always fits in what is free.
+    pub fn mem_bytes(&self) -> (u64, String) {
+        self.mem_bytes
+            .get_or_init(|| {
+                let avail = crate::system::environment().mem_available_bytes;
+                let cg = crate::system::machine()
+                    .cgroup
+                    .and_then(|c| c.memory_max_bytes);
+                let mut size = self.max_mem_bytes;
+                let mut why = format!("cap {} MiB", self.max_mem_bytes >> 20);
+                if let Some(a) = avail {
+                    size = size.min(a / 2);
+                    why.push_str(&format!(", available {} MiB / 2", a >> 20));
+                } else {
+                    size = size.min(256 << 20);
+                    why.push_str(", available memory unknown on this OS: at most 256 MiB");
+                }
+                if let Some(c) = cg {
+                    size = size.min(c / 2);
+                    why.push_str(&format!(", cgroup limit {} MiB / 2", c >> 20));
+                }
+                (size.max(16 << 20), why)
+            })
+            .clone()
+    }
+
+    /// Write/read file size: 5 % of free space, at most `max_file_bytes`, at least 8 MiB.
+    pub fn file_bytes(&self) -> u64 {
+        let free = realtime::free_space_bytes(&self.load_dir).unwrap_or(0);
+        let mib = 1u64 << 20;
+        ((free / 20).min(self.max_file_bytes) / mib * mib).max(8 * mib)
+    }
+}
+
+/// Parse a task name into the task for a run.
+pub fn task_for(name: &str, s: &Settings, duration_ns: u64, run_index: u32) -> Option<Task> {
+    Some(match name {
+        "audio" => Task::Audio,
+        "video" => Task::Video { hz: s.video_hz },
+        "x" => Task::x_for(duration_ns, run_index),
+        "gaming" => Task::Gaming,
+        "custom" => Task::Custom {
+            cpu_pct: s.custom_cpu_pct,
+            interval_ns: s.custom_interval.as_nanos() as u64,
+        },
+        _ => return None,
+    })
+}
+
+/// One cell of the matrix.
+pub struct Cell {
+    info: Info,
+    task: &'static str,
+    load: LoadKind,
+    settings: Arc<Settings>,
+}
+
+pub const METHOD: &str = "The task runs in a thread of the measuring process; the load runs in a \
+separate child process (`osgauge __load`), started and running before measuring starts and stopped, \
+reaped and its files deleted afterwards. Each period the task sleeps with an absolute-time sleep \
+until its intended start; latency = actual start − intended start (ns). A period whose deadline has \
+passed before the previous one finished is dropped: counted in dropped_frames and as a missed \
+deadline, never added to the latency. deadlines_met = periods finished by their deadline / all \
+periods; desired_cpu = work done / work wanted. Gaming has no periods: latency = wall time of each \
+100 ms burst minus its work, desired_cpu = work / wall time. Work is calibrated loop iterations \
+(--work fixed, default) or the thread's CPU clock (--work cputime). task_cpu is the CPU time the \
+task thread really used (thread CPU clock) in % of one CPU, to compare with its target (params). \
+The latency metric keeps every period's sample (mean, true SD, percentiles, max and an HDR \
+histogram per run); the others are one value per run. Across runs: median with 95 % CI.";
+
+impl Cell {
+    pub fn new(task: &'static str, load: LoadKind, settings: Arc<Settings>) -> Cell {
+        let mut metrics = vec![MetricSpec {
+            name: "latency",
+            unit: Unit::Nanoseconds,
+            better: Better::Lower,
+            description: "per period: actual start − intended start (gaming: burst wall time − work)",
+        }];
+        if task != "gaming" {
+            metrics.push(MetricSpec {
+                name: "deadlines_met",
+                unit: Unit::Percent,
+                better: Better::Higher,
+                description: "periods finished by their deadline, % of all periods (dropped included)",
+            });
+        }
+        metrics.push(MetricSpec {
+            name: "desired_cpu",
+            unit: Unit::Percent,
+            better: Better::Higher,
+            description: "emulated work done, % of work wanted",
+        });
+        if task != "gaming" {
+            metrics.push(MetricSpec {
+                name: "dropped_frames",
+                unit: Unit::Count,
+                better: Better::Lower,
+                description: "periods skipped because their deadline passed before they could start",
+            });
+        }
+        metrics.push(MetricSpec {
+            name: "task_cpu",
+            unit: Unit::Percent,
+            better: Better::Higher,
+            description: "CPU time the task thread really used, % of one CPU (target: params.target_cpu_pct)",
+        });
+        if load != LoadKind::None {
+            metrics.push(MetricSpec {
+                name: "load_cpu",
+                unit: Unit::Percent,
+                better: Better::Higher,
+                description: "CPU time the load's threads really used, % of one CPU per thread",
+            });
+        }
+        Cell {
+            info: Info {
+                id: format!("interactivity/{task}/{}", load.name()),
+                suite: "interactivity",
+                title: format!("{task} task under {} load", load.name()),
+                method: METHOD.to_string(),
+                metrics,
+            },
+            task,
+            load,
+            settings,
+        }
+    }
+
+    fn duration(&self, ctx: &RunContext) -> Duration {
+        let d = self
+            .settings
+            .duration
+            .unwrap_or_else(|| (ctx.run_time * 5).max(Duration::from_millis(500)));
+        if ctx.warmup {
+            d.min(Duration::from_millis(300))
+        } else {
+            d
+        }
+    }
+
+    fn sched_request(&self, task: &Task) -> SchedRequest {
+        let s = &self.settings;
+        let period = task.period_ns();
+        let max_work = (0..101).map(|k| task.work_ns(k)).max().unwrap_or(period);
+        // Budget: twice the work plus 0.5 ms (fixed work can run slower than calibrated, e.g. right
+        // after a wake-up in a VM), at most 90 % of the period (admission control).
+        let runtime = (max_work * 2 + 500_000).min(period * 9 / 10);
+        SchedRequest {
+            policy: s.policy,
+            priority: s.priority,
+            nice: s.nice,
+            slice_ns: s.slice.map(|d| d.as_nanos() as u64),
+            dl_runtime_ns: Some(runtime),
+            dl_deadline_ns: Some(period),
+            dl_period_ns: Some(period),
+        }
+    }
+}
+
+/// What the measuring thread did and read back.
+struct Measured {
+    run: task::TaskRun,
+    facts: Map<String, Value>,
+    warnings: Vec<String>,
+}
+
+fn measure(
+    cell: &Cell,
+    task: Task,
+    work: &Work,
+    duration: Duration,
+    ctx: &RunContext,
+) -> Result<Measured, BenchError> {
+    let s = &cell.settings;
+    let mut facts = Map::new();
+    let mut warnings = Vec::new();
+    if let Some(c) = &s.cpus {
+        realtime::set_thread_affinity(c).map_err(|e| crate::bench::os_err("set affinity", e))?;
+    }
+    let req = cell.sched_request(&task);
+    if (req.policy.is_some() || req.nice.is_some() || req.slice_ns.is_some())
+        && let Err(e) = realtime::apply_sched(&req)
+    {
+        let rt = req.policy.is_some_and(Policy::is_realtime);
+        if rt && e.raw_os_error() == Some(libc_eperm()) {
+            let why = crate::system::environment()
+                .realtime
+                .reason
+                .unwrap_or_else(|| e.to_string());
+            warnings.push(format!(
+                "real-time policy {} not permitted ({why}); ran with the default policy",
+                req.policy.map(Policy::name).unwrap_or("?")
+            ));
+            facts.insert("realtime_denied".into(), json!(why));
+        } else {
+            return Err(crate::bench::os_err("set scheduling policy", e));
+        }
+    }
+    // Timer slack after the policy (a policy change can reset it).
+    match realtime::set_timer_slack_ns(1) {
+        Ok(()) => {}
+        Err(e) => {
+            facts.insert("timer_slack_note".into(), json!(e.to_string()));
+        }
+    }
+    facts.insert(
+        "timer_slack_ns".into(),
+        json!(realtime::timer_slack_ns().ok()),
+    );
+    facts.insert(
+        "task_sched".into(),
+        serde_json::to_value(realtime::read_sched().ok()).unwrap_or_default(),
+    );
+    facts.insert(
+        "task_affinity".into(),
+        json!(crate::platform::current_thread_affinity().ok()),
+    );
+    let stop = || ctx.check().is_err();
+    let run = task::run_task(task, work, duration.as_nanos() as u64, &stop)
+        .map_err(|e| crate::bench::os_err("absolute sleep", e))?;
+    ctx.check()?;
+    Ok(Measured {
+        run,
+        facts,
+        warnings,
+    })
+}
+
+#[cfg(unix)]
+fn libc_eperm() -> i32 {
+    libc::EPERM
+}
+#[cfg(not(unix))]
+fn libc_eperm() -> i32 {
+    1
+}
+
+fn busy_facts(
+    before: &BusySample,
+    after: &BusySample,
+    wall_ns: u64,
+) -> (Map<String, Value>, f64, f64) {
+    let mut m = Map::new();
+    m.insert("loadavg1_before".into(), json!(before.loadavg1));
+    m.insert("loadavg1_after".into(), json!(after.loadavg1));
+    let pressure = match (before.cpu_some_total_us, after.cpu_some_total_us) {
+        (Some(a), Some(b)) if wall_ns > 0 => {
+            Some(100.0 * (b.saturating_sub(a)) as f64 * 1000.0 / wall_ns as f64)
+        }
+        _ => None,
+    };
+    let steal = match (
+        before.steal_ticks,
+        after.steal_ticks,
+        before.total_ticks,
+        after.total_ticks,
+    ) {
+        (Some(s0), Some(s1), Some(t0), Some(t1)) if t1 > t0 => {
+            Some(100.0 * s1.saturating_sub(s0) as f64 / (t1 - t0) as f64)
+        }
+        _ => None,
+    };
+    m.insert("cpu_pressure_some_pct".into(), json!(pressure));
+    m.insert("steal_pct".into(), json!(steal));
+    (m, pressure.unwrap_or(0.0), steal.unwrap_or(0.0))
+}
+
+impl Benchmark for Cell {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn params(&self) -> Map<String, Value> {
+        let s = &self.settings;
+        let mut m = Map::new();
+        m.insert("task".into(), json!(self.task));
+        m.insert("load".into(), json!(self.load.name()));
+        m.insert("load_description".into(), json!(self.load.description()));
+        m.insert(
+            "duration_s".into(),
+            json!(s.duration.map(|d| d.as_secs_f64())),
+        );
+        m.insert("work_mode".into(), json!(s.work_mode));
+        m.insert("video_hz".into(), json!(s.video_hz));
+        if self.task == "custom" {
+            m.insert("custom_cpu_pct".into(), json!(s.custom_cpu_pct));
+            m.insert(
+                "custom_interval_ns".into(),
+                json!(s.custom_interval.as_nanos() as u64),
+            );
+        }
+        m.insert("policy".into(), json!(s.policy.map(Policy::name)));
+        m.insert("priority".into(), json!(s.priority));
+        m.insert("nice".into(), json!(s.nice));
+        m.insert(
+            "slice_ns".into(),
+            json!(s.slice.map(|d| d.as_nanos() as u64)),
+        );
+        m.insert("load_nice".into(), json!(s.load_nice));
+        m.insert("cpus".into(), json!(s.cpus));
+        m.insert("sleep".into(), json!(realtime::SLEEP_DESCRIPTION));
+        m.insert("cpu_clock".into(), json!(realtime::CPU_CLOCK_DESCRIPTION));
+        m
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        let s = &self.settings;
+        let duration = self.duration(ctx);
+        let dur_ns = duration.as_nanos() as u64;
+        let task = task_for(self.task, s, dur_ns, ctx.run_index)
+            .ok_or_else(|| BenchError::failed(format!("unknown task {}", self.task)))?;
+        let cal = s.calibration().clone();
+        let work = s.work();
+        let mut out = RunOutput::default()
+            .fact("work_loops_per_us", cal.loops_per_us)
+            .fact("work_calibration_cached", cal.cached)
+            .fact("work_calibration_spread", cal.spread)
+            .fact("work_calibration_key", cal.key.clone());
+        if let Some(w) = &cal.warning {
+            out.warnings.push(w.clone());
+        }
+        ctx.check()?;
+
+        let before = realtime::busy_sample();
+        let t_before = realtime::now_ns();
+        // The load child; its guard kills, reaps and cleans up on every exit path.
+        let load = if self.load == LoadKind::None {
+            None
+        } else {
+            let (mem_bytes, mem_why) = if self.load == LoadKind::Memload {
+                s.mem_bytes()
+            } else {
+                (0, String::new())
+            };
+            if self.load == LoadKind::Memload {
+                out.facts.insert("memload_size_rule".into(), json!(mem_why));
+            }
+            let spec = LoadSpec {
+                kind: self.load,
+                threads: s.load_thread_count(),
+                cpus: s.cpus.clone(),
+                nice: s.load_nice,
+                dir: s.load_dir.clone(),
+                tag: format!("osgauge-load-{}-{}", std::process::id(), ctx.run_index),
+                file_bytes: if matches!(
+                    self.load,
+                    LoadKind::Write | LoadKind::Read | LoadKind::Compile
+                ) {
+                    s.file_bytes()
+                } else {
+                    0
+                },
+                io_rate_bps: s.io_rate_mbps.map(|r| (r * 1e6) as u64),
+                fsync: s.fsync,
+                mem_bytes,
+                work,
+                video_hz: s.video_hz,
+            };
+            out.facts.insert("load_threads".into(), json!(spec.threads));
+            out.facts
+                .insert("load_target_pct".into(), json!(spec.target_pct()));
+            let exe = load::load_exe().map_err(|e| BenchError::os("current_exe", e))?;
+            let p = LoadProcess::start(&exe, &spec, Duration::from_secs(120))
+                .map_err(|e| BenchError::failed(e.to_string()))?;
+            out.facts.insert("load_notes".into(), json!(p.ready_notes));
+            // Let the load reach its steady state.
+            std::thread::sleep(Duration::from_millis(100));
+            Some(p)
+        };
+        ctx.check()?;
+
+        let measured = std::thread::scope(|sc| {
+            sc.spawn(|| measure(self, task, &work, duration, ctx))
+                .join()
+                .unwrap_or_else(|_| Err(BenchError::failed("measuring thread panicked")))
+        })?;
+        let report = match load {
+            Some(p) => Some(p.stop().map_err(|e| BenchError::failed(e.to_string()))?),
+            None => None,
+        };
+        let after = realtime::busy_sample();
+        let wall = realtime::now_ns() - t_before;
+
+        for (k, v) in measured.facts {
+            out.facts.insert(k, v);
+        }
+        out.warnings.extend(measured.warnings);
+        let run = measured.run;
+        let frames_total = if task.periodic() {
+            run.frames.len() as u64
+        } else {
+            run.bursts.len() as u64
+        };
+        out.facts.insert(
+            "target_cpu_pct".into(),
+            json!(task.target_cpu_pct(frames_total)),
+        );
+        // Span: the periods the frames cover (or the wall time, if the last frame ran past them).
+        let span = if task.periodic() {
+            run.wall_ns.max(frames_total * task.period_ns())
+        } else {
+            run.wall_ns
+        };
+        let task_cpu = 100.0 * run.cpu_ns as f64 / span.max(1) as f64;
+        if task.periodic() {
+            let a = accounting::account(&run.frames);
+            if a.latencies_ns.is_empty() {
+                return Err(BenchError::failed("no period ran (duration too short?)"));
+            }
+            out = out
+                .metric("latency", a.latencies_ns.clone())
+                .metric("deadlines_met", vec![a.deadlines_met_pct().unwrap_or(0.0)])
+                .metric("desired_cpu", vec![a.desired_cpu_pct().unwrap_or(0.0)])
+                .metric("dropped_frames", vec![a.dropped as f64]);
+            out.facts.insert("periods".into(), json!(a.frames));
+        } else {
+            if run.bursts.is_empty() {
+                return Err(BenchError::failed("no burst ran (duration too short?)"));
+            }
+            let lat: Vec<f64> = run
+                .bursts
+                .iter()
+                .map(|&(w, wall)| wall.saturating_sub(w) as f64)
+                .collect();
+            let wanted: u64 = run.bursts.iter().map(|b| b.0).sum();
+            let wall_sum: u64 = run.bursts.iter().map(|b| b.1).sum();
+            out = out.metric("latency", lat).metric(
+                "desired_cpu",
+                vec![100.0 * wanted as f64 / wall_sum.max(1) as f64],
+            );
+            out.facts.insert("bursts".into(), json!(run.bursts.len()));
+        }
+        out = out.metric("task_cpu", vec![task_cpu]);
+        if let Some(r) = &report {
+            let (cpu, wall): (u64, u64) = r
+                .threads
+                .iter()
+                .fold((0, 0), |(c, w), t| (c + t.cpu_ns, w + t.wall_ns));
+            out = out.metric("load_cpu", vec![100.0 * cpu as f64 / wall.max(1) as f64]);
+            for t in &r.threads {
+                if let Some(e) = &t.error {
+                    out.warnings.push(format!("load thread {}: {e}", t.role));
+                }
+            }
+            if let Some(t) = r.threads.first() {
+                out.facts.insert(
+                    "load_sched".into(),
+                    serde_json::to_value(&t.sched).unwrap_or_default(),
+                );
+                out.facts.insert("load_affinity".into(), json!(t.affinity));
+            }
+            let ops: Map<String, Value> = r
+                .threads
+                .iter()
+                .map(|t| (t.role.clone(), json!(t.ops)))
+                .collect();
+            out.facts.insert("load_ops".into(), Value::Object(ops));
+        }
+        let (busy, pressure, steal) = busy_facts(&before, &after, wall);
+        for (k, v) in busy {
+            out.facts.insert(k, v);
+        }
+        if steal > 2.0 {
+            out.warnings.push(
+                "busy machine: CPU steal > 2 % during a run (the hypervisor ran other guests; \
+                 figures per run in params.steal_pct)"
+                    .to_string(),
+            );
+        }
+        if self.load == LoadKind::None && pressure > 10.0 {
+            out.warnings.push(
+                "busy machine: CPU pressure > 10 % during a run without load (other processes \
+                 competed; params.cpu_pressure_some_pct)"
+                    .to_string(),
+            );
+        }
+        if let (Some(l), n) = (
+            before.loadavg1,
+            crate::platform::allowed_cpus()
+                .map(|c| c.len())
+                .unwrap_or(1),
+        ) && l > n as f64 * 1.5
+        {
+            out.warnings.push(format!(
+                "busy machine: load average above 1.5 × {n} CPU(s) before a run \
+                 (params.loadavg1_before)"
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// The cells of a task × load matrix, in task-major order.
+pub fn matrix(
+    tasks: &[&'static str],
+    loads: &[LoadKind],
+    settings: Arc<Settings>,
+) -> Vec<Box<dyn Benchmark>> {
+    let mut v: Vec<Box<dyn Benchmark>> = Vec::new();
+    for &t in tasks {
+        for &l in loads {
+            v.push(Box::new(Cell::new(t, l, settings.clone())));
+        }
+    }
+    v
+}
+
+/// The small matrix `osgauge run` includes: audio & video × none & burn.
+pub fn quick_benchmarks() -> Vec<Box<dyn Benchmark>> {
+    matrix(
+        &["audio", "video"],
+        &[LoadKind::None, LoadKind::Burn],
+        Arc::new(Settings::default()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_declare_the_metrics_their_task_has() {
+        let s = Arc::new(Settings {
+            cache_file: None,
+            ..Settings::default()
+        });
+        let audio = Cell::new("audio", LoadKind::Burn, s.clone());
+        let names: Vec<_> = audio.info().metrics.iter().map(|m| m.name).collect();
+        assert_eq!(
+            names,
+            [
+                "latency",
+                "deadlines_met",
+                "desired_cpu",
+                "dropped_frames",
+                "task_cpu",
+                "load_cpu"
+            ]
+        );
+        let gaming = Cell::new("gaming", LoadKind::None, s);
+        let names: Vec<_> = gaming.info().metrics.iter().map(|m| m.name).collect();
+        assert_eq!(names, ["latency", "desired_cpu", "task_cpu"]);
+        assert_eq!(gaming.info().id, "interactivity/gaming/none");
+        let q = quick_benchmarks();
+        let ids: Vec<_> = q.iter().map(|b| b.info().id.clone()).collect();
+        assert_eq!(
+            ids,
+            [
+                "interactivity/audio/none",
+                "interactivity/audio/burn",
+                "interactivity/video/none",
+                "interactivity/video/burn"
+            ]
+        );
+    }
+
+    #[test]
+    fn deadline_budget_fits_the_period() {
+        let s = Arc::new(Settings {
+            cache_file: None,
+            policy: Some(Policy::Deadline),
+            ..Settings::default()
+        });
+        let c = Cell::new("audio", LoadKind::None, s);
+        let r = c.sched_request(&Task::Audio);
+        assert_eq!(r.dl_period_ns, Some(50_000_000));
+        assert_eq!(r.dl_runtime_ns, Some(5_500_000));
+        let r = c.sched_request(&Task::X {
+            stride: 1,
+            offset: 0,
+        });
+        assert_eq!(r.dl_runtime_ns, Some(90_000_000));
+    }
+
+    #[test]
+    fn busy_figures_are_deltas_over_the_run() {
+        let a = BusySample {
+            loadavg1: Some(0.5),
+            cpu_some_total_us: Some(1_000_000),
+            steal_ticks: Some(10),
+            total_ticks: Some(1000),
+        };
+        let b = BusySample {
+            loadavg1: Some(0.7),
+            cpu_some_total_us: Some(1_250_000),
+            steal_ticks: Some(15),
+            total_ticks: Some(1100),
+        };
+        // 250 ms of stall in a 1 s run: 25 %; 5 of 100 ticks stolen: 5 %.
+        let (m, pressure, steal) = busy_facts(&a, &b, 1_000_000_000);
+        assert!((pressure - 25.0).abs() < 1e-9);
+        assert!((steal - 5.0).abs() < 1e-9);
+        assert_eq!(m["loadavg1_after"], json!(0.7));
+        let (_, p, s) = busy_facts(&BusySample::default(), &b, 1);
+        assert_eq!((p, s), (0.0, 0.0));
+    }
+}

@@ -1,0 +1,389 @@
+//! End-to-end tests of `osgauge interactivity`: short cells (a few hundred ms), checking behaviour
+//! and invariants (records, cleanup of children and files), never speed.
+
+use std::path::Path;
+#[cfg(target_os = "linux")]
+use std::process::{Command as StdCommand, Stdio};
+#[cfg(target_os = "linux")]
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn osgauge(cache: &Path) -> Command {
+    let mut c = Command::cargo_bin("osgauge").unwrap();
+    // Tests never write the user's calibration cache.
+    c.env("OSGAUGE_CACHE_DIR", cache);
+    // …nor the user's result store.
+    c.env("OSGAUGE_STORE", cache.join("results.sqlite"));
+    c
+}
+
+fn bench<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .unwrap_or_else(|| panic!("no {id}"))
+}
+
+fn metric<'a>(b: &'a Value, name: &str) -> &'a Value {
+    b["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name} in {}", b["id"]))
+}
+
+/// Processes whose command line mentions `needle` (Linux /proc scan).
+#[cfg(target_os = "linux")]
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
+            let s = String::from_utf8_lossy(&c).replace('\0', " ");
+            if s.contains(needle) && s.contains("__load") {
+                v.push(format!("{}: {s}", e.file_name().to_string_lossy()));
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn cells_record_latency_cpu_and_clean_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let loads = dir.path().join("loads");
+    std::fs::create_dir(&loads).unwrap();
+    let json = dir.path().join("r.json");
+    let out = osgauge(dir.path())
+        .args([
+            "interactivity",
+            "--task",
+            "audio,gaming",
+            "--load",
+            "none,burn,read",
+            "--duration",
+            "400ms",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--load-threads",
+            "1",
+            "--file-mb",
+            "16",
+            "--quiet",
+        ])
+        .arg("--load-dir")
+        .arg(&loads)
+        .arg("--export-json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("audio") && stdout.contains("latency mean ± SD"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let b = bench(&v, "interactivity/audio/burn");
+    assert!(b["error"].is_null(), "{}", b["error"]);
+    let lat = metric(b, "latency");
+    assert_eq!(lat["unit"], "ns");
+    let runs = lat["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    // 400 ms of a 50 ms period: about 8 periods per run (dropped ones are not latency samples).
+    for r in runs {
+        let n = r["summary"]["count"].as_u64().unwrap();
+        assert!((1..=9).contains(&n), "{n} periods");
+        assert!(r["summary"]["min"].as_f64().unwrap() >= 0.0);
+    }
+    let dm = metric(b, "deadlines_met")["runs"][0]["summary"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!((0.0..=100.0).contains(&dm));
+    // The load really used CPU, and its threads' scheduling was read back.
+    let load_cpu = metric(b, "load_cpu")["runs"][0]["summary"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(load_cpu > 0.0, "load used no CPU");
+    assert!(b["params"]["load_sched"]["policy"].is_string());
+    assert!(b["params"]["work_loops_per_us"].as_f64().unwrap() > 0.0);
+    assert!(b["params"]["target_cpu_pct"].as_f64().unwrap() > 4.0);
+    // Gaming has no deadlines: only latency, desired CPU and the CPU figures.
+    let g = bench(&v, "interactivity/gaming/none");
+    assert!(
+        g["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["name"] != "deadlines_met")
+    );
+    // The read load says how it bypasses the cache; its file is gone afterwards.
+    let r = bench(&v, "interactivity/audio/read");
+    assert!(r["error"].is_null(), "{}", r["error"]);
+    let notes = r["params"]["load_notes"].to_string();
+    assert!(
+        notes.contains("O_DIRECT") || notes.contains("fadvise") || notes.contains("NOCACHE"),
+        "{notes}"
+    );
+    assert_eq!(std::fs::read_dir(&loads).unwrap().count(), 0);
+    // The calibration went to the override directory (a noisy one is used but not cached, and
+    // says so).
+    let noisy = b["warnings"].to_string().contains("calibration was noisy");
+    assert!(noisy || dir.path().join("interactivity-calibration.json").exists());
+    #[cfg(target_os = "linux")]
+    assert!(processes_mentioning(&loads.to_string_lossy()).is_empty());
+}
+
+#[test]
+fn interbench_format_and_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = osgauge(dir.path())
+        .args([
+            "interactivity",
+            "--task",
+            "video",
+            "--load",
+            "none",
+            "--duration",
+            "200ms",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--format",
+            "interbench",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("--- Benchmarking simulated cpu of Video in the presence of simulated ---"),
+        "{s}"
+    );
+    assert!(s.contains("Latency +/- SD (ms)") && s.contains("\nNone\t"));
+    for (args, msg) in [
+        (vec!["--priority", "10"], "--priority needs"),
+        (
+            vec!["--policy", "deadline", "--cpus", "0"],
+            "SCHED_DEADLINE",
+        ),
+        (vec!["--cpus", "x"], "CPU number"),
+    ] {
+        let out = osgauge(dir.path())
+            .arg("interactivity")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(msg),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Ctrl-C (SIGINT to the process group) and a killed parent both leave no load child and no file.
+#[test]
+#[cfg(target_os = "linux")]
+fn interrupt_and_parent_death_leave_nothing_behind() {
+    let exe = assert_cmd::cargo::cargo_bin("osgauge");
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let dir = tempfile::tempdir().unwrap();
+        let loads = dir.path().join("loads");
+        std::fs::create_dir(&loads).unwrap();
+        let mut child = StdCommand::new(&exe)
+            .env("OSGAUGE_CACHE_DIR", dir.path())
+            .env("OSGAUGE_STORE", dir.path().join("results.sqlite"))
+            .args([
+                "interactivity",
+                "--task",
+                "audio",
+                "--load",
+                "compile",
+                "--duration",
+                "20s",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+                "--load-threads",
+                "1",
+                "--file-mb",
+                "16",
+                "--quiet",
+            ])
+            .arg("--load-dir")
+            .arg(&loads)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until the load runs (its files exist).
+        let t = Instant::now();
+        while std::fs::read_dir(&loads).unwrap().count() < 2
+            && t.elapsed() < Duration::from_secs(30)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            !processes_mentioning(&loads.to_string_lossy()).is_empty(),
+            "load child never started"
+        );
+        // SAFETY: plain kill(2) of our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        if signal == libc::SIGINT {
+            assert_eq!(status.code(), Some(130));
+        }
+        // The load child notices (cancel flag, or EOF on its stdin) and cleans up.
+        let t = Instant::now();
+        loop {
+            let procs = processes_mentioning(&loads.to_string_lossy());
+            let files = std::fs::read_dir(&loads).unwrap().count();
+            if procs.is_empty() && files == 0 {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "signal {signal}: left {procs:?} and {files} file(s)"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Known effect: a SCHED_FIFO hog pinned to the measured task's CPU, busy 10 ms every 47 ms
+/// (the period differs from audio's 50 ms so the phase drifts evenly). Audio runs at a lower FIFO
+/// priority on the same CPU, so nothing but the hog delays it. Expected: a wake-up lands inside a
+/// hog burst with probability 10/47 ≈ 21 % and then waits on average 5 ms: mean latency rises by
+/// ≈ 1.06 ms, the largest wait approaches 10 ms, deadlines (50 ms) are all still met.
+#[test]
+#[cfg(target_os = "linux")]
+fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    // SAFETY: probing in a scratch thread; its policy dies with it.
+    let permitted = std::thread::spawn(|| unsafe {
+        let p = libc::sched_param { sched_priority: 1 };
+        libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0
+    })
+    .join()
+    .unwrap();
+    if !permitted {
+        println!("SKIPPED: SCHED_FIFO is not permitted here (needs CAP_SYS_NICE or RLIMIT_RTPRIO)");
+        return;
+    }
+    let cpu = {
+        // SAFETY: zeroed cpu_set_t, valid size.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        (0..1024)
+            .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| -> Value {
+        let json = dir.path().join(format!("{name}.json"));
+        let out = osgauge(dir.path())
+            .args([
+                "interactivity",
+                "--task",
+                "audio",
+                "--load",
+                "none",
+                "--duration",
+                "5s",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+                "--policy",
+                "fifo",
+                "--priority",
+                "10",
+                "--quiet",
+                "--cpus",
+                &cpu.to_string(),
+            ])
+            .arg("--export-json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let b = bench(&v, "interactivity/audio/none").clone();
+        assert_eq!(b["params"]["task_sched"]["policy"], "fifo");
+        assert_eq!(b["params"]["task_affinity"], serde_json::json!([cpu]));
+        b
+    };
+    let base = run("base");
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let hog = std::thread::spawn(move || {
+        // SAFETY: this thread's own affinity and policy.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+            let p = libc::sched_param { sched_priority: 50 };
+            assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &p), 0);
+        }
+        let t0 = Instant::now();
+        let mut k = 0u32;
+        while !s2.load(Ordering::Relaxed) {
+            let start = t0 + Duration::from_millis(47) * k;
+            if let Some(d) = start.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+            while Instant::now() < start + Duration::from_millis(10) {
+                std::hint::spin_loop();
+            }
+            k += 1;
+        }
+    });
+    let hogged = run("hog");
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    let s = |b: &Value, f: &str| {
+        metric(b, "latency")["runs"][0]["summary"][f]
+            .as_f64()
+            .unwrap()
+    };
+    let (m0, m1) = (s(&base, "mean"), s(&hogged, "mean"));
+    let (x0, x1) = (s(&base, "max"), s(&hogged, "max"));
+    println!(
+        "audio FIFO 10 on CPU {cpu}: mean {:.3} → {:.3} ms (expected +1.06), max {:.3} → {:.3} ms (expected → ~10)",
+        m0 / 1e6,
+        m1 / 1e6,
+        x0 / 1e6,
+        x1 / 1e6
+    );
+    let added = (m1 - m0) / 1e6;
+    // 100 periods: standard error of the added mean ≈ 0.25 ms; bounds ≈ ±2.5 SE.
+    assert!(
+        (0.4..=1.8).contains(&added),
+        "mean latency rose by {added:.3} ms"
+    );
+    assert!((4.0e6..=12.0e6).contains(&x1), "max {x1}");
+    let met = metric(&hogged, "deadlines_met")["runs"][0]["summary"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(met, 100.0);
+}
