@@ -5,9 +5,8 @@
 //! closed on every exit path: normal end, error, time bound and Ctrl-C.
 
 mod ctx_switch;
-mod fork_exec;
 mod fork_exit;
-mod posix_spawn;
+mod program_start;
 mod spawn;
 mod thread_create;
 
@@ -21,11 +20,12 @@ use crate::platform;
 
 pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
     use ctx_switch::{ContextSwitch, Peer};
+    use program_start::{Mechanism, ProgramStart};
     vec![
         Box::new(thread_create::ThreadCreate::new()),
         Box::new(fork_exit::ForkExit::new()),
-        Box::new(fork_exec::ForkExec::new()),
-        Box::new(posix_spawn::PosixSpawn::new()),
+        Box::new(ProgramStart::new(Mechanism::ForkExec)),
+        Box::new(ProgramStart::new(Mechanism::PosixSpawn)),
         Box::new(spawn::Spawn::new()),
         Box::new(ContextSwitch::new(Peer::Process, true)),
         Box::new(ContextSwitch::new(Peer::Process, false)),
