@@ -578,6 +578,17 @@ fn run_plan(
             plan.estimate_s()
         );
     }
+    execute_and_keep(plan, &opts, |record| print_record(record, opts.quiet))
+}
+
+/// Run a plan with a progress bar and Ctrl-C handling, storing each benchmark as it finishes;
+/// then `print` the results, finish the stored run and write the exports. Exit code: 130 when
+/// interrupted, else 0 (failed benchmarks are in the record).
+fn execute_and_keep(
+    plan: Plan,
+    opts: &RunOpts,
+    print: impl FnOnce(&RunRecord),
+) -> Result<i32, CliError> {
     let mut store = results::StoreSink::open(&opts.store, opts.quiet)?;
     let cancel = interrupt_flag();
     let progress = Progress::new(plan.benchmarks.len(), !opts.quiet);
@@ -590,13 +601,11 @@ fn run_plan(
         }
     });
     progress.done();
-    print_record(&record, opts.quiet);
+    print(&record);
     store.finish(&record);
-    write_exports(&record, &opts)?;
+    write_exports(&record, opts)?;
     store.export_html(&record)?;
-    Ok(if record.complete {
-        EXIT_OK
-    } else if cancel.load(Ordering::Relaxed) {
+    Ok(if !record.complete && cancel.load(Ordering::Relaxed) {
         EXIT_INTERRUPTED
     } else {
         EXIT_OK
@@ -609,13 +618,19 @@ fn print_record(record: &RunRecord, quiet: bool) {
         "median of {} runs (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
         record.config.runs
     );
-    if !quiet {
-        let w = crate::output::all_warnings(record);
-        if !w.is_empty() {
-            eprintln!("\nWarnings:");
-            for x in w {
-                eprintln!("  - {x}");
-            }
+    print_warnings(record, quiet);
+}
+
+/// The warnings section on stderr (not with --quiet).
+fn print_warnings(record: &RunRecord, quiet: bool) {
+    if quiet {
+        return;
+    }
+    let w = crate::output::all_warnings(record);
+    if !w.is_empty() {
+        eprintln!("\nWarnings:");
+        for x in w {
+            eprintln!("  - {x}");
         }
     }
 }
@@ -780,38 +795,12 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             est
         );
     }
-    let mut store = results::StoreSink::open(&opts.store, opts.quiet)?;
-    let cancel = interrupt_flag();
-    let progress = Progress::new(plan.benchmarks.len(), !opts.quiet);
-    let record = execute(plan, cancel, &mut |ev| {
-        store.on_event(&ev);
-        match ev {
-            Event::Started { .. } => {}
-            Event::BenchmarkStarted { info, .. } => progress.start(&info.id),
-            Event::BenchmarkFinished { .. } => progress.finish_one(),
+    execute_and_keep(plan, &opts, |record| {
+        match a.format {
+            TableFormat::Table => print!("{}", ia::table::render(record)),
+            TableFormat::Interbench => print!("{}", ia::table::render_interbench(record)),
         }
-    });
-    progress.done();
-    match a.format {
-        TableFormat::Table => print!("{}", ia::table::render(&record)),
-        TableFormat::Interbench => print!("{}", ia::table::render_interbench(&record)),
-    }
-    if !opts.quiet {
-        let w = crate::output::all_warnings(&record);
-        if !w.is_empty() {
-            eprintln!("\nWarnings:");
-            for x in w {
-                eprintln!("  - {x}");
-            }
-        }
-    }
-    store.finish(&record);
-    write_exports(&record, &opts)?;
-    store.export_html(&record)?;
-    Ok(if !record.complete && cancel.load(Ordering::Relaxed) {
-        EXIT_INTERRUPTED
-    } else {
-        EXIT_OK
+        print_warnings(record, opts.quiet);
     })
 }
 

@@ -11,6 +11,8 @@ pub mod cpu;
 pub mod example;
 pub mod mem;
 pub mod proc;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 /// One metric a benchmark reports.
 #[derive(Debug, Clone)]

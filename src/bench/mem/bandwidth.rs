@@ -692,16 +692,8 @@ mod tests {
 
     #[test]
     fn a_short_run_measures_and_verifies() {
-        let timing = crate::harness::calibrate();
-        let cancel = std::sync::atomic::AtomicBool::new(false);
-        let ctx = RunContext::new(
-            0,
-            false,
-            Duration::from_millis(20),
-            Instant::now() + Duration::from_secs(60),
-            &timing,
-            &cancel,
-        );
+        let t = crate::bench::testutil::TestCtx::new();
+        let ctx = t.ctx(Duration::from_millis(20), Duration::from_secs(60));
         let b = Bandwidth::new(
             Threads::N(1),
             &MemOptions {
@@ -716,14 +708,7 @@ mod tests {
         }
         assert_eq!(out.facts["array_bytes"], 1 << 20);
         // A deadline in the past stops it cleanly.
-        let ctx = RunContext::new(
-            0,
-            false,
-            Duration::from_millis(20),
-            Instant::now(),
-            &timing,
-            &cancel,
-        );
+        let ctx = t.ctx(Duration::from_millis(20), Duration::ZERO);
         assert_eq!(
             b.run(&ctx).unwrap_err().kind,
             crate::model::ErrorKind::Timeout

@@ -668,17 +668,9 @@ mod tests {
 
     #[test]
     fn a_short_run_reports_a_curve_and_frees_on_timeout() {
-        use std::time::{Duration, Instant};
-        let timing = crate::harness::calibrate();
-        let cancel = std::sync::atomic::AtomicBool::new(false);
-        let ctx = RunContext::new(
-            0,
-            false,
-            Duration::from_millis(20),
-            Instant::now() + Duration::from_secs(60),
-            &timing,
-            &cancel,
-        );
+        use std::time::Duration;
+        let t = crate::bench::testutil::TestCtx::new();
+        let ctx = t.ctx(Duration::from_millis(20), Duration::from_secs(60));
         let b = Latency::new(
             Pattern::Random,
             Pages::Base,
@@ -699,14 +691,7 @@ mod tests {
         assert!(!ram.1.is_empty());
         assert!(out.facts.contains_key("levels") && out.facts.contains_key("page_size_bytes"));
         // A past deadline stops the run with a timeout.
-        let ctx = RunContext::new(
-            0,
-            false,
-            Duration::from_millis(20),
-            Instant::now(),
-            &timing,
-            &cancel,
-        );
+        let ctx = t.ctx(Duration::from_millis(20), Duration::ZERO);
         assert_eq!(
             b.run(&ctx).unwrap_err().kind,
             crate::model::ErrorKind::Timeout

@@ -269,20 +269,12 @@ impl Benchmark for PageFault {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     #[test]
     fn faults_are_counted_and_timed() {
-        let timing = crate::harness::calibrate();
-        let cancel = std::sync::atomic::AtomicBool::new(false);
-        let ctx = RunContext::new(
-            0,
-            false,
-            Duration::from_millis(10),
-            Instant::now() + Duration::from_secs(60),
-            &timing,
-            &cancel,
-        );
+        let t = crate::bench::testutil::TestCtx::new();
+        let ctx = t.ctx(Duration::from_millis(10), Duration::from_secs(60));
         let out = PageFault::new().run(&ctx).unwrap();
         let get = |n: &str| {
             out.samples

@@ -395,7 +395,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::bench::proc::testutil::{is_linux, quick, with_ctx};
+    use crate::bench::testutil::{is_linux, quick, with_ctx};
     use crate::model::ErrorKind;
 
     fn check_output(id: &str, out: &RunOutput) {

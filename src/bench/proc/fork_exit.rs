@@ -67,7 +67,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::bench::proc::testutil::{is_linux, quick, with_ctx};
+    use crate::bench::testutil::{is_linux, quick, with_ctx};
     use crate::model::ErrorKind;
 
     #[test]

@@ -111,37 +111,6 @@ fn on_cpu<T: Send>(
 }
 
 #[cfg(test)]
-pub(crate) mod testutil {
-    use std::sync::atomic::AtomicBool;
-    use std::time::{Duration, Instant};
-
-    use crate::harness::RunContext;
-    use crate::model::TimingCalibration;
-
-    /// The harness's own calibration, as a real run uses.
-    pub fn timing() -> TimingCalibration {
-        crate::harness::calibrate()
-    }
-
-    /// Call `f` with a context of the given measuring time and time bound.
-    pub fn with_ctx<T>(run_time: Duration, bound: Duration, f: impl FnOnce(&RunContext) -> T) -> T {
-        let timing = timing();
-        let cancel = AtomicBool::new(false);
-        let ctx = RunContext::new(0, false, run_time, Instant::now() + bound, &timing, &cancel);
-        f(&ctx)
-    }
-
-    /// Quick run: 20 ms of measuring, 20 s bound (fork-heavy tests share 2 CPUs in parallel).
-    pub fn quick<T>(f: impl FnOnce(&RunContext) -> T) -> T {
-        with_ctx(Duration::from_millis(20), Duration::from_secs(20), f)
-    }
-
-    pub fn is_linux() -> bool {
-        crate::platform::OS_NAME == "Linux"
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicBool;
     use std::time::{Duration, Instant};
@@ -157,7 +126,7 @@ mod tests {
 
     #[test]
     fn op_errors_are_classified() {
-        let timing = testutil::timing();
+        let timing = crate::bench::testutil::timing();
         let run = |cancelled: bool, e: io::Error| {
             let cancel = AtomicBool::new(cancelled);
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -230,10 +199,11 @@ mod tests {
             if !id.contains(&only) {
                 continue;
             }
-            let r =
-                testutil::with_ctx(Duration::from_millis(300), Duration::from_secs(30), |ctx| {
-                    b.run(ctx)
-                });
+            let r = crate::bench::testutil::with_ctx(
+                Duration::from_millis(300),
+                Duration::from_secs(30),
+                |ctx| b.run(ctx),
+            );
             match r {
                 Ok(out) => {
                     let line: Vec<String> = out

@@ -126,7 +126,7 @@ impl Benchmark for ProgramStart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::proc::testutil::{is_linux, quick};
+    use crate::bench::testutil::{is_linux, quick};
     use crate::model::ErrorKind;
 
     #[test]

@@ -76,7 +76,7 @@ impl Benchmark for Spawn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::proc::testutil::quick;
+    use crate::bench::testutil::quick;
 
     #[test]
     fn measures_or_is_unsupported() {

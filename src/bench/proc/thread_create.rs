@@ -69,7 +69,7 @@ impl Benchmark for ThreadCreate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::proc::testutil::quick;
+    use crate::bench::testutil::quick;
 
     #[test]
     fn measures() {
