@@ -45,31 +45,7 @@ fn note(notes: &mut Notes, key: &str, text: impl Into<String>) {
     notes.insert(key.to_string(), text.into());
 }
 
-struct Uname {
-    nodename: Option<String>,
-    release: Option<String>,
-    version: Option<String>,
-}
-
-fn uname() -> Option<Uname> {
-    // SAFETY: utsname is plain old data; uname fills it and returns 0 on success.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return None;
-    }
-    let field = |a: &[libc::c_char]| {
-        let bytes: Vec<u8> = a.iter().map(|&c| c as u8).collect();
-        std::ffi::CStr::from_bytes_until_nul(&bytes)
-            .ok()
-            .map(|c| c.to_string_lossy().trim().to_string())
-            .filter(|s| !s.is_empty())
-    };
-    Some(Uname {
-        nodename: field(&u.nodename),
-        release: field(&u.release),
-        version: field(&u.version),
-    })
-}
+use super::unix::uname;
 
 fn sysconf(name: libc::c_int) -> Option<u64> {
     // SAFETY: sysconf has no memory-safety preconditions.

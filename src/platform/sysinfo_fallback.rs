@@ -143,31 +143,7 @@ pub fn environment() -> Environment {
 mod unix {
     use crate::system::LoadAvg;
 
-    pub struct Uname {
-        pub nodename: Option<String>,
-        pub release: Option<String>,
-        pub version: Option<String>,
-    }
-
-    pub fn uname() -> Option<Uname> {
-        // SAFETY: utsname is plain old data; uname fills it and returns 0 on success.
-        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-        if unsafe { libc::uname(&mut u) } != 0 {
-            return None;
-        }
-        let field = |a: &[libc::c_char]| {
-            let bytes: Vec<u8> = a.iter().map(|&c| c as u8).collect();
-            std::ffi::CStr::from_bytes_until_nul(&bytes)
-                .ok()
-                .map(|c| c.to_string_lossy().trim().to_string())
-                .filter(|s| !s.is_empty())
-        };
-        Some(Uname {
-            nodename: field(&u.nodename),
-            release: field(&u.release),
-            version: field(&u.version),
-        })
-    }
+    pub use crate::platform::unix::uname;
 
     pub fn page_size() -> Option<u64> {
         // SAFETY: no preconditions.

@@ -106,3 +106,33 @@ pub fn install_interrupt_handler(
     }
     Ok(())
 }
+
+/// What `uname(2)` says (empty fields as None). Not on macOS: its record reads the same facts
+/// with sysctl (kern.hostname, kern.osrelease, kern.version).
+#[cfg(not(target_os = "macos"))]
+pub struct Uname {
+    pub nodename: Option<String>,
+    pub release: Option<String>,
+    pub version: Option<String>,
+}
+
+#[cfg(not(target_os = "macos"))]
+pub fn uname() -> Option<Uname> {
+    // SAFETY: utsname is plain old data; uname fills it and returns 0 on success.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let field = |a: &[libc::c_char]| {
+        let bytes: Vec<u8> = a.iter().map(|&c| c as u8).collect();
+        std::ffi::CStr::from_bytes_until_nul(&bytes)
+            .ok()
+            .map(|c| c.to_string_lossy().trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    Some(Uname {
+        nodename: field(&u.nodename),
+        release: field(&u.release),
+        version: field(&u.version),
+    })
+}
