@@ -13,6 +13,14 @@ pub fn pct(ratio: f64) -> String {
     format!("{d:+.1} %")
 }
 
+/// `+3.1 % [+1.0, +5.2]`: the change with its CI; no ratio when the baseline is 0.
+pub fn change_text(ratio: f64, ci: [f64; 2]) -> String {
+    if !ratio.is_finite() {
+        return "— (no ratio: baseline is 0)".into();
+    }
+    format!("{} {}", pct(ratio), ci_pct(ci))
+}
+
 fn ci_pct(ci: [f64; 2]) -> String {
     if !(ci[0].is_finite() && ci[1].is_finite()) {
         return "—".into();
@@ -24,7 +32,7 @@ fn ci_pct(ci: [f64; 2]) -> String {
     )
 }
 
-fn p_text(p: f64) -> String {
+pub fn p_text(p: f64) -> String {
     if p < 0.001 {
         "<0.001".into()
     } else {
@@ -61,7 +69,7 @@ fn value_text(r: &Row, cell: &Cell) -> String {
 fn cell_text(r: &Row, cell: &Cell) -> String {
     let v = value_text(r, cell);
     match &cell.vs_base {
-        Some(d) => format!("{v}  {} {} {}", pct(d.ratio), ci_pct(d.ci95), d.symbol()),
+        Some(d) => format!("{v}  {} {}", change_text(d.ratio, d.ci95), d.symbol()),
         None => v,
     }
 }
@@ -116,7 +124,7 @@ pub fn text(c: &Comparison) -> String {
         if let Some(sum) = c.suites.iter().find(|x| x.suite == suite)
             && c.columns.len() > 1
         {
-            let mut line = vec![format!("geomean ({} metrics)", sum.metrics)];
+            let mut line = vec![format!("geomean ({} metrics; + = worse)", sum.metrics)];
             line.push(String::new());
             line.extend(sum.geomean.iter().map(|g| match g {
                 Some(g) => pct(*g),
@@ -319,4 +327,26 @@ pub fn json(c: &Comparison) -> anyhow::Result<String> {
     let mut s = serde_json::to_string_pretty(c)?;
     s.push('\n');
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn change_text_shows_the_ci_and_never_nan() {
+        assert_eq!(change_text(1.1, [1.0, 1.2]), "+10.0 % [+0.0, +20.0]");
+        assert_eq!(change_text(0.5, [0.25, 0.75]), "-50.0 % [-75.0, -25.0]");
+        // A baseline of 0 (e.g. no dropped frames) has no ratio.
+        for (r, ci) in [
+            (f64::NAN, [f64::NAN, f64::NAN]),
+            (f64::INFINITY, [f64::NAN, f64::INFINITY]),
+        ] {
+            let t = change_text(r, ci);
+            assert!(!t.contains("NaN") && !t.contains("inf"), "{t}");
+            assert!(t.contains("baseline is 0"), "{t}");
+        }
+        assert_eq!(p_text(0.0004), "<0.001");
+        assert_eq!(p_text(0.0251), "0.025");
+    }
 }

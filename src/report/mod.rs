@@ -12,7 +12,10 @@ mod charts;
 
 use std::fmt::Write as _;
 
-use crate::compare::{self, Comparison, Verdict, render::pct};
+use crate::compare::{
+    self, Comparison, Verdict,
+    render::{change_text, p_text, pct},
+};
 use crate::model::{BenchmarkResult, RunRecord};
 use crate::units::{Unit, format_value};
 
@@ -434,12 +437,9 @@ fn results_section(cmp: &Comparison) -> String {
                     match &c.vs_base {
                         Some(d) => write!(
                             s,
-                            "<td class=\"num\">{} [{:+.1}, {:+.1}]</td><td class=\"num\">{}</td><td class=\"{}\">{}</td>",
-                            pct(d.ratio),
-                            (d.ci95[0] - 1.0) * 100.0,
-                            (d.ci95[1] - 1.0) * 100.0,
-                            if d.q < 0.001 { "<0.001".to_string() } else { format!("{:.3}", d.q) }
-                                .replace('<', "&lt;"),
+                            "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"{}\">{}</td>",
+                            esc(&change_text(d.ratio, d.ci95)),
+                            esc(&p_text(d.q)),
                             verdict_class(d.verdict),
                             esc(d.symbol())
                         )
