@@ -456,8 +456,19 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
         let all: Vec<(f64, f64)> = series.iter().flatten().flatten().copied().collect();
         let xmin = all.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
         let xmax = all.iter().map(|p| p.0).fold(0.0, f64::max).max(xmin * 2.0);
+        // Log y as well: L1 (~1 ns) and RAM (~100 ns) differ by two orders of magnitude, and on
+        // a linear axis the cache levels flatten into one line at the bottom.
+        let ymin = all
+            .iter()
+            .map(|p| p.1)
+            .filter(|y| *y > 0.0)
+            .fold(f64::INFINITY, f64::min);
         let ymax = all.iter().map(|p| p.1).fold(0.0, f64::max);
-        let (div, axis) = axis_unit(Unit::Nanoseconds, ymax);
+        let (ylo, yhi) = if ymin.is_finite() && ymax > 0.0 {
+            (ymin / 1.5, ymax * 1.5)
+        } else {
+            (0.1, 1000.0)
+        };
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, (1260, 400)).into_drawing_area();
@@ -465,18 +476,20 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
             let mut chart = ChartBuilder::on(&root)
                 .margin(10)
                 .x_label_area_size(40)
-                .y_label_area_size(60)
+                .y_label_area_size(95)
                 .build_cartesian_2d(
                     Log2Bytes(xmin.log2() - 0.3, xmax.log2() + 0.3),
-                    0.0..(ymax / div * 1.1).max(f64::MIN_POSITIVE),
+                    (ylo..yhi).log_scale(),
                 )
                 .map_err(pe)?;
             let xfmt = |x: &f64| pow2_bytes(*x);
+            let yfmt = |y: &f64| crate::units::format_value(*y, Unit::Nanoseconds);
             chart
                 .configure_mesh()
                 .x_label_formatter(&xfmt)
+                .y_label_formatter(&yfmt)
                 .x_desc("working-set size (log scale, powers of two)")
-                .y_desc(format!("latency per load ({axis})"))
+                .y_desc("latency per load (log scale)")
                 .label_style((FONT, 16))
                 .axis_desc_style((FONT, 16))
                 .light_line_style(RGBColor(240, 240, 240))
@@ -484,7 +497,11 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
                 .map_err(pe)?;
             for (i, s) in series.iter().enumerate() {
                 let Some(pts) = s else { continue };
-                let pts: Vec<(f64, f64)> = pts.iter().map(|(x, y)| (x.log2(), y / div)).collect();
+                let pts: Vec<(f64, f64)> = pts
+                    .iter()
+                    .filter(|(_, y)| *y > 0.0)
+                    .map(|(x, y)| (x.log2(), *y))
+                    .collect();
                 chart
                     .draw_series(LineSeries::new(pts.clone(), rgb(i).stroke_width(2)))
                     .map_err(pe)?;
@@ -495,7 +512,7 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
             root.present().map_err(pe)?;
         }
         figs.push(Figure {
-            title: format!("{id}: latency vs working-set size ({axis})"),
+            title: format!("{id}: latency vs working-set size (ns, log-log)"),
             svg,
             wide: true,
         });
