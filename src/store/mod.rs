@@ -103,6 +103,18 @@ pub fn default_path() -> Result<PathBuf> {
     Ok(dir.join("osgauge").join("results.sqlite"))
 }
 
+/// Whether an error is SQLite's "database is busy/locked" (another connection holds a lock).
+fn is_busy(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<rusqlite::Error>().is_some_and(|r| {
+            matches!(
+                r.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            )
+        })
+    })
+}
+
 impl Store {
     /// Open (creating it and its directory if needed) and upgrade the store at `path`.
     pub fn open(path: &Path) -> Result<Store> {
@@ -110,6 +122,22 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("creating the store directory {}", dir.display()))?;
         }
+        // The busy handler does not cover every lock SQLite takes while a fresh store is set up
+        // (switching to WAL, WAL recovery): another invocation opening the same new store at the
+        // same moment can get SQLITE_BUSY at once. Those steps are idempotent, so retry them
+        // until the busy timeout.
+        let start = std::time::Instant::now();
+        loop {
+            match Self::open_once(path) {
+                Err(e) if is_busy(&e) && start.elapsed() < BUSY_TIMEOUT => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<Store> {
         let conn = Connection::open(path)
             .with_context(|| format!("opening the result store {}", path.display()))?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -353,4 +381,25 @@ pub fn parse_records(text: &str) -> Result<Vec<RunRecord>> {
             Ok(serde_json::from_value(v)?)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_and_locked_are_retried_other_errors_are_not() {
+        let sqlite = |code| {
+            anyhow::Error::new(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(code),
+                None,
+            ))
+        };
+        assert!(is_busy(&sqlite(rusqlite::ffi::SQLITE_BUSY)));
+        assert!(is_busy(
+            &sqlite(rusqlite::ffi::SQLITE_LOCKED).context("upgrading the result store")
+        ));
+        assert!(!is_busy(&sqlite(rusqlite::ffi::SQLITE_CORRUPT)));
+        assert!(!is_busy(&anyhow!("database is locked")));
+    }
 }
