@@ -129,7 +129,10 @@ fn cells_record_latency_cpu_and_clean_up() {
     assert!(r["error"].is_null(), "{}", r["error"]);
     let notes = r["params"]["load_notes"].to_string();
     assert!(
-        notes.contains("O_DIRECT") || notes.contains("fadvise") || notes.contains("NOCACHE"),
+        notes.contains("O_DIRECT")
+            || notes.contains("fadvise")
+            || notes.contains("NOCACHE")
+            || notes.contains("NO_BUFFERING"),
         "{notes}"
     );
     assert_eq!(std::fs::read_dir(&loads).unwrap().count(), 0);
