@@ -192,8 +192,9 @@ reaped and its files deleted afterwards. Each period the task sleeps with an abs
 until its intended start; latency = actual start − intended start (ns). A period whose deadline has \
 passed before the previous one finished is dropped: counted in dropped_frames and as a missed \
 deadline, never added to the latency. deadlines_met = periods finished by their deadline / all \
-periods; desired_cpu = work done / work wanted. Gaming has no periods: latency = wall time of each \
-100 ms burst minus its work, desired_cpu = work / wall time. Work is calibrated loop iterations \
+periods; desired_cpu = work done / work wanted. Gaming has no periods: latency = time each \
+100 ms burst spent off the CPU (wall − the thread's CPU time), desired_cpu = CPU time obtained / wall \
+time of the bursts (clock readings, independent of the work calibration). Work is calibrated loop iterations \
 (--work fixed, default) or the thread's CPU clock (--work cputime). task_cpu is the CPU time the \
 task thread really used (thread CPU clock) in % of one CPU, to compare with its target (params). \
 The latency metric keeps every period's sample (mean, true SD, percentiles, max and an HDR \
@@ -205,7 +206,7 @@ impl Cell {
             name: "latency",
             unit: Unit::Nanoseconds,
             better: Better::Lower,
-            description: "per period: actual start − intended start (gaming: burst wall time − work)",
+            description: "per period: actual start − intended start (gaming: time each burst spent off the CPU, wall − thread CPU time)",
         }];
         if task != "gaming" {
             metrics.push(MetricSpec {
@@ -219,7 +220,11 @@ impl Cell {
             name: "desired_cpu",
             unit: Unit::Percent,
             better: Better::Higher,
-            description: "emulated work done, % of work wanted",
+            description: if task == "gaming" {
+                "CPU time obtained, % of the bursts' wall time"
+            } else {
+                "emulated work done, % of work wanted"
+            },
         });
         if task != "gaming" {
             metrics.push(MetricSpec {
@@ -548,16 +553,10 @@ impl Benchmark for Cell {
             if run.bursts.is_empty() {
                 return Err(BenchError::failed("no burst ran (duration too short?)"));
             }
-            let lat: Vec<f64> = run
-                .bursts
-                .iter()
-                .map(|&(w, wall)| wall.saturating_sub(w) as f64)
-                .collect();
-            let wanted: u64 = run.bursts.iter().map(|b| b.0).sum();
-            let wall_sum: u64 = run.bursts.iter().map(|b| b.1).sum();
+            let lat: Vec<f64> = run.bursts.iter().map(|b| b.waited_ns() as f64).collect();
             out = out.metric("latency", lat).metric(
                 "desired_cpu",
-                vec![100.0 * wanted as f64 / wall_sum.max(1) as f64],
+                vec![accounting::burst_cpu_share_pct(&run.bursts)],
             );
             out.facts.insert("bursts".into(), json!(run.bursts.len()));
         }

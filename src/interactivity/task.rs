@@ -83,12 +83,26 @@ impl Task {
     }
 }
 
+/// One gaming burst: the CPU time the thread got during it (its CPU clock) and its wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Burst {
+    pub cpu_ns: u64,
+    pub wall_ns: u64,
+}
+
+impl Burst {
+    /// Time the burst spent off the CPU while it wanted it (wall − CPU).
+    pub fn waited_ns(&self) -> u64 {
+        self.wall_ns.saturating_sub(self.cpu_ns)
+    }
+}
+
 /// What one run of a task produced.
 #[derive(Debug, Default)]
 pub struct TaskRun {
     pub frames: Vec<Frame>,
-    /// Gaming: (work wanted, wall time) per burst.
-    pub bursts: Vec<(u64, u64)>,
+    /// Gaming: per burst.
+    pub bursts: Vec<Burst>,
     pub cpu_ns: u64,
     pub wall_ns: u64,
 }
@@ -145,10 +159,12 @@ pub fn run_task(
         realtime::sleep_until_ns(t0)?;
         let mut k = 0;
         while realtime::now_ns() < end && !stop() {
+            let c = realtime::thread_cpu_time_ns()?;
             let s = realtime::now_ns();
-            let wanted = task.work_ns(k);
-            work.run(wanted, stop);
-            out.bursts.push((wanted, realtime::now_ns() - s));
+            work.run(task.work_ns(k), stop);
+            let wall_ns = realtime::now_ns() - s;
+            let cpu_ns = realtime::thread_cpu_time_ns()?.saturating_sub(c);
+            out.bursts.push(Burst { cpu_ns, wall_ns });
             k += 1;
         }
     }
