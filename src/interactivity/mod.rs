@@ -445,13 +445,27 @@ impl Benchmark for Cell {
         let dur_ns = duration.as_nanos() as u64;
         let task = task_for(self.task, s, dur_ns, ctx.run_index)
             .ok_or_else(|| BenchError::failed(format!("unknown task {}", self.task)))?;
+        let step = work::cpu_clock_step_ns();
+        if s.work_mode == WorkMode::Cputime && !work::cpu_clock_is_fine() {
+            return Err(BenchError::unsupported(
+                crate::platform::unsupported(&format!(
+                    "--work cputime needs a thread CPU clock that advances in steps of at most \
+                     {} µs; this one advances every {} µs (use --work fixed)",
+                    work::FINE_CPU_CLOCK_NS / 1000,
+                    step / 1000
+                ))
+                .to_string(),
+            ));
+        }
         let cal = s.calibration().clone();
         let work = s.work();
         let mut out = RunOutput::default()
             .fact("work_loops_per_us", cal.loops_per_us)
             .fact("work_calibration_cached", cal.cached)
             .fact("work_calibration_spread", cal.spread)
-            .fact("work_calibration_key", cal.key.clone());
+            .fact("work_calibration_key", cal.key.clone())
+            .fact("work_calibration_clock", cal.clock.clone())
+            .fact("cpu_clock_step_ns", step);
         if let Some(w) = &cal.warning {
             out.warnings.push(w.clone());
         }
@@ -559,6 +573,14 @@ impl Benchmark for Cell {
                 vec![accounting::burst_cpu_share_pct(&run.bursts)],
             );
             out.facts.insert("bursts".into(), json!(run.bursts.len()));
+            out.facts.insert(
+                "burst_cpu_from".into(),
+                json!(if work::cpu_clock_is_fine() {
+                    "thread CPU clock"
+                } else {
+                    "work wanted (the thread CPU clock is too coarse to time a burst)"
+                }),
+            );
         }
         out = out.metric("task_cpu", vec![task_cpu]);
         if let Some(r) = &report {

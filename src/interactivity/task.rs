@@ -157,13 +157,21 @@ pub fn run_task(
         }
     } else {
         realtime::sleep_until_ns(t0)?;
+        // Where the thread CPU clock is coarse (Windows: one step per scheduler tick) a 100 ms
+        // burst cannot be timed by it; the work wanted stands in for the CPU time then.
+        let fine = super::work::cpu_clock_is_fine();
         let mut k = 0;
         while realtime::now_ns() < end && !stop() {
             let c = realtime::thread_cpu_time_ns()?;
             let s = realtime::now_ns();
-            work.run(task.work_ns(k), stop);
+            let wanted = task.work_ns(k);
+            work.run(wanted, stop);
             let wall_ns = realtime::now_ns() - s;
-            let cpu_ns = realtime::thread_cpu_time_ns()?.saturating_sub(c);
+            let cpu_ns = if fine {
+                realtime::thread_cpu_time_ns()?.saturating_sub(c)
+            } else {
+                wanted.min(wall_ns)
+            };
             out.bursts.push(Burst { cpu_ns, wall_ns });
             k += 1;
         }

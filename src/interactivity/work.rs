@@ -3,7 +3,8 @@
 //! - `fixed` (default): a calibrated number of loop iterations (loops per µs). Like Interbench it
 //!   is a fixed amount of work, so a slower CPU (frequency, SMT sibling, steal) shows up as lost
 //!   CPU. Calibration is bounded (at most 3 rounds of 9 trials of ~10 ms), timed with the thread's
-//!   CPU clock so preemption during calibration does not bias it, noise-tolerant (median of trials;
+//!   CPU clock so preemption during calibration does not bias it (the monotonic clock where the
+//!   thread CPU clock is coarse, as on Windows; the cache records which), noise-tolerant (median of trials;
 //!   a round is accepted when its trials agree within 5 %, else the most consistent round is used
 //!   with a warning and not cached), and cached per machine key (CPU model, kernel, governor,
 //!   osgauge version and build).
@@ -84,6 +85,44 @@ impl Work {
     }
 }
 
+/// A thread CPU clock that advances in steps no larger than this (ns) is fine enough to time
+/// calibration trials, `--work cputime` bursts and gaming bursts with.
+pub const FINE_CPU_CLOCK_NS: u64 = 100_000;
+
+/// How far the thread CPU clock advances per step, ns, measured once per process by spinning
+/// until it has stepped twice (at most ~250 ms). Linux and macOS count ns; Windows' GetThreadTimes
+/// advances once per scheduler tick (15.6 ms by default; Wine: 10 ms). `u64::MAX` when it never
+/// stepped (no usable clock).
+pub fn cpu_clock_step_ns() -> u64 {
+    static STEP: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *STEP.get_or_init(|| {
+        let deadline = realtime::now_ns() + 250_000_000;
+        let next_step = |from: u64| -> Option<u64> {
+            loop {
+                let c = realtime::thread_cpu_time_ns().ok()?;
+                if c != from {
+                    return Some(c);
+                }
+                if realtime::now_ns() > deadline {
+                    return None;
+                }
+            }
+        };
+        let Ok(c0) = realtime::thread_cpu_time_ns() else {
+            return u64::MAX;
+        };
+        match next_step(c0).and_then(|a| next_step(a).map(|b| b - a)) {
+            Some(step) => step.max(1),
+            None => u64::MAX,
+        }
+    })
+}
+
+/// Whether the thread CPU clock is fine enough (see [`FINE_CPU_CLOCK_NS`]).
+pub fn cpu_clock_is_fine() -> bool {
+    cpu_clock_step_ns() <= FINE_CPU_CLOCK_NS
+}
+
 /// Result of a calibration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Calibration {
@@ -94,18 +133,34 @@ pub struct Calibration {
     pub rounds: u32,
     pub cached: bool,
     pub warning: Option<String>,
+    /// The clock the trials were timed with ("thread CPU clock", or "monotonic clock" where the
+    /// thread CPU clock is too coarse).
+    #[serde(default)]
+    pub clock: String,
 }
 
-/// Measure loops per µs with the thread CPU clock. Bounded: ≤ 3 rounds × 9 trials × ~10 ms.
+/// The clock calibration trials are timed with: the thread CPU clock (preemption does not bias
+/// it) where it is fine, else the monotonic clock (a trial preempted by another thread then reads
+/// slow; the median of 9 trials keeps that out). Returns its name and a reader.
+fn trial_clock() -> (&'static str, fn() -> u64) {
+    if cpu_clock_is_fine() {
+        ("thread CPU clock", || {
+            realtime::thread_cpu_time_ns().unwrap_or(0)
+        })
+    } else {
+        ("monotonic clock", realtime::now_ns)
+    }
+}
+
+/// Measure loops per µs (see [`trial_clock`]). Bounded: ≤ 3 rounds × 9 trials × ~10 ms.
 pub fn measure_loops_per_us() -> (f64, f64, u32) {
-    // Size a trial to ~10 ms of CPU.
+    let (_, clock) = trial_clock();
+    // Size a trial to ~10 ms.
     let mut n = 10_000u64;
     loop {
-        let c0 = realtime::thread_cpu_time_ns().unwrap_or(0);
+        let c0 = clock();
         burn_loops(n);
-        let dt = realtime::thread_cpu_time_ns()
-            .unwrap_or(0)
-            .saturating_sub(c0);
+        let dt = clock().saturating_sub(c0);
         if dt >= 2_000_000 || n > 1 << 40 {
             n = ((n as f64) * 10_000_000.0 / dt.max(1) as f64) as u64;
             break;
@@ -118,11 +173,9 @@ pub fn measure_loops_per_us() -> (f64, f64, u32) {
         rounds += 1;
         let mut rates = Vec::with_capacity(9);
         for _ in 0..9 {
-            let c0 = realtime::thread_cpu_time_ns().unwrap_or(0);
+            let c0 = clock();
             burn_loops(n);
-            let dt = realtime::thread_cpu_time_ns()
-                .unwrap_or(0)
-                .saturating_sub(c0);
+            let dt = clock().saturating_sub(c0);
             rates.push(n as f64 / (dt.max(1) as f64 / 1000.0));
         }
         rates.sort_by(f64::total_cmp);
@@ -204,6 +257,7 @@ pub fn calibrate(recalibrate: bool, cache_file: Option<&std::path::Path>) -> Cal
         && let Ok(text) = std::fs::read_to_string(p)
         && let Ok(c) = serde_json::from_str::<Calibration>(&text)
         && c.key == key
+        && c.clock == trial_clock().0
         && c.loops_per_us > 0.0
     {
         return Calibration { cached: true, ..c };
@@ -223,6 +277,7 @@ pub fn calibrate(recalibrate: bool, cache_file: Option<&std::path::Path>) -> Cal
         rounds,
         cached: false,
         warning,
+        clock: trial_clock().0.to_string(),
     };
     if let Some(p) = &path
         && c.warning.is_none()
@@ -260,6 +315,35 @@ mod tests {
         let t = std::time::Instant::now();
         w.run(10_000_000_000, &|| true);
         assert!(t.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn cpu_clock_step_is_measured_and_picks_the_calibration_clock() {
+        let step = cpu_clock_step_ns();
+        assert!(step >= 1);
+        if cfg!(any(target_os = "linux", target_os = "macos")) {
+            assert!(cpu_clock_is_fine(), "step {step} ns");
+            assert_eq!(trial_clock().0, "thread CPU clock");
+        }
+        if !cpu_clock_is_fine() {
+            assert_eq!(trial_clock().0, "monotonic clock");
+        }
+        // Whichever clock, the calibration is sane: a 1 ms burst of fixed work takes between
+        // 0.2 ms and 1 s of wall time (a calibration timed by a coarse clock that read 0 once
+        // gave ~10^9 loops per µs and a burst that never ended).
+        let (lpu, _, _) = measure_loops_per_us();
+        let w = Work {
+            mode: WorkMode::Fixed,
+            loops_per_us: lpu,
+        };
+        let t = std::time::Instant::now();
+        w.run(1_000_000, &|| false);
+        let took = t.elapsed();
+        assert!(
+            took > std::time::Duration::from_micros(200)
+                && took < std::time::Duration::from_secs(1),
+            "1 ms of work took {took:?} ({lpu} loops/µs)"
+        );
     }
 
     #[test]
