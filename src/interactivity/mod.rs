@@ -573,14 +573,8 @@ impl Benchmark for Cell {
                 vec![accounting::burst_cpu_share_pct(&run.bursts)],
             );
             out.facts.insert("bursts".into(), json!(run.bursts.len()));
-            out.facts.insert(
-                "burst_cpu_from".into(),
-                json!(if work::cpu_clock_is_fine() {
-                    "thread CPU clock"
-                } else {
-                    "work wanted (the thread CPU clock is too coarse to time a burst)"
-                }),
-            );
+            out.facts
+                .insert("burst_cpu_from".into(), json!(run.burst_cpu_from));
         }
         out = out.metric("task_cpu", vec![task_cpu]);
         if let Some(r) = &report {

@@ -103,6 +103,8 @@ pub struct TaskRun {
     pub frames: Vec<Frame>,
     /// Gaming: per burst.
     pub bursts: Vec<Burst>,
+    /// Gaming: where each burst's CPU time came from.
+    pub burst_cpu_from: &'static str,
     pub cpu_ns: u64,
     pub wall_ns: u64,
 }
@@ -160,6 +162,11 @@ pub fn run_task(
         // Where the thread CPU clock is coarse (Windows: one step per scheduler tick) a 100 ms
         // burst cannot be timed by it; the work wanted stands in for the CPU time then.
         let fine = super::work::cpu_clock_is_fine();
+        out.burst_cpu_from = if fine {
+            "thread CPU clock"
+        } else {
+            "work wanted (the thread CPU clock is too coarse to time a burst)"
+        };
         let mut k = 0;
         while realtime::now_ns() < end && !stop() {
             let c = realtime::thread_cpu_time_ns()?;

@@ -392,9 +392,7 @@ mod imp {
     use windows_sys::Win32::System::ProcessStatus::{
         K32GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS,
     };
-    use windows_sys::Win32::System::SystemInformation::{
-        GetSystemInfo, GlobalMemoryStatusEx, MEMORYSTATUSEX, SYSTEM_INFO,
-    };
+    use windows_sys::Win32::System::SystemInformation::{GetSystemInfo, SYSTEM_INFO};
     use windows_sys::Win32::System::Threading::GetCurrentProcess;
 
     use crate::platform::unsupported;
@@ -434,11 +432,7 @@ mod imp {
         Err("Windows has no transparent huge pages (large pages need SeLockMemoryPrivilege)".into())
     }
     pub fn available_bytes() -> Option<u64> {
-        // SAFETY: plain old data; dwLength set as the call requires.
-        let mut m: MEMORYSTATUSEX = unsafe { std::mem::zeroed() };
-        m.dwLength = std::mem::size_of::<MEMORYSTATUSEX>() as u32;
-        // SAFETY: valid pointer.
-        (unsafe { GlobalMemoryStatusEx(&mut m) } != 0).then_some(m.ullAvailPhys)
+        crate::platform::sysinfo_windows::memory_status().map(|m| m.ullAvailPhys)
     }
     pub fn core_cycle_counter() -> Result<(), String> {
         Err(

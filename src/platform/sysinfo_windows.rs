@@ -108,7 +108,7 @@ fn hostname() -> Option<String> {
     (ok && n > 0).then(|| String::from_utf16_lossy(&buf[..(n as usize).min(buf.len())]))
 }
 
-fn memory_status() -> Option<MEMORYSTATUSEX> {
+pub(crate) fn memory_status() -> Option<MEMORYSTATUSEX> {
     // SAFETY: plain old data; dwLength set as the call requires.
     let mut m: MEMORYSTATUSEX = unsafe { std::mem::zeroed() };
     m.dwLength = std::mem::size_of::<MEMORYSTATUSEX>() as u32;
