@@ -9,6 +9,8 @@ use crate::units::{Better, Unit};
 
 pub mod cpu;
 pub mod example;
+#[cfg(test)]
+mod invariants;
 pub mod mem;
 pub mod proc;
 #[cfg(test)]
