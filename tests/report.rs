@@ -5,7 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{LOADS, TASKS, fixture, slowed, with_synthetic};
+use common::{CURVE_ID, LOADS, TASKS, fixture, slowed, with_synthetic};
 use osgauge::compare::Options;
 use osgauge::model::RunRecord;
 
@@ -35,7 +35,7 @@ fn systems() -> Vec<(String, RunRecord)> {
 fn expected_titles() -> Vec<String> {
     let mut t = vec![
         "Ratio to the baseline per metric".to_string(),
-        "mem/latency_curve: latency vs working-set size".to_string(),
+        format!("{CURVE_ID}: latency vs working-set size"),
     ];
     for task in TASKS {
         for stat in ["mean", "p99", "max"] {
@@ -84,6 +84,51 @@ fn report_has_the_expected_sections_and_charts() {
     // The differing system fields are highlighted.
     assert!(html.contains("<tr class=\"diff\"><th>OS</th>"));
     assert_eq!(runs.len(), 3);
+}
+
+/// The synthetic results stand for real benchmarks: every id and metric name is one osgauge
+/// produces (`osgauge list` for mem; the full interactivity matrix for interactivity).
+#[test]
+fn synthetic_results_use_real_ids_and_metrics() {
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(
+        &assert_cmd::Command::cargo_bin("osgauge")
+            .unwrap()
+            .args(["list", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let metrics_of = |id: &str| -> Option<Vec<String>> {
+        let b = listed.iter().find(|b| b["id"] == id)?;
+        Some(
+            b["metrics"]
+                .as_array()?
+                .iter()
+                .map(|m| m["name"].as_str().unwrap().to_string())
+                .collect(),
+        )
+    };
+    let audio_burn = metrics_of("interactivity/audio/burn").expect("listed");
+    for b in common::synthetic_benchmarks(1, 1.0) {
+        let real = if b.suite == "interactivity" {
+            let parts: Vec<&str> = b.id.split('/').collect();
+            assert!(
+                osgauge::interactivity::TASKS.contains(&parts[1])
+                    && osgauge::interactivity::load::LoadKind::ALL
+                        .iter()
+                        .any(|l| l.name() == parts[2]),
+                "{}",
+                b.id
+            );
+            audio_burn.clone()
+        } else {
+            metrics_of(&b.id).unwrap_or_else(|| panic!("{} is not listed", b.id))
+        };
+        for m in &b.metrics {
+            assert!(real.contains(&m.name), "{}: no metric {}", b.id, m.name);
+        }
+    }
 }
 
 #[test]

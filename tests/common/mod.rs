@@ -104,10 +104,14 @@ fn metric(name: &str, unit: Unit, better: Better, runs: Vec<Vec<f64>>) -> Metric
 pub const TASKS: [&str; 3] = ["audio", "video", "x"];
 pub const LOADS: [&str; 3] = ["none", "burn", "write"];
 
-/// SYNTHETIC benchmark results shaped like the interactivity and memory suites other engineers
-/// are building (ids `interactivity/<task>/<load>` with a per-wake-up latency distribution and a
-/// % deadlines met per run; `mem/latency_curve` with a `curve` parameter), for rendering tests
-/// only. `scale` stretches latencies so two systems differ.
+/// The memory-latency benchmark the synthetic curve stands for (a real id of `osgauge list`).
+pub const CURVE_ID: &str = "mem/latency_random";
+
+/// SYNTHETIC benchmark results under real ids and metric names of the interactivity and memory
+/// suites (`interactivity/<task>/<load>` with a per-wake-up latency distribution and a %
+/// deadlines met per run; [`CURVE_ID`] with its `curve` parameter and cache-level metrics), for
+/// rendering tests only (`tests/report.rs` checks the ids are real). `scale` stretches
+/// latencies so two systems differ.
 pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
     let mut rng = Lcg(seed);
     let mut out = Vec::new();
@@ -157,19 +161,27 @@ pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
         .collect();
     let mut params = serde_json::Map::new();
     params.insert("curve".into(), serde_json::Value::Array(curve));
-    out.push(BenchmarkResult {
-        id: "mem/latency_curve".into(),
-        suite: "mem".into(),
-        title: "memory latency vs working-set size".into(),
-        params,
-        metrics: vec![metric(
-            "latency_l1",
+    let level = |rng: &mut Lcg, name: &str, ns: f64| {
+        metric(
+            name,
             Unit::Nanoseconds,
             Better::Lower,
             (0..5)
-                .map(|_| vec![1.2 * scale + rng.next() * 0.01])
+                .map(|_| vec![ns * scale * (1.0 + 0.01 * rng.next())])
                 .collect(),
-        )],
+        )
+    };
+    out.push(BenchmarkResult {
+        id: CURVE_ID.into(),
+        suite: "mem".into(),
+        title: "memory load latency, random chain".into(),
+        params,
+        metrics: vec![
+            level(&mut rng, "l1", 1.2),
+            level(&mut rng, "l2", 4.0),
+            level(&mut rng, "l3", 12.0),
+            level(&mut rng, "ram", 80.0),
+        ],
         warnings: vec![],
         error: None,
         wall_s: 1.0,
