@@ -83,6 +83,9 @@ timeout 300 "$WINE" wineboot -i >/dev/null 2>&1 || { echo "wineboot failed or ti
 
 # ---------------------------------------------------------------------------------------------
 step "Windows tests under Wine"
+# One test at a time, as `cargo test` does through .cargo/config.toml [env] (timing tests never
+# run beside load tests); these executables are run directly, so the variable is set here.
+export RUST_TEST_THREADS=1
 # Wine itself sometimes fails a CreateProcess ("Internal error (os error 1359)") or a file lock
 # that Windows would not. A test executable that fails is therefore run once more; a failure on
 # both tries fails CI, a pass on the second try is reported loudly with the first failure kept.
