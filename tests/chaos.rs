@@ -53,7 +53,9 @@ mod linux {
 
     impl Env {
         fn new() -> Env {
-            let root = tempfile::tempdir().unwrap();
+            // Under target/ rather than /tmp: the read load needs a disk-backed file system
+            // (it refuses tmpfs, where /tmp often is).
+            let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
             let p = |n: &str| {
                 let d = root.path().join(n);
                 std::fs::create_dir_all(&d).unwrap();
