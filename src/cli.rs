@@ -830,10 +830,7 @@ pub fn list_text(long: bool, json: bool) -> String {
             let i = b.info();
             s.push_str(&format!("  {:<34} {}\n", i.id, i.title));
             for m in &i.metrics {
-                let better = match m.better {
-                    crate::units::Better::Lower => "lower is better",
-                    crate::units::Better::Higher => "higher is better",
-                };
+                let better = m.better.describe();
                 s.push_str(&format!(
                     "      {:<10} {:<5} {:<16} {}\n",
                     m.name,
