@@ -631,6 +631,11 @@ const OBSERVED_PARAMS: &[&str] = &[
     "memload_size_rule",
     "observed_resolution_ns",
     "reported_resolution_ns",
+    // Measured by the interactivity work calibration (how, not what, was asked).
+    "cpu_clock_step_ns",
+    "work_loops_per_us",
+    "work_calibration_spread",
+    "work_calibration_cached",
 ];
 
 /// Flatten a JSON value into `path = value` leaves, leaving out the keys in `skip` (at any depth).
