@@ -557,6 +557,12 @@ mod tests {
             assert!(t.contains("baseline is 0"), "{t}");
         }
         assert_eq!(p_text(0.0004), "<0.001");
+        // Differences carry the metric's unit; % metrics in percentage points.
+        assert_eq!(signed(15.9, Unit::Nanoseconds), "+15.90 ns");
+        assert_eq!(signed(-1534.0, Unit::Nanoseconds), "-1.534 µs");
+        assert_eq!(signed(5.0, Unit::Count), "+5.000");
+        assert_eq!(signed(-2.5, Unit::Percent), "-2.500 pp");
+        assert_eq!(signed(f64::NAN, Unit::Count), "—");
         assert_eq!(p_text(0.0251), "0.025");
     }
 }
