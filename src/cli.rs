@@ -101,7 +101,7 @@ pub enum Command {
     Results(ResultsCmd),
     /// Compare 2..N runs (stored runs by label, id or id prefix, or JSON files); the first is the baseline
     #[command(
-        after_help = "Examples:\n  osgauge compare linux-6.18 win11 macos-15\n  osgauge compare base.json new.json --fail-on-regression 5%\n  osgauge compare a b --export-markdown cmp.md --export-csv cmp.csv --export-json cmp.json\n\nMethod: ratio of medians of per-run medians with a 95 % bootstrap CI; two-sided Mann-Whitney U\nover per-run values, Benjamini-Hochberg adjusted; better/worse only when p < 0.05 and the CI lies\noutside the noise band, else ~.\n\nExit codes: 0 ok; 3 a regression (--fail-on-regression); 2 usage error; 1 other error."
+        after_help = "Examples:\n  osgauge compare linux-6.18 win11 macos-15\n  osgauge compare base.json new.json --fail-on-regression 5%\n  osgauge compare a b --export-markdown cmp.md --export-csv cmp.csv --export-json cmp.json\n\nMethod: ratio of medians of per-run medians with a 95 % bootstrap CI (the difference, in the\nmetric's unit, where a value is zero or negative); two-sided Mann-Whitney U over per-run values\n(exact up to 40 runs), Benjamini-Hochberg adjusted; better/worse only when q < 0.05 and the CI lies\noutside the noise band, else ~; neutral metrics are never judged. From a baseline of 0 any\nsignificant worse change is a regression. Settings that differ are listed; their cells marked (s).\n\nExit codes: 0 ok; 3 a regression (--fail-on-regression); 2 usage error; 1 other error."
     )]
     Compare(CompareArgs),
     /// Write a self-contained HTML report (system table, comparison, charts) of 1..N runs
@@ -830,10 +830,7 @@ pub fn list_text(long: bool, json: bool) -> String {
             let i = b.info();
             s.push_str(&format!("  {:<34} {}\n", i.id, i.title));
             for m in &i.metrics {
-                let better = match m.better {
-                    crate::units::Better::Lower => "lower is better",
-                    crate::units::Better::Higher => "higher is better",
-                };
+                let better = m.better.describe();
                 s.push_str(&format!(
                     "      {:<10} {:<5} {:<16} {}\n",
                     m.name,

@@ -11,8 +11,10 @@
 //!   distribution. The generator is `ChaCha8Rng::seed_from_u64(seed)` and resample indices are
 //!   drawn with `random_range(0..n)`, so a fixed seed gives identical intervals on every
 //!   platform (for a given `rand` version, pinned by `Cargo.lock`).
-//! * The Mann-Whitney U test reproduces `scipy.stats.mannwhitneyu(a, b)` with its defaults
-//!   (`use_continuity=True`, `alternative="two-sided"`, `method="auto"`).
+//! * The Mann-Whitney U test is exact for small samples, with or without ties (the permutation
+//!   distribution of the rank sum; scipy `mannwhitneyu(a, b, method="exact")` where there are no
+//!   ties), and `scipy.stats.mannwhitneyu(a, b)`'s normal approximation (`use_continuity=True`,
+//!   `alternative="two-sided"`) above [`MWU_EXACT_MAX_TOTAL`] values; see [`mann_whitney`].
 //! * Benjamini–Hochberg matches R's `p.adjust(p, "BH")` and
 //!   `scipy.stats.false_discovery_control(p)`.
 //!
@@ -256,45 +258,117 @@ pub fn across_runs(per_run: &[Summary]) -> Option<AcrossRuns> {
     })
 }
 
-/// Largest size of the smaller sample for which [`mann_whitney_u`] uses the exact distribution.
+/// Largest size of the smaller sample for which [`mann_whitney_u`] uses the exact no-ties
+/// distribution (scipy's `method="auto"` rule).
 const MWU_EXACT_MAX_SMALL: usize = 8;
 /// Cap on the larger sample for the exact distribution (keeps the exact counts within `u128`
 /// and the work small); beyond it the normal approximation is used.
 const MWU_EXACT_MAX_LARGE: usize = 10_000;
+/// Largest total sample size `n_a + n_b` for which the exact permutation distribution is used
+/// whatever the ties (counts stay below `C(40, 20) < 2^38`, the work below ~10^6 steps). Above
+/// it the normal approximation with tie and continuity correction is within a few 10^-3 of the
+/// exact value.
+pub const MWU_EXACT_MAX_TOTAL: usize = 40;
 
-/// Two-sided Mann-Whitney U test with tie correction, normal approximation with continuity
-/// correction. Returns `(U, p_value)`.
+/// Result of a two-sided Mann-Whitney U test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MannWhitney {
+    /// `U_a = R_a - n_a (n_a + 1) / 2` (scipy's statistic, of the first sample).
+    pub u: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+    /// True when `p` comes from the exact permutation distribution, false when from the normal
+    /// approximation.
+    pub exact: bool,
+}
+
+/// Two-sided Mann-Whitney U test. Returns `(U, p_value)`; see [`mann_whitney`].
+pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> (f64, f64) {
+    let r = mann_whitney(a, b);
+    (r.u, r.p)
+}
+
+/// Two-sided Mann-Whitney U test: exact for small samples (with or without ties), normal
+/// approximation with tie and continuity correction above.
 ///
 /// `U` is the statistic of `a` (`U_a = R_a - n_a (n_a + 1) / 2`, with `R_a` the sum of the
 /// average ranks of `a` in the pooled sample), as returned by scipy; `U_b = n_a n_b - U_a`.
 ///
-/// The p-value reproduces `scipy.stats.mannwhitneyu(a, b)` with its defaults
-/// (`alternative="two-sided"`, `use_continuity=True`, `method="auto"`):
-///
-/// * **Exact** when there are no ties and the smaller sample has at most 8 values (and the
-///   larger at most 10 000): `p = 2 P(U >= max(U_a, U_b))` under the null permutation
-///   distribution, clipped to 1.
-/// * **Asymptotic** otherwise: with `U = max(U_a, U_b)`, `mu = n_a n_b / 2`,
+/// * **Exact, no ties**, when the smaller sample has at most 8 values (and the larger at most
+///   10 000) — scipy's `method="auto"` rule: `p = 2 P(U >= max(U_a, U_b))` under the null
+///   permutation distribution, clipped to 1 (same as `scipy.stats.mannwhitneyu(a, b,
+///   method="exact")`).
+/// * **Exact, with or without ties**, when `n_a + n_b <= 40` ([`MWU_EXACT_MAX_TOTAL`]): the
+///   permutation distribution of the rank sum `R_a` given the tie structure (every one of the
+///   `C(n, n_a)` ways to split the pooled midranks into the two groups is equally likely), counted
+///   with a dynamic programme over the (doubled, hence integer) midranks;
+///   `p = min(1, 2 min(P(R <= R_a), P(R >= R_a)))`. Without ties this is scipy's exact p-value;
+///   with ties it is the exact conditional test (R `coin::wilcox_test(distribution = "exact")`
+///   up to its two-sided convention; scipy's "exact" ignores ties and its "auto" switches to the
+///   normal approximation, which with 3 vs 3 tied values gives p ≈ 0.047 where the exact
+///   p is 0.1).
+/// * **Asymptotic** otherwise (identical to scipy's defaults `use_continuity=True`,
+///   `method="asymptotic"`): with `U = max(U_a, U_b)`, `mu = n_a n_b / 2`,
 ///   `sigma² = n_a n_b / 12 · ((n + 1) - Σ(t³ - t) / (n (n - 1)))` (t = tie-group sizes),
 ///   `z = (U - mu - 0.5) / sigma`, `p = 2 (1 - Φ(z))`, clipped to 1. When every value is tied
 ///   (`sigma = 0`) the p-value is 1.
 ///
-/// If either sample is empty there is no test: returns `(0.0, 1.0)`.
-pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> (f64, f64) {
+/// If either sample is empty there is no test: returns `U = 0, p = 1`.
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> MannWhitney {
     let (n1, n2) = (a.len(), b.len());
     if n1 == 0 || n2 == 0 {
-        return (0.0, 1.0);
+        return MannWhitney {
+            u: 0.0,
+            p: 1.0,
+            exact: true,
+        };
     }
     let n = n1 + n2;
+    let ranks = pooled_ranks(a, b);
+    let (n1f, n2f) = (n1 as f64, n2 as f64);
+    let u1 = ranks.rank_sum2_a as f64 / 2.0 - n1f * (n1f + 1.0) / 2.0;
+    let u2 = n1f * n2f - u1;
+    let u = u1.max(u2);
 
-    // Pool, sort and assign average ranks (1-based), recording tie-group sizes.
+    let small = n1.min(n2);
+    let large = n1.max(n2);
+    let (p, exact) =
+        if !ranks.has_ties && small <= MWU_EXACT_MAX_SMALL && large <= MWU_EXACT_MAX_LARGE {
+            // Without ties U is an integer.
+            (2.0 * mwu_exact_sf(u.round() as usize, small, large), true)
+        } else if n <= MWU_EXACT_MAX_TOTAL {
+            (mwu_exact_tied_p(&ranks, n1), true)
+        } else {
+            (mwu_asymptotic_p(u1, n1, n2, ranks.tie_term), false)
+        };
+    MannWhitney {
+        u: u1,
+        p: p.clamp(0.0, 1.0),
+        exact,
+    }
+}
+
+/// The pooled sample's midranks, doubled so they are integers.
+struct PooledRanks {
+    /// `2 ×` midrank of every pooled value, in sorted order.
+    doubled: Vec<u64>,
+    /// `2 × R_a`.
+    rank_sum2_a: u64,
+    /// `Σ (t³ - t)` over tie groups.
+    tie_term: f64,
+    has_ties: bool,
+}
+
+fn pooled_ranks(a: &[f64], b: &[f64]) -> PooledRanks {
+    let n = a.len() + b.len();
     let mut pooled: Vec<(f64, bool)> = a
         .iter()
         .map(|&x| (x, true))
         .chain(b.iter().map(|&x| (x, false)))
         .collect();
     pooled.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
-    let mut rank_sum_a = 0.0;
+    let mut doubled = Vec::with_capacity(n);
+    let mut rank_sum2_a = 0;
     let mut tie_term = 0.0;
     let mut has_ties = false;
     let mut i = 0;
@@ -308,36 +382,72 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> (f64, f64) {
             has_ties = true;
             tie_term += t * t * t - t;
         }
-        // Ranks i+1 ..= j share their average.
-        let avg_rank = (i + 1 + j) as f64 / 2.0;
-        let in_a = pooled[i..j].iter().filter(|p| p.1).count();
-        rank_sum_a += avg_rank * in_a as f64;
+        // Ranks i+1 ..= j share their average (i + 1 + j) / 2.
+        let r2 = (i + 1 + j) as u64;
+        let in_a = pooled[i..j].iter().filter(|p| p.1).count() as u64;
+        rank_sum2_a += r2 * in_a;
+        doubled.extend(std::iter::repeat_n(r2, j - i));
         i = j;
     }
+    PooledRanks {
+        doubled,
+        rank_sum2_a,
+        tie_term,
+        has_ties,
+    }
+}
 
-    let (n1f, n2f, nf) = (n1 as f64, n2 as f64, n as f64);
-    let u1 = rank_sum_a - n1f * (n1f + 1.0) / 2.0;
-    let u2 = n1f * n2f - u1;
-    let u = u1.max(u2);
-
-    let small = n1.min(n2);
-    let large = n1.max(n2);
-    let p = if !has_ties && small <= MWU_EXACT_MAX_SMALL && large <= MWU_EXACT_MAX_LARGE {
-        // Without ties U is an integer.
-        2.0 * mwu_exact_sf(u.round() as usize, small, large)
-    } else {
-        let mu = n1f * n2f / 2.0;
-        let var = n1f * n2f / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
-        let sigma = var.max(0.0).sqrt();
-        if sigma == 0.0 {
-            1.0
-        } else {
-            let z = (u - mu - 0.5) / sigma;
-            // 2 * (1 - Φ(z)) = erfc(z / √2)
-            erfc(z / std::f64::consts::SQRT_2)
-        }
+/// Exact two-sided p of the rank sum of a group of `n1` values under the permutation
+/// distribution given the pooled (doubled) midranks: `min(1, 2 min(P(R <= r), P(R >= r)))`.
+///
+/// `count[k][s]` = number of `k`-subsets of the values seen so far whose doubled ranks sum to
+/// `s`; every value is added once (0/1 knapsack over subsets), so tied values are distinct
+/// items and the counts are the permutation counts.
+fn mwu_exact_tied_p(r: &PooledRanks, n1: usize) -> f64 {
+    let max_sum: u64 = {
+        let mut d = r.doubled.clone();
+        d.sort_unstable_by(|x, y| y.cmp(x));
+        d.iter().take(n1).sum()
     };
-    (u1, p.clamp(0.0, 1.0))
+    let width = max_sum as usize + 1;
+    let mut count = vec![vec![0u128; width]; n1 + 1];
+    count[0][0] = 1;
+    let mut seen = 0usize;
+    for &v in &r.doubled {
+        seen += 1;
+        let v = v as usize;
+        for k in (1..=n1.min(seen)).rev() {
+            let (lo, hi) = count.split_at_mut(k);
+            let (prev, cur) = (&lo[k - 1], &mut hi[0]);
+            for s in (v..width).rev() {
+                cur[s] += prev[s - v];
+            }
+        }
+    }
+    let dist = &count[n1];
+    let total: u128 = dist.iter().sum();
+    let obs = r.rank_sum2_a as usize;
+    let le: u128 = dist[..=obs.min(width - 1)].iter().sum();
+    let ge: u128 = dist[obs.min(width)..].iter().sum();
+    let one_sided = le.min(ge) as f64 / total as f64;
+    (2.0 * one_sided).min(1.0)
+}
+
+/// Normal approximation with tie and continuity correction (scipy `method="asymptotic"`).
+fn mwu_asymptotic_p(u1: f64, n1: usize, n2: usize, tie_term: f64) -> f64 {
+    let (n1f, n2f) = (n1 as f64, n2 as f64);
+    let nf = n1f + n2f;
+    let u = u1.max(n1f * n2f - u1);
+    let mu = n1f * n2f / 2.0;
+    let var = n1f * n2f / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
+    let sigma = var.max(0.0).sqrt();
+    if sigma == 0.0 {
+        1.0
+    } else {
+        let z = (u - mu - 0.5) / sigma;
+        // 2 * (1 - Φ(z)) = erfc(z / √2)
+        erfc(z / std::f64::consts::SQRT_2).clamp(0.0, 1.0)
+    }
 }
 
 /// `P(U >= u)` for the Mann-Whitney U statistic of samples of sizes `m` and `n` (no ties) under
@@ -491,6 +601,37 @@ pub fn bootstrap_ratio_ci(
         })
         .collect();
     percentile_interval(ratios, level)
+}
+
+/// Bootstrap CI (percentile method) of the difference `median(b) - median(a)`, resampling each
+/// group independently, fixed seed; the same resampling scheme as [`bootstrap_ratio_ci`] (same
+/// seed ⇒ the same resamples), for values where a ratio is undefined (zero or negative).
+/// Empty `a` or `b` gives `(NaN, NaN)`; `resamples == 0` gives `(d, d)`.
+pub fn bootstrap_diff_ci(
+    a: &[f64],
+    b: &[f64],
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> (f64, f64) {
+    if a.is_empty() || b.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    if resamples == 0 {
+        let d = median(b) - median(a);
+        return (d, d);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut buf_a = Vec::with_capacity(a.len());
+    let mut buf_b = Vec::with_capacity(b.len());
+    let diffs = (0..resamples)
+        .map(|_| {
+            resample_into(&mut rng, a, &mut buf_a);
+            resample_into(&mut rng, b, &mut buf_b);
+            median_in_place(&mut buf_b) - median_in_place(&mut buf_a)
+        })
+        .collect();
+    percentile_interval(diffs, level)
 }
 
 #[cfg(test)]
@@ -785,6 +926,28 @@ mod tests {
         assert!(hb - lb < (hi - lo) / 3.0);
     }
 
+    #[test]
+    fn bootstrap_diff_ci_behaviour() {
+        let a = lcg_data(40, 10);
+        let b: Vec<f64> = lcg_data(40, 11).iter().map(|x| x - 20.0).collect();
+        let d = median(&b) - median(&a);
+        let (lo, hi) = bootstrap_diff_ci(&a, &b, 0.95, 2000, 9);
+        assert!(lo <= d && d <= hi, "{lo} <= {d} <= {hi}");
+        assert!(lo > -25.0 && hi < -15.0 && hi - lo < 6.0, "({lo}, {hi})");
+        assert_eq!(bootstrap_diff_ci(&a, &b, 0.95, 2000, 9), (lo, hi));
+        // Zero baseline: a ratio is undefined, the difference is not.
+        assert_eq!(
+            bootstrap_diff_ci(&[0.0; 3], &[5.0; 3], 0.95, 500, 1),
+            (5.0, 5.0)
+        );
+        assert_eq!(
+            bootstrap_diff_ci(&[0.0, 0.0], &[5.0], 0.95, 0, 1),
+            (5.0, 5.0)
+        );
+        let (l, h) = bootstrap_diff_ci(&[], &[1.0], 0.95, 100, 1);
+        assert!(l.is_nan() && h.is_nan());
+    }
+
     // ---- across_runs -----------------------------------------------------------------------
 
     fn run_with(p50: f64, p99: f64, count: u64) -> Summary {
@@ -891,35 +1054,132 @@ mod tests {
         assert_eq!(mann_whitney_u(&[1.0], &[2.0]), (0.0, 1.0));
     }
 
+    /// The normal approximation on its own (what [`mann_whitney`] uses above 40 values).
+    fn mwu_asymptotic(a: &[f64], b: &[f64]) -> (f64, f64) {
+        let r = pooled_ranks(a, b);
+        let n1 = a.len() as f64;
+        let u1 = r.rank_sum2_a as f64 / 2.0 - n1 * (n1 + 1.0) / 2.0;
+        (u1, mwu_asymptotic_p(u1, a.len(), b.len(), r.tie_term))
+    }
+
+    // Reference values of the exact test: the exact permutation distribution of the rank sum
+    // (midranks) enumerated by brute force over all C(n, n_a) splits, in Python with exact
+    // fractions (itertools.combinations + fractions.Fraction: tests/fixtures/mwu_exact.py),
+    // p = min(1, 2 min(P(R <= r), P(R >= r))). Without ties these equal
+    // scipy.stats.mannwhitneyu(a, b, method="exact").
+
     #[test]
     fn mwu_asymptotic_no_ties() {
         let a = [0.8, 1.9, 2.7, 3.6, 4.4, 5.3, 6.1, 7.9, 8.2, 9.5];
         let b = [
             2.2, 3.1, 4.9, 5.8, 6.6, 7.3, 8.8, 9.9, 10.4, 11.7, 12.1, 13.6,
         ];
-        let (u, p) = mann_whitney_u(&a, &b);
+        // scipy.stats.mannwhitneyu(a, b) (auto => asymptotic for 10 vs 12).
+        let (u, p) = mwu_asymptotic(&a, &b);
         assert_eq!(u, 31.0);
         assert_close!(p, 0.06021250140377914);
-        let (u, p) = mann_whitney_u(&b, &a);
+        let (u, p) = mwu_asymptotic(&b, &a);
         assert_eq!(u, 89.0);
         assert_close!(p, 0.06021250140377914);
+        // 22 values: the public test is exact. Brute force: p = 19120 / 323323.
+        let r = mann_whitney(&a, &b);
+        assert!(r.exact);
+        assert_eq!(r.u, 31.0);
+        assert_close!(r.p, 19120.0 / 323323.0);
+        assert_close!(mann_whitney(&b, &a).p, 19120.0 / 323323.0);
     }
 
     #[test]
     fn mwu_asymptotic_with_ties() {
-        // Ties => tie-corrected normal approximation even for small samples.
-        let (u, p) = mann_whitney_u(&[1.0, 2.0, 2.0, 3.0, 4.0], &[2.0, 3.0, 3.0, 5.0, 6.0, 6.0]);
+        // scipy.stats.mannwhitneyu (ties => tie-corrected normal approximation in scipy).
+        let (a, b) = ([1.0, 2.0, 2.0, 3.0, 4.0], [2.0, 3.0, 3.0, 5.0, 6.0, 6.0]);
+        let (u, p) = mwu_asymptotic(&a, &b);
         assert_eq!(u, 6.0);
         assert_close!(p, 0.1130499788563229);
+        // Exact (brute force): 4 / 33.
+        let r = mann_whitney(&a, &b);
+        assert!(r.exact);
+        assert_eq!(r.u, 6.0);
+        assert_close!(r.p, 4.0 / 33.0);
 
         let a = [1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 5.0, 6.0, 6.0, 7.0];
         let b = [3.0, 4.0, 4.0, 5.0, 7.0, 8.0, 9.0, 9.0, 10.0, 10.0, 11.0];
-        let (u, p) = mann_whitney_u(&a, &b);
+        let (u, p) = mwu_asymptotic(&a, &b);
         assert_eq!(u, 22.0);
         assert_close!(p, 0.02150180624552059);
-        let (u, p) = mann_whitney_u(&b, &a);
+        let (u, p) = mwu_asymptotic(&b, &a);
         assert_eq!(u, 88.0);
         assert_close!(p, 0.02150180624552059);
+        // Exact (brute force): 3221 / 176358.
+        let (u, p) = mann_whitney_u(&a, &b);
+        assert_eq!(u, 22.0);
+        assert_close!(p, 3221.0 / 176358.0);
+        let (u, p) = mann_whitney_u(&b, &a);
+        assert_eq!(u, 88.0);
+        assert_close!(p, 3221.0 / 176358.0);
+    }
+
+    #[test]
+    fn mwu_exact_with_ties_small_samples() {
+        // 3 vs 3, all tied within each group (e.g. 0 vs 5 dropped frames): the normal
+        // approximation says p = 0.0466 (< 0.05) although only 1 of the C(6, 3) = 20 splits is
+        // as extreme on each side: exact p = 2 / 20 = 0.1 (brute force).
+        let (a, b) = ([0.0, 0.0, 0.0], [5.0, 5.0, 5.0]);
+        let (_, approx) = mwu_asymptotic(&a, &b);
+        assert!((approx - 0.0466).abs() < 1e-3 && approx < 0.05, "{approx}");
+        let r = mann_whitney(&a, &b);
+        assert!(r.exact);
+        assert_eq!(r.u, 0.0);
+        assert_close!(r.p, 0.1);
+        // 3 vs 3 fully separated, no ties: scipy method="exact" gives 0.1 too.
+        assert_eq!(
+            mann_whitney_u(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]),
+            (0.0, 0.1)
+        );
+        // Partly tied groups (brute force).
+        assert_close!(mann_whitney_u(&[0.0, 0.0, 1.0], &[5.0, 5.0, 6.0]).1, 0.1);
+        let (u, p) = mann_whitney_u(&[1.0, 2.0, 2.0], &[2.0, 3.0, 3.0]);
+        assert_eq!(u, 1.0);
+        assert_close!(p, 0.3);
+        let (u, p) = mann_whitney_u(&[1.0, 1.0, 2.0, 2.0], &[2.0, 3.0, 3.0, 3.0]);
+        assert_eq!(u, 1.0);
+        assert_close!(p, 3.0 / 35.0);
+        // No 3 vs 3 split can reach p < 0.05, tied or not.
+        for a in [[0.0, 0.0, 0.0], [1.0, 1.0, 2.0], [1.0, 2.0, 3.0]] {
+            for b in [[5.0, 5.0, 5.0], [5.0, 6.0, 6.0], [-1.0, -1.0, -1.0]] {
+                assert!(mann_whitney_u(&a, &b).1 >= 0.1, "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn mwu_exact_tied_path_agrees_with_the_no_ties_distribution() {
+        // Without ties the rank-sum DP and the Gaussian-binomial counts are the same distribution.
+        let a = [3.1, 7.4, 1.2];
+        let b = [
+            2.0, 5.5, 6.1, 8.8, 9.3, 10.2, 4.4, 0.5, 11.9, 12.5, 13.0, 3.3,
+        ];
+        let r = pooled_ranks(&a, &b);
+        assert!(!r.has_ties);
+        assert_close!(mwu_exact_tied_p(&r, a.len()), 0.232967032967033);
+        let a = [1.1, 2.2, 3.3, 4.4, 5.5];
+        let b = [6.6, 7.7, 8.8, 9.9, 11.0];
+        assert_close!(mwu_exact_tied_p(&pooled_ranks(&a, &b), 5), 2.0 / 252.0);
+        assert_close!(mwu_exact_tied_p(&pooled_ranks(&b, &a), 5), 2.0 / 252.0);
+    }
+
+    #[test]
+    fn mwu_switches_to_the_normal_approximation_above_40_values() {
+        let a: Vec<f64> = (0..21).map(|i| (i % 7) as f64).collect();
+        let b: Vec<f64> = (0..20).map(|i| (i % 5) as f64 + 1.5).collect();
+        let r = mann_whitney(&a, &b);
+        assert!(!r.exact);
+        assert_eq!((r.u, r.p), mwu_asymptotic(&a, &b));
+        // At 40 values it is still exact, and close to the approximation.
+        let r = mann_whitney(&a[..20], &b);
+        assert!(r.exact);
+        let (_, approx) = mwu_asymptotic(&a[..20], &b);
+        assert!((r.p - approx).abs() < 0.01, "{} vs {approx}", r.p);
     }
 
     #[test]

@@ -39,12 +39,19 @@ impl Unit {
     }
 }
 
-/// Whether a larger or a smaller value of a metric is better.
+/// Whether a larger or a smaller value of a metric is better, or neither.
+///
+/// Serialised as `"lower"`, `"higher"` or `"neutral"`; records written before `neutral` existed
+/// still load (they only hold the first two).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Better {
     Lower,
     Higher,
+    /// A verification figure (achieved vs a target, e.g. the CPU a task or a load really used):
+    /// closer to its target is right, so a change is reported but never called better or worse,
+    /// and it counts in no summary, geometric mean or regression check.
+    Neutral,
 }
 
 impl Better {
@@ -52,6 +59,16 @@ impl Better {
         match self {
             Better::Lower => "lower",
             Better::Higher => "higher",
+            Better::Neutral => "neutral",
+        }
+    }
+
+    /// The direction in words, as tables and exports show it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Better::Lower => "lower is better",
+            Better::Higher => "higher is better",
+            Better::Neutral => "neutral: ≈ target",
         }
     }
 }
@@ -178,7 +195,16 @@ mod tests {
                 format!("\"{}\"", u.symbol())
             );
         }
-        assert_eq!(serde_json::to_string(&Better::Lower).unwrap(), "\"lower\"");
+        for b in [Better::Lower, Better::Higher, Better::Neutral] {
+            let json = serde_json::to_string(&b).unwrap();
+            assert_eq!(json, format!("\"{}\"", b.as_str()));
+            assert_eq!(serde_json::from_str::<Better>(&json).unwrap(), b);
+        }
+        // Records written before `neutral` existed still load.
+        assert_eq!(
+            serde_json::from_str::<Better>("\"higher\"").unwrap(),
+            Better::Higher
+        );
     }
 
     #[test]

@@ -36,7 +36,7 @@ fn list_names_every_suite_with_units_and_direction() {
     for b in list {
         for m in b["metrics"].as_array().unwrap() {
             assert!(UNITS.contains(&m["unit"].as_str().unwrap()), "{m}");
-            assert!(["lower", "higher"].contains(&m["better"].as_str().unwrap()));
+            assert!(["lower", "higher", "neutral"].contains(&m["better"].as_str().unwrap()));
         }
     }
     let long = osgauge().args(["list", "--long"]).output().unwrap();

@@ -4,7 +4,10 @@ mod common;
 
 use assert_cmd::Command;
 use common::{fixture, fixture_path, slowed, truncated};
-use osgauge::compare::{self, Options, Verdict, min_p, runs_needed};
+use osgauge::compare::{self, Basis, Options, Verdict, min_p, runs_needed};
+use osgauge::model::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
+use osgauge::stats;
+use osgauge::units::{Better, Unit};
 
 fn named(v: Vec<(&str, osgauge::model::RunRecord)>) -> Vec<(String, osgauge::model::RunRecord)> {
     v.into_iter().map(|(n, r)| (n.to_string(), r)).collect()
@@ -29,6 +32,9 @@ fn a_run_compared_with_itself_is_the_same_everywhere() {
             assert_eq!(s.geomean, vec![Some(1.0)]);
         }
         assert!(c.differences.is_empty(), "{:?}", c.differences);
+        assert!(c.settings.is_empty(), "{:?}", c.settings);
+        assert!(c.rows.iter().all(|r| !r.cells[1].settings_differ));
+        assert!(compare::render::text(&c).contains("Settings: no differences"));
         assert!(c.regressions(0.0).is_empty());
     }
 }
@@ -234,7 +240,7 @@ fn cli_fail_on_regression_and_exports() {
     let md = std::fs::read_to_string(md).unwrap();
     assert!(md.contains("| cpu/timer_read |") && md.contains("worse"));
     let csv = std::fs::read_to_string(csv).unwrap();
-    assert_eq!(csv.lines().next().unwrap().split(',').count(), 16);
+    assert_eq!(csv.lines().next().unwrap().split(',').count(), 22);
     assert!(
         csv.lines()
             .any(|l| l.starts_with("cpu/timer_read,") && l.ends_with(",worse,"))
@@ -267,4 +273,454 @@ fn cli_fail_on_regression_and_exports() {
         .arg(&base)
         .assert()
         .code(2);
+}
+
+// ---- SYNTHETIC interactivity records (machine, environment and config of the real cpu-a
+// fixture; one value per run for each metric), to check verdicts on the values interactivity
+// cells produce: counts with a baseline of 0, neutral verification figures, applied settings.
+
+/// A metric with one value per run.
+fn per_run_metric(name: &str, unit: Unit, better: Better, values: &[f64]) -> MetricResult {
+    let runs: Vec<RunMetric> = values
+        .iter()
+        .map(|&v| RunMetric {
+            summary: stats::summarize(&[v]).unwrap(),
+            histogram: None,
+            histogram_scale: None,
+        })
+        .collect();
+    let per: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
+    MetricResult {
+        name: name.into(),
+        unit,
+        better,
+        description: "synthetic test data".into(),
+        summary: stats::across_runs(&per),
+        runs,
+    }
+}
+
+/// Settings of the synthetic cell as asked and as applied (read back), plus observations that
+/// differ from run to run and are not settings.
+fn audio_params(applied_policy: &str, loadavg: f64) -> serde_json::Map<String, serde_json::Value> {
+    let v = serde_json::json!({
+        "task": "audio", "load": "burn", "policy": "fifo", "priority": 50, "nice": null,
+        "cpus": [0], "work_mode": "fixed", "duration_s": 1.0,
+        "task_sched": {"policy": applied_policy, "priority": 50, "nice": null},
+        "task_affinity": [0],
+        "loadavg1_before": loadavg, "periods": 1000, "steal_pct": 0.1,
+    });
+    v.as_object().unwrap().clone()
+}
+
+/// `interactivity/audio/burn` with `dropped` dropped frames and `task_cpu` % task CPU per run;
+/// latency, deadlines met, desired CPU and load CPU the same in every record.
+fn audio_record(label: &str, dropped: &[f64], task_cpu: &[f64]) -> RunRecord {
+    let n = dropped.len();
+    let mut r = fixture("cpu-a.json");
+    r.run_id = uuid::Uuid::now_v7();
+    r.label = Some(label.into());
+    r.config.runs = n as u32;
+    r.config.command_line = vec!["osgauge".into(), "interactivity".into()];
+    let lat = [52_000.0, 51_000.0, 53_000.0, 52_500.0, 51_500.0, 52_200.0];
+    r.benchmarks = vec![BenchmarkResult {
+        id: "interactivity/audio/burn".into(),
+        suite: "interactivity".into(),
+        title: "audio task under burn load".into(),
+        params: audio_params("SCHED_FIFO", 0.5),
+        metrics: vec![
+            per_run_metric("latency", Unit::Nanoseconds, Better::Lower, &lat[..n]),
+            per_run_metric(
+                "deadlines_met",
+                Unit::Percent,
+                Better::Higher,
+                &vec![99.0; n],
+            ),
+            per_run_metric(
+                "desired_cpu",
+                Unit::Percent,
+                Better::Higher,
+                &vec![100.0; n],
+            ),
+            per_run_metric("dropped_frames", Unit::Count, Better::Lower, dropped),
+            per_run_metric("task_cpu", Unit::Percent, Better::Neutral, task_cpu),
+            per_run_metric("load_cpu", Unit::Percent, Better::Neutral, &vec![97.0; n]),
+        ],
+        warnings: vec![],
+        error: None,
+        wall_s: 1.0,
+    }];
+    r
+}
+
+fn row<'a>(c: &'a compare::Comparison, metric: &str) -> &'a compare::Row {
+    c.rows
+        .iter()
+        .find(|r| r.metric == metric)
+        .unwrap_or_else(|| panic!("no row {metric}"))
+}
+
+fn delta<'a>(c: &'a compare::Comparison, metric: &str) -> &'a compare::Delta {
+    row(c, metric).cells[1].vs_base.as_ref().expect("compared")
+}
+
+#[test]
+fn zero_dropped_frames_to_five_is_worse_and_a_regression() {
+    let a = audio_record("zero", &[0.0; 5], &[10.0; 5]);
+    let b = audio_record("five", &[5.0, 4.0, 5.0, 6.0, 5.0], &[10.0; 5]);
+    let c = compare::compare(
+        &named(vec![("a", a.clone()), ("b", b.clone())]),
+        Options::default(),
+    );
+    let d = delta(&c, "dropped_frames");
+    // No ratio from 0: judged by the difference, in the metric's unit.
+    assert_eq!(d.basis, Basis::Difference);
+    assert!(d.ratio.is_nan());
+    assert_eq!(d.difference, 5.0);
+    assert!(d.difference_ci95[0] > 0.0, "{d:?}");
+    // 5 vs 5 fully separated: exact p = 2 / C(10, 5); 4 directed metrics in the BH family.
+    assert!(d.p_exact);
+    assert!((d.p - 2.0 / 252.0).abs() < 1e-12, "{}", d.p);
+    assert!((d.q - 4.0 * 2.0 / 252.0).abs() < 1e-12, "{}", d.q);
+    assert_eq!(d.verdict, Verdict::Worse);
+    // Everything else is unchanged.
+    for m in ["latency", "deadlines_met", "desired_cpu"] {
+        assert_eq!(delta(&c, m).verdict, Verdict::Same, "{m}");
+    }
+    // A regression at any threshold (no relative size from a baseline of 0).
+    for t in [0.0, 0.05, 10.0] {
+        let regs = c.regressions(t);
+        assert_eq!(regs.len(), 1, "threshold {t}");
+        assert_eq!(regs[0].0.metric, "dropped_frames");
+        assert_eq!(regs[0].2, f64::INFINITY);
+    }
+    let line = compare::render::regression_text(&c, regs_row(&c), 1);
+    assert!(line.contains("0 → 5.000 (Δ +5.000) worse"), "{line}");
+    // The geomean leaves out the count compared by difference (and the neutral metrics).
+    assert_eq!(c.suites[0].metrics, 3);
+    assert_eq!(c.suites[0].geomean, vec![Some(1.0)]);
+    let text = compare::render::text(&c);
+    assert!(text.contains("Δ +5.000 [+"), "{text}");
+    assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+    // Reversed: 5 → 0 is better, no regression.
+    let c = compare::compare(&named(vec![("b", b), ("a", a)]), Options::default());
+    assert_eq!(delta(&c, "dropped_frames").verdict, Verdict::Better);
+    assert_eq!(delta(&c, "dropped_frames").difference, -5.0);
+    assert!(c.regressions(0.0).is_empty());
+}
+
+fn regs_row(c: &compare::Comparison) -> &compare::Row {
+    row(c, "dropped_frames")
+}
+
+#[test]
+fn three_vs_three_ties_give_the_exact_p_and_no_verdict() {
+    let a = audio_record("zero", &[0.0; 3], &[10.0; 3]);
+    let b = audio_record("five", &[5.0; 3], &[10.0; 3]);
+    let c = compare::compare(&named(vec![("a", a), ("b", b)]), Options::default());
+    let d = delta(&c, "dropped_frames");
+    // Normal approximation: p = 0.047; exact permutation distribution: 2 / C(6, 3) = 0.1.
+    assert!(d.p_exact);
+    assert_eq!(d.p, 0.1);
+    assert_eq!(d.verdict, Verdict::TooFewRuns);
+    assert!(c.regressions(0.0).is_empty());
+    let text = compare::render::text(&c);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("interactivity/audio/burn.dropped_frames"))
+        .unwrap();
+    assert!(line.contains("p=0.100 q=0.400 ~ (a)"), "{line}");
+    let v: serde_json::Value = serde_json::from_str(&compare::render::json(&c).unwrap()).unwrap();
+    let cell = &v["rows"][3]["cells"][1]["vs_base"];
+    assert_eq!(v["rows"][3]["metric"], "dropped_frames");
+    assert_eq!(cell["p"], 0.1);
+    assert_eq!(cell["p_exact"], true);
+    assert_eq!(cell["basis"], "difference");
+    assert!(cell["ratio"].is_null());
+    assert_eq!(cell["verdict"], "too_few_runs");
+}
+
+/// A copy of `r` whose `bench` per-run medians are `values` (one value per run).
+fn with_values(r: &RunRecord, bench: &str, better: Better, values: &[f64]) -> RunRecord {
+    let mut out = r.clone();
+    out.run_id = uuid::Uuid::now_v7();
+    let b = out.benchmarks.iter_mut().find(|b| b.id == bench).unwrap();
+    let name = b.metrics[0].name.clone();
+    b.metrics = vec![per_run_metric(&name, Unit::Nanoseconds, better, values)];
+    out
+}
+
+#[test]
+fn negative_values_get_the_right_direction() {
+    let base = fixture("cpu-10runs.json");
+    let neg: Vec<f64> = (0..10).map(|i| -5.45 + 0.01 * i as f64).collect();
+    let pos: Vec<f64> = (0..10).map(|i| 10.45 + 0.01 * i as f64).collect();
+    for (better, up) in [
+        (Better::Lower, Verdict::Worse),
+        (Better::Higher, Verdict::Better),
+    ] {
+        let down = if up == Verdict::Worse {
+            Verdict::Better
+        } else {
+            Verdict::Worse
+        };
+        let a = with_values(&base, "cpu/timer_read", better, &neg);
+        let b = with_values(&base, "cpu/timer_read", better, &pos);
+        let c = compare::compare(
+            &named(vec![("a", a.clone()), ("b", b.clone())]),
+            Options::default(),
+        );
+        let r = c
+            .rows
+            .iter()
+            .find(|r| r.benchmark == "cpu/timer_read")
+            .unwrap();
+        let d = r.cells[1].vs_base.as_ref().unwrap();
+        assert_eq!(d.basis, Basis::Difference);
+        assert!((d.difference - 15.9).abs() < 1e-9, "{}", d.difference);
+        assert_eq!(d.verdict, up, "{better:?} −5.45 → +10.45");
+        // Left out of the geomean, which stays 1 over the unchanged metrics.
+        assert_eq!(c.suites[0].geomean, vec![Some(1.0)]);
+        if better == Better::Lower {
+            let regs = c.regressions(0.05);
+            assert_eq!(regs.len(), 1);
+            assert!((regs[0].2 - 15.9 / (neg[4] + neg[5]).abs() * 2.0).abs() < 1e-9);
+        } else {
+            assert!(c.regressions(0.0).is_empty());
+        }
+        let c = compare::compare(&named(vec![("b", b), ("a", a)]), Options::default());
+        let r = c
+            .rows
+            .iter()
+            .find(|r| r.benchmark == "cpu/timer_read")
+            .unwrap();
+        assert_eq!(r.cells[1].vs_base.as_ref().unwrap().verdict, down);
+    }
+}
+
+#[test]
+fn neutral_metrics_are_shown_but_never_judged() {
+    // task_cpu doubles (significant: 5 vs 5 fully separated) — it is a verification figure.
+    let a = audio_record("a", &[0.0; 5], &[10.0, 10.1, 10.2, 10.3, 10.4]);
+    let b = audio_record("b", &[0.0; 5], &[20.0, 20.2, 20.4, 20.6, 20.8]);
+    let c = compare::compare(&named(vec![("a", a.clone()), ("b", b)]), Options::default());
+    let r = row(&c, "task_cpu");
+    assert_eq!(r.better, Better::Neutral);
+    let d = r.cells[1].vs_base.as_ref().unwrap();
+    assert!((d.ratio - 2.0).abs() < 1e-12 && d.p < 0.01);
+    assert_eq!(d.verdict, Verdict::Neutral);
+    assert_eq!(d.q, d.p, "not in the BH family");
+    assert!(c.regressions(0.0).is_empty());
+    // The geomean counts latency, deadlines_met and desired_cpu only: still exactly 1.
+    assert_eq!(c.suites[0].metrics, 3);
+    assert_eq!(c.suites[0].geomean, vec![Some(1.0)]);
+    let text = compare::render::text(&c);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("interactivity/audio/burn.task_cpu"))
+        .unwrap();
+    assert!(
+        line.starts_with("interactivity/audio/burn.task_cpu ≈"),
+        "{line}"
+    );
+    assert!(
+        line.contains("+100.0 %") && line.ends_with("neutral"),
+        "{line}"
+    );
+    assert!(
+        !line.contains("better") && !line.contains("worse"),
+        "{line}"
+    );
+    let md = compare::render::markdown(&c);
+    assert!(
+        md.contains("| interactivity/audio/burn.task_cpu ≈ |"),
+        "{md}"
+    );
+    let csv = compare::render::csv(&c).unwrap();
+    assert!(
+        csv.lines().any(
+            |l| l.starts_with("interactivity/audio/burn,task_cpu,%,neutral,1,")
+                && l.ends_with(",neutral,")
+        ),
+        "{csv}"
+    );
+    let html = osgauge::report::render(
+        &named(vec![
+            ("a", a.clone()),
+            ("b", audio_record("b", &[0.0; 5], &[20.0; 5])),
+        ]),
+        Options::default(),
+    )
+    .unwrap();
+    assert!(html.contains("(neutral: ≈ target)"));
+    assert!(html.contains("2 neutral, not judged"));
+    // A record written before `neutral` existed (task_cpu stored as higher-is-better) is read
+    // the same way.
+    let mut old = audio_record("old", &[0.0; 5], &[20.0, 20.1, 20.2, 20.3, 20.4]);
+    for m in &mut old.benchmarks[0].metrics {
+        if m.better == Better::Neutral {
+            m.better = Better::Higher;
+        }
+    }
+    let c = compare::compare(&named(vec![("a", a), ("old", old)]), Options::default());
+    assert_eq!(row(&c, "task_cpu").better, Better::Neutral);
+    assert_eq!(delta(&c, "task_cpu").verdict, Verdict::Neutral);
+}
+
+#[test]
+fn settings_differences_are_listed_and_the_cells_marked() {
+    let a = audio_record("fifo", &[0.0; 5], &[10.0; 5]);
+    let mut b = audio_record("refused", &[0.0; 5], &[10.0; 5]);
+    // The real-time policy was refused in b: same id, same policy asked, another one applied.
+    b.benchmarks[0].params = audio_params("SCHED_OTHER", 1.7);
+    b.benchmarks[0]
+        .params
+        .insert("realtime_denied".into(), "no CAP_SYS_NICE".into());
+    b.config.command_line.push("--policy=fifo".into());
+    let c = compare::compare(
+        &named(vec![("a", a.clone()), ("b", b.clone())]),
+        Options::default(),
+    );
+    let fields: Vec<(&str, &[String])> = c
+        .settings
+        .iter()
+        .map(|d| (d.field.as_str(), d.benchmarks.as_slice()))
+        .collect();
+    let cell = ["interactivity/audio/burn".to_string()];
+    assert_eq!(
+        fields,
+        vec![
+            ("config.command_line", &[][..]),
+            ("realtime_denied", &cell[..]),
+            ("task_sched.policy", &cell[..]),
+        ],
+        "observations (loadavg1_before) are not settings"
+    );
+    assert_eq!(c.settings[2].values, ["SCHED_FIFO", "SCHED_OTHER"]);
+    assert!(
+        c.rows
+            .iter()
+            .all(|r| r.cells[1].settings_differ && !r.cells[0].settings_differ)
+    );
+    let text = compare::render::text(&c);
+    let at = text.find("Settings that differ").unwrap();
+    assert!(at < text.find("interactivity/audio/burn.latency").unwrap());
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("task_sched.policy"))
+        .unwrap();
+    assert!(
+        line.ends_with("SCHED_FIFO  |  SCHED_OTHER   in interactivity/audio/burn"),
+        "{line}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("interactivity/audio/burn.latency"))
+        .unwrap();
+    assert!(line.ends_with("~ (s)"), "{line}");
+    assert!(text.contains("(s) this benchmark ran with settings"));
+    let md = compare::render::markdown(&c);
+    assert!(md.contains("## Settings that differ"));
+    assert!(
+        md.contains("| task_sched.policy | interactivity/audio/burn | SCHED_FIFO | SCHED_OTHER |"),
+        "{md}"
+    );
+    assert!(md.contains("| ~ (s) |"), "{md}");
+    let v: serde_json::Value = serde_json::from_str(&compare::render::json(&c).unwrap()).unwrap();
+    assert_eq!(v["settings"][2]["field"], "task_sched.policy");
+    assert_eq!(v["rows"][0]["cells"][1]["settings_differ"], true);
+    assert_eq!(v["rows"][0]["cells"][0]["settings_differ"], false);
+    let csv = compare::render::csv(&c).unwrap();
+    assert!(csv.lines().any(|l| l.ends_with(",true,same,")), "{csv}");
+    let html =
+        osgauge::report::render(&named(vec![("a", a), ("b", b)]), Options::default()).unwrap();
+    assert!(html.contains("<h3>Settings that differ</h3>"));
+    assert!(html.contains("<th>task_sched.policy</th>"));
+    assert!(html.contains("~ (s)"));
+}
+
+#[test]
+fn cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, r: &RunRecord| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_string_pretty(r).unwrap()).unwrap();
+        p
+    };
+    let a5 = write(
+        "dropped-0.json",
+        &audio_record("zero", &[0.0; 5], &[10.0; 5]),
+    );
+    let b5 = write(
+        "dropped-5.json",
+        &audio_record("five", &[5.0, 4.0, 5.0, 6.0, 5.0], &[10.0; 5]),
+    );
+    let js = dir.path().join("c.json");
+    let out = osgauge()
+        .arg("compare")
+        .arg(&a5)
+        .arg(&b5)
+        .args(["--fail-on-regression", "5%", "--export-json"])
+        .arg(&js)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    eprintln!(
+        "$ osgauge compare dropped-0.json dropped-5.json --fail-on-regression 5%\n{stdout}{stderr}exit {:?}",
+        out.status.code()
+    );
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("interactivity/audio/burn.dropped_frames [")
+            && stderr.contains("0 → 5.000 (Δ +5.000) worse"),
+        "{stderr}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("interactivity/audio/burn.dropped_frames"))
+        .unwrap();
+    assert!(
+        line.contains("Δ +5.000") && line.ends_with("worse"),
+        "{line}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["verdict"], "worse");
+    assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["difference"], 5.0);
+
+    // 3 vs 3 tied values: ~ (a) with the exact p = 0.1, and no regression.
+    let a3 = write(
+        "dropped-0-3runs.json",
+        &audio_record("zero", &[0.0; 3], &[10.0; 3]),
+    );
+    let b3 = write(
+        "dropped-5-3runs.json",
+        &audio_record("five", &[5.0; 3], &[10.0; 3]),
+    );
+    let out = osgauge()
+        .arg("compare")
+        .arg(&a3)
+        .arg(&b3)
+        .args(["--fail-on-regression", "5%", "--export-json"])
+        .arg(&js)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!(
+        "$ osgauge compare dropped-0-3runs.json dropped-5-3runs.json --fail-on-regression 5%\n{stdout}exit {:?}",
+        out.status.code()
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("interactivity/audio/burn.dropped_frames"))
+        .unwrap();
+    assert!(line.contains("p=0.100 q=0.400 ~ (a)"), "{line}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p"], 0.1);
+    assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p_exact"], true);
 }

@@ -534,13 +534,8 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
                 regs.len(),
                 crate::compare::trim_num(t * 100.0)
             );
-            for (r, j, d) in regs {
-                eprintln!(
-                    "  {} [{}]: {:+.1} % worse",
-                    crate::compare::render::row_name(&cmp, r),
-                    cmp.columns[j].name,
-                    d * 100.0
-                );
+            for (r, j, _) in regs {
+                eprintln!("  {}", crate::compare::render::regression_text(&cmp, r, j));
             }
             return Ok(EXIT_REGRESSION);
         }

@@ -2,14 +2,33 @@
 //!
 //! Method (see `docs` in README and `/reference/results.md`): the unit is one independent run.
 //! Per benchmark and metric, with `a` = the baseline's per-run medians and `b` = the other run's:
-//! the ratio of medians `median(b) / median(a)` with a 95 % percentile-bootstrap CI
-//! ([`stats::bootstrap_ratio_ci`], fixed seed), a two-sided Mann-Whitney U test over the per-run
-//! values ([`stats::mann_whitney_u`]), p-values adjusted with Benjamini-Hochberg over every
-//! metric compared in that pair. A difference is called better/worse only when the adjusted p is
-//! below α = 0.05 *and* the whole CI lies outside the noise band (±2 % by default); otherwise `~`.
-//! When the run counts are too small for the test to ever reach α, the verdict says so.
-//! Summary per suite: the geometric mean of direction-normalised ratios over the metrics present
-//! with results in every run.
+//!
+//! * **Change.** Where every per-run value on both sides is positive, the ratio of medians
+//!   `median(b) / median(a)` with a 95 % percentile-bootstrap CI ([`stats::bootstrap_ratio_ci`],
+//!   fixed seed). A ratio means nothing for zero or negative values (a baseline of 0 dropped
+//!   frames has no ratio; −5 → +10 ns would give a negative one), so there the change is the
+//!   difference of medians `median(b) − median(a)` in the metric's unit with its bootstrap CI
+//!   ([`stats::bootstrap_diff_ci`]) ([`Basis`]).
+//! * **Test.** A two-sided Mann-Whitney U test over the per-run values ([`stats::mann_whitney`]:
+//!   exact for up to 40 runs in total, ties included), p-values adjusted with Benjamini-Hochberg
+//!   over every directed metric compared in that pair.
+//! * **Verdict.** better/worse only when the adjusted p is below α = 0.05 *and* the whole CI lies
+//!   outside the noise band (±2 % by default; for a difference: ± 2 % of |median(a)|, so ± 0
+//!   for a baseline of 0); otherwise `~`. When the run counts are too small for the test to ever
+//!   reach α, the verdict says so. The direction comes from the metric: for lower-is-better an
+//!   increase is worse, whatever the signs of the values.
+//! * **Neutral metrics** ([`Better::Neutral`], verification figures such as the CPU a task
+//!   really used vs its target) get their change, CI and p, but never a better/worse verdict,
+//!   and count in no correction, summary or regression check.
+//! * **Regressions** (`--fail-on-regression X`): a *worse* verdict whose direction-normalised
+//!   change is at least X: the ratio's change, or for a difference `|Δ| / |median(a)|`; with a
+//!   baseline of 0 there is no relative size, so any significant worse change counts (0 → 5
+//!   dropped frames is a regression at any threshold).
+//!
+//! Summary per suite: the geometric mean of direction-normalised ratios over the directed metrics
+//! compared by ratio in every run. Above every comparison: the machine/environment fields and
+//! the settings (run config; each benchmark's parameters as asked and as applied/read back) that
+//! differ; a cell whose benchmark ran with settings other than the baseline's is marked.
 
 pub mod render;
 
@@ -56,6 +75,8 @@ pub enum Verdict {
     Same,
     /// Too few runs on one side for the test to ever reach α.
     TooFewRuns,
+    /// A neutral metric (verification figure): its change is shown, never judged.
+    Neutral,
 }
 
 impl Verdict {
@@ -65,8 +86,20 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::Same => "~",
             Verdict::TooFewRuns => "~ (a)",
+            Verdict::Neutral => "neutral",
         }
     }
+}
+
+/// How a change is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// `median(b) / median(a)`: every per-run value on both sides is positive.
+    Ratio,
+    /// `median(b) − median(a)` in the metric's unit: some value is zero or negative, where a
+    /// ratio is undefined or misleading.
+    Difference,
 }
 
 impl Delta {
@@ -83,6 +116,30 @@ impl Delta {
             self.verdict.symbol()
         }
     }
+
+    /// Direction-normalised relative change as a fraction (+ = worse, − = better):
+    /// `ratio − 1` (inverted for higher-is-better), or for a difference `Δ / |baseline|`
+    /// signed by direction, ±∞ when the baseline is 0 and Δ ≠ 0. 0 for neutral metrics.
+    pub fn worse_fraction(&self, better: Better, baseline: f64) -> f64 {
+        let toward_worse = match better {
+            Better::Neutral => return 0.0,
+            Better::Lower => 1.0,
+            Better::Higher => -1.0,
+        };
+        match self.basis {
+            Basis::Ratio => normalised(self.ratio, better) - 1.0,
+            Basis::Difference => {
+                let w = toward_worse * self.difference;
+                if w == 0.0 {
+                    0.0
+                } else if baseline == 0.0 {
+                    w.signum() * f64::INFINITY
+                } else {
+                    w / baseline.abs()
+                }
+            }
+        }
+    }
 }
 
 /// One metric of one run, as compared with the baseline.
@@ -97,16 +154,30 @@ pub struct Cell {
     /// vs the baseline (None for the baseline column itself).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vs_base: Option<Delta>,
+    /// This benchmark's settings (asked or applied) differ from the baseline's; the fields are
+    /// in [`Comparison::settings`].
+    pub settings_differ: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Delta {
-    /// median(this) / median(baseline).
+    /// Whether the change is judged by the ratio or by the difference of medians.
+    pub basis: Basis,
+    /// median(this) / median(baseline); NaN (null in JSON) when the basis is the difference.
     pub ratio: f64,
+    /// 95 % bootstrap CI of the ratio; NaN (null) when the basis is the difference.
     pub ci95: [f64; 2],
+    /// median(this) − median(baseline), in the metric's unit.
+    pub difference: f64,
+    /// 95 % bootstrap CI of the difference.
+    pub difference_ci95: [f64; 2],
     /// Two-sided Mann-Whitney U p-value, before adjustment.
     pub p: f64,
-    /// Benjamini-Hochberg adjusted p-value (over every metric compared in this pair).
+    /// True when `p` is from the exact distribution (small samples), false for the normal
+    /// approximation.
+    pub p_exact: bool,
+    /// Benjamini-Hochberg adjusted p-value (over every directed metric compared in this pair;
+    /// for a neutral metric, `p` itself).
     pub q: f64,
     /// Smallest p the test can give with these run counts.
     pub min_p: f64,
@@ -141,12 +212,25 @@ pub struct FieldDiff {
     pub values: Vec<String>,
 }
 
+/// A setting whose value differs between the runs: a field of the run config (`config.…`,
+/// `benchmarks` empty) or a parameter of the listed benchmarks, as asked (e.g. `policy`) or as
+/// applied and read back (e.g. `task_sched.policy`, `realtime_denied`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SettingDiff {
+    /// The benchmarks with this difference (the same values in each); empty for the run config.
+    pub benchmarks: Vec<String>,
+    pub field: String,
+    /// One value per column ("—" when absent or when the run lacks the benchmark).
+    pub values: Vec<String>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
     pub columns: Vec<Column>,
     pub noise: f64,
     pub alpha: f64,
     pub differences: Vec<FieldDiff>,
+    pub settings: Vec<SettingDiff>,
     pub rows: Vec<Row>,
     pub suites: Vec<SuiteSummary>,
     pub footnotes: Vec<String>,
@@ -162,9 +246,10 @@ fn per_run(m: &MetricResult) -> Vec<f64> {
 }
 
 /// Direction-normalised ratio: > 1 means worse than the baseline whatever the metric's direction.
+/// A neutral metric has no direction: its ratio is returned as is.
 pub fn normalised(ratio: f64, better: Better) -> f64 {
     match better {
-        Better::Lower => ratio,
+        Better::Lower | Better::Neutral => ratio,
         Better::Higher => 1.0 / ratio,
     }
 }
@@ -185,6 +270,66 @@ pub fn runs_needed() -> usize {
     (2..100).find(|&n| min_p(n, n) < ALPHA).unwrap_or(100)
 }
 
+/// Metrics recorded before the neutral direction existed that are verification figures (they
+/// were stored as higher-is-better): (benchmark id prefix, metric name).
+const LEGACY_NEUTRAL: &[(&str, &str)] = &[
+    ("interactivity/", "task_cpu"),
+    ("interactivity/", "load_cpu"),
+];
+
+/// The direction of a row: neutral when any run (or the legacy table) says so, else the first
+/// run's.
+fn direction(bid: &str, metric: &str, ms: &[&MetricResult]) -> Better {
+    let legacy = LEGACY_NEUTRAL
+        .iter()
+        .any(|(prefix, name)| bid.starts_with(prefix) && metric == *name);
+    if legacy || ms.iter().any(|m| m.better == Better::Neutral) {
+        Better::Neutral
+    } else {
+        ms[0].better
+    }
+}
+
+fn delta(base_vals: &[f64], vals: &[f64]) -> Delta {
+    let positive = base_vals.iter().chain(vals).all(|&v| v > 0.0);
+    let (basis, ratio, ci95) = if positive {
+        let (lo, hi) = stats::bootstrap_ratio_ci(
+            base_vals,
+            vals,
+            0.95,
+            stats::BOOTSTRAP_RESAMPLES,
+            stats::BOOTSTRAP_SEED,
+        );
+        (
+            Basis::Ratio,
+            stats::median(vals) / stats::median(base_vals),
+            [lo, hi],
+        )
+    } else {
+        (Basis::Difference, f64::NAN, [f64::NAN, f64::NAN])
+    };
+    let (dlo, dhi) = stats::bootstrap_diff_ci(
+        base_vals,
+        vals,
+        0.95,
+        stats::BOOTSTRAP_RESAMPLES,
+        stats::BOOTSTRAP_SEED,
+    );
+    let mw = stats::mann_whitney(base_vals, vals);
+    Delta {
+        basis,
+        ratio,
+        ci95,
+        difference: stats::median(vals) - stats::median(base_vals),
+        difference_ci95: [dlo, dhi],
+        p: mw.p,
+        p_exact: mw.exact,
+        q: mw.p,
+        min_p: min_p(base_vals.len(), vals.len()),
+        verdict: Verdict::Same,
+    }
+}
+
 /// Compare `runs` (first = baseline). `names` are what the user called them.
 pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
     assert!(!runs.is_empty());
@@ -198,6 +343,13 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
             complete: r.complete,
         })
         .collect();
+    let settings = settings_differences(runs);
+    let marked = |bid: &str, j: usize| {
+        j > 0
+            && settings
+                .iter()
+                .any(|d| d.benchmarks.iter().any(|b| b == bid) && d.values[j] != d.values[0])
+    };
 
     // Rows: every (benchmark, metric) in any run, in order of first appearance.
     let mut keys: Vec<(String, String)> = Vec::new();
@@ -225,6 +377,8 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
         let Some((b0, m0)) = found.iter().flatten().next().copied() else {
             continue;
         };
+        let ms: Vec<&MetricResult> = found.iter().flatten().map(|(_, m)| *m).collect();
+        let better = direction(bid, mname, &ms);
         let base_vals = found[0].map(|(_, m)| per_run(m)).unwrap_or_default();
         let cells = found
             .iter()
@@ -242,30 +396,14 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
                     _ => None,
                 };
                 let center = (!vals.is_empty()).then(|| stats::median(&vals));
-                let vs_base = (i > 0 && !vals.is_empty() && !base_vals.is_empty()).then(|| {
-                    let ratio = stats::median(&vals) / stats::median(&base_vals);
-                    let (lo, hi) = stats::bootstrap_ratio_ci(
-                        &base_vals,
-                        &vals,
-                        0.95,
-                        stats::BOOTSTRAP_RESAMPLES,
-                        stats::BOOTSTRAP_SEED,
-                    );
-                    let p = stats::mann_whitney_u(&base_vals, &vals).1;
-                    Delta {
-                        ratio,
-                        ci95: [lo, hi],
-                        p,
-                        q: p,
-                        min_p: min_p(base_vals.len(), vals.len()),
-                        verdict: Verdict::Same,
-                    }
-                });
+                let vs_base = (i > 0 && !vals.is_empty() && !base_vals.is_empty())
+                    .then(|| delta(&base_vals, &vals));
                 Cell {
                     center,
                     runs: vals.len(),
                     note,
                     vs_base,
+                    settings_differ: f.is_some() && found[0].is_some() && marked(bid, i),
                 }
             })
             .collect();
@@ -274,15 +412,15 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
             suite: b0.suite.clone(),
             metric: mname.clone(),
             unit: m0.unit,
-            better: m0.better,
+            better,
             cells,
         });
     }
 
-    // Benjamini-Hochberg per pair (baseline vs column j), then verdicts.
+    // Benjamini-Hochberg per pair (baseline vs column j) over the directed metrics, then verdicts.
     for j in 1..columns.len() {
         let idx: Vec<usize> = (0..rows.len())
-            .filter(|&i| rows[i].cells[j].vs_base.is_some())
+            .filter(|&i| rows[i].better != Better::Neutral && rows[i].cells[j].vs_base.is_some())
             .collect();
         let ps: Vec<f64> = idx
             .iter()
@@ -290,16 +428,20 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
             .collect();
         let qs = stats::benjamini_hochberg(&ps);
         for (k, &i) in idx.iter().enumerate() {
-            let better = rows[i].better;
-            let d = rows[i].cells[j].vs_base.as_mut().unwrap();
-            d.q = qs[k];
-            d.verdict = verdict(d, better, opts.noise);
-            too_few |= d.verdict == Verdict::TooFewRuns;
-            lost |= d.lost_to_correction();
+            rows[i].cells[j].vs_base.as_mut().unwrap().q = qs[k];
+        }
+        for row in rows.iter_mut() {
+            let better = row.better;
+            let base = row.cells[0].center.unwrap_or(f64::NAN);
+            if let Some(d) = row.cells[j].vs_base.as_mut() {
+                d.verdict = verdict(d, better, base, opts.noise);
+                too_few |= d.verdict == Verdict::TooFewRuns;
+                lost |= d.lost_to_correction();
+            }
         }
     }
 
-    // Geometric-mean summary per suite over metrics with results in every run.
+    // Geometric-mean summary per suite over directed metrics compared by ratio in every run.
     let mut suites: Vec<SuiteSummary> = Vec::new();
     let mut suite_names: Vec<String> = Vec::new();
     for r in &rows {
@@ -311,11 +453,20 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
     for s in &suite_names {
         let present: Vec<&Row> = rows
             .iter()
-            .filter(|r| &r.suite == s && r.cells.iter().all(|c| c.center.is_some()))
+            .filter(|r| {
+                &r.suite == s
+                    && r.better != Better::Neutral
+                    && r.cells.iter().all(|c| c.center.is_some())
+            })
             .collect();
         let usable: Vec<&&Row> = present
             .iter()
-            .filter(|r| r.cells.iter().all(|c| c.center.unwrap() > 0.0))
+            .filter(|r| {
+                r.cells
+                    .iter()
+                    .skip(1)
+                    .all(|c| c.vs_base.as_ref().is_some_and(|d| d.basis == Basis::Ratio))
+            })
             .collect();
         excluded_nonpositive |= usable.len() < present.len();
         let geomean = (1..columns.len())
@@ -346,19 +497,34 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
             "(b) p < {ALPHA} before, but not after, the Benjamini-Hochberg correction for the number of metrics compared; more runs per side give the test more power"
         ));
     }
+    if rows
+        .iter()
+        .any(|r| r.cells.iter().any(|c| c.settings_differ))
+    {
+        footnotes.push(
+            "(s) this benchmark ran with settings (asked or applied) other than the baseline's: see \"Settings that differ\"; the figures were not measured under the same conditions".into(),
+        );
+    }
     if columns.len() > 1 {
         footnotes.push(format!(
-            "ratio = median of per-run medians vs the baseline ({}), 95 % bootstrap CI; better/worse only when the Benjamini-Hochberg adjusted Mann-Whitney p < {ALPHA} and the CI lies outside ±{} %; ~ = no difference shown",
+            "change = ratio of the medians of per-run medians vs the baseline ({}) with its 95 % bootstrap CI; Δ = their difference in the metric's unit (pp = percentage points), used where a value is zero or negative and a ratio means nothing. p = two-sided Mann-Whitney p over per-run values (exact for <= {} runs in total), q = p adjusted by Benjamini-Hochberg over the metrics compared (shown when it differs); better/worse only when q < {ALPHA} and the CI lies outside ±{} % (for Δ: ±{} % of the baseline, i.e. ±0 for a baseline of 0); ~ = no difference shown",
             columns[0].name,
+            stats::MWU_EXACT_MAX_TOTAL,
+            trim_num(opts.noise * 100.0),
             trim_num(opts.noise * 100.0)
         ));
         footnotes.push(
             "geomean: geometric mean over the suite's metrics present in every run of direction-normalised ratios (> 1 = worse than the baseline)".to_string(),
         );
     }
+    if rows.iter().any(|r| r.better == Better::Neutral) {
+        footnotes.push(
+            "neutral: a verification figure (achieved vs its target, e.g. the CPU a task or load really used); its change is shown but never called better or worse, and it counts in no geomean or regression check".into(),
+        );
+    }
     if excluded_nonpositive {
         footnotes.push(
-            "metrics with a zero or negative value are left out of the geometric mean".into(),
+            "metrics with a zero or negative value are compared by their difference and left out of the geometric mean".into(),
         );
     }
     if columns.iter().any(|c| !c.complete) {
@@ -373,16 +539,36 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
         noise: opts.noise,
         alpha: ALPHA,
         differences: differences(runs),
+        settings,
         rows,
         suites,
         footnotes,
     }
 }
 
-fn verdict(d: &Delta, better: Better, noise: f64) -> Verdict {
-    let outside = d.ci95[0] > 1.0 + noise || d.ci95[1] < 1.0 - noise;
+fn verdict(d: &Delta, better: Better, baseline: f64, noise: f64) -> Verdict {
+    if better == Better::Neutral {
+        return Verdict::Neutral;
+    }
+    let (outside, change) = match d.basis {
+        Basis::Ratio => (
+            d.ci95[0] > 1.0 + noise || d.ci95[1] < 1.0 - noise,
+            d.ratio - 1.0,
+        ),
+        Basis::Difference => {
+            let band = noise * baseline.abs();
+            (
+                d.difference_ci95[0] > band || d.difference_ci95[1] < -band,
+                d.difference,
+            )
+        }
+    };
     if d.q < ALPHA && outside {
-        if normalised(d.ratio, better) > 1.0 {
+        let worse = match better {
+            Better::Lower => change > 0.0,
+            _ => change < 0.0,
+        };
+        if worse {
             Verdict::Worse
         } else {
             Verdict::Better
@@ -395,15 +581,18 @@ fn verdict(d: &Delta, better: Better, noise: f64) -> Verdict {
 }
 
 impl Comparison {
-    /// Metrics of column `j` that are worse than the baseline by at least `threshold` (fraction).
+    /// Metrics of column `j` that are worse than the baseline by at least `threshold` (fraction),
+    /// with their direction-normalised relative change ([`Delta::worse_fraction`]; +∞ for a
+    /// significant worse change from a baseline of 0, which exceeds every threshold).
     pub fn regressions(&self, threshold: f64) -> Vec<(&Row, usize, f64)> {
         let mut out = Vec::new();
         for r in &self.rows {
+            let base = r.cells[0].center.unwrap_or(f64::NAN);
             for (j, c) in r.cells.iter().enumerate().skip(1) {
                 if let Some(d) = &c.vs_base {
-                    let n = normalised(d.ratio, r.better);
-                    if d.verdict == Verdict::Worse && n - 1.0 >= threshold {
-                        out.push((r, j, n - 1.0));
+                    let w = d.worse_fraction(r.better, base);
+                    if d.verdict == Verdict::Worse && w >= threshold {
+                        out.push((r, j, w));
                     }
                 }
             }
@@ -426,12 +615,40 @@ const VOLATILE: &[&str] = &[
     "reported_mhz",
 ];
 
-/// Flatten a JSON value into `path = value` leaves.
-pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+/// Benchmark parameters that are observations of the run, not settings (they differ between
+/// runs with the same settings on the same machine). Every other parameter is a setting, asked
+/// or applied: a new observation recorded in `params` must be listed here, or every comparison
+/// will report it as a settings difference.
+const OBSERVED_PARAMS: &[&str] = &[
+    "loadavg1_before",
+    "loadavg1_after",
+    "cpu_pressure_some_pct",
+    "steal_pct",
+    "periods",
+    "bursts",
+    "load_ops",
+    "target_cpu_pct",
+    "memload_size_rule",
+    "observed_resolution_ns",
+    "reported_resolution_ns",
+    // Measured by the interactivity work calibration (how, not what, was asked).
+    "cpu_clock_step_ns",
+    "work_loops_per_us",
+    "work_calibration_spread",
+    "work_calibration_cached",
+];
+
+/// Flatten a JSON value into `path = value` leaves, leaving out the keys in `skip` (at any depth).
+fn flatten_skipping(
+    prefix: &str,
+    v: &serde_json::Value,
+    skip: &[&str],
+    out: &mut BTreeMap<String, String>,
+) {
     match v {
         serde_json::Value::Object(m) => {
             for (k, x) in m {
-                if VOLATILE.contains(&k.as_str()) {
+                if skip.contains(&k.as_str()) {
                     continue;
                 }
                 let p = if prefix.is_empty() {
@@ -439,7 +656,7 @@ pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, S
                 } else {
                     format!("{prefix}.{k}")
                 };
-                flatten(&p, x, out);
+                flatten_skipping(&p, x, skip, out);
             }
         }
         serde_json::Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) => {
@@ -448,13 +665,18 @@ pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, S
         }
         serde_json::Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
-                flatten(&format!("{prefix}[{i}]"), x, out);
+                flatten_skipping(&format!("{prefix}[{i}]"), x, skip, out);
             }
         }
         x => {
             out.insert(prefix.to_string(), leaf(x));
         }
     }
+}
+
+/// Flatten a JSON value into `path = value` leaves (volatile machine fields left out).
+pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+    flatten_skipping(prefix, v, VOLATILE, out)
 }
 
 fn leaf(v: &serde_json::Value) -> String {
@@ -465,19 +687,35 @@ fn leaf(v: &serde_json::Value) -> String {
     }
 }
 
-/// The comparable facts of a run, flattened: machine, environment at start, tool, config.
+/// The comparable facts of a run, flattened: machine, environment at start, tool.
 pub fn facts(r: &RunRecord) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     flatten("machine", &to_value(&r.machine), &mut out);
     flatten("environment", &to_value(&r.environment.start), &mut out);
     flatten("tool", &to_value(&r.tool), &mut out);
-    for (k, x) in [
-        ("config.runs", r.config.runs.to_string()),
-        ("config.warmup_runs", r.config.warmup_runs.to_string()),
-        ("config.run_time_ms", r.config.run_time_ms.to_string()),
-    ] {
-        out.insert(k.to_string(), x);
+    out
+}
+
+/// The run-wide settings of a run, flattened: every field of its config.
+pub fn config_settings(r: &RunRecord) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    flatten_skipping("config", &to_value(&r.config), &[], &mut out);
+    if let Some(cl) = out.get_mut("config.command_line") {
+        *cl = cl.replace(',', " ");
     }
+    out
+}
+
+/// The settings of one benchmark, flattened: its parameters as asked and as applied/read back,
+/// observations ([`OBSERVED_PARAMS`]) left out.
+pub fn benchmark_settings(b: &crate::model::BenchmarkResult) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    flatten_skipping(
+        "",
+        &serde_json::Value::Object(b.params.clone()),
+        OBSERVED_PARAMS,
+        &mut out,
+    );
     out
 }
 
@@ -485,27 +723,95 @@ fn to_value<T: Serialize>(x: &T) -> serde_json::Value {
     serde_json::to_value(x).unwrap_or(serde_json::Value::Null)
 }
 
+/// Keys whose values differ between the maps (a missing key counts as "—").
+fn differing(all: &[Option<BTreeMap<String, String>>]) -> Vec<(String, Vec<String>)> {
+    let mut keys: Vec<&String> = all.iter().flatten().flat_map(|m| m.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| {
+            let vals: Vec<Option<String>> = all
+                .iter()
+                .map(|m| {
+                    m.as_ref()
+                        .map(|m| m.get(k).cloned().unwrap_or_else(|| "—".into()))
+                })
+                .collect();
+            let present: Vec<&String> = vals.iter().flatten().collect();
+            (present.iter().any(|v| *v != present[0])).then(|| {
+                (
+                    k.clone(),
+                    vals.into_iter()
+                        .map(|v| v.unwrap_or_else(|| "—".into()))
+                        .collect(),
+                )
+            })
+        })
+        .collect()
+}
+
 /// Machine/environment fields whose values differ between the runs.
 pub fn differences(runs: &[(String, RunRecord)]) -> Vec<FieldDiff> {
     if runs.len() < 2 {
         return Vec::new();
     }
-    let all: Vec<BTreeMap<String, String>> = runs.iter().map(|(_, r)| facts(r)).collect();
-    let mut keys: Vec<&String> = all.iter().flat_map(|m| m.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    keys.into_iter()
-        .filter_map(|k| {
-            let vals: Vec<String> = all
-                .iter()
-                .map(|m| m.get(k).cloned().unwrap_or_else(|| "—".into()))
-                .collect();
-            (vals.iter().any(|v| v != &vals[0])).then(|| FieldDiff {
-                field: k.clone(),
-                values: vals,
-            })
-        })
+    let all: Vec<Option<BTreeMap<String, String>>> =
+        runs.iter().map(|(_, r)| Some(facts(r))).collect();
+    differing(&all)
+        .into_iter()
+        .map(|(field, values)| FieldDiff { field, values })
         .collect()
+}
+
+/// Settings whose values differ between the runs: the run config, then per benchmark (present in
+/// at least two runs) its parameters as asked and as applied. A field with the same values in
+/// several benchmarks is listed once with all of them.
+pub fn settings_differences(runs: &[(String, RunRecord)]) -> Vec<SettingDiff> {
+    if runs.len() < 2 {
+        return Vec::new();
+    }
+    let config: Vec<Option<BTreeMap<String, String>>> =
+        runs.iter().map(|(_, r)| Some(config_settings(r))).collect();
+    let mut out: Vec<SettingDiff> = differing(&config)
+        .into_iter()
+        .map(|(field, values)| SettingDiff {
+            benchmarks: Vec::new(),
+            field,
+            values,
+        })
+        .collect();
+    let mut ids: Vec<&str> = Vec::new();
+    for (_, r) in runs {
+        for b in &r.benchmarks {
+            if !ids.contains(&b.id.as_str()) {
+                ids.push(&b.id);
+            }
+        }
+    }
+    let first = out.len();
+    for id in ids {
+        let per: Vec<Option<BTreeMap<String, String>>> = runs
+            .iter()
+            .map(|(_, r)| r.benchmark(id).map(benchmark_settings))
+            .collect();
+        if per.iter().flatten().count() < 2 {
+            continue;
+        }
+        for (field, values) in differing(&per) {
+            match out[first..]
+                .iter_mut()
+                .find(|d| d.field == field && d.values == values)
+            {
+                Some(d) => d.benchmarks.push(id.to_string()),
+                None => out.push(SettingDiff {
+                    benchmarks: vec![id.to_string()],
+                    field,
+                    values,
+                }),
+            }
+        }
+    }
+    out
 }
 
 /// A number without trailing zeros: 2 → "2", 2.5 → "2.5".

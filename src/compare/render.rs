@@ -1,7 +1,7 @@
 //! Renderings of a [`Comparison`]: terminal text, Markdown, CSV and JSON.
 
-use super::{Cell, Comparison, Row, Verdict};
-use crate::units::format_value;
+use super::{Basis, Cell, Comparison, Delta, Row, Verdict};
+use crate::units::{Better, Unit, format_value, sig};
 
 /// `+3.1 %` style change from a ratio.
 pub fn pct(ratio: f64) -> String {
@@ -40,6 +40,114 @@ pub fn p_text(p: f64) -> String {
     }
 }
 
+/// A signed difference in the metric's unit: `+5.000`, `-15.90 ns`, `+2.500 pp` (percentage
+/// points for % metrics).
+pub fn signed(v: f64, unit: Unit) -> String {
+    if !v.is_finite() {
+        return "—".into();
+    }
+    let sign = if v < 0.0 { "-" } else { "+" };
+    match unit {
+        Unit::Percent => format!("{sign}{} pp", sig(v.abs())),
+        _ => format!("{sign}{}", format_value(v.abs(), unit)),
+    }
+}
+
+/// The change alone: `+3.1 %` (ratio) or `Δ +5.000` (difference).
+pub fn delta_change(d: &Delta, unit: Unit) -> String {
+    match d.basis {
+        Basis::Ratio => pct(d.ratio),
+        Basis::Difference => format!("Δ {}", signed(d.difference, unit)),
+    }
+}
+
+/// The change's 95 % CI: `[+1.0, +5.2]` (ratio, %) or `[+3.000, +7.000]` (difference).
+pub fn delta_ci(d: &Delta, unit: Unit) -> String {
+    match d.basis {
+        Basis::Ratio => ci_pct(d.ci95),
+        Basis::Difference => {
+            let [lo, hi] = d.difference_ci95;
+            if !(lo.is_finite() && hi.is_finite()) {
+                return "—".into();
+            }
+            format!("[{}, {}]", signed(lo, unit), signed(hi, unit))
+        }
+    }
+}
+
+/// The change with its CI: `+3.1 % [+1.0, +5.2]` or `Δ +5.000 [+3.000, +7.000]`.
+pub fn delta_text(d: &Delta, unit: Unit) -> String {
+    format!("{} {}", delta_change(d, unit), delta_ci(d, unit))
+}
+
+/// The verdict as shown in a cell: `worse`, `~ (a)`, `neutral`, plus ` (s)` when the cell's
+/// settings differ from the baseline's.
+pub fn verdict_text(cell: &Cell) -> String {
+    match &cell.vs_base {
+        Some(d) if cell.settings_differ => format!("{} (s)", d.symbol()),
+        Some(d) => d.symbol().to_string(),
+        None if cell.settings_differ => "(s)".into(),
+        None => String::new(),
+    }
+}
+
+/// The direction marker of a row, as in the run tables: ↑ higher is better, ≈ neutral.
+pub fn direction_mark(b: Better) -> &'static str {
+    match b {
+        Better::Lower => "",
+        Better::Higher => " ↑",
+        Better::Neutral => " ≈",
+    }
+}
+
+/// The line `--fail-on-regression` prints for a regression of row `r` in column `j`.
+pub fn regression_text(c: &Comparison, r: &Row, j: usize) -> String {
+    let name = format!("{} [{}]", row_name(c, r), c.columns[j].name);
+    let Some(d) = r.cells[j].vs_base.as_ref() else {
+        return name;
+    };
+    let base = r.cells[0].center.unwrap_or(f64::NAN);
+    match d.basis {
+        Basis::Ratio => format!(
+            "{name}: {:+.1} % worse",
+            d.worse_fraction(r.better, base) * 100.0
+        ),
+        Basis::Difference => {
+            let from_to = format!(
+                "{} → {} (Δ {})",
+                format_value(base, r.unit),
+                r.cells[j]
+                    .center
+                    .map(|v| format_value(v, r.unit))
+                    .unwrap_or_else(|| "—".into()),
+                signed(d.difference, r.unit)
+            );
+            if base == 0.0 {
+                format!(
+                    "{name}: {from_to} worse (baseline 0: no relative size, any significant worse change counts)"
+                )
+            } else {
+                format!(
+                    "{name}: {from_to} worse, {:+.1} % of |baseline|",
+                    d.worse_fraction(r.better, base) * 100.0
+                )
+            }
+        }
+    }
+}
+
+/// The test's p-value, and the Benjamini-Hochberg adjusted one (q) when it differs:
+/// `p=0.100 q=0.400` (terminal) or `0.100 / 0.400` (tables).
+pub fn pq_text(d: &Delta, terminal: bool) -> String {
+    let same = p_text(d.p) == p_text(d.q);
+    match (terminal, same) {
+        (true, true) => format!("p={}", p_text(d.p)),
+        (true, false) => format!("p={} q={}", p_text(d.p), p_text(d.q)),
+        (false, true) => p_text(d.p),
+        (false, false) => format!("{} / {}", p_text(d.p), p_text(d.q)),
+    }
+}
+
 /// Row name: the benchmark id, plus `.metric` when the benchmark has several metrics.
 pub fn row_name(c: &Comparison, r: &Row) -> String {
     let several = c.rows.iter().filter(|x| x.benchmark == r.benchmark).count() > 1;
@@ -69,8 +177,28 @@ fn value_text(r: &Row, cell: &Cell) -> String {
 fn cell_text(r: &Row, cell: &Cell) -> String {
     let v = value_text(r, cell);
     match &cell.vs_base {
-        Some(d) => format!("{v}  {} {}", change_text(d.ratio, d.ci95), d.symbol()),
+        Some(d) => format!(
+            "{v}  {} {} {}",
+            delta_text(d, r.unit),
+            pq_text(d, true),
+            verdict_text(cell)
+        ),
+        None if cell.settings_differ => format!("{v} (s)"),
         None => v,
+    }
+}
+
+/// Row name with its direction marker (↑ higher is better, ≈ neutral).
+fn row_label(c: &Comparison, r: &Row) -> String {
+    format!("{}{}", row_name(c, r), direction_mark(r.better))
+}
+
+/// `a, b, c and 4 more`.
+fn short_list(xs: &[String], max: usize) -> String {
+    if xs.len() <= max {
+        xs.join(", ")
+    } else {
+        format!("{} and {} more", xs[..max].join(", "), xs.len() - max)
     }
 }
 
@@ -103,6 +231,27 @@ pub fn text(c: &Comparison) -> String {
     } else if c.columns.len() > 1 {
         s.push_str("Machine / environment: no differences in the recorded fields.\n\n");
     }
+    if !c.settings.is_empty() {
+        s.push_str(
+            "Settings that differ (run config; per benchmark: as asked and as applied/read back):\n",
+        );
+        let w = c
+            .settings
+            .iter()
+            .map(|d| d.field.chars().count())
+            .max()
+            .unwrap_or(0);
+        for d in &c.settings {
+            s.push_str(&format!("  {:<w$}  {}", d.field, d.values.join("  |  ")));
+            if !d.benchmarks.is_empty() {
+                s.push_str(&format!("   in {}", short_list(&d.benchmarks, 3)));
+            }
+            s.push('\n');
+        }
+        s.push('\n');
+    } else if c.columns.len() > 1 {
+        s.push_str("Settings: no differences in the run config or any benchmark's settings.\n\n");
+    }
 
     let mut suites: Vec<&str> = Vec::new();
     for r in &c.rows {
@@ -117,7 +266,7 @@ pub fn text(c: &Comparison) -> String {
         header.extend((0..c.columns.len()).map(|j| column_title(c, j)));
         table.push(header);
         for r in &rows {
-            let mut line = vec![row_name(c, r)];
+            let mut line = vec![row_label(c, r)];
             line.extend(r.cells.iter().map(|cell| cell_text(r, cell)));
             table.push(line);
         }
@@ -206,12 +355,38 @@ pub fn markdown(c: &Comparison) -> String {
             s.push('\n');
         }
     }
-    s.push_str("\n## Results\n\n| benchmark | ");
+    if !c.settings.is_empty() {
+        s.push_str("\n## Settings that differ\n\nRun config, and per benchmark its parameters as asked and as applied (read back).\n\n| field | benchmarks |");
+        for j in 0..c.columns.len() {
+            s.push_str(&format!(" {} |", md_escape(&column_title(c, j))));
+        }
+        s.push_str("\n|---|---|");
+        s.push_str(&"---|".repeat(c.columns.len()));
+        s.push('\n');
+        for d in &c.settings {
+            s.push_str(&format!(
+                "| {} | {} |",
+                md_escape(&d.field),
+                if d.benchmarks.is_empty() {
+                    "(run config)".to_string()
+                } else {
+                    md_escape(&d.benchmarks.join(", "))
+                }
+            ));
+            for v in &d.values {
+                s.push_str(&format!(" {} |", md_escape(v)));
+            }
+            s.push('\n');
+        }
+    } else if c.columns.len() > 1 {
+        s.push_str("\nSettings: no differences in the run config or any benchmark's settings.\n");
+    }
+    s.push_str("\n## Results\n\nDirection: lower is better unless marked ↑ (higher is better) or ≈ (neutral: a verification figure, never judged).\n\n| benchmark | ");
     s.push_str(&md_escape(&column_title(c, 0)));
     s.push_str(" |");
     for j in 1..c.columns.len() {
         let t = md_escape(&column_title(c, j));
-        s.push_str(&format!(" {t} | change | 95 % CI | p (BH) | verdict |"));
+        s.push_str(&format!(" {t} | change | 95 % CI | p / q (BH) | verdict |"));
     }
     s.push_str("\n|---|---:|");
     s.push_str(&"---:|---:|---:|---:|---|".repeat(c.columns.len() - 1));
@@ -219,7 +394,7 @@ pub fn markdown(c: &Comparison) -> String {
     for r in &c.rows {
         s.push_str(&format!(
             "| {} | {} |",
-            row_name(c, r),
+            md_escape(&row_label(c, r)),
             value_text(r, &r.cells[0])
         ));
         for cell in &r.cells[1..] {
@@ -227,12 +402,20 @@ pub fn markdown(c: &Comparison) -> String {
                 Some(d) => s.push_str(&format!(
                     " {} | {} | {} | {} | {} |",
                     value_text(r, cell),
-                    pct(d.ratio),
-                    ci_pct(d.ci95),
-                    p_text(d.q),
-                    d.symbol()
+                    delta_change(d, r.unit),
+                    delta_ci(d, r.unit),
+                    pq_text(d, false),
+                    verdict_text(cell)
                 )),
-                None => s.push_str(&format!(" {} | | | | {} |", value_text(r, cell), "—")),
+                None => s.push_str(&format!(
+                    " {} | | | | {} |",
+                    value_text(r, cell),
+                    if cell.settings_differ {
+                        "— (s)"
+                    } else {
+                        "—"
+                    }
+                )),
             }
         }
         s.push('\n');
@@ -280,12 +463,24 @@ pub fn csv(c: &Comparison) -> anyhow::Result<String> {
         "ratio",
         "ci95_low",
         "ci95_high",
+        "basis",
+        "difference",
+        "difference_ci95_low",
+        "difference_ci95_high",
         "p",
+        "p_exact",
         "p_bh",
+        "settings_differ",
         "verdict",
         "note",
     ])?;
-    let f = |x: f64| x.to_string();
+    let f = |x: f64| {
+        if x.is_finite() {
+            x.to_string()
+        } else {
+            String::new()
+        }
+    };
     for r in &c.rows {
         for (j, cell) in r.cells.iter().enumerate() {
             let col = &c.columns[j];
@@ -303,8 +498,15 @@ pub fn csv(c: &Comparison) -> anyhow::Result<String> {
                 d.map(|d| f(d.ratio)).unwrap_or_default(),
                 d.map(|d| f(d.ci95[0])).unwrap_or_default(),
                 d.map(|d| f(d.ci95[1])).unwrap_or_default(),
+                d.map(|d| basis_word(d.basis).to_string())
+                    .unwrap_or_default(),
+                d.map(|d| f(d.difference)).unwrap_or_default(),
+                d.map(|d| f(d.difference_ci95[0])).unwrap_or_default(),
+                d.map(|d| f(d.difference_ci95[1])).unwrap_or_default(),
                 d.map(|d| f(d.p)).unwrap_or_default(),
+                d.map(|d| d.p_exact.to_string()).unwrap_or_default(),
                 d.map(|d| f(d.q)).unwrap_or_default(),
+                cell.settings_differ.to_string(),
                 d.map(|d| verdict_word(d.verdict).to_string())
                     .unwrap_or_default(),
                 cell.note.clone().unwrap_or_default(),
@@ -320,6 +522,14 @@ fn verdict_word(v: Verdict) -> &'static str {
         Verdict::Worse => "worse",
         Verdict::Same => "same",
         Verdict::TooFewRuns => "too_few_runs",
+        Verdict::Neutral => "neutral",
+    }
+}
+
+fn basis_word(b: Basis) -> &'static str {
+    match b {
+        Basis::Ratio => "ratio",
+        Basis::Difference => "difference",
     }
 }
 
@@ -347,6 +557,12 @@ mod tests {
             assert!(t.contains("baseline is 0"), "{t}");
         }
         assert_eq!(p_text(0.0004), "<0.001");
+        // Differences carry the metric's unit; % metrics in percentage points.
+        assert_eq!(signed(15.9, Unit::Nanoseconds), "+15.90 ns");
+        assert_eq!(signed(-1534.0, Unit::Nanoseconds), "-1.534 µs");
+        assert_eq!(signed(5.0, Unit::Count), "+5.000");
+        assert_eq!(signed(-2.5, Unit::Percent), "-2.500 pp");
+        assert_eq!(signed(f64::NAN, Unit::Count), "—");
         assert_eq!(p_text(0.0251), "0.025");
     }
 }

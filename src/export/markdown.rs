@@ -15,7 +15,7 @@ pub fn render(record: &RunRecord) -> String {
         record.tool.profile
     ));
     s.push_str(&format!(
-        "Per benchmark: median of {} per-run medians with its 95 % bootstrap CI; p99 = median of per-run p99; CV = run-to-run coefficient of variation. Lower is better unless marked ↑.\n\n",
+        "Per benchmark: median of {} per-run medians with its 95 % bootstrap CI; p99 = median of per-run p99; CV = run-to-run coefficient of variation. Lower is better unless marked ↑ (higher is better) or ≈ (neutral: a verification figure, closer to its target is right).\n\n",
         record.config.runs
     ));
     for (suite, rows) in table_rows(record) {

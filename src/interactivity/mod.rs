@@ -237,14 +237,14 @@ impl Cell {
         metrics.push(MetricSpec {
             name: "task_cpu",
             unit: Unit::Percent,
-            better: Better::Higher,
+            better: Better::Neutral,
             description: "CPU time the task thread really used, % of one CPU (target: params.target_cpu_pct)",
         });
         if load != LoadKind::None {
             metrics.push(MetricSpec {
                 name: "load_cpu",
                 unit: Unit::Percent,
-                better: Better::Higher,
+                better: Better::Neutral,
                 description: "CPU time the load's threads really used, % of one CPU per thread",
             });
         }

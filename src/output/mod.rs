@@ -64,10 +64,10 @@ fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
 
 fn metric_row(name: String, m: &MetricResult) -> Row {
     let s = m.summary.as_ref().expect("filtered");
-    let arrow = if m.better == Better::Higher {
-        " ↑"
-    } else {
-        ""
+    let arrow = match m.better {
+        Better::Higher => " ↑",
+        Better::Neutral => " ≈",
+        Better::Lower => "",
     };
     Row {
         name,

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 
 use crate::compare::{
     self, Comparison, Verdict,
-    render::{change_text, p_text, pct},
+    render::{delta_text, pct, pq_text, verdict_text},
 };
 use crate::model::{BenchmarkResult, RunRecord};
 use crate::units::{Unit, format_value};
@@ -332,7 +332,43 @@ fn system_table(runs: &[(String, RunRecord)], cmp: &Comparison) -> String {
         }
         s.push_str("</table></details>\n");
     }
+    if runs.len() > 1 {
+        s.push_str(&settings_table(runs, cmp));
+    }
     s.push_str("</section>\n");
+    s
+}
+
+/// The settings (run config, per-benchmark parameters as asked and applied) that differ.
+fn settings_table(runs: &[(String, RunRecord)], cmp: &Comparison) -> String {
+    if cmp.settings.is_empty() {
+        return "<p class=\"note\">Settings: no differences in the run config or any benchmark's settings.</p>\n".into();
+    }
+    let mut s = String::from(
+        "<h3>Settings that differ</h3>\n<p class=\"note\">Run config, and per benchmark its parameters as asked and as applied (read back). Results cells of these benchmarks are marked (s).</p>\n<table class=\"sys\"><tr><th>field</th><th>benchmarks</th>",
+    );
+    for (n, _) in runs {
+        write!(s, "<th>{}</th>", esc(n)).unwrap();
+    }
+    s.push_str("</tr>\n");
+    for d in &cmp.settings {
+        write!(
+            s,
+            "<tr class=\"diff\"><th>{}</th><td>{}</td>",
+            esc(&d.field),
+            if d.benchmarks.is_empty() {
+                "(run config)".to_string()
+            } else {
+                esc(&d.benchmarks.join(", "))
+            }
+        )
+        .unwrap();
+        for v in &d.values {
+            write!(s, "<td>{}</td>", esc(v)).unwrap();
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</table>\n");
     s
 }
 
@@ -367,13 +403,18 @@ fn summary(cmp: &Comparison) -> String {
             };
             write!(
                 s,
-                "<td>geomean {} &nbsp; <span class=\"worse\">{} worse</span>, <span class=\"better\">{} better</span>, {} ~</td>",
+                "<td>geomean {} &nbsp; <span class=\"worse\">{} worse</span>, <span class=\"better\">{} better</span>, {} ~",
                 g.map(pct).unwrap_or_else(|| "—".into()),
                 count(Verdict::Worse),
                 count(Verdict::Better),
                 count(Verdict::Same) + count(Verdict::TooFewRuns)
             )
             .unwrap();
+            let neutral = count(Verdict::Neutral);
+            if neutral > 0 {
+                write!(s, " ({neutral} neutral, not judged)").unwrap();
+            }
+            s.push_str("</td>");
         }
         s.push_str("</tr>\n");
     }
@@ -385,7 +426,7 @@ fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Better => "better",
         Verdict::Worse => "worse",
-        Verdict::Same | Verdict::TooFewRuns => "same",
+        Verdict::Same | Verdict::TooFewRuns | Verdict::Neutral => "same",
     }
 }
 
@@ -412,7 +453,7 @@ fn results_section(cmp: &Comparison) -> String {
             } else {
                 write!(
                     s,
-                    "<th>{t}</th><th>change [95 % CI]</th><th>p (BH)</th><th></th>"
+                    "<th>{t}</th><th>change [95 % CI]</th><th>p / q (BH)</th><th></th>"
                 )
                 .unwrap();
             }
@@ -421,9 +462,9 @@ fn results_section(cmp: &Comparison) -> String {
         for r in cmp.rows.iter().filter(|r| r.suite == suite) {
             write!(
                 s,
-                "<tr><td>{} <span class=\"dir\">({} is better)</span></td>",
+                "<tr><td>{} <span class=\"dir\">({})</span></td>",
                 esc(&compare::render::row_name(cmp, r)),
-                r.better.as_str()
+                esc(r.better.describe())
             )
             .unwrap();
             for (j, c) in r.cells.iter().enumerate() {
@@ -438,13 +479,18 @@ fn results_section(cmp: &Comparison) -> String {
                         Some(d) => write!(
                             s,
                             "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"{}\">{}</td>",
-                            esc(&change_text(d.ratio, d.ci95)),
-                            esc(&p_text(d.q)),
+                            esc(&delta_text(d, r.unit)),
+                            esc(&pq_text(d, false)),
                             verdict_class(d.verdict),
-                            esc(d.symbol())
+                            esc(&verdict_text(c))
                         )
                         .unwrap(),
-                        None => s.push_str("<td></td><td></td><td></td>"),
+                        None => write!(
+                            s,
+                            "<td></td><td></td><td>{}</td>",
+                            esc(&verdict_text(c))
+                        )
+                        .unwrap(),
                     }
                 }
             }
