@@ -177,6 +177,14 @@ pub fn run_benchmark(
 
     // Figures that depend on every run (e.g. cache levels detected once on the pooled curve).
     let derived = bench.finish(&mut outputs);
+    for w in outputs
+        .iter_mut()
+        .flat_map(|o| std::mem::take(&mut o.warnings))
+    {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
     let run_facts: Vec<Map<String, Value>> = outputs
         .iter_mut()
         .map(|o| std::mem::take(&mut o.facts))
