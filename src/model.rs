@@ -127,6 +127,9 @@ pub struct MetricResult {
     pub runs: Vec<RunMetric>,
     /// Across-run summary (median of per-run medians with a 95 % CI); None when no run finished.
     pub summary: Option<AcrossRuns>,
+    /// Why a run could not measure this metric (e.g. "unsupported: …"), when one said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_measured: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

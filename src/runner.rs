@@ -194,10 +194,16 @@ pub fn run_benchmark(
         params.insert(k, v);
     }
     let mut per_metric: Vec<Vec<Vec<f64>>> = vec![Vec::new(); info.metrics.len()];
+    let mut reasons: Vec<Option<String>> = vec![None; info.metrics.len()];
     for out in outputs {
         for (name, samples) in out.samples {
             if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
                 per_metric[k].push(samples);
+            }
+        }
+        for (name, why) in out.not_measured {
+            if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
+                reasons[k].get_or_insert(why);
             }
         }
     }
@@ -206,7 +212,12 @@ pub fn run_benchmark(
         .metrics
         .iter()
         .zip(per_metric)
-        .map(|(spec, runs)| summarize_metric(spec, runs, &mut warnings))
+        .zip(reasons)
+        .map(|((spec, runs), why)| {
+            let mut m = summarize_metric(spec, runs, &mut warnings);
+            m.not_measured = why;
+            m
+        })
         .collect();
     BenchmarkResult {
         id: info.id.clone(),
@@ -298,6 +309,7 @@ fn summarize_metric(
         description: spec.description.to_string(),
         runs: run_metrics,
         summary,
+        not_measured: None,
     }
 }
 
@@ -630,6 +642,30 @@ mod tests {
         assert_eq!(r.error.as_ref().unwrap().kind, ErrorKind::Timeout);
         assert_eq!(r.metrics[0].runs.len(), 2);
         assert_eq!(r.run_facts.len(), 2);
+    }
+
+    #[test]
+    fn a_metric_a_run_could_not_measure_keeps_its_row_and_reason() {
+        let p = plan(
+            vec![fake("test/partial", |_| {
+                Ok(RunOutput::default().not_measured("t", "unsupported on TestOS: no such fault"))
+            })],
+            2,
+            10,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.error.is_none());
+        let m = &r.metrics[0];
+        assert!(m.summary.is_none());
+        assert_eq!(
+            m.not_measured.as_deref(),
+            Some("unsupported on TestOS: no such fault")
+        );
+        let rows = crate::output::benchmark_rows(&r);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].median, "—");
+        assert!(rows[0].note.contains("no such fault"), "{:?}", rows[0]);
     }
 
     #[test]

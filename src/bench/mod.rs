@@ -45,9 +45,16 @@ pub struct RunOutput {
     /// in the record's `run_facts`, and in its params where every run agrees.
     pub facts: Map<String, Value>,
     pub warnings: Vec<String>,
+    /// Declared metrics this run could not measure, with the reason (shown in place of a value).
+    pub not_measured: Vec<(&'static str, String)>,
 }
 
 impl RunOutput {
+    /// Say why metric `name` has no samples in this run (e.g. "unsupported: …").
+    pub fn not_measured(mut self, name: &'static str, why: impl Into<String>) -> Self {
+        self.not_measured.push((name, why.into()));
+        self
+    }
     pub fn metric(mut self, name: &'static str, samples: Vec<f64>) -> Self {
         self.samples.push((name, samples));
         self

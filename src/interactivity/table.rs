@@ -249,6 +249,7 @@ mod tests {
                 })
                 .collect(),
             summary: None,
+            not_measured: None,
         }
     }
 

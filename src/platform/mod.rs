@@ -44,10 +44,10 @@ pub use sysinfo_macos as sysinfo;
 pub mod sysinfo_windows;
 #[cfg(windows)]
 pub use sysinfo_windows as sysinfo;
+
+// osgauge builds for Linux, macOS and Windows only: say so instead of failing on a missing `os`.
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-pub mod sysinfo_fallback;
-#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-pub use sysinfo_fallback as sysinfo;
+compile_error!("osgauge supports Linux, macOS and Windows; this OS has no platform back end");
 
 // Processes, threads and pipes (the `proc` suite): Linux uses the shared Unix code directly; macOS
 // re-exports the parts of it that are valid there and stubs the rest; Windows stubs everything.

@@ -12,7 +12,7 @@
 //! where it helps the record's `notes` map (field name → reason) says why.
 //!
 //! The OS-specific reading lives in the platform layer (`src/platform/linux_sysinfo.rs` on Linux,
-//! `sysinfo_macos.rs`, `sysinfo_windows.rs`, `sysinfo_fallback.rs` elsewhere); the text parsers it
+//! `sysinfo_macos.rs`, `sysinfo_windows.rs`; no other OS is built); the text parsers it
 //! uses are pure functions in [`parse`].
 
 use std::collections::BTreeMap;

@@ -99,6 +99,7 @@ fn metric(name: &str, unit: Unit, better: Better, runs: Vec<Vec<f64>>) -> Metric
         description: "synthetic test data".into(),
         summary: stats::across_runs(&per),
         runs: rm,
+        not_measured: None,
     }
 }
 
