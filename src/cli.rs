@@ -25,6 +25,8 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_INTERRUPTED: i32 = 130;
 /// `compare --fail-on-regression`: a metric is significantly worse than the baseline.
 pub const EXIT_REGRESSION: i32 = 3;
+/// `system check`: no warning, but some checks could not be made on this OS.
+pub const EXIT_INCOMPLETE: i32 = 4;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -506,7 +508,18 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                     println!("          fix: {fix}");
                 }
             }
-            if warnings == 0 {
+            let unchecked = crate::system::unchecked(&e);
+            for (topic, why) in &unchecked {
+                println!("[not checked] {topic}: {why}");
+            }
+            if warnings == 0 && !unchecked.is_empty() {
+                println!(
+                    "Checks incomplete on {}: {} check(s) could not be made; nothing else found.",
+                    m.os,
+                    unchecked.len()
+                );
+                Ok(EXIT_INCOMPLETE)
+            } else if warnings == 0 {
                 println!("Ready: nothing that osgauge knows to disturb measurements.");
                 Ok(EXIT_OK)
             } else {

@@ -24,7 +24,7 @@ mod check;
 pub mod parse;
 mod render;
 
-pub use check::{check, explain_rt_denial};
+pub use check::{check, explain_rt_denial, unchecked};
 pub use render::{format_bytes, format_cpu_list, render_findings, render_text};
 
 use crate::platform::sysinfo as backend;
