@@ -1,5 +1,6 @@
 //! A commented template for a new benchmark (fio's `skeleton_external.c` idea). It is a real,
-//! working benchmark but is not in any suite (its unit test runs it through the runner); copy this file, rename, and add it to a suite list.
+//! working benchmark but is not in any suite (its unit test runs it through the runner); copy
+//! this file, rename, and add it to a suite list.
 //!
 //! Rules every benchmark follows:
 //! - `run` is one independent run: make what it needs, measure, free everything, return samples.
