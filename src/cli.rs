@@ -25,6 +25,8 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_INTERRUPTED: i32 = 130;
 /// `compare --fail-on-regression`: a metric is significantly worse than the baseline.
 pub const EXIT_REGRESSION: i32 = 3;
+/// `system check`: no warning, but some checks could not be made on this OS.
+pub const EXIT_INCOMPLETE: i32 = 4;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -227,7 +229,50 @@ fn parse_pct(s: &str) -> Result<f64, String> {
 pub struct CpuList(pub Vec<usize>);
 
 fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
-    cpu_list(s).map(CpuList)
+    let v = cpu_list(s)?;
+    let allowed = crate::platform::allowed_cpus().map_err(|e| format!("cannot pin: {e}"))?;
+    check_cpus_allowed(&v, &allowed).map(|()| CpuList(v))
+}
+
+/// Every CPU of `wanted` must be one this process may run on (`allowed`: its affinity mask,
+/// which only names CPUs that exist).
+pub fn check_cpus_allowed(wanted: &[usize], allowed: &[usize]) -> Result<(), String> {
+    let missing: Vec<String> = wanted
+        .iter()
+        .filter(|c| !allowed.contains(c))
+        .map(|c| c.to_string())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let have: Vec<u32> = allowed.iter().map(|&c| c as u32).collect();
+    Err(format!(
+        "CPU {} not available: this process may use CPUs {}",
+        missing.join(", "),
+        crate::system::format_cpu_list(&have)
+    ))
+}
+
+/// `--run-time`: at least 1 ms (the harness needs batches of ≥ 50 µs and the record keeps ms),
+/// at most 1 h.
+fn parse_run_time(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(1) || d > Duration::from_secs(3600) {
+        return Err(format!("'{s}': expected a measuring time from 1ms to 60m"));
+    }
+    Ok(d)
+}
+
+/// `--timeout`: at least 100 ms (a bound below one run's setup only records timeouts), at most
+/// 24 h.
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(100) {
+        return Err(format!(
+            "'{s}': expected a time bound from 100ms to 1440m (24 h)"
+        ));
+    }
+    Ok(d)
 }
 
 /// "0", "0,2", "0-3,6" → sorted, deduplicated CPU numbers.
@@ -269,11 +314,11 @@ pub struct RunOpts {
     /// Warm-up runs per benchmark, discarded
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub warmup: u32,
-    /// Measuring time per run, e.g. 100ms, 1s [default: 100ms for quick, 300ms otherwise]
-    #[arg(long, value_parser = parse_duration)]
+    /// Measuring time per run, 1ms..60m, e.g. 100ms, 1s [default: 100ms for quick, 300ms otherwise]
+    #[arg(long, value_parser = parse_run_time)]
     pub run_time: Option<Duration>,
-    /// Time bound per benchmark (all its runs); reaching it stops the benchmark cleanly and records a timeout
-    #[arg(long, value_parser = parse_duration)]
+    /// Time bound per benchmark (all its runs), 100ms..1440m; reaching it stops the benchmark cleanly and records a timeout
+    #[arg(long, value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
     /// A name for this run (e.g. the OS or kernel), kept in the record
     #[arg(long)]
@@ -463,7 +508,18 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                     println!("          fix: {fix}");
                 }
             }
-            if warnings == 0 {
+            let unchecked = crate::system::unchecked(&e);
+            for (topic, why) in &unchecked {
+                println!("[not checked] {topic}: {why}");
+            }
+            if warnings == 0 && !unchecked.is_empty() {
+                println!(
+                    "Checks incomplete on {}: {} check(s) could not be made; nothing else found.",
+                    m.os,
+                    unchecked.len()
+                );
+                Ok(EXIT_INCOMPLETE)
+            } else if warnings == 0 {
                 println!("Ready: nothing that osgauge knows to disturb measurements.");
                 Ok(EXIT_OK)
             } else {
@@ -963,6 +1019,58 @@ mod tests {
         assert!(cpu_list("2-1").is_err());
         assert!(cpu_list("a").is_err());
         assert!(cpu_list("").is_err());
+        assert!(check_cpus_allowed(&[0, 1], &[0, 1]).is_ok());
+        let e = check_cpus_allowed(&[1, 99], &[0, 1]).unwrap_err();
+        assert!(
+            e.contains("CPU 99 not available") && e.contains("0-1"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn run_options_are_bounded_at_parse_time() {
+        use clap::error::ErrorKind;
+        let bad = [
+            vec!["--run-time", "0.00001ns"],
+            vec!["--run-time", "500us"],
+            vec!["--run-time", "61m"],
+            vec!["--timeout", "10ms"],
+            vec!["--timeout", "1441m"],
+            vec!["--runs", "0"],
+            vec!["--runs", "1001"],
+            vec!["--warmup", "101"],
+        ];
+        for args in bad {
+            let mut argv = vec!["osgauge", "micro", "cpu"];
+            argv.extend(&args);
+            let e = Cli::try_parse_from(&argv).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ValueValidation, "{args:?}");
+            // clap exits 2 for these.
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+        }
+        for args in [
+            vec!["--run-time", "1ms"],
+            vec!["--run-time", "60m"],
+            vec!["--timeout", "100ms"],
+            vec!["--runs", "1", "--warmup", "0"],
+        ] {
+            let mut argv = vec!["osgauge", "micro", "cpu"];
+            argv.extend(&args);
+            assert!(Cli::try_parse_from(&argv).is_ok(), "{args:?}");
+        }
+        // A CPU that does not exist (or this process may not use) is refused when parsing.
+        match crate::platform::allowed_cpus() {
+            Ok(allowed) => {
+                let absent = (allowed.iter().max().unwrap() + 1).to_string();
+                let e = Cli::try_parse_from(["osgauge", "interactivity", "--cpus", &absent])
+                    .unwrap_err();
+                assert_eq!(e.exit_code(), 2);
+                assert!(e.to_string().contains("not available"), "{e}");
+                let ok = allowed[0].to_string();
+                assert!(Cli::try_parse_from(["osgauge", "interactivity", "--cpus", &ok]).is_ok());
+            }
+            Err(e) => eprintln!("--cpus check skipped: no affinity mask here ({e})"),
+        }
     }
 
     #[test]

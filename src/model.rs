@@ -101,13 +101,20 @@ pub struct BenchmarkResult {
     pub id: String,
     pub suite: String,
     pub title: String,
-    /// What was asked for and what was actually applied (read back), e.g. pinning.
+    /// What was asked for and what was actually applied (read back), e.g. pinning. A fact read
+    /// back while running is here only when every measured run reported the same value (or the
+    /// benchmark derived it from all runs, e.g. the latency `curve`); each run's own facts are in
+    /// `run_facts`.
     pub params: serde_json::Map<String, serde_json::Value>,
     pub metrics: Vec<MetricResult>,
     pub warnings: Vec<String>,
     pub error: Option<BenchError>,
     /// Wall time the benchmark took, warm-up included, s.
     pub wall_s: f64,
+    /// The facts each measured run read back, in run order (`run_facts[i]` belongs to the i-th
+    /// measured run). Empty in records written before per-run facts were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_facts: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -120,17 +127,25 @@ pub struct MetricResult {
     pub runs: Vec<RunMetric>,
     /// Across-run summary (median of per-run medians with a 95 % CI); None when no run finished.
     pub summary: Option<AcrossRuns>,
+    /// Why a run could not measure this metric (e.g. "unsupported: …"), when one said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_measured: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunMetric {
     pub summary: Summary,
     /// Base64 of the HDR histogram (V2 deflate serialisation) of this run's samples; values are
-    /// recorded as round(value × `histogram_scale`), so ns metrics are kept with ps resolution.
+    /// recorded as round((value − `histogram_offset`) × `histogram_scale`), so ns metrics are
+    /// kept with ps resolution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram_scale: Option<f64>,
+    /// Present when the run had samples ≤ 0 (an HDR histogram holds only positive integers): the
+    /// histogram holds every sample shifted up by −offset; add the offset back when decoding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram_offset: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -210,16 +225,37 @@ impl RunRecord {
 
 /// Encode samples into a base64 HDR histogram, values scaled by `scale` and rounded (≥ 1).
 pub fn encode_histogram(samples: &[f64], scale: f64) -> Option<String> {
+    encode_histogram_offset(samples, scale, 0.0)
+}
+
+/// The offset [`encode_histogram_offset`] needs for `samples` at `scale`: 0 when every sample
+/// records as ≥ 1, else a whole number of histogram units that lifts the smallest sample to 1.
+pub fn histogram_offset(samples: &[f64], scale: f64) -> f64 {
+    let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    if !min.is_finite() || (min * scale).round() >= 1.0 {
+        0.0
+    } else {
+        ((min * scale).round() - 1.0) / scale
+    }
+}
+
+/// Histogram of `samples` recorded as round((value − offset) × scale); None if a sample is not
+/// finite or records below 1 (choose the offset with [`histogram_offset`]).
+pub fn encode_histogram_offset(samples: &[f64], scale: f64, offset: f64) -> Option<String> {
     use base64::Engine;
     use hdrhistogram::Histogram;
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
     let mut h = Histogram::<u64>::new(3).ok()?;
+    let off = (offset * scale).round();
     for &s in samples {
         if !s.is_finite() {
             return None;
         }
-        let v = (s * scale).round().max(1.0) as u64;
-        h.record(v).ok()?;
+        let v = (s * scale).round() - off;
+        if v < 1.0 {
+            return None;
+        }
+        h.record(v as u64).ok()?;
     }
     let mut buf = Vec::new();
     V2DeflateSerializer::new().serialize(&h, &mut buf).ok()?;
@@ -248,6 +284,43 @@ mod tests {
         let p50 = h.value_at_quantile(0.5) as f64 / 1000.0;
         assert!((p50 - 250.0).abs() / 250.0 < 0.01, "p50 {p50}");
         assert_eq!(encode_histogram(&[f64::NAN], 1.0), None);
+    }
+
+    #[test]
+    fn histogram_keeps_samples_at_or_below_zero_with_an_offset() {
+        let samples = [-2.5, -0.001, 0.0, 0.0002, 3.0];
+        // Without an offset they cannot be recorded: no silent clamping to 1.
+        assert_eq!(encode_histogram(&samples, 1000.0), None);
+        let off = histogram_offset(&samples, 1000.0);
+        assert!(off < -2.5 && off > -2.6, "offset {off}");
+        let h = decode_histogram(&encode_histogram_offset(&samples, 1000.0, off).unwrap()).unwrap();
+        assert_eq!(h.len(), samples.len() as u64);
+        // Decoded back with the offset, min and max are the samples'.
+        let min = h.min() as f64 / 1000.0 + off;
+        let max = h.max() as f64 / 1000.0 + off;
+        assert!((min - -2.5).abs() < 1e-3, "min {min}");
+        assert!((max - 3.0).abs() / 3.0 < 1e-3, "max {max}");
+        // Positive samples need no offset.
+        assert_eq!(histogram_offset(&[0.5, 2.0], 1000.0), 0.0);
+    }
+
+    #[test]
+    fn records_without_run_facts_still_load() {
+        let b = BenchmarkResult {
+            id: "a/b".into(),
+            suite: "a".into(),
+            title: String::new(),
+            params: serde_json::Map::new(),
+            metrics: vec![],
+            warnings: vec![],
+            error: None,
+            wall_s: 0.0,
+            run_facts: vec![],
+        };
+        let j = serde_json::to_value(&b).unwrap();
+        assert!(j.get("run_facts").is_none());
+        let back: BenchmarkResult = serde_json::from_value(j).unwrap();
+        assert_eq!(back, b);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use serde_json::{Map, Value};
 
-use crate::bench::{Benchmark, Info};
+use crate::bench::{Benchmark, Info, RunOutput};
 use crate::harness::RunContext;
 use crate::model::{
     BenchError, BenchmarkResult, Config, Environments, ErrorKind, MetricResult, RunMetric,
@@ -114,11 +114,24 @@ pub fn run_benchmark(
     let deadline = started + plan.timeout();
     let mut params = bench.params();
     let mut warnings = Vec::new();
-    let mut per_metric: Vec<Vec<Vec<f64>>> = vec![Vec::new(); info.metrics.len()];
+    // The measured runs' outputs, in order (warm-up outputs are discarded).
+    let mut outputs: Vec<RunOutput> = Vec::new();
     let mut error: Option<BenchError> = None;
+    let timeout_error = |done: usize| {
+        BenchError::timeout(format!(
+            "time bound of {} reached after {done} of {} runs; finished runs are kept",
+            crate::units::format_time_ns(plan.config.timeout_ms as f64 * 1e6),
+            plan.config.runs
+        ))
+    };
 
     let total = plan.config.warmup_runs + plan.config.runs;
     for i in 0..total {
+        // The bound holds between runs too: a run is not started past it.
+        if Instant::now() >= deadline {
+            error = Some(timeout_error(outputs.len()));
+            break;
+        }
         let warmup = i < plan.config.warmup_runs;
         let run_index = if warmup {
             i
@@ -130,9 +143,8 @@ pub fn run_benchmark(
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bench.run(&ctx)))
             .unwrap_or_else(|p| Err(BenchError::failed(format!("panicked: {}", panic_text(&p)))));
         match outcome {
-            Ok(out) => {
-                merge_facts(&mut params, out.facts);
-                for w in out.warnings {
+            Ok(mut out) => {
+                for w in std::mem::take(&mut out.warnings) {
                     if !warnings.contains(&w) {
                         warnings.push(w);
                     }
@@ -140,28 +152,21 @@ pub fn run_benchmark(
                 if warmup {
                     continue;
                 }
-                for (name, samples) in out.samples {
-                    match info.metrics.iter().position(|m| m.name == name) {
-                        Some(k) => per_metric[k].push(samples),
-                        None => {
-                            error = Some(BenchError::failed(format!(
-                                "benchmark returned undeclared metric '{name}'"
-                            )));
-                        }
-                    }
-                }
-                if error.is_some() {
+                if let Some((name, _)) = out
+                    .samples
+                    .iter()
+                    .find(|(name, _)| !info.metrics.iter().any(|m| m.name == *name))
+                {
+                    error = Some(BenchError::failed(format!(
+                        "benchmark returned undeclared metric '{name}'"
+                    )));
                     break;
                 }
+                outputs.push(out);
             }
             Err(e) => {
                 if e.kind == ErrorKind::Timeout {
-                    let done = per_metric.iter().map(Vec::len).max().unwrap_or(0);
-                    error = Some(BenchError::timeout(format!(
-                        "time bound of {} reached after {done} of {} runs; finished runs are kept",
-                        crate::units::format_time_ns(plan.config.timeout_ms as f64 * 1e6),
-                        plan.config.runs
-                    )));
+                    error = Some(timeout_error(outputs.len()));
                 } else {
                     error = Some(e);
                 }
@@ -170,11 +175,49 @@ pub fn run_benchmark(
         }
     }
 
+    // Figures that depend on every run (e.g. cache levels detected once on the pooled curve).
+    let derived = bench.finish(&mut outputs);
+    for w in outputs
+        .iter_mut()
+        .flat_map(|o| std::mem::take(&mut o.warnings))
+    {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    let run_facts: Vec<Map<String, Value>> = outputs
+        .iter_mut()
+        .map(|o| std::mem::take(&mut o.facts))
+        .collect();
+    merge_facts(&mut params, &run_facts);
+    for (k, v) in derived {
+        params.insert(k, v);
+    }
+    let mut per_metric: Vec<Vec<Vec<f64>>> = vec![Vec::new(); info.metrics.len()];
+    let mut reasons: Vec<Option<String>> = vec![None; info.metrics.len()];
+    for out in outputs {
+        for (name, samples) in out.samples {
+            if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
+                per_metric[k].push(samples);
+            }
+        }
+        for (name, why) in out.not_measured {
+            if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
+                reasons[k].get_or_insert(why);
+            }
+        }
+    }
+
     let metrics = info
         .metrics
         .iter()
         .zip(per_metric)
-        .map(|(spec, runs)| summarize_metric(spec, runs, &mut warnings))
+        .zip(reasons)
+        .map(|((spec, runs), why)| {
+            let mut m = summarize_metric(spec, runs, &mut warnings);
+            m.not_measured = why;
+            m
+        })
         .collect();
     BenchmarkResult {
         id: info.id.clone(),
@@ -185,6 +228,7 @@ pub fn run_benchmark(
         warnings,
         error,
         wall_s: started.elapsed().as_secs_f64(),
+        run_facts,
     }
 }
 
@@ -198,28 +242,46 @@ fn summarize_metric(
         _ => 1.0,
     };
     let mut run_metrics = Vec::new();
-    for samples in &runs {
+    let mut push_warning = |w: String| {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    };
+    for (i, samples) in runs.iter().enumerate() {
         match stats::summarize(samples) {
             Some(summary) => {
-                // Histograms need positive values; a corrected sample can dip below zero when the
-                // operation is cheaper than the noise in the subtracted overhead.
-                let histogram = if samples.iter().all(|&v| v > 0.0) {
-                    crate::model::encode_histogram(samples, scale)
-                } else {
-                    None
-                };
+                // HDR histograms hold positive integers: a run with samples ≤ 0 (a corrected or
+                // derived figure whose subtracted cost exceeded the measurement) is recorded
+                // shifted by an offset, and the record says so.
+                let at_or_below_zero = samples.iter().filter(|&&v| v <= 0.0).count();
+                if at_or_below_zero > 0 {
+                    push_warning(format!(
+                        "{}: {at_or_below_zero} of {} samples ≤ 0 in run {} — the subtracted \
+                         cost (harness overhead or a separately measured part) exceeded the \
+                         measurement; its histogram is recorded with histogram_offset",
+                        spec.name,
+                        samples.len(),
+                        i + 1
+                    ));
+                }
+                let offset = crate::model::histogram_offset(samples, scale);
+                let histogram = crate::model::encode_histogram_offset(samples, scale, offset);
+                if histogram.is_none() {
+                    push_warning(format!(
+                        "{}: run {} has no histogram (a sample is not a finite number); its \
+                         summary is kept",
+                        spec.name,
+                        i + 1
+                    ));
+                }
                 run_metrics.push(RunMetric {
                     summary,
                     histogram_scale: histogram.as_ref().map(|_| scale),
+                    histogram_offset: histogram.as_ref().filter(|_| offset != 0.0).map(|_| offset),
                     histogram,
                 });
             }
-            None => {
-                let w = format!("{}: a run returned no usable samples", spec.name);
-                if !warnings.contains(&w) {
-                    warnings.push(w);
-                }
-            }
+            None => push_warning(format!("{}: a run returned no usable samples", spec.name)),
         }
     }
     let summaries: Vec<_> = run_metrics.iter().map(|r| r.summary.clone()).collect();
@@ -247,12 +309,20 @@ fn summarize_metric(
         description: spec.description.to_string(),
         runs: run_metrics,
         summary,
+        not_measured: None,
     }
 }
 
-fn merge_facts(params: &mut Map<String, Value>, facts: Map<String, Value>) {
-    for (k, v) in facts {
-        params.insert(k, v);
+/// Facts every measured run reported with the same value go into `params` (each run's own facts
+/// stay in the record's `run_facts`).
+fn merge_facts(params: &mut Map<String, Value>, run_facts: &[Map<String, Value>]) {
+    let Some((first, rest)) = run_facts.split_first() else {
+        return;
+    };
+    for (k, v) in first {
+        if rest.iter().all(|f| f.get(k) == Some(v)) {
+            params.insert(k.clone(), v.clone());
+        }
     }
 }
 
@@ -447,6 +517,155 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::Timeout);
         assert!(e.message.contains("after 2 of 5 runs"), "{}", e.message);
         assert_eq!(r.metrics[0].runs.len(), 2);
+    }
+
+    #[test]
+    fn facts_are_kept_per_run_and_only_agreed_ones_go_to_params() {
+        let p = plan(
+            vec![fake("test/facts", |ctx| {
+                let steal = if ctx.warmup {
+                    99.0
+                } else {
+                    ctx.run_index as f64
+                };
+                Ok(RunOutput::default()
+                    .metric("t", vec![1.0])
+                    .fact("steal_pct", steal)
+                    .fact("pinned", 0))
+            })],
+            4,
+            10,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.error.is_none());
+        // One entry per measured run (the warm-up's 99 is nowhere), in order.
+        let steal: Vec<f64> = r
+            .run_facts
+            .iter()
+            .map(|f| f["steal_pct"].as_f64().unwrap())
+            .collect();
+        assert_eq!(steal, vec![0.0, 1.0, 2.0, 3.0]);
+        // A fact that differs between runs is not presented as the benchmark's (last run's) value.
+        assert!(!r.params.contains_key("steal_pct"));
+        assert_eq!(r.params["pinned"], 0);
+        // The record keeps them through JSON.
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["run_facts"][2]["steal_pct"], 2.0);
+    }
+
+    #[test]
+    fn samples_at_or_below_zero_keep_their_histogram_and_say_why() {
+        let p = plan(
+            vec![fake("test/derived", |_| {
+                Ok(RunOutput::default().metric("t", vec![-3.0, 0.0, 2.0, 4.0]))
+            })],
+            3,
+            10,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        let m = &r.metrics[0];
+        assert_eq!(m.runs.len(), 3);
+        for run in &m.runs {
+            let h = crate::model::decode_histogram(run.histogram.as_ref().unwrap()).unwrap();
+            assert_eq!(h.len(), 4);
+            let off = run.histogram_offset.unwrap();
+            let scale = run.histogram_scale.unwrap();
+            assert!((h.min() as f64 / scale + off - -3.0).abs() < 1e-2);
+        }
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("2 of 4 samples ≤ 0") && w.contains("exceeded")),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    struct Rewrites(Info);
+    impl Benchmark for Rewrites {
+        fn info(&self) -> &Info {
+            &self.0
+        }
+        fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+            Ok(RunOutput::default().metric("t", vec![ctx.run_index as f64 + 1.0]))
+        }
+        fn finish(&self, runs: &mut [RunOutput]) -> Map<String, Value> {
+            // Every run's value becomes the number of runs it was finished with.
+            let n = runs.len() as f64;
+            for r in runs.iter_mut() {
+                r.samples = vec![("t", vec![n])];
+            }
+            let mut m = Map::new();
+            m.insert("finished_runs".into(), runs.len().into());
+            m
+        }
+    }
+
+    #[test]
+    fn finish_sees_every_measured_run_once() {
+        let b = Rewrites(
+            fake("test/finish", |_| Ok(RunOutput::default()))
+                .info()
+                .clone(),
+        );
+        let p = plan(vec![], 3, 10);
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(&b, &p, &timing(), &cancel);
+        assert_eq!(r.params["finished_runs"], 3);
+        let m = &r.metrics[0];
+        assert_eq!(m.runs.len(), 3);
+        assert!(m.runs.iter().all(|x| x.summary.p50 == 3.0));
+    }
+
+    #[test]
+    fn a_run_is_not_started_past_the_bound() {
+        // Runs that never call ctx.check(): the runner itself stops at the bound.
+        let p = plan(
+            vec![fake("test/sleepy", |_| {
+                std::thread::sleep(Duration::from_millis(400));
+                Ok(RunOutput::default().metric("t", vec![1.0]))
+            })],
+            10,
+            1,
+        );
+        let cancel = AtomicBool::new(false);
+        let t0 = Instant::now();
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        // Warm-up 0.4 s, runs end at 0.8 and 1.2 s; nothing starts after 1 s.
+        assert!(
+            t0.elapsed() < Duration::from_millis(2500),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(r.error.as_ref().unwrap().kind, ErrorKind::Timeout);
+        assert_eq!(r.metrics[0].runs.len(), 2);
+        assert_eq!(r.run_facts.len(), 2);
+    }
+
+    #[test]
+    fn a_metric_a_run_could_not_measure_keeps_its_row_and_reason() {
+        let p = plan(
+            vec![fake("test/partial", |_| {
+                Ok(RunOutput::default().not_measured("t", "unsupported on TestOS: no such fault"))
+            })],
+            2,
+            10,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.error.is_none());
+        let m = &r.metrics[0];
+        assert!(m.summary.is_none());
+        assert_eq!(
+            m.not_measured.as_deref(),
+            Some("unsupported on TestOS: no such fault")
+        );
+        let rows = crate::output::benchmark_rows(&r);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].median, "—");
+        assert!(rows[0].note.contains("no such fault"), "{:?}", rows[0]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! A commented template for a new benchmark (fio's `skeleton_external.c` idea). It is a real,
-//! working benchmark but is not in any suite; copy this file, rename, and add it to a suite list.
+//! working benchmark but is not in any suite (its unit test runs it through the runner); copy
+//! this file, rename, and add it to a suite list.
 //!
 //! Rules every benchmark follows:
 //! - `run` is one independent run: make what it needs, measure, free everything, return samples.
@@ -67,5 +68,44 @@ impl Benchmark for Example {
             Ok(())
         })?;
         Ok(RunOutput::default().metric("add", samples))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::model::Config;
+    use crate::runner::{Plan, run_benchmark};
+
+    /// The template is a working benchmark: through the real runner it yields a summary and a
+    /// histogram per run (whatever the sign of its overhead-corrected samples).
+    #[test]
+    fn the_template_runs_through_the_runner() {
+        let plan = Plan {
+            benchmarks: vec![Box::new(Example::new())],
+            label: None,
+            config: Config {
+                preset: "custom".into(),
+                selection: vec![],
+                runs: 3,
+                warmup_runs: 1,
+                run_time_ms: 5,
+                timeout_ms: 20_000,
+                bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
+                command_line: vec![],
+            },
+        };
+        let timing = crate::harness::calibrate();
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(plan.benchmarks[0].as_ref(), &plan, &timing, &cancel);
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert_eq!(r.id, "example/integer_add");
+        let m = &r.metrics[0];
+        assert_eq!(m.name, "add");
+        assert_eq!(m.runs.len(), 3);
+        assert!(m.runs.iter().all(|x| x.histogram.is_some()));
+        assert_eq!(m.summary.as_ref().unwrap().runs, 3);
     }
 }

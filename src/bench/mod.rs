@@ -43,13 +43,20 @@ pub struct Info {
 pub struct RunOutput {
     /// Samples per metric name (each name must be one of `Info::metrics`).
     pub samples: Vec<(&'static str, Vec<f64>)>,
-    /// Facts read back while running (e.g. the CPU a thread was really pinned to); merged into
-    /// the benchmark's params in the record.
+    /// Facts read back while running (e.g. the CPU a thread was really pinned to): kept per run
+    /// in the record's `run_facts`, and in its params where every run agrees.
     pub facts: Map<String, Value>,
     pub warnings: Vec<String>,
+    /// Declared metrics this run could not measure, with the reason (shown in place of a value).
+    pub not_measured: Vec<(&'static str, String)>,
 }
 
 impl RunOutput {
+    /// Say why metric `name` has no samples in this run (e.g. "unsupported: …").
+    pub fn not_measured(mut self, name: &'static str, why: impl Into<String>) -> Self {
+        self.not_measured.push((name, why.into()));
+        self
+    }
     pub fn metric(mut self, name: &'static str, samples: Vec<f64>) -> Self {
         self.samples.push((name, samples));
         self
@@ -70,6 +77,13 @@ pub trait Benchmark: Send + Sync {
     /// tear down everything it made, return samples. Errors: `unsupported` with the reason where
     /// the OS lacks the feature; `failed` naming the OS call otherwise.
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError>;
+    /// Called once after the last run with the measured runs' outputs, in order: a benchmark
+    /// whose metrics are defined over all runs (e.g. cache levels detected once on the pooled
+    /// curve) rewrites them here. Returns facts derived from all runs, for the params.
+    fn finish(&self, runs: &mut [RunOutput]) -> Map<String, Value> {
+        let _ = runs;
+        Map::new()
+    }
 }
 
 pub struct Suite {

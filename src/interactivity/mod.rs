@@ -609,14 +609,14 @@ impl Benchmark for Cell {
         if steal > 2.0 {
             out.warnings.push(
                 "busy machine: CPU steal > 2 % during a run (the hypervisor ran other guests; \
-                 figures per run in params.steal_pct)"
+                 figures per run in run_facts[].steal_pct)"
                     .to_string(),
             );
         }
         if self.load == LoadKind::None && pressure > 10.0 {
             out.warnings.push(
                 "busy machine: CPU pressure > 10 % during a run without load (other processes \
-                 competed; params.cpu_pressure_some_pct)"
+                 competed; run_facts[].cpu_pressure_some_pct)"
                     .to_string(),
             );
         }
@@ -629,7 +629,7 @@ impl Benchmark for Cell {
         {
             out.warnings.push(format!(
                 "busy machine: load average above 1.5 × {n} CPU(s) before a run \
-                 (params.loadavg1_before)"
+                 (run_facts[].loadavg1_before)"
             ));
         }
         Ok(out)

@@ -50,7 +50,19 @@ pub fn figures(b: &BenchmarkResult) -> CellFigures {
         deadlines_met: median_of(metric(b, "deadlines_met"), |s| s.p50),
         dropped: median_of(metric(b, "dropped_frames"), |s| s.p50),
         task_cpu: median_of(metric(b, "task_cpu"), |s| s.p50),
-        target_cpu: b.params.get("target_cpu_pct").and_then(|v| v.as_f64()),
+        // The same in every run: in params; else the median of the runs' own targets.
+        target_cpu: b
+            .params
+            .get("target_cpu_pct")
+            .and_then(|v| v.as_f64())
+            .or_else(|| {
+                let v: Vec<f64> = b
+                    .run_facts
+                    .iter()
+                    .filter_map(|f| f.get("target_cpu_pct")?.as_f64())
+                    .collect();
+                (!v.is_empty()).then(|| crate::stats::median(&v))
+            }),
         error: b
             .error
             .as_ref()
@@ -233,9 +245,11 @@ mod tests {
                     summary: stats::summarize(s).unwrap(),
                     histogram: None,
                     histogram_scale: None,
+                    histogram_offset: None,
                 })
                 .collect(),
             summary: None,
+            not_measured: None,
         }
     }
 
@@ -261,6 +275,7 @@ mod tests {
             warnings: vec![],
             error: None,
             wall_s: 0.0,
+            run_facts: Vec::new(),
         };
         let f = figures(&b);
         assert_eq!(f.task, "audio");

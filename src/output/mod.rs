@@ -30,12 +30,12 @@ pub fn table_rows(record: &RunRecord) -> Vec<(String, Vec<Row>)> {
     out
 }
 
-fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
+pub(crate) fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
     let short = b.id.split_once('/').map(|(_, n)| n).unwrap_or(&b.id);
     let mut rows: Vec<Row> = b
         .metrics
         .iter()
-        .filter(|m| m.summary.is_some())
+        .filter(|m| m.summary.is_some() || m.not_measured.is_some())
         .map(|m| {
             let name = if b.metrics.len() == 1 {
                 short.to_string()
@@ -63,7 +63,17 @@ fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
 }
 
 fn metric_row(name: String, m: &MetricResult) -> Row {
-    let s = m.summary.as_ref().expect("filtered");
+    // A metric a run could not measure keeps its row, with the reason.
+    let Some(s) = m.summary.as_ref() else {
+        return Row {
+            name,
+            median: "—".into(),
+            ci: "—".into(),
+            p99: "—".into(),
+            cv: "—".into(),
+            note: m.not_measured.clone().unwrap_or_default(),
+        };
+    };
     let arrow = match m.better {
         Better::Higher => " ↑",
         Better::Neutral => " ≈",

@@ -21,13 +21,18 @@ pub fn null_syscall() -> io::Result<NullSyscall> {
     })
 }
 
+/// macOS has no CPU affinity mask to read: which CPUs a process or thread may use is not
+/// exposed (`available_parallelism` counts CPUs, it says nothing about which ones a thread may
+/// run on), so no list is made up.
+const AFFINITY_REASON: &str =
+    "macOS exposes no CPU affinity mask (threads may run on any CPU; affinity tags are hints)";
+
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
-    let n = std::thread::available_parallelism()?.get();
-    Ok((0..n).collect())
+    Err(super::unsupported(AFFINITY_REASON))
 }
 
 pub fn current_thread_affinity() -> io::Result<Vec<usize>> {
-    allowed_cpus()
+    Err(super::unsupported(AFFINITY_REASON))
 }
 
 pub fn pin_current_thread(_cpu: usize) -> io::Result<()> {

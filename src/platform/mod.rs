@@ -44,10 +44,10 @@ pub use sysinfo_macos as sysinfo;
 pub mod sysinfo_windows;
 #[cfg(windows)]
 pub use sysinfo_windows as sysinfo;
+
+// osgauge builds for Linux, macOS and Windows only: say so instead of failing on a missing `os`.
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-pub mod sysinfo_fallback;
-#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-pub use sysinfo_fallback as sysinfo;
+compile_error!("osgauge supports Linux, macOS and Windows; this OS has no platform back end");
 
 // Processes, threads and pipes (the `proc` suite): Linux uses the shared Unix code directly; macOS
 // re-exports the parts of it that are valid there and stubs the rest; Windows stubs everything.
@@ -362,7 +362,16 @@ mod tests {
     /// Every facility works, or (only where the OS lacks it) says "unsupported on <OS>: …".
     #[test]
     fn facilities_work_or_say_why() {
-        let cpus = allowed_cpus().unwrap();
+        // The affinity mask: read back where the OS has one (macOS: unsupported, never made up).
+        let cpus = match allowed_cpus() {
+            Ok(c) => c,
+            Err(e) => {
+                assert_eq!(OS_NAME, "macOS", "{e}");
+                assert!(e.to_string().starts_with("unsupported on macOS: "), "{e}");
+                assert!(current_thread_affinity().is_err());
+                vec![0]
+            }
+        };
         assert!(!cpus.is_empty());
         let ns = null_syscall().unwrap();
         // Linux/macOS: getppid (our parent exists); Windows: our thread id. Both are nonzero.

@@ -31,15 +31,13 @@ pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
     let x86 = matches!(m.arch.as_str(), "x86_64" | "x86");
     let cpus = m.cpu.logical_cpus.unwrap_or(1).max(1);
 
-    if !linux {
+    // A compatibility layer (Wine) runs Windows code with another OS's scheduler and timers.
+    if let Some(layer) = m.notes.get("compatibility_layer") {
         out.push(finding(
-            Info,
-            "platform",
-            format!(
-                "system checks are not yet implemented on {}; only basic facts were recorded",
-                m.os
-            ),
-            None,
+            Warning,
+            "compatibility_layer",
+            layer.clone(),
+            Some("measure Windows on Windows; use the native build on this OS"),
         ));
     }
 
@@ -365,6 +363,46 @@ pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
     out
 }
 
+/// The checks [`check`] could not make because this OS's record lacks what they read (the
+/// platform back end does not read it yet, or reading it failed): (topic, why). Checks whose
+/// subject does not exist on the OS (e.g. a load average on Windows, isolated CPUs outside
+/// Linux) are not listed: there is nothing to check. Empty: every check ran.
+pub fn unchecked(e: &Environment) -> Vec<(String, String)> {
+    let why = |field: &str| -> Option<String> {
+        let n = e.notes.get(field)?;
+        [
+            "not yet implemented",
+            "not read",
+            "not exposed",
+            "could not",
+        ]
+        .iter()
+        .any(|k| n.contains(k))
+        .then(|| n.clone())
+    };
+    let mut out = Vec::new();
+    let mut add = |topic: &str, missing: bool, field: &str| {
+        if missing && let Some(w) = why(field) {
+            out.push((topic.to_string(), w));
+        }
+    };
+    add("governor / power plan", e.governors.is_none(), "governors");
+    add(
+        "realtime permission",
+        e.realtime.permitted.is_none(),
+        "realtime",
+    );
+    add("busy / steal", e.cpu_time.is_none(), "cpu_time");
+    add("load", e.load_avg.is_none(), "load_avg");
+    add(
+        "memory",
+        e.mem_available_bytes.is_none(),
+        "mem_available_bytes",
+    );
+    add("aslr", e.aslr.is_none(), "aslr");
+    out
+}
+
 /// Why real-time scheduling was refused, and what would fix it; None unless the attempt failed.
 /// Uses only the fields of the record, so it works on stored records too.
 pub fn explain_rt_denial(rt: &Realtime, is_root: Option<bool>) -> Option<(String, Option<String>)> {
@@ -507,6 +545,50 @@ mod tests {
             .filter(|x| x.level == level)
             .map(|x| x.topic.as_str())
             .collect()
+    }
+
+    #[test]
+    fn checks_an_os_record_cannot_support_are_listed_not_passed() {
+        // A complete Linux record: every check ran.
+        assert!(unchecked(&quiet_env()).is_empty());
+        // A Windows-like record: no load average (none exists: not listed), realtime and power
+        // plan not read (listed, with the record's reason).
+        let mut e = quiet_env();
+        e.load_avg = None;
+        e.governors = None;
+        e.realtime = Realtime::default();
+        e.notes
+            .insert("load_avg".into(), "Windows keeps no load average".into());
+        e.notes.insert(
+            "governors".into(),
+            "not read on windows (the power plan is set with powercfg)".into(),
+        );
+        e.notes
+            .insert("realtime".into(), "not yet implemented on windows".into());
+        let u = unchecked(&e);
+        let topics: Vec<&str> = u.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(topics, vec!["governor / power plan", "realtime permission"]);
+        assert!(u[1].1.contains("not yet implemented"));
+        // No "not yet implemented" finding pretends to be a check any more.
+        let mut m = linux_machine();
+        m.os = "windows".into();
+        assert!(
+            check(&m, &e)
+                .iter()
+                .all(|f| !f.message.contains("not yet implemented"))
+        );
+    }
+
+    #[test]
+    fn a_compatibility_layer_is_a_warning() {
+        let mut m = linux_machine();
+        m.os = "windows".into();
+        m.notes.insert(
+            "compatibility_layer".into(),
+            "running under Wine 9.0: behaviour is Windows', timings are not".into(),
+        );
+        let f = check(&m, &quiet_env());
+        assert!(topics(&f, Level::Warning).contains(&"compatibility_layer"));
     }
 
     #[test]
@@ -673,7 +755,7 @@ mod tests {
     }
 
     #[test]
-    fn non_linux_record_gives_platform_info_only() {
+    fn an_empty_macos_record_is_reported_as_unchecked_not_ready() {
         let m = Machine {
             os: "macos".into(),
             arch: "aarch64".into(),
@@ -683,8 +765,13 @@ mod tests {
             },
             ..Default::default()
         };
-        let f = check(&m, &Environment::default());
-        assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!(f[0].topic, "platform");
+        let mut e = Environment::default();
+        e.notes
+            .insert("realtime".into(), "not yet implemented on macos".into());
+        e.notes
+            .insert("governors".into(), "not exposed on macos".into());
+        // Nothing was found, but that is not "ready": the two checks are listed as not made.
+        assert!(check(&m, &e).is_empty());
+        assert_eq!(unchecked(&e).len(), 2);
     }
 }

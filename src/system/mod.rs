@@ -12,7 +12,7 @@
 //! where it helps the record's `notes` map (field name → reason) says why.
 //!
 //! The OS-specific reading lives in the platform layer (`src/platform/linux_sysinfo.rs` on Linux,
-//! `sysinfo_macos.rs`, `sysinfo_windows.rs`, `sysinfo_fallback.rs` elsewhere); the text parsers it
+//! `sysinfo_macos.rs`, `sysinfo_windows.rs`; no other OS is built); the text parsers it
 //! uses are pure functions in [`parse`].
 
 use std::collections::BTreeMap;
@@ -24,7 +24,7 @@ mod check;
 pub mod parse;
 mod render;
 
-pub use check::{check, explain_rt_denial};
+pub use check::{check, explain_rt_denial, unchecked};
 pub use render::{format_bytes, format_cpu_list, render_findings, render_text};
 
 use crate::platform::sysinfo as backend;

@@ -88,6 +88,7 @@ fn metric(name: &str, unit: Unit, better: Better, runs: Vec<Vec<f64>>) -> Metric
             summary: stats::summarize(s).unwrap(),
             histogram: None,
             histogram_scale: None,
+            histogram_offset: None,
         })
         .collect();
     let per: Vec<_> = rm.iter().map(|r| r.summary.clone()).collect();
@@ -98,6 +99,7 @@ fn metric(name: &str, unit: Unit, better: Better, runs: Vec<Vec<f64>>) -> Metric
         description: "synthetic test data".into(),
         summary: stats::across_runs(&per),
         runs: rm,
+        not_measured: None,
     }
 }
 
@@ -140,6 +142,7 @@ pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
                 warnings: vec![],
                 error: None,
                 wall_s: 1.0,
+                run_facts: Vec::new(),
             });
         }
     }
@@ -185,6 +188,7 @@ pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
         warnings: vec![],
         error: None,
         wall_s: 1.0,
+        run_facts: Vec::new(),
     });
     out
 }

@@ -85,15 +85,21 @@ pub struct Latency {
     pages: Pages,
     max_size: Option<u64>,
     quick: bool,
-    /// Per-size medians of every measured (non-warm-up) run so far, for the `curve` fact.
-    history: Mutex<BTreeMap<u64, Vec<f64>>>,
+    /// Every measured (non-warm-up) run's points of this benchmark's current series (cleared
+    /// when a new series starts with measured run 0); `finish` detects the levels once on their
+    /// median curve and names every run's values by working-set size.
+    measured: Mutex<Vec<Measured>>,
 }
 
 const L_DESC: [&str; 3] = [
-    "ns per dependent load on the first detected plateau (L1), median over its points' batches",
-    "ns per dependent load on the second detected plateau (L2)",
-    "ns per dependent load on the third detected plateau (L3)",
+    "ns per dependent load on the first cache plateau (L1), detected once on the median curve of \
+     all runs; each run's value pools its batches at the plateau's working-set sizes",
+    "ns per dependent load on the second cache plateau (L2), detected once on the median curve of \
+     all runs; each run's value pools its batches at the plateau's working-set sizes",
+    "ns per dependent load on the third cache plateau (L3), detected once on the median curve of \
+     all runs; each run's value pools its batches at the plateau's working-set sizes",
 ];
+const L_NAMES: [&str; 3] = ["l1", "l2", "l3"];
 
 impl Latency {
     pub fn new(pattern: Pattern, pages: Pages, opts: &MemOptions) -> Latency {
@@ -130,10 +136,10 @@ impl Latency {
              up to 4× LLC). Chain: {how}. Each working set is built, traversed once to warm it, \
              then timed in harness batches (clock overhead subtracted; the loop counter overlaps \
              the load latency, so no loop overhead is subtracted); its point is the batch median. \
-             Pages: {pages}. Plateaus are detected from the curve (a point joins a plateau while it rises ≤ ~30 % \
+             Pages: {pages}. Plateaus are detected once per benchmark, after all runs, on the median curve over runs (a point joins a plateau while it rises ≤ ~30 % \
              per step and ≤ 80 % over the plateau's start; plateaus within 35 % merge; see plateau.rs), named L1, L2, L3 in \
-             order, and memory once they start above the largest reported cache (or stay flat at twice it, or are over 0.6× as slow as memory). Each cache level's \
-             metric pools its points' batches; 'ram' is the largest working set (past the LLC \
+             order, and memory once they start above the largest reported cache (or stay flat at twice it, or are over 0.6× as slow as memory). Each run's value for a cache level \
+             pools that run's batches at the level's working-set sizes (so every run's l2 is measured at the same sizes; each run's own detection is the fact `run_levels`); 'ram' is the largest working set (past the LLC \
              the curve only approaches memory latency as cache hits become rare). Facts: `curve` = [{{size_bytes, ns_per_load, \
              ns_min_run, ns_max_run, runs}}] (median over runs), `levels` with where each ends \
              next to the cache sizes the machine record reports, page size and THP mode. ns only: \
@@ -177,7 +183,7 @@ impl Latency {
             pages,
             max_size: opts.max_size,
             quick: opts.quick,
-            history: Mutex::new(BTreeMap::new()),
+            measured: Mutex::new(Vec::new()),
         }
     }
 
@@ -418,13 +424,15 @@ impl Benchmark for Latency {
             m.samples.push(samples);
         }
         drop(buf);
-        if !ctx.warmup {
-            let mut h = self.history.lock().unwrap_or_else(|e| e.into_inner());
-            for p in &m.curve {
-                h.entry(p.size_bytes).or_default().push(p.ns);
-            }
-        }
         let mut out = self.output(&m, largest, grid_ratio(&grid));
+        if !ctx.warmup {
+            let mut runs = self.measured.lock().unwrap_or_else(|e| e.into_inner());
+            if ctx.run_index == 0 {
+                // A new series of runs of this benchmark.
+                runs.clear();
+            }
+            runs.push(m);
+        }
         out = out.fact("page_advice", page_advice);
         if let Some(h) = huge_bytes {
             out = out.fact("huge_page_bytes", h);
@@ -438,6 +446,10 @@ impl Benchmark for Latency {
         }
         Ok(out)
     }
+
+    fn finish(&self, runs: &mut [RunOutput]) -> serde_json::Map<String, Value> {
+        self.finish_runs(runs)
+    }
 }
 
 /// Typical size ratio between neighbouring points of a grid (geometric mean).
@@ -447,22 +459,22 @@ fn grid_ratio(grid: &[u64]) -> f64 {
 }
 
 impl Latency {
+    /// One run's output: its own levels give its samples (what a lone run reports; the runner's
+    /// `finish` renames every run's values by the levels detected once over all runs), `ram`,
+    /// and this run's facts.
     fn output(&self, m: &Measured, largest: u64, ratio: f64) -> RunOutput {
         let tol = Tolerances::for_grid(ratio);
         let llc = super::llc_bytes();
         let mut out = RunOutput::default();
-        // This run's own levels give this run's metric samples.
         let plats = plateau::detect(&m.curve, tol);
         let levels = plateau::classify(&m.curve, &plats, llc);
-        let pooled = |p: &plateau::Plateau| -> Vec<f64> {
-            m.samples[p.first..=p.last]
+        for (i, c) in levels.caches.iter().take(3).enumerate() {
+            let pooled: Vec<f64> = m.samples[c.first..=c.last]
                 .iter()
                 .flatten()
                 .copied()
-                .collect()
-        };
-        for (i, c) in levels.caches.iter().take(3).enumerate() {
-            out = out.metric(["l1", "l2", "l3"][i], pooled(c));
+                .collect();
+            out = out.metric(L_NAMES[i], pooled);
         }
         // RAM: the largest working set. Past the LLC the curve only approaches memory latency as
         // the share of cache hits falls, so the largest set (≥ 4× LLC) is the best estimate; the
@@ -470,24 +482,7 @@ impl Latency {
         if let Some(s) = m.samples.last() {
             out = out.metric("ram", s.clone());
         }
-        let reported_levels = super::data_caches()
-            .iter()
-            .map(|c| c.level)
-            .collect::<std::collections::BTreeSet<_>>()
-            .len();
-        if levels.caches.len() < reported_levels {
-            out.warnings.push(format!(
-                "{} cache level(s) detected, the machine reports {reported_levels}: a level may \
-                 be shared with and used by other work (a busy machine or VM neighbours)",
-                levels.caches.len()
-            ));
-        }
-        if levels.caches.len() > 3 {
-            out.warnings.push(format!(
-                "{} cache-like plateaus detected (more than L1–L3); see the 'levels' fact",
-                levels.caches.len()
-            ));
-        }
+        out = out.fact("run_levels", run_levels_fact(&m.curve, &levels));
         if llc.is_some_and(|l| largest < 4 * l) {
             out.warnings.push(format!(
                 "the curve ends at {}, below 4× the last-level cache: 'ram' may still include cache hits",
@@ -500,32 +495,6 @@ impl Latency {
                  cache latency (use mem/latency_random for that)"
             ));
         }
-        // The curve over every run so far, and the levels detected on it.
-        let hist = self.history.lock().unwrap_or_else(|e| e.into_inner());
-        let mut med_curve = Vec::new();
-        let mut curve_json = Vec::new();
-        for (&size, runs) in hist.iter() {
-            let med = crate::stats::median(runs);
-            let lo = runs.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = runs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            med_curve.push(Point {
-                size_bytes: size,
-                ns: med,
-            });
-            curve_json.push(json!({
-                "size_bytes": size, "ns_per_load": med, "ns_min_run": lo, "ns_max_run": hi,
-                "runs": runs.len(),
-            }));
-        }
-        drop(hist);
-        if !med_curve.is_empty() {
-            let plats = plateau::detect(&med_curve, tol);
-            let lv = plateau::classify(&med_curve, &plats, llc);
-            let (levels_json, mismatches) = levels_fact(&med_curve, &lv);
-            out.warnings.extend(mismatches);
-            out = out.fact("curve", Value::Array(curve_json));
-            out = out.fact("levels", levels_json);
-        }
         out = out.fact(
             "cycles",
             match crate::platform::memory::core_cycle_counter() {
@@ -534,6 +503,191 @@ impl Latency {
             },
         );
         super::page_facts(out)
+    }
+}
+
+/// Where one run's own detection put its levels (for diagnosis: the metrics use the levels
+/// detected once over all runs).
+fn run_levels_fact(curve: &[Point], lv: &plateau::Levels) -> Value {
+    let mut arr: Vec<Value> = lv
+        .caches
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({"level": format!("L{}", i + 1), "from_bytes": curve[p.first].size_bytes,
+                   "ends_at_bytes": curve[p.last].size_bytes, "ns_per_load": p.ns})
+        })
+        .collect();
+    if let Some(p) = &lv.memory {
+        arr.push(
+            json!({"level": "memory", "from_bytes": curve[p.first].size_bytes,
+                        "ends_at_bytes": curve[p.last].size_bytes, "ns_per_load": p.ns}),
+        );
+    }
+    Value::Array(arr)
+}
+
+/// Levels detected once on the median curve of all runs, and every run's cache-level samples
+/// assigned by working-set size.
+struct Assigned {
+    /// Median over runs per size, sorted by size.
+    median_curve: Vec<Point>,
+    /// `{size_bytes, ns_per_load, ns_min_run, ns_max_run, runs}` per size.
+    curve_json: Vec<Value>,
+    levels: plateau::Levels,
+    /// Per run: (metric name, pooled samples) for each detected cache level (at most 3).
+    per_run: Vec<Vec<(&'static str, Vec<f64>)>>,
+    /// Runs whose own detection found a different number of cache levels, or levels ending at
+    /// different sizes: (run index, its own cache levels' end sizes).
+    disagreeing: Vec<(usize, Vec<u64>)>,
+}
+
+fn assign_levels(runs: &[Measured], tol: Tolerances, llc: Option<u64>) -> Assigned {
+    let mut by_size: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for m in runs {
+        for p in &m.curve {
+            by_size.entry(p.size_bytes).or_default().push(p.ns);
+        }
+    }
+    let mut median_curve = Vec::new();
+    let mut curve_json = Vec::new();
+    for (&size, v) in &by_size {
+        let med = crate::stats::median(v);
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        median_curve.push(Point {
+            size_bytes: size,
+            ns: med,
+        });
+        curve_json.push(json!({
+            "size_bytes": size, "ns_per_load": med, "ns_min_run": lo, "ns_max_run": hi,
+            "runs": v.len(),
+        }));
+    }
+    let plats = plateau::detect(&median_curve, tol);
+    let levels = plateau::classify(&median_curve, &plats, llc);
+    let ranges: Vec<(u64, u64)> = levels
+        .caches
+        .iter()
+        .take(3)
+        .map(|c| {
+            (
+                median_curve[c.first].size_bytes,
+                median_curve[c.last].size_bytes,
+            )
+        })
+        .collect();
+    let ends: Vec<u64> = ranges.iter().map(|r| r.1).collect();
+    let mut per_run = Vec::new();
+    let mut disagreeing = Vec::new();
+    for (r, m) in runs.iter().enumerate() {
+        let mut v = Vec::new();
+        for (i, &(from, to)) in ranges.iter().enumerate() {
+            let pooled: Vec<f64> = m
+                .curve
+                .iter()
+                .zip(&m.samples)
+                .filter(|(p, _)| p.size_bytes >= from && p.size_bytes <= to)
+                .flat_map(|(_, s)| s.iter().copied())
+                .collect();
+            v.push((L_NAMES[i], pooled));
+        }
+        per_run.push(v);
+        let own = plateau::classify(&m.curve, &plateau::detect(&m.curve, tol), llc);
+        let own_ends: Vec<u64> = own
+            .caches
+            .iter()
+            .take(3)
+            .map(|c| m.curve[c.last].size_bytes)
+            .collect();
+        if own_ends != ends {
+            disagreeing.push((r, own_ends));
+        }
+    }
+    Assigned {
+        median_curve,
+        curve_json,
+        levels,
+        per_run,
+        disagreeing,
+    }
+}
+
+impl Latency {
+    /// After all runs: detect the levels once, rename every run's cache-level values by
+    /// working-set size, and return the `curve` and `levels` facts.
+    fn finish_runs(&self, outs: &mut [RunOutput]) -> serde_json::Map<String, Value> {
+        let runs = std::mem::take(&mut *self.measured.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut facts = serde_json::Map::new();
+        if runs.is_empty() {
+            return facts;
+        }
+        if runs.len() != outs.len() {
+            // Cannot happen through the runner; keep each run's own naming and say so.
+            let n = outs.len();
+            if let Some(o) = outs.first_mut() {
+                o.warnings.push(format!(
+                    "cache levels named per run: {} runs measured but {n} outputs to finish",
+                    runs.len(),
+                ));
+            }
+            return facts;
+        }
+        let grid: Vec<u64> = runs[0].curve.iter().map(|p| p.size_bytes).collect();
+        let tol = Tolerances::for_grid(grid_ratio(&grid));
+        let a = assign_levels(&runs, tol, super::llc_bytes());
+        for (out, assigned) in outs.iter_mut().zip(a.per_run) {
+            out.samples.retain(|(n, _)| !L_NAMES.contains(n));
+            for (name, s) in assigned {
+                out.samples.push((name, s));
+            }
+        }
+        let mut warnings = Vec::new();
+        if !a.disagreeing.is_empty() {
+            let which: Vec<String> = a
+                .disagreeing
+                .iter()
+                .map(|(r, ends)| {
+                    let e: Vec<String> = ends.iter().map(|&b| format_size(b)).collect();
+                    format!(
+                        "run {} ({} levels ending at {})",
+                        r + 1,
+                        ends.len(),
+                        e.join(", ")
+                    )
+                })
+                .collect();
+            warnings.push(format!(
+                "cache levels differ between runs: {} — every run's l1–l3 are taken at the \
+                 working-set sizes of the levels detected once on the median curve (see \
+                 'levels'; each run's own detection is in run_facts[].run_levels)",
+                which.join("; ")
+            ));
+        }
+        let reported_levels = super::data_caches()
+            .iter()
+            .map(|c| c.level)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        if a.levels.caches.len() < reported_levels {
+            warnings.push(format!(
+                "{} cache level(s) detected, the machine reports {reported_levels}: a level may \
+                 be shared with and used by other work (a busy machine or VM neighbours)",
+                a.levels.caches.len()
+            ));
+        }
+        if a.levels.caches.len() > 3 {
+            warnings.push(format!(
+                "{} cache-like plateaus detected (more than L1–L3); see the 'levels' fact",
+                a.levels.caches.len()
+            ));
+        }
+        let (levels_json, mismatches) = levels_fact(&a.median_curve, &a.levels);
+        warnings.extend(mismatches);
+        outs[0].warnings.extend(warnings);
+        facts.insert("curve".into(), Value::Array(a.curve_json));
+        facts.insert("levels".into(), levels_json);
+        facts
     }
 }
 
@@ -679,8 +833,10 @@ mod tests {
                 ..Default::default()
             },
         );
-        let out = b.run(&ctx).unwrap();
-        let curve = out.facts["curve"].as_array().unwrap();
+        let mut out = b.run(&ctx).unwrap();
+        assert!(out.facts.contains_key("run_levels"));
+        let facts = b.finish(std::slice::from_mut(&mut out));
+        let curve = facts["curve"].as_array().unwrap();
         assert_eq!(curve.len(), sizes(256 << 10, 64, false).len());
         assert!(
             curve
@@ -689,13 +845,78 @@ mod tests {
         );
         let ram = out.samples.iter().find(|(n, _)| *n == "ram").unwrap();
         assert!(!ram.1.is_empty());
-        assert!(out.facts.contains_key("levels") && out.facts.contains_key("page_size_bytes"));
+        assert!(facts.contains_key("levels") && out.facts.contains_key("page_size_bytes"));
         // A past deadline stops the run with a timeout.
         let ctx = t.ctx(Duration::from_millis(20), Duration::ZERO);
         assert_eq!(
             b.run(&ctx).unwrap_err().kind,
             crate::model::ErrorKind::Timeout
         );
+    }
+
+    /// A run of a synthetic curve: L1 to 32 KiB (1 ns), L2 to 1 MiB (`l2_ns`), L3 to 16 MiB
+    /// (12 ns), memory (80 ns) up to 256 MiB; 5 batch samples per point, ±1 %.
+    fn synthetic_run(l2_ns: f64) -> Measured {
+        let mut m = Measured {
+            curve: Vec::new(),
+            samples: Vec::new(),
+        };
+        for size in sizes(256 << 20, 64, false) {
+            let ns = if size <= 32 << 10 {
+                1.0
+            } else if size <= 1 << 20 {
+                l2_ns
+            } else if size <= 16 << 20 {
+                12.0
+            } else {
+                80.0
+            };
+            m.curve.push(Point {
+                size_bytes: size,
+                ns,
+            });
+            m.samples
+                .push((0..5).map(|j| ns * (0.98 + 0.01 * j as f64)).collect());
+        }
+        m
+    }
+
+    #[test]
+    fn a_run_that_misses_a_level_keeps_its_values_at_the_levels_sizes() {
+        // Run 2's L2 was taken by other work: its curve goes from L1 straight to L3 latency.
+        let runs = vec![synthetic_run(4.0), synthetic_run(12.0), synthetic_run(4.0)];
+        let grid: Vec<u64> = runs[0].curve.iter().map(|p| p.size_bytes).collect();
+        let tol = Tolerances::for_grid(grid_ratio(&grid));
+        let llc = Some(16 << 20);
+        // The scenario: run 2 alone detects only two cache levels, so per-run naming would call
+        // its L3 values "l2".
+        let own = plateau::classify(&runs[1].curve, &plateau::detect(&runs[1].curve, tol), llc);
+        assert_eq!(own.caches.len(), 2);
+        let a = assign_levels(&runs, tol, llc);
+        // Detected once, on the median curve: three caches ending at 32 KiB, 1 MiB, 16 MiB.
+        let ends: Vec<u64> = a
+            .levels
+            .caches
+            .iter()
+            .map(|c| a.median_curve[c.last].size_bytes)
+            .collect();
+        assert_eq!(ends, vec![32 << 10, 1 << 20, 16 << 20]);
+        let median = |v: &[f64]| crate::stats::median(v);
+        for (r, per) in a.per_run.iter().enumerate() {
+            let names: Vec<&str> = per.iter().map(|(n, _)| *n).collect();
+            assert_eq!(names, vec!["l1", "l2", "l3"], "run {r}");
+            // Every run's value for a level comes from that level's sizes.
+            assert!((median(&per[0].1) - 1.0).abs() < 0.05, "run {r} l1");
+            assert!((median(&per[2].1) - 12.0).abs() < 0.5, "run {r} l3");
+            // Same number of samples per level in every run: the same sizes.
+            assert_eq!(per[1].1.len(), a.per_run[0][1].1.len());
+        }
+        // Run 2's l2 is what it measured at L2's sizes (12 ns), not its L3 or memory.
+        assert!((median(&a.per_run[1][1].1) - 12.0).abs() < 0.5);
+        assert!((median(&a.per_run[0][1].1) - 4.0).abs() < 0.1);
+        // And the disagreement is recorded.
+        assert_eq!(a.disagreeing.len(), 1);
+        assert_eq!(a.disagreeing[0].0, 1);
     }
 
     #[test]

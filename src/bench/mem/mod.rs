@@ -7,8 +7,10 @@
 //! coarse random curve plus copy bandwidth with one thread and all threads.
 //!
 //! How the latency curve is carried in the record (osgauge.run/1, no schema change): each
-//! `mem/latency_*` benchmark has metrics `l1`, `l2`, `l3` (the detected cache plateaus) and `ram`
-//! (the largest working set), each with per-run samples, CI and histogram like any metric. The
+//! `mem/latency_*` benchmark has metrics `l1`, `l2`, `l3` (the cache plateaus, detected once per
+//! benchmark on the median curve of all runs; every run's value pools its batches at the same
+//! working-set sizes) and `ram` (the largest working set), each with per-run samples, CI and
+//! histogram like any metric. Each run's own detection is `run_facts[].run_levels`. The
 //! whole curve is the structured fact `curve` in the benchmark's params:
 //! `[{size_bytes, ns_per_load, ns_min_run, ns_max_run, runs}]` (median over runs), next to
 //! `levels` (`[{level, ns_per_load, from_bytes, ends_at_bytes, next_size_bytes,

@@ -257,7 +257,10 @@ impl Benchmark for PageFault {
                 }
             }
             Err(why) => {
-                out = out.fact("major", format!("unsupported: {why}"));
+                out = out
+                    .not_measured("major_fault", format!("unsupported: {why}"))
+                    .not_measured("major_page", format!("unsupported: {why}"))
+                    .fact("major", format!("unsupported: {why}"));
                 out.warnings
                     .push(format!("major faults not measured: {why}"));
             }

@@ -184,7 +184,22 @@ fn output(round_trip: Vec<f64>, pipe_pair: Vec<f64>) -> RunOutput {
             2.0 * pair
         ));
     }
+    let at_or_below_zero = switch_le_zero(&out);
+    if at_or_below_zero > 0 {
+        out.warnings.push(format!(
+            "switch is derived (round trip − 2 × pipe pair): {at_or_below_zero} round trip(s) \
+             were not larger than two pipe pairs, so their switch figure is ≤ 0 — the subtracted \
+             pipe cost exceeded the measurement; the samples are kept as measured"
+        ));
+    }
     out
+}
+
+fn switch_le_zero(out: &RunOutput) -> usize {
+    out.samples
+        .iter()
+        .find(|(n, _)| *n == "switch")
+        .map_or(0, |(_, v)| v.iter().filter(|&&x| x <= 0.0).count())
 }
 
 fn run_process(
@@ -397,6 +412,24 @@ mod tests {
     use super::*;
     use crate::bench::testutil::{BusyWindow, is_linux, quick, skip_timing, with_ctx};
     use crate::model::ErrorKind;
+
+    #[test]
+    fn a_switch_figure_at_or_below_zero_is_kept_and_explained() {
+        // Round trips of 100 and 300 ns, pipe pair 100 ns: switch = −50 and +50 ns.
+        let out = output(vec![100.0, 300.0], vec![100.0]);
+        let sw = &out.samples.iter().find(|(n, _)| *n == "switch").unwrap().1;
+        assert_eq!(sw, &vec![-50.0, 50.0]);
+        assert!(
+            out.warnings
+                .iter()
+                .any(|w| w.contains("1 round trip(s)") && w.contains("≤ 0")),
+            "{:?}",
+            out.warnings
+        );
+        // All positive: no such warning.
+        let out = output(vec![300.0, 400.0], vec![100.0]);
+        assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    }
 
     /// `busy`: how busy the machine was while `out` was measured (timing relations are skipped,
     /// with the reason printed, when it was).
