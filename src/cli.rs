@@ -371,7 +371,7 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    match dispatch(cli) {
+    let code = match dispatch(cli) {
         Ok(code) => code,
         Err(CliError::Usage(msg)) => {
             eprintln!("osgauge: error: {msg}");
@@ -381,6 +381,15 @@ pub fn main() -> i32 {
             eprintln!("osgauge: error: {e:#}");
             EXIT_WARN
         }
+    };
+    // A reader that went away (`| head`) is no error; any other failure to print is
+    // (see `output::stdout`).
+    match crate::output::stdout::error() {
+        Some(e) => {
+            eprintln!("osgauge: error: writing to standard output: {e}");
+            if code == EXIT_OK { EXIT_WARN } else { code }
+        }
+        None => code,
     }
 }
 
@@ -428,7 +437,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             Err(e) => Err(CliError::Other(anyhow::Error::new(e).context("echo"))),
         },
         Command::List { long, json } => {
-            print!("{}", list_text(long, json));
+            crate::out!("{}", list_text(long, json));
             Ok(EXIT_OK)
         }
         Command::System(SystemCmd::Show { json }) => {
@@ -436,12 +445,12 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             let e = crate::system::environment();
             if json {
                 let v = serde_json::json!({ "machine": m, "environment": e });
-                println!(
+                crate::outln!(
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
                 );
             } else {
-                print!("{}", crate::system::render_text(&m, &e));
+                crate::out!("{}", crate::system::render_text(&m, &e));
             }
             Ok(EXIT_OK)
         }
@@ -458,16 +467,16 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                     crate::system::Level::Warning => "WARNING",
                     crate::system::Level::Info => "info",
                 };
-                println!("[{tag}] {}: {}", f.topic, f.message);
+                crate::outln!("[{tag}] {}: {}", f.topic, f.message);
                 if let Some(fix) = &f.fix {
-                    println!("          fix: {fix}");
+                    crate::outln!("          fix: {fix}");
                 }
             }
             if warnings == 0 {
-                println!("Ready: nothing that osgauge knows to disturb measurements.");
+                crate::outln!("Ready: nothing that osgauge knows to disturb measurements.");
                 Ok(EXIT_OK)
             } else {
-                println!(
+                crate::outln!(
                     "{warnings} warning(s): results on this machine may be noisy (osgauge changes nothing itself)."
                 );
                 Ok(EXIT_WARN)
@@ -477,7 +486,12 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Load { spec } => Ok(crate::interactivity::load::child_main(&spec)),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "osgauge", &mut std::io::stdout());
+            clap_complete::generate(
+                shell,
+                &mut cmd,
+                "osgauge",
+                &mut crate::output::stdout::Stdout,
+            );
             Ok(EXIT_OK)
         }
         Command::Results(cmd) => results::dispatch_results(cmd),
@@ -613,8 +627,8 @@ fn execute_and_keep(
 }
 
 fn print_record(record: &RunRecord, quiet: bool) {
-    print!("{}", crate::output::render_tables(record));
-    println!(
+    crate::out!("{}", crate::output::render_tables(record));
+    crate::outln!(
         "median of {} runs (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
         record.config.runs
     );
@@ -797,8 +811,8 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     }
     execute_and_keep(plan, &opts, |record| {
         match a.format {
-            TableFormat::Table => print!("{}", ia::table::render(record)),
-            TableFormat::Interbench => print!("{}", ia::table::render_interbench(record)),
+            TableFormat::Table => crate::out!("{}", ia::table::render(record)),
+            TableFormat::Interbench => crate::out!("{}", ia::table::render_interbench(record)),
         }
         print_warnings(record, opts.quiet);
     })

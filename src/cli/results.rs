@@ -265,15 +265,15 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                         })
                     })
                     .collect();
-                println!(
+                crate::outln!(
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
                 );
             } else if rows.is_empty() {
-                println!("No runs stored in {}.", s.path().display());
+                crate::outln!("No runs stored in {}.", s.path().display());
             } else {
-                print!("{}", list_text(&rows));
-                println!("{} run(s) in {}", rows.len(), s.path().display());
+                crate::out!("{}", list_text(&rows));
+                crate::outln!("{} run(s) in {}", rows.len(), s.path().display());
             }
             Ok(EXIT_OK)
         }
@@ -282,9 +282,9 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             let id = resolve(&s, &run)?;
             let rec = s.get(&id)?.ok_or_else(|| not_found(&run))?;
             if json {
-                print!("{}", crate::export::json::render(&rec)?);
+                crate::out!("{}", crate::export::json::render(&rec)?);
             } else {
-                println!(
+                crate::outln!(
                     "run {}  label {}  started {}  {}  {} / {}",
                     rec.run_id,
                     rec.label.as_deref().unwrap_or("—"),
@@ -297,9 +297,9 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                     rec.machine.os,
                     rec.machine.hostname.as_deref().unwrap_or("—")
                 );
-                print!("{}", crate::output::render_tables(&rec));
+                crate::out!("{}", crate::output::render_tables(&rec));
                 for w in crate::output::all_warnings(&rec) {
-                    println!("  warning: {w}");
+                    crate::outln!("  warning: {w}");
                 }
             }
             Ok(EXIT_OK)
@@ -316,7 +316,7 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                         CliError::Other(anyhow::anyhow!("writing {}: {e}", p.display()))
                     })?;
                 }
-                None => print!("{text}"),
+                None => crate::out!("{text}"),
             }
             Ok(EXIT_OK)
         }
@@ -339,7 +339,7 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                     store::ImportOutcome::AlreadyStored => "already stored",
                     store::ImportOutcome::Replaced => "replaced",
                 };
-                println!(
+                crate::outln!(
                     "{what}: run {} ({}, {}) from {}",
                     r.run_id,
                     r.label.as_deref().unwrap_or("no label"),
@@ -357,7 +357,7 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                 .collect::<Result<Vec<_>, _>>()?;
             for id in ids {
                 if s.delete(&id)? {
-                    println!("deleted run {id}");
+                    crate::outln!("deleted run {id}");
                 }
             }
             Ok(EXIT_OK)
@@ -498,7 +498,7 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
         ));
     }
     let cmp = crate::compare::compare(&runs, crate::compare::Options { noise: a.noise });
-    print!("{}", crate::compare::render::text(&cmp));
+    crate::out!("{}", crate::compare::render::text(&cmp));
     let write = |p: &Option<PathBuf>, text: String, flag: &str| -> Result<(), CliError> {
         if let Some(p) = p {
             write_atomic(p, text.as_bytes()).map_err(|e| {

@@ -2,6 +2,7 @@
 //! bar (stderr, only on a TTY, never ticking on its own during a timed window).
 
 pub mod progress;
+pub mod stdout;
 
 use crate::model::{BenchmarkResult, MetricResult, RunRecord};
 use crate::units::{Better, format_value};
