@@ -349,6 +349,19 @@ impl MemOpts {
 }
 
 impl RunOpts {
+    /// Before running: every output can be written, and no two name the same file (exit 2).
+    fn check_outputs(&self) -> Result<(), CliError> {
+        let mut all: Vec<(&str, &Path)> = Vec::new();
+        for (format, path) in self.exports() {
+            check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
+            all.push((format.flag(), path));
+        }
+        if let Some(p) = &self.store.export_html {
+            all.push(("--export-html", p));
+        }
+        crate::export::check_distinct(&all).map_err(CliError::Usage)
+    }
+
     fn exports(&self) -> Vec<(Format, &Path)> {
         [
             (Format::Json, &self.export_json),
@@ -556,9 +569,7 @@ fn run_plan(
     suite_opts: &SuiteOptions,
 ) -> Result<i32, CliError> {
     let benchmarks = select_with(&selection, suite_opts).map_err(CliError::Usage)?;
-    for (format, path) in opts.exports() {
-        check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
-    }
+    opts.check_outputs()?;
     let (runs, run_time) = match defaults {
         Preset::Quick => (5, Duration::from_millis(100)),
         Preset::Standard => (10, Duration::from_millis(300)),
@@ -681,9 +692,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     use crate::platform::realtime::Policy;
     use std::sync::Arc;
     let opts = a.opts.clone();
-    for (format, path) in opts.exports() {
-        check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
-    }
+    opts.check_outputs()?;
     let tasks: Vec<&'static str> = if a.task.is_empty() {
         ia::DEFAULT_TASKS.to_vec()
     } else {

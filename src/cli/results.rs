@@ -486,11 +486,14 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
         (&a.export_csv, "--export-csv"),
         (&a.export_json, "--export-json"),
     ];
+    let mut outputs: Vec<(&str, &Path)> = Vec::new();
     for (p, flag) in exports {
         if let Some(p) = p {
             check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+            outputs.push((flag, p));
         }
     }
+    crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
     let runs = load_runs(&a.runs, &a.store)?;
     if runs.len() < 2 {
         return Err(CliError::Usage(
