@@ -275,8 +275,9 @@ pub struct RunOpts {
     /// Time bound per benchmark (all its runs); reaching it stops the benchmark cleanly and records a timeout
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-    /// A name for this run (e.g. the OS or kernel), kept in the record
-    #[arg(long)]
+    /// A name for this run (e.g. the OS or kernel), kept in the record: 1 to 64 characters, no
+    /// control characters
+    #[arg(long, value_parser = crate::output::parse_label)]
     pub label: Option<String>,
     /// Write the full run record as JSON (schema osgauge.run/1)
     #[arg(long, value_name = "FILE")]

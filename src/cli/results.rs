@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use super::{CliError, EXIT_OK, EXIT_REGRESSION};
 use crate::export::{check_writable, write_atomic};
 use crate::model::RunRecord;
+use crate::output::{LABEL_MAX_CHARS, display_text};
 use crate::runner::Event;
 use crate::store::{self, Origin, Resolved, Store, short_id};
 
@@ -287,7 +288,10 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                 crate::outln!(
                     "run {}  label {}  started {}  {}  {} / {}",
                     rec.run_id,
-                    rec.label.as_deref().unwrap_or("—"),
+                    rec.label
+                        .as_deref()
+                        .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
+                        .unwrap_or_else(|| "—".into()),
                     rec.started.format("%Y-%m-%d %H:%M:%S UTC"),
                     if rec.complete {
                         "complete"
@@ -342,7 +346,10 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                 crate::outln!(
                     "{what}: run {} ({}, {}) from {}",
                     r.run_id,
-                    r.label.as_deref().unwrap_or("no label"),
+                    r.label
+                        .as_deref()
+                        .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
+                        .unwrap_or_else(|| "no label".into()),
                     r.machine.os,
                     f.display()
                 );
@@ -405,9 +412,15 @@ fn list_text(rows: &[store::RunRow]) -> String {
         table.push([
             short_id(&r.run_id).to_string(),
             started,
-            r.label.clone().unwrap_or_else(|| "—".into()),
-            r.os.clone(),
-            r.hostname.clone().unwrap_or_else(|| "—".into()),
+            r.label
+                .as_deref()
+                .map(|l| display_text(l, LABEL_MAX_CHARS))
+                .unwrap_or_else(|| "—".into()),
+            display_text(&r.os, LABEL_MAX_CHARS),
+            r.hostname
+                .as_deref()
+                .map(|h| display_text(h, LABEL_MAX_CHARS))
+                .unwrap_or_else(|| "—".into()),
             r.benchmarks.to_string(),
             if r.complete {
                 "complete".into()
@@ -469,6 +482,10 @@ fn load_runs(keys: &[String], sp: &StorePath) -> Result<Vec<(String, RunRecord)>
         let id = resolve(s, k)?;
         let r = s.get(&id)?.ok_or_else(|| not_found(k))?;
         out.push((k.clone(), r));
+    }
+    // Names are printed in tables: no control characters, bounded length.
+    for (name, _) in out.iter_mut() {
+        *name = display_text(name, LABEL_MAX_CHARS);
     }
     // Make names unique.
     for i in 0..out.len() {

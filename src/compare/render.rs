@@ -183,7 +183,7 @@ pub fn markdown(c: &Comparison) -> String {
     for (j, col) in c.columns.iter().enumerate() {
         s.push_str(&format!(
             "- [{j}] **{}** — run `{}`, {}{}{}\n",
-            md_escape(&col.name),
+            crate::output::markdown_text(&col.name),
             col.run_id,
             col.os,
             if j == 0 { " (baseline)" } else { "" },
@@ -193,7 +193,10 @@ pub fn markdown(c: &Comparison) -> String {
     if !c.differences.is_empty() {
         s.push_str("\n## Machine / environment fields that differ\n\n| field |");
         for j in 0..c.columns.len() {
-            s.push_str(&format!(" {} |", md_escape(&column_title(c, j))));
+            s.push_str(&format!(
+                " {} |",
+                crate::output::markdown_text(&column_title(c, j))
+            ));
         }
         s.push_str("\n|---|");
         s.push_str(&"---|".repeat(c.columns.len()));
@@ -207,10 +210,10 @@ pub fn markdown(c: &Comparison) -> String {
         }
     }
     s.push_str("\n## Results\n\n| benchmark | ");
-    s.push_str(&md_escape(&column_title(c, 0)));
+    s.push_str(&crate::output::markdown_text(&column_title(c, 0)));
     s.push_str(" |");
     for j in 1..c.columns.len() {
-        let t = md_escape(&column_title(c, j));
+        let t = crate::output::markdown_text(&column_title(c, j));
         s.push_str(&format!(" {t} | change | 95 % CI | p (BH) | verdict |"));
     }
     s.push_str("\n|---|---:|");
@@ -240,7 +243,10 @@ pub fn markdown(c: &Comparison) -> String {
     if c.columns.len() > 1 {
         s.push_str("\n| suite | metrics |");
         for j in 1..c.columns.len() {
-            s.push_str(&format!(" geomean {} |", md_escape(&column_title(c, j))));
+            s.push_str(&format!(
+                " geomean {} |",
+                crate::output::markdown_text(&column_title(c, j))
+            ));
         }
         s.push_str("\n|---|---:|");
         s.push_str(&"---:|".repeat(c.columns.len() - 1));

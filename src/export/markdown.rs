@@ -1,11 +1,15 @@
 //! Markdown: the terminal tables as GitHub-flavoured Markdown, with the method and warnings.
 
 use crate::model::RunRecord;
-use crate::output::table_rows;
+use crate::output::{LABEL_MAX_CHARS, table_rows};
 
 pub fn render(record: &RunRecord) -> String {
     let mut s = String::new();
-    let title = record.label.as_deref().unwrap_or("osgauge run");
+    let title = record
+        .label
+        .as_deref()
+        .map(|l| crate::output::markdown_text(&crate::output::display_text(l, LABEL_MAX_CHARS)))
+        .unwrap_or_else(|| "osgauge run".into());
     s.push_str(&format!("# {title}\n\n"));
     s.push_str(&format!(
         "Run `{}` · {} · osgauge {} ({})\n\n",

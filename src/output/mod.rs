@@ -7,6 +7,85 @@ pub mod stdout;
 use crate::model::{BenchmarkResult, MetricResult, RunRecord};
 use crate::units::{Better, format_value};
 
+/// Longest label `--label` accepts, in characters; also where printed labels are cut.
+pub const LABEL_MAX_CHARS: usize = 64;
+
+/// Characters that would act on a terminal or reorder text instead of showing: C0/C1 controls
+/// (newline, ESC of an ANSI sequence) and the bidirectional overrides and isolates.
+fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// `--label`: non-empty, not only spaces, no control characters, at most [`LABEL_MAX_CHARS`].
+pub fn parse_label(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("a label must not be empty or only spaces".into());
+    }
+    if let Some(c) = s.chars().find(|&c| is_unprintable(c)) {
+        return Err(format!(
+            "a label must not contain control characters (found {})",
+            c.escape_unicode()
+        ));
+    }
+    let n = s.chars().count();
+    if n > LABEL_MAX_CHARS {
+        return Err(format!(
+            "a label has at most {LABEL_MAX_CHARS} characters (this one has {n})"
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// Text from a record (a label, a name; possibly imported, so anything) made safe to print on a
+/// terminal: control characters shown escaped (`\n`, `\u{1b}`), cut to `max` characters with "…".
+pub fn display_text(s: &str, max: usize) -> String {
+    let pieces: Vec<String> = s
+        .chars()
+        .map(|c| {
+            if is_unprintable(c) {
+                c.escape_default().collect()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    let total: usize = pieces.iter().map(|p| p.chars().count()).sum();
+    if total <= max {
+        return pieces.concat();
+    }
+    let mut out = String::new();
+    let mut n = 0;
+    for p in pieces {
+        let len = p.chars().count();
+        if n + len + 1 > max {
+            break;
+        }
+        out.push_str(&p);
+        n += len;
+    }
+    out.push('…');
+    out
+}
+
+/// Text for Markdown: control characters shown escaped as in [`display_text`] (not cut), and `|`,
+/// backticks, `*`, `_`, `<`, `>`, `[`, `]`, `#` and backslashes escaped so a label cannot end a
+/// table cell or start markup.
+pub fn markdown_text(s: &str) -> String {
+    let mut out = String::new();
+    for c in display_text(s, usize::MAX).chars() {
+        if matches!(
+            c,
+            '|' | '`' | '*' | '_' | '<' | '>' | '[' | ']' | '\\' | '#'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// One table row, already formatted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -151,4 +230,34 @@ fn pad_right(s: &str, w: usize) -> String {
 
 fn pad_left(s: &str, w: usize) -> String {
     format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_validated() {
+        assert_eq!(
+            parse_label("linux-6.12 (tuned)").unwrap(),
+            "linux-6.12 (tuned)"
+        );
+        for bad in ["", " ", "\t", "a\nb", "red\u{1b}[31m", "x\u{202e}y"] {
+            assert!(parse_label(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(parse_label(&"é".repeat(LABEL_MAX_CHARS)).is_ok());
+        assert!(parse_label(&"é".repeat(LABEL_MAX_CHARS + 1)).is_err());
+    }
+
+    #[test]
+    fn printed_text_is_escaped_and_bounded() {
+        assert_eq!(display_text("a\nb\u{1b}[0m", 64), "a\\nb\\u{1b}[0m");
+        assert_eq!(display_text("abcdef", 6), "abcdef");
+        assert_eq!(display_text("abcdefg", 6), "abcde…");
+        let long = display_text(&"x".repeat(5000), LABEL_MAX_CHARS);
+        assert_eq!(long.chars().count(), LABEL_MAX_CHARS);
+        assert!(long.ends_with('…'));
+        assert_eq!(markdown_text("a|b`c"), "a\\|b\\`c");
+        assert!(!markdown_text("x\ny").contains('\n'));
+    }
 }
