@@ -641,8 +641,8 @@ fn execute_and_keep(
 fn print_record(record: &RunRecord, quiet: bool) {
     crate::out!("{}", crate::output::render_tables(record));
     crate::outln!(
-        "median of {} runs (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
-        record.config.runs
+        "median of {} (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
+        crate::output::runs_kept_text(record)
     );
     print_warnings(record, quiet);
 }

@@ -19,8 +19,8 @@ pub fn render(record: &RunRecord) -> String {
         record.tool.profile
     ));
     s.push_str(&format!(
-        "Per benchmark: median of {} per-run medians with its 95 % bootstrap CI; p99 = median of per-run p99; CV = run-to-run coefficient of variation. Lower is better unless marked ↑.\n\n",
-        record.config.runs
+        "Per benchmark: median of the per-run medians ({}) with its 95 % bootstrap CI; p99 = median of per-run p99; CV = run-to-run coefficient of variation. Lower is better unless marked ↑.\n\n",
+        crate::output::runs_kept_text(record)
     ));
     for (suite, rows) in table_rows(record) {
         s.push_str(&format!("## {suite}\n\n"));

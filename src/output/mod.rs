@@ -166,6 +166,33 @@ fn metric_row(name: String, m: &MetricResult) -> Row {
     }
 }
 
+/// How many runs the summaries rest on: per benchmark the runs kept (the most of any of its
+/// metrics), as "74 runs", "1 run" or "3–5 runs" when benchmarks differ; benchmarks this OS does
+/// not support are left out. "(of N planned)" follows when fewer were kept than planned.
+pub fn runs_kept_text(record: &RunRecord) -> String {
+    let counts: Vec<usize> = record
+        .benchmarks
+        .iter()
+        .filter(|b| {
+            !(b.metrics.iter().all(|m| m.runs.is_empty())
+                && b.error.as_ref().map(|e| e.kind) == Some(crate::model::ErrorKind::Unsupported))
+        })
+        .map(|b| b.metrics.iter().map(|m| m.runs.len()).max().unwrap_or(0))
+        .collect();
+    let lo = counts.iter().copied().min().unwrap_or(0);
+    let hi = counts.iter().copied().max().unwrap_or(0);
+    let mut s = match (lo, hi) {
+        (1, 1) => "1 run".to_string(),
+        (a, b) if a == b => format!("{a} runs"),
+        (a, b) => format!("{a}–{b} runs"),
+    };
+    let planned = record.config.runs as usize;
+    if lo < planned {
+        s.push_str(&format!(" (of {planned} planned)"));
+    }
+    s
+}
+
 /// The run's warnings, then each benchmark's, prefixed by its id.
 pub fn all_warnings(record: &RunRecord) -> Vec<String> {
     let mut w = record.warnings.clone();
@@ -259,5 +286,24 @@ mod tests {
         assert!(long.ends_with('…'));
         assert_eq!(markdown_text("a|b`c"), "a\\|b\\`c");
         assert!(!markdown_text("x\ny").contains('\n'));
+    }
+
+    #[test]
+    fn footers_count_the_runs_kept() {
+        let text = include_str!("../../tests/fixtures/cpu-a.json");
+        let mut r: RunRecord = serde_json::from_str(text).unwrap();
+        assert_eq!(runs_kept_text(&r), "5 runs");
+        r.config.runs = 1000;
+        r.benchmarks[0].metrics[0].runs.truncate(2);
+        assert_eq!(runs_kept_text(&r), "2–5 runs (of 1000 planned)");
+        for b in &mut r.benchmarks {
+            for m in &mut b.metrics {
+                m.runs.clear();
+            }
+        }
+        assert_eq!(runs_kept_text(&r), "0 runs (of 1000 planned)");
+        r.benchmarks[1].error = Some(crate::model::BenchError::unsupported("x"));
+        r.benchmarks.retain(|b| b.error.is_some());
+        assert_eq!(runs_kept_text(&r), "0 runs (of 1000 planned)");
     }
 }
