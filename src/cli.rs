@@ -277,7 +277,7 @@ pub struct RunOpts {
     pub timeout: Option<Duration>,
     /// A name for this run (e.g. the OS or kernel), kept in the record: 1 to 64 characters, no
     /// control characters
-    #[arg(long, value_parser = crate::output::parse_label)]
+    #[arg(long)]
     pub label: Option<String>,
     /// Write the full run record as JSON (schema osgauge.run/1)
     #[arg(long, value_name = "FILE")]
@@ -350,8 +350,12 @@ impl MemOpts {
 }
 
 impl RunOpts {
-    /// Before running: every output can be written, and no two name the same file (exit 2).
+    /// Before running: the label is valid, every output can be written, and no two name the
+    /// same file (exit 2). The label is checked here, not by clap, whose message would echo it raw.
     fn check_outputs(&self) -> Result<(), CliError> {
+        if let Some(l) = &self.label {
+            crate::output::parse_label(l).map_err(|e| CliError::Usage(format!("--label: {e}")))?;
+        }
         let mut all: Vec<(&str, &Path)> = Vec::new();
         for (format, path) in self.exports() {
             check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;

@@ -232,6 +232,12 @@ fn bad_labels_are_refused_and_stored_labels_are_printed_safely() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "label {bad:?} accepted");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("osgauge: error: --label: ") && !err.contains('\u{1b}'),
+            "{err}"
+        );
     }
     // An imported record can still carry anything: printed escaped and cut.
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cpu-a.json");
