@@ -392,11 +392,11 @@ pub fn main() -> i32 {
     let code = match dispatch(cli) {
         Ok(code) => code,
         Err(CliError::Usage(msg)) => {
-            eprintln!("osgauge: error: {msg}");
+            crate::errln!("osgauge: error: {msg}");
             EXIT_USAGE
         }
         Err(CliError::Other(e)) => {
-            eprintln!("osgauge: error: {e:#}");
+            crate::errln!("osgauge: error: {e:#}");
             EXIT_WARN
         }
     };
@@ -404,7 +404,7 @@ pub fn main() -> i32 {
     // (see `output::stdout`).
     match crate::output::stdout::error() {
         Some(e) => {
-            eprintln!("osgauge: error: writing to standard output: {e}");
+            crate::errln!("osgauge: error: writing to standard output: {e}");
             if code == EXIT_OK { EXIT_WARN } else { code }
         }
         None => code,
@@ -601,7 +601,7 @@ fn run_plan(
         },
     };
     if !opts.quiet {
-        eprintln!(
+        crate::errln!(
             "osgauge: {} benchmark(s), {} run(s) each, about {:.0} s",
             plan.benchmarks.len(),
             runs,
@@ -658,9 +658,9 @@ fn print_warnings(record: &RunRecord, quiet: bool) {
     }
     let w = crate::output::all_warnings(record);
     if !w.is_empty() {
-        eprintln!("\nWarnings:");
+        crate::errln!("\nWarnings:");
         for x in w {
-            eprintln!("  - {x}");
+            crate::errln!("  - {x}");
         }
     }
 }
@@ -686,7 +686,7 @@ fn interrupt_flag() -> &'static AtomicBool {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         if let Err(e) = crate::platform::install_interrupt_handler(&FLAG, EXIT_INTERRUPTED) {
-            eprintln!("osgauge: warning: Ctrl-C handling unavailable ({e}); Ctrl-C will end the run without saving");
+            crate::errln!("osgauge: warning: Ctrl-C handling unavailable ({e}); Ctrl-C will end the run without saving");
         }
     });
     &FLAG
@@ -813,7 +813,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         let n = plan.benchmarks.len() as f64;
         let est =
             n * (f64::from(runs) * (duration.as_secs_f64() + 0.3) + f64::from(opts.warmup) * 0.6);
-        eprintln!(
+        crate::errln!(
             "osgauge: {} cell(s) ({} task(s) × {} load(s)), {} run(s) of {:?} each, about {:.0} s",
             plan.benchmarks.len(),
             tasks.len(),

@@ -87,6 +87,24 @@ fn a_closed_pipe_ends_printing_quietly_and_the_run_is_still_stored() {
 }
 
 #[test]
+fn a_run_whose_stdout_and_stderr_pipe_broke_is_still_stored() {
+    // `osgauge micro … 2>&1 | head -0`: both streams on one pipe with no reader.
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = osgauge(dir.path())
+        .args(MICRO)
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let runs = stored_runs(dir.path());
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["complete"], Value::Bool(true), "{runs:?}");
+}
+
+#[test]
 fn a_closed_or_full_stdout_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = osgauge(dir.path())

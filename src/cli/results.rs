@@ -196,7 +196,7 @@ impl StoreSink {
             && !self.warned
         {
             self.warned = true;
-            eprintln!(
+            crate::errln!(
                 "osgauge: warning: could not write to the result store {}: {e:#}",
                 s.path().display()
             );
@@ -219,7 +219,7 @@ impl StoreSink {
         if let Some(s) = &self.store
             && !self.quiet
         {
-            eprintln!(
+            crate::errln!(
                 "osgauge: stored as run {} in {}{}",
                 record.run_id,
                 s.path().display(),
@@ -382,7 +382,7 @@ fn resolve(s: &Store, key: &str) -> Result<String, CliError> {
     match s.resolve(key)? {
         Resolved::One(id, note) => {
             if let Some(n) = note {
-                eprintln!("osgauge: note: {n}");
+                crate::errln!("osgauge: note: {n}");
             }
             Ok(id)
         }
@@ -549,13 +549,13 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
     if let Some(t) = a.fail_on_regression {
         let regs = cmp.regressions(t);
         if !regs.is_empty() {
-            eprintln!(
+            crate::errln!(
                 "osgauge: {} regression(s) of at least {}% (significant, outside the noise band):",
                 regs.len(),
                 crate::compare::trim_num(t * 100.0)
             );
             for (r, j, d) in regs {
-                eprintln!(
+                crate::errln!(
                     "  {} [{}]: {:+.1} % worse",
                     crate::compare::render::row_name(&cmp, r),
                     cmp.columns[j].name,
@@ -578,7 +578,7 @@ pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
             a.export_html.display()
         ))
     })?;
-    eprintln!(
+    crate::errln!(
         "osgauge: wrote {} ({} KiB, {} run(s))",
         a.export_html.display(),
         html.len().div_ceil(1024),

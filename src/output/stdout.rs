@@ -7,7 +7,8 @@
 //! have been (0 when all went well): the reader asked for no more, like `yes | head -1`. Any other
 //! write error (a full disk behind `> file`, `/dev/full`) and a standard output that was closed
 //! when osgauge started (`>&-`) are errors: printing stops, the command finishes its work, and
-//! [`crate::cli::main`] reports "writing to standard output: …" and exits 1.
+//! [`crate::cli::main`] reports "writing to standard output: …" and exits 1. Messages on standard
+//! error go through [`crate::errln!`], which never panics either.
 
 use std::io::{self, Write};
 use std::sync::Mutex;
@@ -91,5 +92,23 @@ macro_rules! outln {
     };
     ($($t:tt)*) => {
         $crate::output::stdout::print(&format!("{}\n", format_args!($($t)*)))
+    };
+}
+
+/// Write `text` to standard error, ignoring failure: `eprintln!` panics when stderr is a pipe whose
+/// reader went away (`osgauge micro cpu 2>&1 | head -1`), which would cut a run short before it is
+/// stored.
+pub fn eprint(text: &str) {
+    let _ = io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// `eprintln!` through [`eprint`].
+#[macro_export]
+macro_rules! errln {
+    () => {
+        $crate::output::stdout::eprint("\n")
+    };
+    ($($t:tt)*) => {
+        $crate::output::stdout::eprint(&format!("{}\n", format_args!($($t)*)))
     };
 }
