@@ -303,7 +303,7 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                 );
                 crate::out!("{}", crate::output::render_tables(&rec));
                 for w in crate::output::all_warnings(&rec) {
-                    crate::outln!("  warning: {w}");
+                    crate::outln!("  warning: {}", display_text(&w, usize::MAX));
                 }
             }
             Ok(EXIT_OK)

@@ -1,7 +1,7 @@
 //! Markdown: the terminal tables as GitHub-flavoured Markdown, with the method and warnings.
 
 use crate::model::RunRecord;
-use crate::output::{LABEL_MAX_CHARS, table_rows};
+use crate::output::{LABEL_MAX_CHARS, markdown_text, table_rows};
 
 pub fn render(record: &RunRecord) -> String {
     let mut s = String::new();
@@ -30,7 +30,12 @@ pub fn render(record: &RunRecord) -> String {
         for r in rows {
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} |\n",
-                r.name, r.median, r.ci, r.p99, r.cv, r.note
+                markdown_text(&r.name),
+                r.median,
+                r.ci,
+                r.p99,
+                r.cv,
+                markdown_text(&r.note)
             ));
         }
         s.push('\n');

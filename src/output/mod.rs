@@ -70,15 +70,11 @@ pub fn display_text(s: &str, max: usize) -> String {
 }
 
 /// Text for Markdown: control characters shown escaped as in [`display_text`] (not cut), and `|`,
-/// backticks, `*`, `_`, `<`, `>`, `[`, `]`, `#` and backslashes escaped so a label cannot end a
-/// table cell or start markup.
+/// backticks, `<` and backslashes escaped so a label cannot end a table cell, open code or HTML.
 pub fn markdown_text(s: &str) -> String {
     let mut out = String::new();
     for c in display_text(s, usize::MAX).chars() {
-        if matches!(
-            c,
-            '|' | '`' | '*' | '_' | '<' | '>' | '[' | ']' | '\\' | '#'
-        ) {
+        if matches!(c, '|' | '`' | '<' | '\\') {
             out.push('\\');
         }
         out.push(c);
@@ -111,7 +107,9 @@ pub fn table_rows(record: &RunRecord) -> Vec<(String, Vec<Row>)> {
 }
 
 fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
-    let short = b.id.split_once('/').map(|(_, n)| n).unwrap_or(&b.id);
+    // Ids and messages may come from an imported record: shown with control characters escaped.
+    let id = display_text(&b.id, usize::MAX);
+    let short = id.split_once('/').map(|(_, n)| n).unwrap_or(&id);
     let mut rows: Vec<Row> = b
         .metrics
         .iter()
@@ -120,13 +118,13 @@ fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
             let name = if b.metrics.len() == 1 {
                 short.to_string()
             } else {
-                format!("{short}.{}", m.name)
+                format!("{short}.{}", display_text(&m.name, usize::MAX))
             };
             metric_row(name, m)
         })
         .collect();
     if let Some(e) = &b.error {
-        let note = format!("{}: {}", e.kind.as_str(), e.message);
+        let note = display_text(&format!("{}: {}", e.kind.as_str(), e.message), usize::MAX);
         match rows.first_mut() {
             Some(r) => r.note = note,
             None => rows.push(Row {
