@@ -1,7 +1,7 @@
 //! Exports and output, end to end: special files as export targets, one file named twice, a
 //! stdout that breaks or is closed, labels, and footers that count what was kept.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
@@ -104,6 +104,7 @@ fn a_run_whose_stdout_and_stderr_pipe_broke_is_still_stored() {
     assert_eq!(runs[0]["complete"], Value::Bool(true), "{runs:?}");
 }
 
+#[cfg(unix)]
 #[test]
 fn a_closed_or_full_stdout_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -175,7 +176,7 @@ fn special_export_targets_are_written_through_and_kept() {
     if !made_node {
         eprintln!("device node part skipped: mknod failed (needs root)");
     }
-    let md_target: PathBuf = if made_node {
+    let md_target: std::path::PathBuf = if made_node {
         node.clone()
     } else {
         d.join("r.md")
@@ -338,4 +339,27 @@ fn the_footer_counts_the_runs_kept() {
         format!("median of {kept} runs (of 1000 planned)")
     };
     assert!(text.contains(&want), "want {want:?} in:\n{text}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn dev_stdout_is_written_through_after_the_table() {
+    // `--export-csv /dev/stdout > out.txt`: the file keeps the table and gets the CSV after it.
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("out.txt");
+    let file = std::fs::File::create(&out_path).unwrap();
+    let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before = ino(&out_path);
+    let status = osgauge(dir.path())
+        .args(MICRO)
+        .args(["--quiet", "--no-store", "--export-csv", "/dev/stdout"])
+        .stdout(file)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(ino(&out_path), before, "the file was replaced, not written");
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    let (table, csv) = text.split_once("run_id,").expect("CSV after the table");
+    assert!(table.contains("median of 1 run"), "{text}");
+    assert!(csv.contains("cpu/timer_read"), "{text}");
 }

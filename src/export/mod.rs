@@ -34,27 +34,63 @@ impl Format {
     }
 }
 
+/// How an output path is written.
+enum Target {
+    /// A new path or a regular file: a temporary file in this directory, renamed to this path
+    /// (the path with symlinks followed).
+    Replace(PathBuf),
+    /// Anything else that exists (a device, a FIFO, /dev/stdout): opened and written as it is;
+    /// appended to where /dev/stdout and the like name a regular file (`> out.txt`), after what
+    /// was printed there.
+    WriteThrough {
+        fifo: bool,
+        append: bool,
+    },
+    Directory,
+}
+
+fn classify(path: &Path) -> std::io::Result<Target> {
+    // metadata() follows every kind of link, the kernel's /proc/self/fd/N too.
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(Target::Directory),
+        Ok(m) if !m.is_file() || is_stdio_alias(path) => Ok(Target::WriteThrough {
+            fifo: crate::platform::is_fifo(&m),
+            append: m.is_file(),
+        }),
+        Ok(_) => Ok(Target::Replace(resolve_symlinks(path)?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Target::Replace(resolve_symlinks(path)?))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// /dev/stdout, /dev/fd/1, /proc/self/fd/1 and the like: an open descriptor, even when it is
+/// redirected to a regular file, is written through, never replaced.
+fn is_stdio_alias(path: &Path) -> bool {
+    ["/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self/fd"]
+        .iter()
+        .any(|p| path.starts_with(p))
+}
+
 /// Check before running that `path` can be written, without creating or changing anything there.
 /// A symlink is judged by what it points to. An existing regular file or a new path: its directory
 /// exists and accepts a new file (the write goes through a temporary file renamed into place).
 /// Anything else that exists (a device such as /dev/null, a FIFO) is written through as it is, so
 /// it only has to be openable for writing (a FIFO is not opened: that would wait for a reader).
 pub fn check_writable(path: &Path) -> Result<(), String> {
-    let target = resolve_symlinks(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    match std::fs::metadata(&target) {
-        Ok(m) if m.is_dir() => return Err(format!("{} is a directory", path.display())),
-        Ok(m) if !m.is_file() => {
-            if crate::platform::is_fifo(&m) {
-                return Ok(());
-            }
+    let target = match classify(path).map_err(|e| format!("{}: {e}", path.display()))? {
+        Target::Directory => return Err(format!("{} is a directory", path.display())),
+        Target::WriteThrough { fifo: true, .. } => return Ok(()),
+        Target::WriteThrough { fifo: false, .. } => {
             return std::fs::OpenOptions::new()
                 .write(true)
-                .open(&target)
+                .open(path)
                 .map(drop)
                 .map_err(|e| format!("cannot write to {}: {e}", path.display()));
         }
-        _ => {}
-    }
+        Target::Replace(t) => t,
+    };
     let dir = parent_dir(&target);
     if !dir.is_dir() {
         return Err(format!("directory {} does not exist", dir.display()));
@@ -128,18 +164,20 @@ fn resolve_symlinks(path: &Path) -> std::io::Result<PathBuf> {
 /// replaced. Errors (e.g. /dev/full: no space left on device) are returned for the caller to name
 /// the path.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let target = resolve_symlinks(path)?;
-    match std::fs::metadata(&target) {
-        Ok(m) if m.is_dir() => Err(std::io::Error::new(
+    match classify(path)? {
+        Target::Directory => Err(std::io::Error::new(
             std::io::ErrorKind::IsADirectory,
             "is a directory",
         )),
-        Ok(m) if !m.is_file() => {
-            let mut f = std::fs::OpenOptions::new().write(true).open(&target)?;
+        Target::WriteThrough { append, .. } => {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .append(append)
+                .open(path)?;
             f.write_all(contents)?;
             f.flush()
         }
-        _ => {
+        Target::Replace(target) => {
             let mut builder = tempfile::Builder::new();
             if let Some(perm) = crate::platform::user_file_permissions() {
                 builder.permissions(perm);
