@@ -364,6 +364,15 @@ impl RunOpts {
         if let Some(p) = &self.store.export_html {
             all.push(("--export-html", p));
         }
+        // An export over the result store would destroy it.
+        let store = match (&self.store.store, self.store.no_store) {
+            (_, true) => None,
+            (Some(p), false) => Some(p.clone()),
+            (None, false) => crate::store::default_path().ok(),
+        };
+        if let Some(p) = &store {
+            all.push(("the result store", p));
+        }
         crate::export::check_distinct(&all).map_err(CliError::Usage)
     }
 

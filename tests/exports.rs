@@ -237,6 +237,16 @@ fn one_file_named_by_two_exports_is_a_usage_error() {
     assert!(err.contains("--export-json and --export-csv"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(!d.join("a").exists());
+    // Nor may an export overwrite the result store.
+    let out = osgauge(d)
+        .args(MICRO)
+        .arg("--export-json")
+        .arg(d.join("store.sqlite"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the result store"), "{err}");
 }
 
 #[test]
