@@ -320,7 +320,8 @@ pub struct RunOpts {
     /// Time bound per benchmark (all its runs), 100ms..1440m; reaching it stops the benchmark cleanly and records a timeout
     #[arg(long, value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
-    /// A name for this run (e.g. the OS or kernel), kept in the record
+    /// A name for this run (e.g. the OS or kernel), kept in the record: 1 to 64 characters, no
+    /// control characters
     #[arg(long)]
     pub label: Option<String>,
     /// Write the full run record as JSON (schema osgauge.run/1)
@@ -394,6 +395,32 @@ impl MemOpts {
 }
 
 impl RunOpts {
+    /// Before running: the label is valid, every output can be written, and no two name the
+    /// same file (exit 2). The label is checked here, not by clap, whose message would echo it raw.
+    fn check_outputs(&self) -> Result<(), CliError> {
+        if let Some(l) = &self.label {
+            crate::output::parse_label(l).map_err(|e| CliError::Usage(format!("--label: {e}")))?;
+        }
+        let mut all: Vec<(&str, &Path)> = Vec::new();
+        for (format, path) in self.exports() {
+            check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
+            all.push((format.flag(), path));
+        }
+        if let Some(p) = &self.store.export_html {
+            all.push(("--export-html", p));
+        }
+        // An export over the result store would destroy it.
+        let store = match (&self.store.store, self.store.no_store) {
+            (_, true) => None,
+            (Some(p), false) => Some(p.clone()),
+            (None, false) => crate::store::default_path().ok(),
+        };
+        if let Some(p) = &store {
+            all.push(("the result store", p));
+        }
+        crate::export::check_distinct(&all).map_err(CliError::Usage)
+    }
+
     fn exports(&self) -> Vec<(Format, &Path)> {
         [
             (Format::Json, &self.export_json),
@@ -416,16 +443,25 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    match dispatch(cli) {
+    let code = match dispatch(cli) {
         Ok(code) => code,
         Err(CliError::Usage(msg)) => {
-            eprintln!("osgauge: error: {msg}");
+            crate::errln!("osgauge: error: {msg}");
             EXIT_USAGE
         }
         Err(CliError::Other(e)) => {
-            eprintln!("osgauge: error: {e:#}");
+            crate::errln!("osgauge: error: {e:#}");
             EXIT_WARN
         }
+    };
+    // A reader that went away (`| head`) is no error; any other failure to print is
+    // (see `output::stdout`).
+    match crate::output::stdout::error() {
+        Some(e) => {
+            crate::errln!("osgauge: error: writing to standard output: {e}");
+            if code == EXIT_OK { EXIT_WARN } else { code }
+        }
+        None => code,
     }
 }
 
@@ -473,7 +509,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             Err(e) => Err(CliError::Other(anyhow::Error::new(e).context("echo"))),
         },
         Command::List { long, json } => {
-            print!("{}", list_text(long, json));
+            crate::out!("{}", list_text(long, json));
             Ok(EXIT_OK)
         }
         Command::System(SystemCmd::Show { json }) => {
@@ -481,12 +517,12 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             let e = crate::system::environment();
             if json {
                 let v = serde_json::json!({ "machine": m, "environment": e });
-                println!(
+                crate::outln!(
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
                 );
             } else {
-                print!("{}", crate::system::render_text(&m, &e));
+                crate::out!("{}", crate::system::render_text(&m, &e));
             }
             Ok(EXIT_OK)
         }
@@ -503,27 +539,27 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                     crate::system::Level::Warning => "WARNING",
                     crate::system::Level::Info => "info",
                 };
-                println!("[{tag}] {}: {}", f.topic, f.message);
+                crate::outln!("[{tag}] {}: {}", f.topic, f.message);
                 if let Some(fix) = &f.fix {
-                    println!("          fix: {fix}");
+                    crate::outln!("          fix: {fix}");
                 }
             }
             let unchecked = crate::system::unchecked(&e);
             for (topic, why) in &unchecked {
-                println!("[not checked] {topic}: {why}");
+                crate::outln!("[not checked] {topic}: {why}");
             }
             if warnings == 0 && !unchecked.is_empty() {
-                println!(
+                crate::outln!(
                     "Checks incomplete on {}: {} check(s) could not be made; nothing else found.",
                     m.os,
                     unchecked.len()
                 );
                 Ok(EXIT_INCOMPLETE)
             } else if warnings == 0 {
-                println!("Ready: nothing that osgauge knows to disturb measurements.");
+                crate::outln!("Ready: nothing that osgauge knows to disturb measurements.");
                 Ok(EXIT_OK)
             } else {
-                println!(
+                crate::outln!(
                     "{warnings} warning(s): results on this machine may be noisy (osgauge changes nothing itself)."
                 );
                 Ok(EXIT_WARN)
@@ -533,7 +569,12 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Load { spec } => Ok(crate::interactivity::load::child_main(&spec)),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "osgauge", &mut std::io::stdout());
+            clap_complete::generate(
+                shell,
+                &mut cmd,
+                "osgauge",
+                &mut crate::output::stdout::Stdout,
+            );
             Ok(EXIT_OK)
         }
         Command::Results(cmd) => results::dispatch_results(cmd),
@@ -598,9 +639,7 @@ fn run_plan(
     suite_opts: &SuiteOptions,
 ) -> Result<i32, CliError> {
     let benchmarks = select_with(&selection, suite_opts).map_err(CliError::Usage)?;
-    for (format, path) in opts.exports() {
-        check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
-    }
+    opts.check_outputs()?;
     let (runs, run_time) = match defaults {
         Preset::Quick => (5, Duration::from_millis(100)),
         Preset::Standard => (10, Duration::from_millis(300)),
@@ -627,7 +666,7 @@ fn run_plan(
         },
     };
     if !opts.quiet {
-        eprintln!(
+        crate::errln!(
             "osgauge: {} benchmark(s), {} run(s) each, about {:.0} s",
             plan.benchmarks.len(),
             runs,
@@ -669,10 +708,10 @@ fn execute_and_keep(
 }
 
 fn print_record(record: &RunRecord, quiet: bool) {
-    print!("{}", crate::output::render_tables(record));
-    println!(
-        "median of {} runs (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
-        record.config.runs
+    crate::out!("{}", crate::output::render_tables(record));
+    crate::outln!(
+        "median of {} (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
+        crate::output::runs_kept_text(record)
     );
     print_warnings(record, quiet);
 }
@@ -684,9 +723,9 @@ fn print_warnings(record: &RunRecord, quiet: bool) {
     }
     let w = crate::output::all_warnings(record);
     if !w.is_empty() {
-        eprintln!("\nWarnings:");
+        crate::errln!("\nWarnings:");
         for x in w {
-            eprintln!("  - {x}");
+            crate::errln!("  - {x}");
         }
     }
 }
@@ -712,7 +751,7 @@ fn interrupt_flag() -> &'static AtomicBool {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         if let Err(e) = crate::platform::install_interrupt_handler(&FLAG, EXIT_INTERRUPTED) {
-            eprintln!("osgauge: warning: Ctrl-C handling unavailable ({e}); Ctrl-C will end the run without saving");
+            crate::errln!("osgauge: warning: Ctrl-C handling unavailable ({e}); Ctrl-C will end the run without saving");
         }
     });
     &FLAG
@@ -723,9 +762,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     use crate::platform::realtime::Policy;
     use std::sync::Arc;
     let opts = a.opts.clone();
-    for (format, path) in opts.exports() {
-        check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
-    }
+    opts.check_outputs()?;
     let tasks: Vec<&'static str> = if a.task.is_empty() {
         ia::DEFAULT_TASKS.to_vec()
     } else {
@@ -841,7 +878,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         let n = plan.benchmarks.len() as f64;
         let est =
             n * (f64::from(runs) * (duration.as_secs_f64() + 0.3) + f64::from(opts.warmup) * 0.6);
-        eprintln!(
+        crate::errln!(
             "osgauge: {} cell(s) ({} task(s) × {} load(s)), {} run(s) of {:?} each, about {:.0} s",
             plan.benchmarks.len(),
             tasks.len(),
@@ -853,8 +890,8 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     }
     execute_and_keep(plan, &opts, |record| {
         match a.format {
-            TableFormat::Table => print!("{}", ia::table::render(record)),
-            TableFormat::Interbench => print!("{}", ia::table::render_interbench(record)),
+            TableFormat::Table => crate::out!("{}", ia::table::render(record)),
+            TableFormat::Interbench => crate::out!("{}", ia::table::render_interbench(record)),
         }
         print_warnings(record, opts.quiet);
     })

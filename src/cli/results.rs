@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use super::{CliError, EXIT_OK, EXIT_REGRESSION};
 use crate::export::{check_writable, write_atomic};
 use crate::model::RunRecord;
+use crate::output::{LABEL_MAX_CHARS, display_text};
 use crate::runner::Event;
 use crate::store::{self, Origin, Resolved, Store, short_id};
 
@@ -195,7 +196,7 @@ impl StoreSink {
             && !self.warned
         {
             self.warned = true;
-            eprintln!(
+            crate::errln!(
                 "osgauge: warning: could not write to the result store {}: {e:#}",
                 s.path().display()
             );
@@ -218,7 +219,7 @@ impl StoreSink {
         if let Some(s) = &self.store
             && !self.quiet
         {
-            eprintln!(
+            crate::errln!(
                 "osgauge: stored as run {} in {}{}",
                 record.run_id,
                 s.path().display(),
@@ -265,15 +266,15 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                         })
                     })
                     .collect();
-                println!(
+                crate::outln!(
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
                 );
             } else if rows.is_empty() {
-                println!("No runs stored in {}.", s.path().display());
+                crate::outln!("No runs stored in {}.", s.path().display());
             } else {
-                print!("{}", list_text(&rows));
-                println!("{} run(s) in {}", rows.len(), s.path().display());
+                crate::out!("{}", list_text(&rows));
+                crate::outln!("{} run(s) in {}", rows.len(), s.path().display());
             }
             Ok(EXIT_OK)
         }
@@ -282,12 +283,15 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             let id = resolve(&s, &run)?;
             let rec = s.get(&id)?.ok_or_else(|| not_found(&run))?;
             if json {
-                print!("{}", crate::export::json::render(&rec)?);
+                crate::out!("{}", crate::export::json::render(&rec)?);
             } else {
-                println!(
+                crate::outln!(
                     "run {}  label {}  started {}  {}  {} / {}",
                     rec.run_id,
-                    rec.label.as_deref().unwrap_or("—"),
+                    rec.label
+                        .as_deref()
+                        .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
+                        .unwrap_or_else(|| "—".into()),
                     rec.started.format("%Y-%m-%d %H:%M:%S UTC"),
                     if rec.complete {
                         "complete"
@@ -297,9 +301,9 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                     rec.machine.os,
                     rec.machine.hostname.as_deref().unwrap_or("—")
                 );
-                print!("{}", crate::output::render_tables(&rec));
+                crate::out!("{}", crate::output::render_tables(&rec));
                 for w in crate::output::all_warnings(&rec) {
-                    println!("  warning: {w}");
+                    crate::outln!("  warning: {}", display_text(&w, usize::MAX));
                 }
             }
             Ok(EXIT_OK)
@@ -316,7 +320,7 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                         CliError::Other(anyhow::anyhow!("writing {}: {e}", p.display()))
                     })?;
                 }
-                None => print!("{text}"),
+                None => crate::out!("{text}"),
             }
             Ok(EXIT_OK)
         }
@@ -339,10 +343,13 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                     store::ImportOutcome::AlreadyStored => "already stored",
                     store::ImportOutcome::Replaced => "replaced",
                 };
-                println!(
+                crate::outln!(
                     "{what}: run {} ({}, {}) from {}",
                     r.run_id,
-                    r.label.as_deref().unwrap_or("no label"),
+                    r.label
+                        .as_deref()
+                        .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
+                        .unwrap_or_else(|| "no label".into()),
                     r.machine.os,
                     f.display()
                 );
@@ -357,7 +364,7 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                 .collect::<Result<Vec<_>, _>>()?;
             for id in ids {
                 if s.delete(&id)? {
-                    println!("deleted run {id}");
+                    crate::outln!("deleted run {id}");
                 }
             }
             Ok(EXIT_OK)
@@ -375,7 +382,7 @@ fn resolve(s: &Store, key: &str) -> Result<String, CliError> {
     match s.resolve(key)? {
         Resolved::One(id, note) => {
             if let Some(n) = note {
-                eprintln!("osgauge: note: {n}");
+                crate::errln!("osgauge: note: {n}");
             }
             Ok(id)
         }
@@ -405,9 +412,15 @@ fn list_text(rows: &[store::RunRow]) -> String {
         table.push([
             short_id(&r.run_id).to_string(),
             started,
-            r.label.clone().unwrap_or_else(|| "—".into()),
-            r.os.clone(),
-            r.hostname.clone().unwrap_or_else(|| "—".into()),
+            r.label
+                .as_deref()
+                .map(|l| display_text(l, LABEL_MAX_CHARS))
+                .unwrap_or_else(|| "—".into()),
+            display_text(&r.os, LABEL_MAX_CHARS),
+            r.hostname
+                .as_deref()
+                .map(|h| display_text(h, LABEL_MAX_CHARS))
+                .unwrap_or_else(|| "—".into()),
             r.benchmarks.to_string(),
             if r.complete {
                 "complete".into()
@@ -470,6 +483,10 @@ fn load_runs(keys: &[String], sp: &StorePath) -> Result<Vec<(String, RunRecord)>
         let r = s.get(&id)?.ok_or_else(|| not_found(k))?;
         out.push((k.clone(), r));
     }
+    // Names are printed in tables: no control characters, bounded length.
+    for (name, _) in out.iter_mut() {
+        *name = display_text(name, LABEL_MAX_CHARS);
+    }
     // Make names unique.
     for i in 0..out.len() {
         if out[..i].iter().any(|(n, _)| *n == out[i].0) {
@@ -486,11 +503,14 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
         (&a.export_csv, "--export-csv"),
         (&a.export_json, "--export-json"),
     ];
+    let mut outputs: Vec<(&str, &Path)> = Vec::new();
     for (p, flag) in exports {
         if let Some(p) = p {
             check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+            outputs.push((flag, p));
         }
     }
+    crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
     let runs = load_runs(&a.runs, &a.store)?;
     if runs.len() < 2 {
         return Err(CliError::Usage(
@@ -498,7 +518,7 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
         ));
     }
     let cmp = crate::compare::compare(&runs, crate::compare::Options { noise: a.noise });
-    print!("{}", crate::compare::render::text(&cmp));
+    crate::out!("{}", crate::compare::render::text(&cmp));
     let write = |p: &Option<PathBuf>, text: String, flag: &str| -> Result<(), CliError> {
         if let Some(p) = p {
             write_atomic(p, text.as_bytes()).map_err(|e| {
@@ -529,13 +549,13 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
     if let Some(t) = a.fail_on_regression {
         let regs = cmp.regressions(t);
         if !regs.is_empty() {
-            eprintln!(
+            crate::errln!(
                 "osgauge: {} regression(s) of at least {}% (significant, outside the noise band):",
                 regs.len(),
                 crate::compare::trim_num(t * 100.0)
             );
             for (r, j, _) in regs {
-                eprintln!("  {}", crate::compare::render::regression_text(&cmp, r, j));
+                crate::errln!("  {}", crate::compare::render::regression_text(&cmp, r, j));
             }
             return Ok(EXIT_REGRESSION);
         }
@@ -553,7 +573,7 @@ pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
             a.export_html.display()
         ))
     })?;
-    eprintln!(
+    crate::errln!(
         "osgauge: wrote {} ({} KiB, {} run(s))",
         a.export_html.display(),
         html.len().div_ceil(1024),

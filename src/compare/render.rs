@@ -332,7 +332,7 @@ pub fn markdown(c: &Comparison) -> String {
     for (j, col) in c.columns.iter().enumerate() {
         s.push_str(&format!(
             "- [{j}] **{}** — run `{}`, {}{}{}\n",
-            md_escape(&col.name),
+            crate::output::markdown_text(&col.name),
             col.run_id,
             col.os,
             if j == 0 { " (baseline)" } else { "" },
@@ -342,7 +342,10 @@ pub fn markdown(c: &Comparison) -> String {
     if !c.differences.is_empty() {
         s.push_str("\n## Machine / environment fields that differ\n\n| field |");
         for j in 0..c.columns.len() {
-            s.push_str(&format!(" {} |", md_escape(&column_title(c, j))));
+            s.push_str(&format!(
+                " {} |",
+                crate::output::markdown_text(&column_title(c, j))
+            ));
         }
         s.push_str("\n|---|");
         s.push_str(&"---|".repeat(c.columns.len()));
@@ -423,7 +426,10 @@ pub fn markdown(c: &Comparison) -> String {
     if c.columns.len() > 1 {
         s.push_str("\n| suite | metrics |");
         for j in 1..c.columns.len() {
-            s.push_str(&format!(" geomean {} |", md_escape(&column_title(c, j))));
+            s.push_str(&format!(
+                " geomean {} |",
+                crate::output::markdown_text(&column_title(c, j))
+            ));
         }
         s.push_str("\n|---|---:|");
         s.push_str(&"---:|".repeat(c.columns.len() - 1));
@@ -444,7 +450,7 @@ pub fn markdown(c: &Comparison) -> String {
 }
 
 fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
+    crate::output::markdown_text(s)
 }
 
 /// One line per (benchmark, metric, run).

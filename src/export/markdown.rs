@@ -1,11 +1,15 @@
 //! Markdown: the terminal tables as GitHub-flavoured Markdown, with the method and warnings.
 
 use crate::model::RunRecord;
-use crate::output::table_rows;
+use crate::output::{LABEL_MAX_CHARS, markdown_text, table_rows};
 
 pub fn render(record: &RunRecord) -> String {
     let mut s = String::new();
-    let title = record.label.as_deref().unwrap_or("osgauge run");
+    let title = record
+        .label
+        .as_deref()
+        .map(|l| crate::output::markdown_text(&crate::output::display_text(l, LABEL_MAX_CHARS)))
+        .unwrap_or_else(|| "osgauge run".into());
     s.push_str(&format!("# {title}\n\n"));
     s.push_str(&format!(
         "Run `{}` · {} · osgauge {} ({})\n\n",
@@ -15,8 +19,8 @@ pub fn render(record: &RunRecord) -> String {
         record.tool.profile
     ));
     s.push_str(&format!(
-        "Per benchmark: median of {} per-run medians with its 95 % bootstrap CI; p99 = median of per-run p99; CV = run-to-run coefficient of variation. Lower is better unless marked ↑ (higher is better) or ≈ (neutral: a verification figure, closer to its target is right).\n\n",
-        record.config.runs
+        "Per benchmark: median of the per-run medians ({}) with its 95 % bootstrap CI; p99 = median of per-run p99; CV = run-to-run coefficient of variation. Lower is better unless marked ↑ (higher is better) or ≈ (neutral: a verification figure, closer to its target is right).\n\n",
+        crate::output::runs_kept_text(record)
     ));
     for (suite, rows) in table_rows(record) {
         s.push_str(&format!("## {suite}\n\n"));
@@ -26,7 +30,12 @@ pub fn render(record: &RunRecord) -> String {
         for r in rows {
             s.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} |\n",
-                r.name, r.median, r.ci, r.p99, r.cv, r.note
+                markdown_text(&r.name),
+                r.median,
+                r.ci,
+                r.p99,
+                r.cv,
+                markdown_text(&r.note)
             ));
         }
         s.push('\n');

@@ -2,9 +2,85 @@
 //! bar (stderr, only on a TTY, never ticking on its own during a timed window).
 
 pub mod progress;
+pub mod stdout;
 
 use crate::model::{BenchmarkResult, MetricResult, RunRecord};
 use crate::units::{Better, format_value};
+
+/// Longest label `--label` accepts, in characters; also where printed labels are cut.
+pub const LABEL_MAX_CHARS: usize = 64;
+
+/// Characters that would act on a terminal or reorder text instead of showing: C0/C1 controls
+/// (newline, ESC of an ANSI sequence) and the bidirectional overrides and isolates.
+fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// `--label`: non-empty, not only spaces, no control characters, at most [`LABEL_MAX_CHARS`].
+pub fn parse_label(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err("a label must not be empty or only spaces".into());
+    }
+    if let Some(c) = s.chars().find(|&c| is_unprintable(c)) {
+        return Err(format!(
+            "a label must not contain control characters (found {})",
+            c.escape_unicode()
+        ));
+    }
+    let n = s.chars().count();
+    if n > LABEL_MAX_CHARS {
+        return Err(format!(
+            "a label has at most {LABEL_MAX_CHARS} characters (this one has {n})"
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// Text from a record (a label, a name; possibly imported, so anything) made safe to print on a
+/// terminal: control characters shown escaped (`\n`, `\u{1b}`), cut to `max` characters with "…".
+pub fn display_text(s: &str, max: usize) -> String {
+    let pieces: Vec<String> = s
+        .chars()
+        .map(|c| {
+            if is_unprintable(c) {
+                c.escape_default().collect()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    let total: usize = pieces.iter().map(|p| p.chars().count()).sum();
+    if total <= max {
+        return pieces.concat();
+    }
+    let mut out = String::new();
+    let mut n = 0;
+    for p in pieces {
+        let len = p.chars().count();
+        if n + len + 1 > max {
+            break;
+        }
+        out.push_str(&p);
+        n += len;
+    }
+    out.push('…');
+    out
+}
+
+/// Text for Markdown: control characters shown escaped as in [`display_text`] (not cut), and `|`,
+/// backticks, `<` and backslashes escaped so a label cannot end a table cell, open code or HTML.
+pub fn markdown_text(s: &str) -> String {
+    let mut out = String::new();
+    for c in display_text(s, usize::MAX).chars() {
+        if matches!(c, '|' | '`' | '<' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
 
 /// One table row, already formatted.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +107,9 @@ pub fn table_rows(record: &RunRecord) -> Vec<(String, Vec<Row>)> {
 }
 
 pub(crate) fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
-    let short = b.id.split_once('/').map(|(_, n)| n).unwrap_or(&b.id);
+    // Ids and messages may come from an imported record: shown with control characters escaped.
+    let id = display_text(&b.id, usize::MAX);
+    let short = id.split_once('/').map(|(_, n)| n).unwrap_or(&id);
     let mut rows: Vec<Row> = b
         .metrics
         .iter()
@@ -40,13 +118,13 @@ pub(crate) fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
             let name = if b.metrics.len() == 1 {
                 short.to_string()
             } else {
-                format!("{short}.{}", m.name)
+                format!("{short}.{}", display_text(&m.name, usize::MAX))
             };
             metric_row(name, m)
         })
         .collect();
     if let Some(e) = &b.error {
-        let note = format!("{}: {}", e.kind.as_str(), e.message);
+        let note = display_text(&format!("{}: {}", e.kind.as_str(), e.message), usize::MAX);
         match rows.first_mut() {
             Some(r) => r.note = note,
             None => rows.push(Row {
@@ -94,6 +172,33 @@ fn metric_row(name: String, m: &MetricResult) -> Row {
         cv: format!("{:.1} %", s.cv * 100.0),
         note: String::new(),
     }
+}
+
+/// How many runs the summaries rest on: per benchmark the runs kept (the most of any of its
+/// metrics), as "74 runs", "1 run" or "3–5 runs" when benchmarks differ; benchmarks this OS does
+/// not support are left out. "(of N planned)" follows when fewer were kept than planned.
+pub fn runs_kept_text(record: &RunRecord) -> String {
+    let counts: Vec<usize> = record
+        .benchmarks
+        .iter()
+        .filter(|b| {
+            !(b.metrics.iter().all(|m| m.runs.is_empty())
+                && b.error.as_ref().map(|e| e.kind) == Some(crate::model::ErrorKind::Unsupported))
+        })
+        .map(|b| b.metrics.iter().map(|m| m.runs.len()).max().unwrap_or(0))
+        .collect();
+    let lo = counts.iter().copied().min().unwrap_or(0);
+    let hi = counts.iter().copied().max().unwrap_or(0);
+    let mut s = match (lo, hi) {
+        (1, 1) => "1 run".to_string(),
+        (a, b) if a == b => format!("{a} runs"),
+        (a, b) => format!("{a}–{b} runs"),
+    };
+    let planned = record.config.runs as usize;
+    if lo < planned {
+        s.push_str(&format!(" (of {planned} planned)"));
+    }
+    s
 }
 
 /// The run's warnings, then each benchmark's, prefixed by its id.
@@ -160,4 +265,53 @@ fn pad_right(s: &str, w: usize) -> String {
 
 fn pad_left(s: &str, w: usize) -> String {
     format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_validated() {
+        assert_eq!(
+            parse_label("linux-6.12 (tuned)").unwrap(),
+            "linux-6.12 (tuned)"
+        );
+        for bad in ["", " ", "\t", "a\nb", "red\u{1b}[31m", "x\u{202e}y"] {
+            assert!(parse_label(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(parse_label(&"é".repeat(LABEL_MAX_CHARS)).is_ok());
+        assert!(parse_label(&"é".repeat(LABEL_MAX_CHARS + 1)).is_err());
+    }
+
+    #[test]
+    fn printed_text_is_escaped_and_bounded() {
+        assert_eq!(display_text("a\nb\u{1b}[0m", 64), "a\\nb\\u{1b}[0m");
+        assert_eq!(display_text("abcdef", 6), "abcdef");
+        assert_eq!(display_text("abcdefg", 6), "abcde…");
+        let long = display_text(&"x".repeat(5000), LABEL_MAX_CHARS);
+        assert_eq!(long.chars().count(), LABEL_MAX_CHARS);
+        assert!(long.ends_with('…'));
+        assert_eq!(markdown_text("a|b`c"), "a\\|b\\`c");
+        assert!(!markdown_text("x\ny").contains('\n'));
+    }
+
+    #[test]
+    fn footers_count_the_runs_kept() {
+        let text = include_str!("../../tests/fixtures/cpu-a.json");
+        let mut r: RunRecord = serde_json::from_str(text).unwrap();
+        assert_eq!(runs_kept_text(&r), "5 runs");
+        r.config.runs = 1000;
+        r.benchmarks[0].metrics[0].runs.truncate(2);
+        assert_eq!(runs_kept_text(&r), "2–5 runs (of 1000 planned)");
+        for b in &mut r.benchmarks {
+            for m in &mut b.metrics {
+                m.runs.clear();
+            }
+        }
+        assert_eq!(runs_kept_text(&r), "0 runs (of 1000 planned)");
+        r.benchmarks[1].error = Some(crate::model::BenchError::unsupported("x"));
+        r.benchmarks.retain(|b| b.error.is_some());
+        assert_eq!(runs_kept_text(&r), "0 runs (of 1000 planned)");
+    }
 }

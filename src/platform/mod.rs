@@ -152,6 +152,40 @@ pub fn user_file_permissions() -> Option<std::fs::Permissions> {
     }
 }
 
+/// Whether `m` is a FIFO (named pipe); false where the OS has none.
+pub fn is_fifo(m: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        false
+    }
+}
+
+static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// Run before `main` (an initialiser that `src/main.rs` registers): notes whether standard output
+/// was closed when the process started (`osgauge … >&-`). Rust's runtime then opens /dev/null in
+/// its place, so writes would "succeed" and vanish; [`stdout_closed_at_start`] tells.
+pub extern "C" fn probe_stdio_at_start() {
+    #[cfg(unix)]
+    {
+        // SAFETY: F_GETFD on a descriptor number only reads its flags.
+        if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+            STDOUT_CLOSED_AT_START.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether standard output was closed when the process started (see [`probe_stdio_at_start`];
+/// false where that probe is not registered: Windows, test binaries).
+pub fn stdout_closed_at_start() -> bool {
+    STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// CPUs this process may run on (affinity mask, read back from the OS), ascending.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     os::allowed_cpus()
