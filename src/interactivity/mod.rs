@@ -104,7 +104,16 @@ impl Settings {
             .map(|c| format!("{c:?}"))
             .unwrap_or_else(|_| "unknown".into());
         let sched = realtime::read_sched()
-            .map(|r| format!("{} prio {:?} nice {:?}", r.policy, r.priority, r.nice))
+            .map(|r| {
+                let mut v = r.policy;
+                if let Some(p) = r.priority.filter(|&p| p > 0) {
+                    v.push_str(&format!(" priority {p}"));
+                }
+                if let Some(n) = r.nice {
+                    v.push_str(&format!(" nice {n}"));
+                }
+                v
+            })
             .unwrap_or_else(|_| "unknown".into());
         format!("cpus {cpus} | policy {sched}")
     }
@@ -369,7 +378,9 @@ fn calibration(cell: &Cell, task: &Task, ctx: &RunContext) -> Result<Calibration
     }
     let stop = || ctx.check().is_err();
     let c = std::thread::scope(|sc| {
-        sc.spawn(|| {
+        // Named, so that tools (and a test) can see the calibration phase.
+        let thread = std::thread::Builder::new().name("osgauge-calib".into());
+        let handle = thread.spawn_scoped(sc, || {
             place_thread(cell, task)?;
             let key = format!("{} | {}", work::machine_key(), s.placement_key());
             work::calibrate(s.recalibrate, s.cache_file.as_deref(), &key, &stop).map_err(
@@ -380,9 +391,13 @@ fn calibration(cell: &Cell, task: &Task, ctx: &RunContext) -> Result<Calibration
                     work::CalibrationError::Failed(m) => BenchError::failed(m),
                 },
             )
-        })
-        .join()
-        .unwrap_or_else(|_| Err(BenchError::failed("calibration thread panicked")))
+        });
+        match handle {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(BenchError::failed("calibration thread panicked"))),
+            Err(e) => Err(BenchError::os("spawn the calibration thread", e)),
+        }
     })?;
     Ok(s.calibration.get_or_init(|| c).clone())
 }
