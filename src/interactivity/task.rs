@@ -559,6 +559,14 @@ mod tests {
         assert_eq!(r.acc.latencies_ns.len() as u64, r.acc.ran);
         assert_eq!(r.acc.wanted_ns, 20 * MS);
         assert!(r.acc.obtained_ns <= r.acc.wanted_ns);
+        // Measured, not filled in: with CPU-clock work, what the frames obtained by their
+        // deadlines is CPU time the thread really used.
+        assert!(
+            r.acc.obtained_ns <= r.cpu_ns,
+            "obtained {} > used {}",
+            r.acc.obtained_ns,
+            r.cpu_ns
+        );
         assert!(r.obtained_from.starts_with("thread CPU clock"));
     }
 }
