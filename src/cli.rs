@@ -156,8 +156,8 @@ pub struct InteractivityArgs {
     /// CPU percent of the custom task
     #[arg(long, default_value_t = 20.0, value_parser = parse_pct)]
     pub custom_cpu: f64,
-    /// Period of the custom task
-    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    /// Period of the custom task (50µs to 10s)
+    #[arg(long, default_value = "10ms", value_parser = parse_custom_interval)]
     pub custom_interval: Duration,
     /// Work emulation: fixed (calibrated loops) or cputime (burn by the thread's CPU clock)
     #[arg(long, value_enum, default_value_t = crate::interactivity::work::WorkMode::Fixed)]
@@ -174,8 +174,8 @@ pub struct InteractivityArgs {
     /// Nice value of the measured task (-20..19)
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: Option<i32>,
-    /// EEVDF custom slice of the measured task, e.g. 1ms (Linux ≥ 6.12; policies other/batch)
-    #[arg(long, value_parser = parse_duration)]
+    /// EEVDF custom slice of the measured task, 100µs to 100ms, e.g. 1ms (Linux ≥ 6.12; policies other/batch)
+    #[arg(long, value_parser = parse_slice)]
     pub slice: Option<Duration>,
     /// Nice value of the load's threads
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
@@ -192,8 +192,8 @@ pub struct InteractivityArgs {
     /// Directory of the write/read load files (always deleted) [default: the working directory]
     #[arg(long, value_name = "DIR")]
     pub load_dir: Option<PathBuf>,
-    /// Rate limit of the write load, MB/s
-    #[arg(long, value_name = "MB/s")]
+    /// Rate limit of the write load, MB/s (0.01 to 1000000)
+    #[arg(long, value_name = "MB/s", value_parser = parse_io_rate)]
     pub io_rate: Option<f64>,
     /// Upper bound of the write/read load file, MiB (the file is 5 % of free space up to this)
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(8..=65536))]
@@ -213,6 +213,34 @@ fn parse_hz(s: &str) -> Result<f64, String> {
         Ok(v) if (1.0..=2000.0).contains(&v) => Ok(v),
         _ => Err(format!(
             "'{s}': expected a frame rate between 1 and 2000 Hz"
+        )),
+    }
+}
+
+/// The custom task's period: at least 50 µs (shorter periods measure the timer, not the
+/// scheduler, and multiply the periods a run keeps), at most 10 s.
+fn parse_custom_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_micros(50) || d > Duration::from_secs(10) {
+        return Err(format!("'{s}': expected a period between 50µs and 10s"));
+    }
+    Ok(d)
+}
+
+/// The EEVDF custom slice: Linux accepts 0.1 ms to 100 ms.
+fn parse_slice(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_micros(100) || d > Duration::from_millis(100) {
+        return Err(format!("'{s}': expected a slice between 100µs and 100ms"));
+    }
+    Ok(d)
+}
+
+fn parse_io_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.01..=1e6).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}': expected a rate between 0.01 and 1000000 MB/s"
         )),
     }
 }
@@ -829,6 +857,19 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     if duration < Duration::from_millis(100) {
         return Err(CliError::Usage("--duration must be at least 100ms".into()));
     }
+    if let Some(c) = &cpus
+        && let Ok(allowed) = crate::platform::allowed_cpus()
+        && let Some(bad) = c.iter().find(|c| !allowed.contains(c))
+    {
+        return Err(CliError::Usage(format!(
+            "--cpus: CPU {bad} is not one this process may use ({})",
+            allowed
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        )));
+    }
     let settings = Settings {
         duration: Some(duration),
         work_mode: a.work,
@@ -852,6 +893,22 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         max_file_bytes: a.file_mb << 20,
         ..Settings::default()
     };
+    // A run keeps one latency per period: bound the periods per run (and so its memory).
+    for &t in &tasks {
+        let dur_ns = duration.as_nanos() as u64;
+        if let Some(task) = ia::task_for(t, &settings, dur_ns)
+            && task.periods_in(dur_ns) > ia::task::MAX_PERIODS_PER_RUN
+        {
+            return Err(CliError::Usage(format!(
+                "--duration {}: the {t} task would have {} periods of {} per run, more than the {} \
+                 a run may keep (shorten --duration or lengthen the period)",
+                crate::units::format_time_ns(duration.as_nanos() as f64),
+                task.periods_in(dur_ns),
+                crate::units::format_time_ns(task.period_ns() as f64),
+                ia::task::MAX_PERIODS_PER_RUN
+            )));
+        }
+    }
     let benchmarks = ia::matrix(&tasks, &loads, Arc::new(settings));
     let selection: Vec<String> = benchmarks.iter().map(|b| b.info().id.clone()).collect();
     let runs = opts.runs.unwrap_or(3);

@@ -522,7 +522,7 @@ pub fn child_main(spec_json: &str) -> i32 {
             let work = spec.work;
             handles.push(spawn_worker(&ctx, k.name(), move |c| {
                 let run = run_task(task, &work, u64::MAX / 4, &|| stopped(c))?;
-                Ok(run.frames.len() as u64)
+                Ok(run.acc.frames)
             }));
         }
         Ok(())

@@ -97,16 +97,25 @@ impl Default for Settings {
 }
 
 impl Settings {
-    pub fn calibration(&self) -> &Calibration {
-        self.calibration
-            .get_or_init(|| work::calibrate(self.recalibrate, self.cache_file.as_deref()))
-    }
-
-    pub fn work(&self) -> Work {
-        Work {
-            mode: self.work_mode,
-            loops_per_us: self.calibration().loops_per_us,
-        }
+    /// The CPUs and policy a calibration was made under (part of its cache key): read back from
+    /// the calling thread.
+    fn placement_key(&self) -> String {
+        let cpus = crate::platform::current_thread_affinity()
+            .map(|c| format!("{c:?}"))
+            .unwrap_or_else(|_| "unknown".into());
+        let sched = realtime::read_sched()
+            .map(|r| {
+                let mut v = r.policy;
+                if let Some(p) = r.priority.filter(|&p| p > 0) {
+                    v.push_str(&format!(" priority {p}"));
+                }
+                if let Some(n) = r.nice {
+                    v.push_str(&format!(" nice {n}"));
+                }
+                v
+            })
+            .unwrap_or_else(|_| "unknown".into());
+        format!("cpus {cpus} | policy {sched}")
     }
 
     /// Load threads: --load-threads, else the CPUs the run may use (pinning, affinity, cgroup quota).
@@ -163,12 +172,12 @@ impl Settings {
     }
 }
 
-/// Parse a task name into the task for a run.
-pub fn task_for(name: &str, s: &Settings, duration_ns: u64, run_index: u32) -> Option<Task> {
+/// Parse a task name into the task for a run (the same in every run: runs are repeats).
+pub fn task_for(name: &str, s: &Settings, duration_ns: u64) -> Option<Task> {
     Some(match name {
         "audio" => Task::Audio,
         "video" => Task::Video { hz: s.video_hz },
-        "x" => Task::x_for(duration_ns, run_index),
+        "x" => Task::x_for(duration_ns),
         "gaming" => Task::Gaming,
         "custom" => Task::Custom {
             cpu_pct: s.custom_cpu_pct,
@@ -192,10 +201,20 @@ reaped and its files deleted afterwards. Each period the task sleeps with an abs
 until its intended start; latency = actual start − intended start (ns). A period whose deadline has \
 passed before the previous one finished is dropped: counted in dropped_frames and as a missed \
 deadline, never added to the latency. deadlines_met = periods finished by their deadline / all \
-periods; desired_cpu = work done / work wanted. Gaming has no periods: latency = time each \
-100 ms burst spent off the CPU (wall − the thread's CPU time), desired_cpu = CPU time obtained / wall \
-time of the bursts (clock readings, independent of the work calibration). Work is calibrated loop iterations \
-(--work fixed, default) or the thread's CPU clock (--work cputime). task_cpu is the CPU time the \
+periods; desired_cpu = CPU obtained by the deadlines / CPU wanted, over all periods: a period whose \
+work was done by its deadline obtained all it wanted, one that was not obtained the CPU time its \
+thread got between its start and its deadline (thread CPU clock, read by the work loop within \
+~0.1 ms of work after the deadline), at most what it wanted, a dropped one 0. Where the thread CPU \
+clock is coarse (Windows: one step per scheduler tick; params.cpu_clock_step_ns) the CPU by the \
+deadline cannot be read and the work done by the deadline (share of the period's loop iterations \
+× its work wanted) stands in; params.desired_cpu_from says which. Gaming has no periods: latency = \
+time each 100 ms burst spent off the CPU (wall − the thread's CPU time), desired_cpu = CPU time \
+obtained / wall time of the bursts (clock readings, independent of the work calibration). Work is \
+calibrated loop iterations (--work fixed, default; calibrated in a thread on the task's CPUs and \
+policy, cached with them as key, a cached value checked by a quick measurement) or the thread's CPU \
+clock (--work cputime). The x task samples its 0..100 ms ramp with the same steps in every run, \
+so runs are repeats. A run keeps counters and one latency per period, at most 1 000 000 periods \
+(longer runs are refused). task_cpu is the CPU time the \
 task thread really used (thread CPU clock) in % of one CPU, to compare with its target (params). \
 The latency metric keeps every period's sample (mean, true SD, percentiles, max and an HDR \
 histogram per run); the others are one value per run. Across runs: median with 95 % CI.";
@@ -223,7 +242,7 @@ impl Cell {
             description: if task == "gaming" {
                 "CPU time obtained, % of the bursts' wall time"
             } else {
-                "emulated work done, % of work wanted"
+                "CPU obtained by each period's deadline, % of the CPU wanted (dropped periods obtain 0)"
             },
         });
         if task != "gaming" {
@@ -300,20 +319,16 @@ struct Measured {
     warnings: Vec<String>,
 }
 
-fn measure(
-    cell: &Cell,
-    task: Task,
-    work: &Work,
-    duration: Duration,
-    ctx: &RunContext,
-) -> Result<Measured, BenchError> {
+/// Put the calling thread where the task runs: its CPUs, then its policy (a refused real-time
+/// policy is a warning), then timer slack; returns the facts read back and the warnings.
+fn place_thread(cell: &Cell, task: &Task) -> Result<(Map<String, Value>, Vec<String>), BenchError> {
     let s = &cell.settings;
     let mut facts = Map::new();
     let mut warnings = Vec::new();
     if let Some(c) = &s.cpus {
         realtime::set_thread_affinity(c).map_err(|e| crate::bench::os_err("set affinity", e))?;
     }
-    let req = cell.sched_request(&task);
+    let req = cell.sched_request(task);
     if (req.policy.is_some() || req.nice.is_some() || req.slice_ns.is_some())
         && let Err(e) = realtime::apply_sched(&req)
     {
@@ -351,6 +366,50 @@ fn measure(
         "task_affinity".into(),
         json!(crate::platform::current_thread_affinity().ok()),
     );
+    Ok((facts, warnings))
+}
+
+/// The work calibration, made once per matrix in a thread placed like the task (see
+/// [`work::calibrate`]), stopped by Ctrl-C and the cell's deadline.
+fn calibration(cell: &Cell, task: &Task, ctx: &RunContext) -> Result<Calibration, BenchError> {
+    let s = &cell.settings;
+    if let Some(c) = s.calibration.get() {
+        return Ok(c.clone());
+    }
+    let stop = || ctx.check().is_err();
+    let c = std::thread::scope(|sc| {
+        // Named, so that tools (and a test) can see the calibration phase.
+        let thread = std::thread::Builder::new().name("osgauge-calib".into());
+        let handle = thread.spawn_scoped(sc, || {
+            place_thread(cell, task)?;
+            let key = format!("{} | {}", work::machine_key(), s.placement_key());
+            work::calibrate(s.recalibrate, s.cache_file.as_deref(), &key, &stop).map_err(
+                |e| match e {
+                    work::CalibrationError::Stopped => {
+                        ctx.check().err().unwrap_or_else(BenchError::interrupted)
+                    }
+                    work::CalibrationError::Failed(m) => BenchError::failed(m),
+                },
+            )
+        });
+        match handle {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(BenchError::failed("calibration thread panicked"))),
+            Err(e) => Err(BenchError::os("spawn the calibration thread", e)),
+        }
+    })?;
+    Ok(s.calibration.get_or_init(|| c).clone())
+}
+
+fn measure(
+    cell: &Cell,
+    task: Task,
+    work: &Work,
+    duration: Duration,
+    ctx: &RunContext,
+) -> Result<Measured, BenchError> {
+    let (facts, warnings) = place_thread(cell, &task)?;
     let stop = || ctx.check().is_err();
     let run = task::run_task(task, work, duration.as_nanos() as u64, &stop)
         .map_err(|e| crate::bench::os_err("absolute sleep", e))?;
@@ -443,8 +502,17 @@ impl Benchmark for Cell {
         let s = &self.settings;
         let duration = self.duration(ctx);
         let dur_ns = duration.as_nanos() as u64;
-        let task = task_for(self.task, s, dur_ns, ctx.run_index)
+        let task = task_for(self.task, s, dur_ns)
             .ok_or_else(|| BenchError::failed(format!("unknown task {}", self.task)))?;
+        let periods = task.periods_in(dur_ns);
+        if periods > task::MAX_PERIODS_PER_RUN {
+            return Err(BenchError::failed(format!(
+                "{periods} periods of {} in a run of {duration:?}: more than the {} a run may \
+                 keep; use a shorter duration",
+                crate::units::format_time_ns(task.period_ns() as f64),
+                task::MAX_PERIODS_PER_RUN
+            )));
+        }
         let step = work::cpu_clock_step_ns();
         if s.work_mode == WorkMode::Cputime && !work::cpu_clock_is_fine() {
             return Err(BenchError::unsupported(
@@ -457,8 +525,11 @@ impl Benchmark for Cell {
                 .to_string(),
             ));
         }
-        let cal = s.calibration().clone();
-        let work = s.work();
+        let cal = calibration(self, &task, ctx)?;
+        let work = Work {
+            mode: s.work_mode,
+            loops_per_us: cal.loops_per_us,
+        };
         let mut out = RunOutput::default()
             .fact("work_loops_per_us", cal.loops_per_us)
             .fact("work_calibration_cached", cal.cached)
@@ -466,6 +537,13 @@ impl Benchmark for Cell {
             .fact("work_calibration_key", cal.key.clone())
             .fact("work_calibration_clock", cal.clock.clone())
             .fact("cpu_clock_step_ns", step);
+        if let Some(q) = cal.quick_check {
+            out = out.fact("work_calibration_quick_check", q);
+        }
+        if !ctx.warmup {
+            // The duration this cell really ran (under `osgauge run` it follows the run time).
+            out = out.fact("duration_s", duration.as_secs_f64());
+        }
         if let Some(w) = &cal.warning {
             out.warnings.push(w.clone());
         }
@@ -537,7 +615,7 @@ impl Benchmark for Cell {
         out.warnings.extend(measured.warnings);
         let run = measured.run;
         let frames_total = if task.periodic() {
-            run.frames.len() as u64
+            run.acc.frames
         } else {
             run.bursts.len() as u64
         };
@@ -553,12 +631,21 @@ impl Benchmark for Cell {
         };
         let task_cpu = 100.0 * run.cpu_ns as f64 / span.max(1) as f64;
         if task.periodic() {
-            let a = accounting::account(&run.frames);
+            let mut a = run.acc;
             if a.latencies_ns.is_empty() {
                 return Err(BenchError::failed("no period ran (duration too short?)"));
             }
+            if a.latencies_not_kept > 0 {
+                return Err(BenchError::failed(format!(
+                    "{} periods ran, more than the {} a run may keep",
+                    a.ran,
+                    task::MAX_PERIODS_PER_RUN
+                )));
+            }
+            out.facts
+                .insert("desired_cpu_from".into(), json!(run.obtained_from));
             out = out
-                .metric("latency", a.latencies_ns.clone())
+                .metric("latency", std::mem::take(&mut a.latencies_ns))
                 .metric("deadlines_met", vec![a.deadlines_met_pct().unwrap_or(0.0)])
                 .metric("desired_cpu", vec![a.desired_cpu_pct().unwrap_or(0.0)])
                 .metric("dropped_frames", vec![a.dropped as f64]);

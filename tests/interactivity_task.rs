@@ -1,0 +1,223 @@
+//! The interactivity task side end to end: option bounds (exit 2, one line), the calibration
+//! cache's sanity check, the duration a cell records, and a prompt stop in calibration. Short
+//! runs only; behaviour and invariants, never speed.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn osgauge(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("osgauge").unwrap();
+    // Never the user's calibration cache or result store.
+    c.env("OSGAUGE_CACHE_DIR", dir);
+    c.env("OSGAUGE_STORE", dir.join("results.sqlite"));
+    c
+}
+
+fn usage_error(args: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = osgauge(dir.path())
+        .arg("interactivity")
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    // Refused before anything ran: nothing measured, nothing stored.
+    assert!(out.stdout.is_empty(), "{args:?}");
+    assert!(!dir.path().join("results.sqlite").exists(), "{args:?}");
+}
+
+#[test]
+fn absurd_interactivity_options_are_refused_when_parsed() {
+    // One period per nanosecond would push a frame per elapsed period (~800 MB/s before).
+    usage_error(
+        &["--task", "custom", "--custom-interval", "1ns"],
+        "between 50µs and 10s",
+    );
+    usage_error(
+        &["--task", "custom", "--custom-interval", "11s"],
+        "between 50µs and 10s",
+    );
+    // 2000 Hz for 10 minutes: 1.2 M periods in a run, more than a run may keep.
+    usage_error(
+        &["--task", "video", "--video-hz", "2000", "--duration", "10m"],
+        "more than the 1000000 a run may keep",
+    );
+    usage_error(&["--video-hz", "0"], "between 1 and 2000 Hz");
+    usage_error(&["--custom-cpu", "0"], "(0, 100]");
+    usage_error(&["--custom-cpu", "101"], "(0, 100]");
+    usage_error(&["--load", "write", "--io-rate", "0"], "MB/s");
+    usage_error(&["--load", "write", "--io-rate", "inf"], "MB/s");
+    usage_error(&["--slice", "1ns"], "between 100µs and 100ms");
+    #[cfg(target_os = "linux")]
+    usage_error(
+        &["--cpus", "4095"],
+        "--cpus: CPU 4095 is not one this process may use",
+    );
+}
+
+fn bench(v: &Value) -> &Value {
+    &v["benchmarks"][0]
+}
+
+fn run_audio(dir: &Path, json: &Path) -> (Value, Duration) {
+    let t = Instant::now();
+    let out = osgauge(dir)
+        .args([
+            "interactivity",
+            "--task",
+            "audio",
+            "--load",
+            "none",
+            "--runs",
+            "1",
+            "--duration",
+            "300ms",
+            "--timeout",
+            "30s",
+            "--quiet",
+        ])
+        .arg("--export-json")
+        .arg(json)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    (v, t.elapsed())
+}
+
+#[test]
+fn a_poisoned_calibration_cache_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let cache = dir.path().join("interactivity-calibration.json");
+    // A first run writes the cache (a noisy calibration is used but not cached: try again).
+    for _ in 0..3 {
+        if cache.exists() {
+            break;
+        }
+        run_audio(dir.path(), &json);
+    }
+    if !cache.exists() {
+        eprintln!("skipped: the machine is too busy for a calibration to be cached");
+        return;
+    }
+    // 10^12 loops per µs once made a 1 s cell run for 11 minutes at 100 % CPU.
+    let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    c["loops_per_us"] = serde_json::json!(1e12);
+    std::fs::write(&cache, c.to_string()).unwrap();
+    let (v, took) = run_audio(dir.path(), &json);
+    let b = bench(&v);
+    assert!(b["error"].is_null(), "{}", b["error"]);
+    assert_eq!(b["params"]["work_calibration_cached"], false);
+    let lpu = b["params"]["work_loops_per_us"].as_f64().unwrap();
+    assert!(lpu > 0.0 && lpu < 1e6, "{lpu}");
+    let w = b["warnings"].to_string();
+    assert!(w.contains("rejected and measured again"), "{w}");
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+}
+
+#[test]
+fn a_cell_records_its_duration_and_how_desired_cpu_was_measured() {
+    // Under `micro`/`run` the duration follows the run time (5 × 100 ms here).
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("m.json");
+    osgauge(dir.path())
+        .args([
+            "micro",
+            "interactivity/audio/none",
+            "--runs",
+            "1",
+            "--run-time",
+            "100ms",
+            "--quiet",
+        ])
+        .arg("--export-json")
+        .arg(&json)
+        .assert()
+        .code(predicates::ord::lt(2));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let b = bench(&v);
+    assert!(b["error"].is_null(), "{}", b["error"]);
+    assert_eq!(b["params"]["duration_s"].as_f64(), Some(0.5));
+    let from = b["params"]["desired_cpu_from"].as_str().unwrap();
+    assert!(
+        from.starts_with("thread CPU clock") || from.starts_with("work done by the deadline"),
+        "{from}"
+    );
+}
+
+/// Whether process `pid` has a thread named `name` (Linux: /proc/<pid>/task/*/comm).
+#[cfg(target_os = "linux")]
+fn has_thread(pid: u32, name: &str) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten().any(|t| {
+                std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name)
+            })
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_first_sigint_during_calibration_stops_within_a_second() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_osgauge"))
+        .args([
+            "interactivity",
+            "--task",
+            "audio",
+            "--load",
+            "none",
+            "--recalibrate",
+            "--runs",
+            "1",
+            "--duration",
+            "10s",
+            "--quiet",
+        ])
+        .env("OSGAUGE_CACHE_DIR", dir.path())
+        .env("OSGAUGE_STORE", dir.path().join("results.sqlite"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Wait for the calibration thread (it lives ≈ 0.3 s or more), then interrupt it.
+    let t = Instant::now();
+    while !has_thread(child.id(), "osgauge-calib") {
+        if t.elapsed() > Duration::from_secs(20) || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            eprintln!("skipped: never saw the calibration thread (it ran too fast to catch)");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            panic!("still running 15 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // Within a second (the bound), with the interrupted run stored before exit.
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(status.code(), Some(130));
+}
