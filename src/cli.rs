@@ -187,11 +187,12 @@ pub struct InteractivityArgs {
     /// Threads of the burn/ring loads [default: the CPUs the run may use]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub load_threads: Option<u32>,
-    /// Directory of the write/read load files (always deleted) [default: the working directory]
+    /// Directory for the write/read load files, kept in a per-process folder DIR/<pid>/ that is
+    /// always removed [default: <cache dir>/loads]
     #[arg(long, value_name = "DIR")]
     pub load_dir: Option<PathBuf>,
-    /// Rate limit of the write load, MB/s
-    #[arg(long, value_name = "MB/s")]
+    /// Rate limit of the write load, MB/s (> 0)
+    #[arg(long, value_name = "MB/s", value_parser = parse_io_rate)]
     pub io_rate: Option<f64>,
     /// Upper bound of the write/read load file, MiB (the file is 5 % of free space up to this)
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(8..=65536))]
@@ -204,6 +205,17 @@ pub struct InteractivityArgs {
     pub format: TableFormat,
     #[command(flatten)]
     pub opts: RunOpts,
+}
+
+/// `--io-rate`: a finite rate above 0 and at most 1e6 MB/s (1 TB/s).
+fn parse_io_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e6 => Ok(v),
+        Ok(_) => Err(format!(
+            "'{s}' is not a rate: give MB/s above 0 and at most 1000000"
+        )),
+        Err(_) => Err(format!("'{s}' is not a number of MB/s")),
+    }
 }
 
 fn parse_hz(s: &str) -> Result<f64, String> {
@@ -591,6 +603,13 @@ fn execute_and_keep(
 ) -> Result<i32, CliError> {
     let mut store = results::StoreSink::open(&opts.store, opts.quiet)?;
     let cancel = interrupt_flag();
+    // Load files that killed osgauge processes left behind (default folder, and the old-style
+    // files in the working directory).
+    let cwd = std::env::current_dir().unwrap_or_default();
+    crate::interactivity::load::remove_stale(
+        &crate::interactivity::load::default_load_base(),
+        &[&cwd],
+    );
     let progress = Progress::new(plan.benchmarks.len(), !opts.quiet);
     let record = execute(plan, cancel, &mut |ev| {
         store.on_event(&ev);
@@ -606,7 +625,7 @@ fn execute_and_keep(
     write_exports(&record, opts)?;
     store.export_html(&record)?;
     Ok(if !record.complete && cancel.load(Ordering::Relaxed) {
-        EXIT_INTERRUPTED
+        crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED)
     } else {
         EXIT_OK
     })
@@ -649,13 +668,14 @@ fn write_exports(record: &RunRecord, opts: &RunOpts) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Set by Ctrl-C. The first Ctrl-C stops after the current step (cleanly, children reaped,
-/// results kept); a second one exits at once with code 130.
+/// Set by Ctrl-C (and on Unix SIGTERM, SIGHUP). The first one stops after the current step
+/// (cleanly, children reaped, results kept); a second one exits at once. Exit code 128 + the first
+/// signal: 130 INT, 143 TERM, 129 HUP.
 fn interrupt_flag() -> &'static AtomicBool {
     static FLAG: AtomicBool = AtomicBool::new(false);
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
-        if let Err(e) = crate::platform::install_interrupt_handler(&FLAG, EXIT_INTERRUPTED) {
+        if let Err(e) = crate::platform::install_interrupt_handler(&FLAG) {
             eprintln!("osgauge: warning: Ctrl-C handling unavailable ({e}); Ctrl-C will end the run without saving");
         }
     });
@@ -736,6 +756,19 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     if duration < Duration::from_millis(100) {
         return Err(CliError::Usage("--duration must be at least 100ms".into()));
     }
+    let load_base = a
+        .load_dir
+        .clone()
+        .unwrap_or_else(ia::load::default_load_base);
+    if loads.iter().any(|l| l.uses_files()) {
+        ia::load::remove_stale(&load_base, &[&load_base]);
+    }
+    if loads.iter().any(|l| l.reads_storage())
+        && let Some(existing) = load_base.ancestors().find(|d| d.is_dir())
+        && let Some(why) = ia::load::read_refusal(existing)
+    {
+        return Err(CliError::Usage(why));
+    }
     let settings = Settings {
         duration: Some(duration),
         work_mode: a.work,
@@ -750,10 +783,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         load_nice: a.load_nice,
         cpus,
         load_threads: a.load_threads.map(|n| n as usize),
-        load_dir: a
-            .load_dir
-            .clone()
-            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir())),
+        load_dir: load_base,
         io_rate_mbps: a.io_rate,
         fsync: a.fsync,
         max_file_bytes: a.file_mb << 20,
