@@ -33,6 +33,7 @@ fn record(path: &Path) -> Value {
 }
 
 /// Every file under `dir` (recursively).
+#[cfg(target_os = "linux")]
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
