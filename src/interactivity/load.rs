@@ -272,6 +272,21 @@ impl LoadSpec {
     }
 }
 
+/// The work emulation a load uses. The demand-driven loads (video, x) exist to take a stated CPU
+/// share, so where the thread CPU clock is fine they burn by it (`cputime`): their share then
+/// does not depend on the loop calibration (a calibration made on a busy machine made the fixed
+/// x load use ~35 % instead of 50 % even under SCHED_FIFO). Other loads keep `work`.
+pub fn load_work(kind: LoadKind, work: Work) -> Work {
+    if matches!(kind, LoadKind::Video | LoadKind::X) && super::work::cpu_clock_is_fine() {
+        Work {
+            mode: super::work::WorkMode::Cputime,
+            ..work
+        }
+    } else {
+        work
+    }
+}
+
 /// Steps of the x load's ramp over a cell of `duration_ns`: one 100 ms step per 100 ms of the cell
 /// (1 to 101 steps), so any cell covers whole ramps.
 pub fn x_load_steps(duration_ns: u64) -> u64 {
@@ -929,7 +944,8 @@ fn memload(ctx: &Ctx, mut chunks: Vec<Vec<u8>>, go: &mut dyn FnMut()) -> io::Res
 
 /// The x load: 100 ms steps whose work follows [`x_load_work_ns`] over a ramp spanning the cell,
 /// so the load delivers its 50 % whatever the cell's duration. A step that starts late starts at
-/// once; steps whose time has wholly passed are skipped. ops = steps worked.
+/// once and none is skipped (skipping would drop mostly the long steps, which are the ones that
+/// run late, and bias the load low); it never runs ahead of its schedule. ops = steps worked.
 fn x_load(ctx: &Ctx, go: &mut dyn FnMut()) -> io::Result<u64> {
     let n = x_load_steps(ctx.spec.duration_ns);
     let step = 100 * MS;
@@ -953,9 +969,16 @@ fn x_load(ctx: &Ctx, go: &mut dyn FnMut()) -> io::Result<u64> {
         }
         ctx.spec.work.run(x_load_work_ns(k, n), &stop);
         steps += 1;
-        k = (k + 1).max((realtime::now_ns() - t0) / step);
+        k += 1;
     }
     Ok(steps)
+}
+
+fn work_note(w: &Work) -> &'static str {
+    match w.mode {
+        super::work::WorkMode::Cputime => "timed by the thread CPU clock",
+        super::work::WorkMode::Fixed => "as calibrated loops",
+    }
 }
 
 /// Body of `osgauge __load <spec>`; returns the exit code.
@@ -1061,6 +1084,7 @@ pub fn child_main(spec_json: &str) -> i32 {
             }));
         }
         if k == LoadKind::Video {
+            notes.push(format!("video: work {}", work_note(&spec.work)));
             let task = Task::Video { hz: spec.video_hz };
             let work = spec.work;
             handles.push(spawn_worker(&ctx, "video", &ready_tx, move |c, go| {
@@ -1071,8 +1095,10 @@ pub fn child_main(spec_json: &str) -> i32 {
         }
         if k == LoadKind::X {
             notes.push(format!(
-                "x: 100 ms steps, work ramping over {} step(s) (the cell's duration), 50 % on average",
-                x_load_steps(spec.duration_ns)
+                "x: 100 ms steps, work ramping over {} step(s) (the cell's duration), 50 % on \
+                 average, work {}",
+                x_load_steps(spec.duration_ns),
+                work_note(&spec.work)
             ));
             handles.push(spawn_worker(&ctx, "x", &ready_tx, x_load));
         }

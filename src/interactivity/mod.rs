@@ -522,7 +522,7 @@ impl Benchmark for Cell {
                 io_rate_bps: s.io_rate_mbps.map(|r| (r * 1e6).max(1.0) as u64),
                 fsync: s.fsync,
                 mem_bytes,
-                work,
+                work: load::load_work(self.load, work),
                 video_hz: s.video_hz,
                 duration_ns: dur_ns,
                 parent_pid: std::process::id(),
