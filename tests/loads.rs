@@ -222,9 +222,12 @@ fn load_children(cache: &Path) -> Vec<u32> {
     v
 }
 
+/// osgauge in its own process group (so a signal can go to the group, as a terminal sends it).
 #[cfg(target_os = "linux")]
 fn start(cache: &Path, load: &str, extra: &[&str]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
     StdCommand::new(assert_cmd::cargo::cargo_bin("osgauge"))
+        .process_group(0)
         .env("OSGAUGE_CACHE_DIR", cache)
         .env("OSGAUGE_STORE", cache.join("results.sqlite"))
         .args(["interactivity", "--task", "audio", "--load", load])
@@ -259,8 +262,9 @@ fn sighup_finishes_gracefully_with_129_and_leaves_no_load_file_or_process() {
             .count()
             == 2
     });
-    // SAFETY: plain kill(2) of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    // To the whole group, as a closing terminal does: the load child ignores it and the parent
+    // stops it and cleans up. SAFETY: plain kill(2) of our own child's process group.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGHUP) };
     let t = Instant::now();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(129));
