@@ -189,7 +189,8 @@ pub struct InteractivityArgs {
     /// Threads of the burn/ring loads [default: the CPUs the run may use]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub load_threads: Option<u32>,
-    /// Directory of the write/read load files (always deleted) [default: the working directory]
+    /// Directory for the write/read load files, kept in a per-process folder DIR/<pid>/ that is
+    /// always removed [default: <cache dir>/loads]
     #[arg(long, value_name = "DIR")]
     pub load_dir: Option<PathBuf>,
     /// Rate limit of the write load, MB/s (0.01 to 1000000)
@@ -206,6 +207,17 @@ pub struct InteractivityArgs {
     pub format: TableFormat,
     #[command(flatten)]
     pub opts: RunOpts,
+}
+
+/// `--io-rate`: a finite rate from 0.01 to 1e6 MB/s (1 TB/s).
+fn parse_io_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.01..=1e6).contains(&v) => Ok(v),
+        Ok(_) => Err(format!(
+            "'{s}' is not a rate: give MB/s from 0.01 to 1000000"
+        )),
+        Err(_) => Err(format!("'{s}' is not a number of MB/s")),
+    }
 }
 
 fn parse_hz(s: &str) -> Result<f64, String> {
@@ -234,15 +246,6 @@ fn parse_slice(s: &str) -> Result<Duration, String> {
         return Err(format!("'{s}': expected a slice between 100µs and 100ms"));
     }
     Ok(d)
-}
-
-fn parse_io_rate(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.01..=1e6).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "'{s}': expected a rate between 0.01 and 1000000 MB/s"
-        )),
-    }
 }
 
 fn parse_pct(s: &str) -> Result<f64, String> {
@@ -714,6 +717,13 @@ fn execute_and_keep(
 ) -> Result<i32, CliError> {
     let mut store = results::StoreSink::open(&opts.store, opts.quiet)?;
     let cancel = interrupt_flag();
+    // Load files that killed osgauge processes left behind (default folder, and the old-style
+    // files in the working directory).
+    let cwd = std::env::current_dir().unwrap_or_default();
+    crate::interactivity::load::remove_stale(
+        &crate::interactivity::load::default_load_base(),
+        &[&cwd],
+    );
     let progress = Progress::new(plan.benchmarks.len(), !opts.quiet);
     let record = execute(plan, cancel, &mut |ev| {
         store.on_event(&ev);
@@ -729,7 +739,7 @@ fn execute_and_keep(
     write_exports(&record, opts)?;
     store.export_html(&record)?;
     Ok(if !record.complete && cancel.load(Ordering::Relaxed) {
-        EXIT_INTERRUPTED
+        crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED)
     } else {
         EXIT_OK
     })
@@ -772,13 +782,14 @@ fn write_exports(record: &RunRecord, opts: &RunOpts) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Set by Ctrl-C. The first Ctrl-C stops after the current step (cleanly, children reaped,
-/// results kept); a second one exits at once with code 130.
+/// Set by Ctrl-C (and on Unix SIGTERM, SIGHUP). The first one stops after the current step
+/// (cleanly, children reaped, results kept); a second one exits at once. Exit code 128 + the first
+/// signal: 130 INT, 143 TERM, 129 HUP.
 fn interrupt_flag() -> &'static AtomicBool {
     static FLAG: AtomicBool = AtomicBool::new(false);
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
-        if let Err(e) = crate::platform::install_interrupt_handler(&FLAG, EXIT_INTERRUPTED) {
+        if let Err(e) = crate::platform::install_interrupt_handler(&FLAG) {
             crate::errln!("osgauge: warning: Ctrl-C handling unavailable ({e}); Ctrl-C will end the run without saving");
         }
     });
@@ -857,18 +868,18 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     if duration < Duration::from_millis(100) {
         return Err(CliError::Usage("--duration must be at least 100ms".into()));
     }
-    if let Some(c) = &cpus
-        && let Ok(allowed) = crate::platform::allowed_cpus()
-        && let Some(bad) = c.iter().find(|c| !allowed.contains(c))
+    let load_base = a
+        .load_dir
+        .clone()
+        .unwrap_or_else(ia::load::default_load_base);
+    if loads.iter().any(|l| l.uses_files()) {
+        ia::load::remove_stale(&load_base, &[&load_base]);
+    }
+    if loads.iter().any(|l| l.reads_storage())
+        && let Some(existing) = load_base.ancestors().find(|d| d.is_dir())
+        && let Some(why) = ia::load::read_refusal(existing)
     {
-        return Err(CliError::Usage(format!(
-            "--cpus: CPU {bad} is not one this process may use ({})",
-            allowed
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        )));
+        return Err(CliError::Usage(why));
     }
     let settings = Settings {
         duration: Some(duration),
@@ -884,10 +895,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         load_nice: a.load_nice,
         cpus,
         load_threads: a.load_threads.map(|n| n as usize),
-        load_dir: a
-            .load_dir
-            .clone()
-            .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir())),
+        load_dir: load_base,
         io_rate_mbps: a.io_rate,
         fsync: a.fsync,
         max_file_bytes: a.file_mb << 20,

@@ -266,9 +266,10 @@ fn interrupt_and_parent_death_leave_nothing_behind() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Wait until the load runs (its files exist).
+        // Wait until the load runs (its files exist, in the per-process folder loads/<pid>/).
+        let folder = loads.join(child.id().to_string());
         let t = Instant::now();
-        while std::fs::read_dir(&loads).unwrap().count() < 2
+        while std::fs::read_dir(&folder).map_or(0, |d| d.count()) < 3
             && t.elapsed() < Duration::from_secs(30)
         {
             std::thread::sleep(Duration::from_millis(50));

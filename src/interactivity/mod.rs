@@ -55,6 +55,7 @@ pub struct Settings {
     /// CPUs every thread (task and load) is pinned to.
     pub cpus: Option<Vec<usize>>,
     pub load_threads: Option<usize>,
+    /// Base of the per-process load folder `<load_dir>/<pid>/` (default `<cache dir>/loads`).
     pub load_dir: PathBuf,
     pub io_rate_mbps: Option<f64>,
     pub fsync: bool,
@@ -85,7 +86,7 @@ impl Default for Settings {
             load_nice: None,
             cpus: None,
             load_threads: None,
-            load_dir: std::env::current_dir().unwrap_or_else(|_| std::env::temp_dir()),
+            load_dir: load::default_load_base(),
             io_rate_mbps: None,
             fsync: false,
             max_file_bytes: 256 << 20,
@@ -164,9 +165,10 @@ impl Settings {
             .clone()
     }
 
-    /// Write/read file size: 5 % of free space, at most `max_file_bytes`, at least 8 MiB.
-    pub fn file_bytes(&self) -> u64 {
-        let free = realtime::free_space_bytes(&self.load_dir).unwrap_or(0);
+    /// Write/read file size in `dir`: 5 % of its free space, at most `max_file_bytes`, at least
+    /// 8 MiB.
+    pub fn file_bytes_in(&self, dir: &std::path::Path) -> u64 {
+        let free = realtime::free_space_bytes(dir).unwrap_or(0);
         let mib = 1u64 << 20;
         ((free / 20).min(self.max_file_bytes) / mib * mib).max(8 * mib)
     }
@@ -549,9 +551,27 @@ impl Benchmark for Cell {
         }
         ctx.check()?;
 
+        // The per-process load folder (file loads only); removed on every way out of this run,
+        // after the load child (declared first, dropped last).
+        let folder = if self.load.uses_files() {
+            let f = load::LoadFolder::create(&s.load_dir).map_err(|e| {
+                BenchError::failed(format!("load folder under {}: {e}", s.load_dir.display()))
+            })?;
+            if self.load.reads_storage()
+                && let Some(why) = load::read_refusal(f.path())
+            {
+                return Err(BenchError::failed(why));
+            }
+            out.facts
+                .insert("load_dir".into(), json!(f.path().display().to_string()));
+            Some(f)
+        } else {
+            None
+        };
         let before = realtime::busy_sample();
         let t_before = realtime::now_ns();
         // The load child; its guard kills, reaps and cleans up on every exit path.
+        let mut spec = None;
         let load = if self.load == LoadKind::None {
             None
         } else {
@@ -563,36 +583,36 @@ impl Benchmark for Cell {
             if self.load == LoadKind::Memload {
                 out.facts.insert("memload_size_rule".into(), json!(mem_why));
             }
-            let spec = LoadSpec {
+            let sp = LoadSpec {
                 kind: self.load,
                 threads: s.load_thread_count(),
                 cpus: s.cpus.clone(),
                 nice: s.load_nice,
-                dir: s.load_dir.clone(),
+                dir: folder
+                    .as_ref()
+                    .map(|f| f.path().to_path_buf())
+                    .unwrap_or_else(|| s.load_dir.clone()),
                 tag: format!("osgauge-load-{}-{}", std::process::id(), ctx.run_index),
-                file_bytes: if matches!(
-                    self.load,
-                    LoadKind::Write | LoadKind::Read | LoadKind::Compile
-                ) {
-                    s.file_bytes()
-                } else {
-                    0
+                file_bytes: match &folder {
+                    Some(f) => s.file_bytes_in(f.path()),
+                    None => 0,
                 },
-                io_rate_bps: s.io_rate_mbps.map(|r| (r * 1e6) as u64),
+                io_rate_bps: s.io_rate_mbps.map(|r| (r * 1e6).max(1.0) as u64),
                 fsync: s.fsync,
                 mem_bytes,
-                work,
+                work: load::load_work(self.load, work),
                 video_hz: s.video_hz,
+                duration_ns: dur_ns,
+                parent_pid: std::process::id(),
             };
-            out.facts.insert("load_threads".into(), json!(spec.threads));
+            out.facts.insert("load_threads".into(), json!(sp.threads));
             out.facts
-                .insert("load_target_pct".into(), json!(spec.target_pct()));
+                .insert("load_target_pct".into(), json!(sp.target_pct()));
             let exe = load::load_exe().map_err(|e| BenchError::os("current_exe", e))?;
-            let p = LoadProcess::start(&exe, &spec, Duration::from_secs(120))
-                .map_err(|e| BenchError::failed(e.to_string()))?;
+            // Returns once every load thread runs (its scheduling read back): no settling sleep.
+            let p = LoadProcess::start(&exe, &sp, ctx)?;
             out.facts.insert("load_notes".into(), json!(p.ready_notes));
-            // Let the load reach its steady state.
-            std::thread::sleep(Duration::from_millis(100));
+            spec = Some(sp);
             Some(p)
         };
         ctx.check()?;
@@ -602,10 +622,19 @@ impl Benchmark for Cell {
                 .join()
                 .unwrap_or_else(|_| Err(BenchError::failed("measuring thread panicked")))
         })?;
-        let report = match load {
-            Some(p) => Some(p.stop().map_err(|e| BenchError::failed(e.to_string()))?),
-            None => None,
+        // A load that failed, ended early or did not really run fails the cell: its figures were
+        // not measured under that load.
+        let report = match (load, &spec) {
+            (Some(p), Some(sp)) => {
+                let r = p.stop(ctx.deadline).map_err(BenchError::failed)?;
+                let (facts, warnings) = load::check_report(sp, &r).map_err(BenchError::failed)?;
+                out.facts.extend(facts);
+                out.warnings.extend(warnings);
+                Some(r)
+            }
+            _ => None,
         };
+        drop(folder);
         let after = realtime::busy_sample();
         let wall = realtime::now_ns() - t_before;
 
@@ -670,11 +699,6 @@ impl Benchmark for Cell {
                 .iter()
                 .fold((0, 0), |(c, w), t| (c + t.cpu_ns, w + t.wall_ns));
             out = out.metric("load_cpu", vec![100.0 * cpu as f64 / wall.max(1) as f64]);
-            for t in &r.threads {
-                if let Some(e) = &t.error {
-                    out.warnings.push(format!("load thread {}: {e}", t.role));
-                }
-            }
             if let Some(t) = r.threads.first() {
                 out.facts.insert(
                     "load_sched".into(),

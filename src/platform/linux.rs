@@ -4,7 +4,10 @@ use std::io;
 
 use super::NullSyscall;
 pub use super::unix::DevZero as CheapIo;
-pub use super::unix::{clock_resolution_ns, ignore_interrupt, install_interrupt_handler};
+pub use super::unix::{
+    child_stopped, clock_resolution_ns, helper_child_signals, install_interrupt_handler,
+    interrupt_exit_code, process_alive, terminate_with_parent,
+};
 
 pub const OS_NAME: &str = "Linux";
 pub const CLOCK_DESCRIPTION: &str =

@@ -28,6 +28,9 @@ mod unix;
 /// Memory facts and calls for the mem suite (own file, cfg-gated inside).
 pub mod memory;
 
+/// Memory-backed file systems and per-process device read counters (I/O loads, file systems).
+pub mod storage;
+
 // Absolute-time sleeps, thread CPU clocks, scheduling policy read-back (interactivity suite).
 pub mod realtime;
 
@@ -126,17 +129,42 @@ impl CheapIo {
 pub const INTERRUPT_MESSAGE: &str = "\nosgauge: interrupted — finishing the current step and keeping what was \
      measured (Ctrl-C again to quit now)\n";
 
-/// On Ctrl-C (and on Unix SIGTERM) set `flag`; on the second one exit at once with `exit_code`.
-/// On Unix this is a plain `sigaction` handler: no helper thread lives in the measuring process
-/// (an idle extra thread makes fork ~30 % slower, for one).
-pub fn install_interrupt_handler(flag: &'static AtomicBool, exit_code: i32) -> io::Result<()> {
-    os::install_interrupt_handler(flag, exit_code)
+/// On Ctrl-C (and on Unix SIGTERM and SIGHUP) set `flag`; on the second one exit at once with the
+/// first signal's code (see [`interrupt_exit_code`]). On Unix this is a plain `sigaction` handler:
+/// no helper thread lives in the measuring process (an idle extra thread makes fork ~30 % slower,
+/// for one).
+pub fn install_interrupt_handler(flag: &'static AtomicBool) -> io::Result<()> {
+    os::install_interrupt_handler(flag)
 }
 
-/// Ignore Ctrl-C in this process: for helper children (interactivity loads) that a terminal's
-/// Ctrl-C also reaches; their parent decides when they stop.
-pub fn ignore_interrupt() -> io::Result<()> {
-    os::ignore_interrupt()
+/// The exit code for the first stop signal received: 128 + its number on Unix (130 SIGINT, 143
+/// SIGTERM, 129 SIGHUP), 130 for Ctrl-C on Windows; None before any.
+pub fn interrupt_exit_code() -> Option<i32> {
+    os::interrupt_exit_code()
+}
+
+/// For helper children (interactivity loads), which a terminal's Ctrl-C or hangup also reaches:
+/// ignore those (the parent decides when the helper stops and cleans up); a termination request
+/// (Unix SIGTERM) sets `stop`.
+pub fn helper_child_signals(stop: &'static AtomicBool) -> io::Result<()> {
+    os::helper_child_signals(stop)
+}
+
+/// Make this helper process get a termination request when its parent `parent` dies (Linux:
+/// PR_SET_PDEATHSIG SIGTERM); errors if the parent is already gone; unsupported elsewhere.
+pub fn terminate_with_parent(parent: u32) -> io::Result<()> {
+    os::terminate_with_parent(parent)
+}
+
+/// True while a process with this id exists.
+pub fn process_alive(pid: u32) -> bool {
+    os::process_alive(pid)
+}
+
+/// True when our child process `pid` is stopped (Unix job control: SIGSTOP/SIGTSTP); always
+/// false on Windows.
+pub fn child_stopped(pid: u32) -> bool {
+    os::child_stopped(pid)
 }
 
 /// Permissions for a file osgauge writes for the user (exports): what a plain `create` would

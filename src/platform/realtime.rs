@@ -505,7 +505,11 @@ mod imp {
         if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_NOCACHE, 1) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok((f, "fcntl(F_NOCACHE) (unified buffer cache bypassed)"))
+        Ok((
+            f,
+            "fcntl(F_NOCACHE) (new reads bypass the unified buffer cache; F_NOCACHE cannot evict \
+             pages of the file that are already cached, which are still served from memory)",
+        ))
     }
 
     pub fn drop_file_cache(_f: &File) -> io::Result<()> {

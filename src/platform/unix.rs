@@ -54,15 +54,22 @@ pub fn user_file_permissions() -> Option<std::fs::Permissions> {
     Some(std::fs::Permissions::from_mode(0o666 & !(mask as u32)))
 }
 
-static INTERRUPT: std::sync::OnceLock<(&'static std::sync::atomic::AtomicBool, i32)> =
+static INTERRUPT: std::sync::OnceLock<&'static std::sync::atomic::AtomicBool> =
     std::sync::OnceLock::new();
+/// The first of SIGINT/SIGTERM/SIGHUP received (0: none yet).
+static FIRST_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-extern "C" fn on_interrupt(_sig: libc::c_int) {
-    // Only async-signal-safe work here: an atomic swap, write(2) and _exit(2).
-    if let Some((flag, code)) = INTERRUPT.get() {
-        if flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+/// The signals that ask osgauge to finish: Ctrl-C, `kill`, the terminal closing.
+const STOP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+extern "C" fn on_interrupt(sig: libc::c_int) {
+    use std::sync::atomic::Ordering::SeqCst;
+    // Only async-signal-safe work here: atomics, write(2) and _exit(2).
+    if let Some(flag) = INTERRUPT.get() {
+        let _ = FIRST_SIGNAL.compare_exchange(0, sig, SeqCst, SeqCst);
+        if flag.swap(true, SeqCst) {
             // SAFETY: _exit is async-signal-safe.
-            unsafe { libc::_exit(*code) };
+            unsafe { libc::_exit(128 + FIRST_SIGNAL.load(SeqCst)) };
         }
         let msg = super::INTERRUPT_MESSAGE.as_bytes();
         // SAFETY: writing a static buffer to stderr; the result does not matter.
@@ -70,41 +77,112 @@ extern "C" fn on_interrupt(_sig: libc::c_int) {
     }
 }
 
-/// Ignore SIGINT in this process (SIGTERM keeps its default action).
-pub fn ignore_interrupt() -> io::Result<()> {
-    // SAFETY: a zeroed sigaction with SIG_IGN and an empty mask.
+fn set_action(sig: libc::c_int, action: libc::sighandler_t) -> io::Result<()> {
+    // SAFETY: a zeroed sigaction with the given action and an empty mask; SA_RESTART so that
+    // interrupted system calls resume instead of failing with EINTR.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = libc::SIG_IGN;
+        sa.sa_sigaction = action;
+        sa.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
-        if libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut()) != 0 {
+        if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
             return Err(io::Error::last_os_error());
         }
     }
     Ok(())
 }
 
-pub fn install_interrupt_handler(
-    flag: &'static std::sync::atomic::AtomicBool,
-    exit_code: i32,
-) -> io::Result<()> {
-    if INTERRUPT.set((flag, exit_code)).is_err() {
+pub fn install_interrupt_handler(flag: &'static std::sync::atomic::AtomicBool) -> io::Result<()> {
+    if INTERRUPT.set(flag).is_err() {
         return Ok(());
     }
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction with a valid handler and an empty mask; SA_RESTART so that
-        // interrupted system calls in benchmarks resume instead of failing with EINTR.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_interrupt as *const () as libc::sighandler_t;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
+    for sig in STOP_SIGNALS {
+        set_action(sig, on_interrupt as *const () as libc::sighandler_t)?;
     }
     Ok(())
+}
+
+/// 128 + the first stop signal received (130 INT, 143 TERM, 129 HUP), None before any.
+pub fn interrupt_exit_code() -> Option<i32> {
+    match FIRST_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        s => Some(128 + s),
+    }
+}
+
+static CHILD_STOP: std::sync::OnceLock<&'static std::sync::atomic::AtomicBool> =
+    std::sync::OnceLock::new();
+
+extern "C" fn on_child_terminate(_sig: libc::c_int) {
+    if let Some(flag) = CHILD_STOP.get() {
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Helper children: SIGINT and SIGHUP (which a terminal sends to the whole process group) are
+/// ignored — the parent decides when they stop and cleans up; SIGTERM sets `stop` (a graceful end:
+/// the child deletes its files and exits).
+pub fn helper_child_signals(stop: &'static std::sync::atomic::AtomicBool) -> io::Result<()> {
+    let _ = CHILD_STOP.set(stop);
+    set_action(libc::SIGINT, libc::SIG_IGN)?;
+    set_action(libc::SIGHUP, libc::SIG_IGN)?;
+    set_action(
+        libc::SIGTERM,
+        on_child_terminate as *const () as libc::sighandler_t,
+    )
+}
+
+/// Linux: ask the kernel to send SIGTERM to this process when its parent dies
+/// (PR_SET_PDEATHSIG), then check the parent is still `parent` (it may have died before).
+/// Elsewhere: unsupported (the helper notices the parent's death by the end of its stdin).
+pub fn terminate_with_parent(parent: u32) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl with an int argument; getppid cannot fail.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if unsafe { libc::getppid() } as u32 != parent {
+            return Err(io::Error::other("the parent process is gone"));
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = parent;
+        Err(super::unsupported(
+            "no parent-death signal; the helper ends when its stdin closes",
+        ))
+    }
+}
+
+/// True while a process with this id exists (kill(pid, 0); EPERM: exists, not ours).
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(p) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if p <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence.
+    let exists = unsafe { libc::kill(p, 0) } == 0;
+    exists || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// True when our child `pid` is stopped (SIGSTOP/SIGTSTP); the stop is not consumed (WNOWAIT),
+/// so std's wait on the child still works.
+pub fn child_stopped(pid: u32) -> bool {
+    // SAFETY: a zeroed siginfo_t is valid output space; WNOHANG never blocks.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let rc = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        rc == 0 && info.si_signo == libc::SIGCHLD
+    }
 }
 
 /// What `uname(2)` says (empty fields as None). Not on macOS: its record reads the same facts

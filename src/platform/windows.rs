@@ -639,20 +639,60 @@ mod tests {
     }
 }
 
-/// Ignore Ctrl-C in this process (a handler that does nothing).
-pub fn ignore_interrupt() -> io::Result<()> {
+static FIRST_INTERRUPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Helper children: Ctrl-C is ignored (a handler that does nothing); the parent decides when they
+/// stop. Windows has no SIGTERM: `stop` is set by nothing here (the helper ends when its stdin
+/// closes).
+pub fn helper_child_signals(_stop: &'static std::sync::atomic::AtomicBool) -> io::Result<()> {
     ctrlc::set_handler(|| {}).map_err(io::Error::other)
 }
 
-pub fn install_interrupt_handler(
-    flag: &'static std::sync::atomic::AtomicBool,
-    exit_code: i32,
-) -> io::Result<()> {
+pub fn terminate_with_parent(_parent: u32) -> io::Result<()> {
+    Err(super::unsupported(
+        "no parent-death signal; the helper ends when its stdin closes",
+    ))
+}
+
+pub fn install_interrupt_handler(flag: &'static std::sync::atomic::AtomicBool) -> io::Result<()> {
     ctrlc::set_handler(move || {
+        FIRST_INTERRUPT.store(true, std::sync::atomic::Ordering::SeqCst);
         if flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            std::process::exit(exit_code);
+            std::process::exit(130);
         }
         eprint!("{}", super::INTERRUPT_MESSAGE);
     })
     .map_err(io::Error::other)
+}
+
+/// 130 after Ctrl-C (the console's interrupt), None before.
+pub fn interrupt_exit_code() -> Option<i32> {
+    FIRST_INTERRUPT
+        .load(std::sync::atomic::Ordering::SeqCst)
+        .then_some(130)
+}
+
+/// True while a process with this id is running.
+pub fn process_alive(pid: u32) -> bool {
+    use windows_sys::Win32::Foundation::STILL_ACTIVE;
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    // SAFETY: OpenProcess returns null on failure; the handle is owned and closed by OwnedHandle.
+    let h = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if h.is_null() {
+        // Access denied means it exists (another user's process).
+        return io::Error::last_os_error().raw_os_error() == Some(5);
+    }
+    // SAFETY: fresh handle nothing else owns.
+    let h = unsafe { OwnedHandle::from_raw_handle(h) };
+    let mut code = 0u32;
+    // SAFETY: valid handle and pointer.
+    let ok = unsafe { GetExitCodeProcess(h.as_raw_handle(), &mut code) } != 0;
+    ok && code == STILL_ACTIVE as u32
+}
+
+/// Windows has no stopped state for processes (threads are suspended one by one).
+pub fn child_stopped(_pid: u32) -> bool {
+    false
 }
