@@ -287,6 +287,7 @@ fn per_run_metric(name: &str, unit: Unit, better: Better, values: &[f64]) -> Met
             summary: stats::summarize(&[v]).unwrap(),
             histogram: None,
             histogram_scale: None,
+            histogram_offset: None,
         })
         .collect();
     let per: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
@@ -297,6 +298,7 @@ fn per_run_metric(name: &str, unit: Unit, better: Better, values: &[f64]) -> Met
         description: "synthetic test data".into(),
         summary: stats::across_runs(&per),
         runs,
+        not_measured: None,
     }
 }
 
@@ -328,6 +330,7 @@ fn audio_record(label: &str, dropped: &[f64], task_cpu: &[f64]) -> RunRecord {
         suite: "interactivity".into(),
         title: "audio task under burn load".into(),
         params: audio_params("SCHED_FIFO", 0.5),
+        run_facts: Vec::new(),
         metrics: vec![
             per_run_metric("latency", Unit::Nanoseconds, Better::Lower, &lat[..n]),
             per_run_metric(

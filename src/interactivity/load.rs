@@ -953,7 +953,6 @@ fn memload(ctx: &Ctx, mut chunks: Vec<Vec<u8>>, go: &mut dyn FnMut()) -> io::Res
 fn x_load(ctx: &Ctx, go: &mut dyn FnMut()) -> io::Result<u64> {
     let n = x_load_steps(ctx.spec.duration_ns);
     let step = 100 * MS;
-    let stop = || stopped(ctx);
     go();
     let t0 = realtime::now_ns();
     let mut k = 0u64;
@@ -971,7 +970,7 @@ fn x_load(ctx: &Ctx, go: &mut dyn FnMut()) -> io::Result<u64> {
         if stopped(ctx) {
             break;
         }
-        ctx.spec.work.run(x_load_work_ns(k, n), &stop);
+        ctx.spec.work.run(x_load_work_ns(k, n), &mut |_| stopped(ctx));
         steps += 1;
         k += 1;
     }
