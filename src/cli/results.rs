@@ -207,7 +207,7 @@ impl StoreSink {
         let path = store_path(opts.store.as_deref())?;
         let store = Store::open(&path).map_err(|e| match store_err(e) {
             CliError::Other(e) => {
-                CliError::Other(e.context("the result store (use --no-store to run without it)"))
+                CliError::Other(anyhow::anyhow!("{e:#}; --no-store runs without the store"))
             }
             usage => usage,
         })?;
@@ -280,7 +280,7 @@ impl StoreSink {
             Some(e) => format!("{e:#}"),
             None => "the stored run does not read back as measured".into(),
         };
-        eprintln!("osgauge: error: run {id} could not be stored: {why}");
+        eprintln!("osgauge: error: this run was not stored: {why}");
         let n = record.benchmarks.len();
         let stored = stored.and_then(|t| {
             t.map(|t| serde_json::from_str::<RunRecord>(&t).map_err(anyhow::Error::from))

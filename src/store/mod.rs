@@ -201,7 +201,7 @@ impl Trouble {
 
 /// A store error: what was being done, the store path, the cause and a hint, on one line.
 #[derive(Debug, thiserror::Error)]
-#[error("{doing} the result store {}: {cause}{}", path.display(), if hint.is_empty() { String::new() } else { format!(" ({hint})") })]
+#[error("{doing} the result store {}: {cause}{}", path.display(), if hint.is_empty() { String::new() } else { format!("; {hint}") })]
 pub struct StoreError {
     pub path: PathBuf,
     pub doing: String,
@@ -221,10 +221,32 @@ fn wrap(path: &Path, doing: &str, e: anyhow::Error) -> anyhow::Error {
     anyhow::Error::new(StoreError {
         path: path.to_path_buf(),
         doing: doing.to_string(),
-        cause: format!("{e:#}"),
+        cause: cause_text(&e),
         trouble,
         hint: trouble.hint(path),
     })
+}
+
+/// The error chain on one line, without SQLite's repetitions ("disk I/O error: Error code
+/// 4874: disk I/O error" becomes "disk I/O error (SQLite code 4874)").
+fn cause_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for c in e.chain() {
+        let t = c.to_string().replace(['\n', '\r'], " ");
+        if let Some((code, msg)) = t
+            .strip_prefix("Error code ")
+            .and_then(|r| r.split_once(": "))
+            && out.contains(msg)
+        {
+            out.push_str(&format!(" (SQLite code {code})"));
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&t);
+    }
+    out
 }
 
 /// Whether `e` is the store's refusal of a file that is not an osgauge store.
@@ -389,9 +411,16 @@ impl Store {
             Some(d) => d,
             None => Path::new("."),
         };
-        let tmp = tempfile::Builder::new()
-            .prefix(".osgauge-store-")
-            .suffix(".tmp")
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".osgauge-store-").suffix(".tmp");
+        // As a file SQLite creates: readable by others unless the umask says otherwise (a
+        // temporary file is private by default).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o644));
+        }
+        let tmp = builder
             .tempfile_in(dir)
             .with_context(|| format!("creating a new store in {}", dir.display()))?
             .into_temp_path();
@@ -434,14 +463,23 @@ impl Store {
             .into());
         }
         let problems: Vec<String> = conn
-            .prepare("PRAGMA quick_check(5)")?
+            .prepare("PRAGMA quick_check(3)")?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         if problems != ["ok"] {
-            return Err(anyhow::Error::new(rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
-                Some(format!("integrity check failed: {}", problems.join("; "))),
-            )));
+            let what = problems
+                .iter()
+                .flat_map(|p| p.lines())
+                .filter(|l| !l.starts_with("***"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(anyhow::Error::new(StoreError {
+                path: path.to_path_buf(),
+                doing: "opening".into(),
+                cause: format!("it is damaged (SQLite quick_check: {what})"),
+                trouble: Trouble::Corrupt,
+                hint: Trouble::Corrupt.hint(path),
+            }));
         }
         // WAL: readers never block the writer and a killed writer leaves a consistent database.
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
@@ -813,17 +851,32 @@ pub struct Document {
 
 /// Read the text of a file to import, at most [`IMPORT_MAX_BYTES`].
 pub fn read_import_file(path: &Path) -> Result<String> {
-    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    read_text_capped(path, IMPORT_MAX_BYTES)
+}
+
+/// Read a UTF-8 text file of at most `cap` bytes; a longer one (or an endless one such as
+/// `/dev/zero`) is an error naming the cap, found without reading more than `cap` bytes.
+pub fn read_text_capped(path: &Path, cap: u64) -> Result<String> {
+    let reading = || format!("reading {}", path.display());
+    let f = std::fs::File::open(path).with_context(reading)?;
+    let mut limited = f.take(cap + 1);
     let mut bytes = Vec::new();
-    f.take(IMPORT_MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {}", path.display()))?;
-    if bytes.len() as u64 > IMPORT_MAX_BYTES {
-        bail!(
-            "{} is larger than the import limit of {} MiB",
-            path.display(),
-            IMPORT_MAX_BYTES >> 20
-        );
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match limited.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(anyhow::Error::new(e).context(reading())),
+        };
+        if (bytes.len() + n) as u64 > cap {
+            bail!(
+                "{} is larger than the import limit of {}",
+                path.display(),
+                crate::bench::mem::format_size(cap)
+            );
+        }
+        bytes.extend_from_slice(&chunk[..n]);
     }
     String::from_utf8(bytes).map_err(|e| anyhow!("{}: not UTF-8 text ({e})", path.display()))
 }
