@@ -550,9 +550,7 @@ fn import_of_nothing_or_of_too_much_is_refused() {
     // An endless input is cut at the cap, not read until memory runs out.
     #[cfg(unix)]
     {
-        let e = store::read_text_capped(Path::new("/dev/zero"), 1 << 20)
-            .err()
-            .expect("must refuse");
+        let e = store::read_text_capped(Path::new("/dev/zero"), 1 << 20).expect_err("must refuse");
         assert!(
             format!("{e:#}").contains("larger than the import limit of 1MiB"),
             "{e:#}"
