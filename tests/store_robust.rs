@@ -126,6 +126,22 @@ fn foreign_files_are_refused_by_every_command_and_left_unchanged() {
     std::fs::write(&empty, "").unwrap();
     let subdir = d.join("a-dir");
     std::fs::create_dir(&subdir).unwrap();
+    #[cfg(unix)]
+    {
+        // A device: refused without reading or writing it.
+        let null = Path::new("/dev/null");
+        assert!(store::is_not_a_store(&Store::open(null).err().unwrap()));
+        assert!(store::is_not_a_store(
+            &Store::open_read_only(null).err().unwrap()
+        ));
+        use std::os::unix::fs::FileTypeExt;
+        assert!(
+            std::fs::metadata(null)
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
     for f in [&other, &marked, &blank, &text, &empty, &subdir] {
         let before = (!f.is_dir()).then(|| std::fs::read(f).unwrap());
         let e = Store::open(f).err().expect("must refuse");

@@ -309,6 +309,9 @@ fn check_file(path: &Path) -> Result<()> {
     if meta.is_dir() {
         return Err(not("it is a directory").into());
     }
+    if !meta.is_file() {
+        return Err(not("it is not a regular file (a device, FIFO or socket)").into());
+    }
     if meta.len() == 0 {
         return Err(not(
             "it is an empty file (osgauge creates its store itself: remove the file or give another path)",
