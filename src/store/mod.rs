@@ -192,7 +192,7 @@ impl Trouble {
                 "another program holds the store locked: try again when it has finished".into()
             }
             Trouble::Corrupt => format!(
-                "the store is damaged: move it aside, recover what is left with `sqlite3 {p} .recover | sqlite3 NEW.sqlite`, and use --store NEW.sqlite"
+                "move it aside, recover what is left with `sqlite3 {p} .recover | sqlite3 NEW.sqlite`, and use --store NEW.sqlite"
             ),
             Trouble::Other => String::new(),
         }
