@@ -578,3 +578,47 @@ fn import_of_nothing_or_of_too_much_is_refused() {
     assert!(store::read_text_capped(&big, 4097).is_ok());
     assert_eq!(store::IMPORT_MAX_BYTES, 256 << 20);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_store_on_read_only_media_can_be_read_and_refuses_writes_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let _fs = match Tmpfs::mount(&mnt, "4m") {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("SKIPPED: cannot mount a tmpfs to make read-only ({e}); needs root on Linux");
+            return;
+        }
+    };
+    // Characters a SQLite URI would misread.
+    let db = mnt.join("s?#%.db");
+    filled_store(&db);
+    let st = std::process::Command::new("mount")
+        .args(["-o", "remount,ro"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = osgauge(&db).args(["results", "list"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("3 run(s)"), "{}", stdout(&o));
+    let o = osgauge(&db)
+        .args([
+            "micro",
+            "cpu/timer_read",
+            "--runs",
+            "2",
+            "--run-time",
+            "10ms",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&db.display().to_string()) && e.contains("check that you may read and write"),
+        "{e}"
+    );
+}

@@ -330,6 +330,33 @@ fn check_file(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `FILE-wal`, SQLite's write-ahead log beside the store.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push("-wal");
+    PathBuf::from(p)
+}
+
+/// A SQLite URI opening `path` read-only as immutable (Unix paths only; `None` elsewhere).
+fn immutable_uri(path: &Path) -> Option<String> {
+    if !cfg!(unix) {
+        return None;
+    }
+    let abs = std::path::absolute(path).ok()?;
+    let s = abs.to_str()?;
+    let mut out = String::from("file:");
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out.push_str("?mode=ro&immutable=1");
+    Some(out)
+}
+
 fn identify(conn: &Connection) -> rusqlite::Result<Kind> {
     let app: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     if app == APPLICATION_ID {
@@ -518,14 +545,32 @@ impl Store {
             Ok(_) => {}
         }
         check_file(path)?;
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        if let Kind::Foreign(why) = identify(&conn)? {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connect = |p: &Path| -> rusqlite::Result<(Connection, Kind)> {
+            let conn = Connection::open_with_flags(p, flags)?;
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            let kind = identify(&conn)?;
+            Ok((conn, kind))
+        };
+        let (conn, kind) = match connect(path) {
+            // A WAL store in a directory this user cannot write (read-only media, another
+            // user's store): SQLite cannot make the shared-memory file a reader needs. With no
+            // WAL file beside it, everything is in the main file and nobody is writing it:
+            // read it as immutable.
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
+                    && !wal_path(path).exists() =>
+            {
+                match immutable_uri(path) {
+                    Some(uri) => connect(Path::new(&uri))?,
+                    None => return Err(e.into()),
+                }
+            }
+            r => r?,
+        };
+        if let Kind::Foreign(why) = kind {
             return Err(NotAStore {
                 path: path.to_path_buf(),
                 why,
