@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use assert_cmd::Command;
@@ -369,8 +369,10 @@ fn store_errors_name_the_store_and_give_a_hint() {
 }
 
 /// A small tmpfs mounted for the test (root only); unmounted when dropped.
-struct Tmpfs(PathBuf);
+#[cfg(target_os = "linux")]
+struct Tmpfs(std::path::PathBuf);
 
+#[cfg(target_os = "linux")]
 impl Tmpfs {
     fn mount(dir: &Path, size: &str) -> Result<Tmpfs, String> {
         let out = std::process::Command::new("mount")
@@ -385,6 +387,7 @@ impl Tmpfs {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
