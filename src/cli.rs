@@ -735,11 +735,32 @@ fn execute_and_keep(
     });
     progress.done();
     print(&record);
-    store.finish(&record);
-    write_exports(&record, opts)?;
-    store.export_html(&record)?;
+    // A run the store could not keep is still exported (it is in memory), then exits 1.
+    let stored = store.finish(&record);
+    let exported = write_exports(&record, opts).and_then(|()| store.export_html(&record));
+    if !stored {
+        let files: Vec<String> = opts
+            .exports()
+            .into_iter()
+            .map(|(_, p)| p.display().to_string())
+            .chain(store.export_html_path().map(|p| p.display().to_string()))
+            .collect();
+        crate::errln!(
+            "osgauge: {}",
+            match (&exported, files.is_empty()) {
+                (Ok(()), false) => format!(
+                    "every measured result is in the output above and in {}",
+                    files.join(", ")
+                ),
+                _ => "every measured result is only in the output above".to_string(),
+            }
+        );
+    }
+    exported?;
     Ok(if !record.complete && cancel.load(Ordering::Relaxed) {
         crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED)
+    } else if !stored {
+        EXIT_WARN
     } else {
         EXIT_OK
     })

@@ -35,12 +35,39 @@ pub struct StorePath {
 }
 
 impl StorePath {
+    fn path(&self) -> Result<PathBuf, CliError> {
+        store_path(self.store.as_deref())
+    }
+
+    /// Open for writing (created when missing).
     fn open(&self) -> Result<Store, CliError> {
-        let path = match &self.store {
-            Some(p) => p.clone(),
-            None => store::default_path()?,
-        };
-        Ok(Store::open(&path)?)
+        Store::open(&self.path()?).map_err(store_err)
+    }
+
+    /// Open for reading only: nothing is created or changed; `None` when no store exists yet.
+    fn open_read(&self) -> Result<Option<Store>, CliError> {
+        Store::open_read_only(&self.path()?).map_err(store_err)
+    }
+}
+
+/// The store path: `--store`, else `OSGAUGE_STORE`, else the default. An empty path (`--store
+/// ''`, `OSGAUGE_STORE=`) is a usage error, never a fall-back to the default store.
+fn store_path(given: Option<&Path>) -> Result<PathBuf, CliError> {
+    match given {
+        Some(p) if p.as_os_str().is_empty() => {
+            Err(CliError::Usage("--store: the path is empty".into()))
+        }
+        Some(p) => Ok(p.to_path_buf()),
+        None => store::default_path().map_err(|e| CliError::Usage(format!("{e:#}"))),
+    }
+}
+
+/// A store error for the CLI: a file that is not an osgauge store is bad input (exit 2).
+fn store_err(e: anyhow::Error) -> CliError {
+    if store::is_not_a_store(&e) {
+        CliError::Usage(format!("{e:#}"))
+    } else {
+        CliError::Other(e)
     }
 }
 
@@ -153,10 +180,13 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
-/// Writes a run to the store as it goes: when it starts and after every benchmark.
+/// Writes a run to the store as it goes: when it starts and after every benchmark. A failed
+/// write does not stop the run (the results stay in memory, are printed and exported); the
+/// first failure is warned about, and [`StoreSink::finish`] says what the store kept.
 pub struct StoreSink {
     store: Option<Store>,
-    warned: bool,
+    /// The first failed write.
+    failed: Option<anyhow::Error>,
     quiet: bool,
     export_html: Option<PathBuf>,
 }
@@ -170,36 +200,39 @@ impl StoreSink {
         if opts.no_store {
             return Ok(StoreSink {
                 store: None,
-                warned: false,
+                failed: None,
                 quiet,
                 export_html: opts.export_html.clone(),
             });
         }
-        let path = match &opts.store {
-            Some(p) => p.clone(),
-            None => store::default_path()?,
-        };
-        let store = Store::open(&path).map_err(|e| {
-            CliError::Other(e.context("the result store (use --no-store to run without it)"))
+        let path = store_path(opts.store.as_deref())?;
+        let store = Store::open(&path).map_err(|e| match store_err(e) {
+            CliError::Other(e) => {
+                CliError::Other(anyhow::anyhow!("{e:#}; --no-store runs without the store"))
+            }
+            usage => usage,
         })?;
         Ok(StoreSink {
             store: Some(store),
-            warned: false,
+            failed: None,
             quiet,
             export_html: opts.export_html.clone(),
         })
     }
 
-    fn save(&mut self, record: &RunRecord) {
-        let Some(s) = &self.store else { return };
-        if let Err(e) = s.save(record, Origin::Measured)
-            && !self.warned
-        {
-            self.warned = true;
-            crate::errln!(
-                "osgauge: warning: could not write to the result store {}: {e:#}",
-                s.path().display()
-            );
+    fn save(&mut self, record: &RunRecord) -> bool {
+        let Some(s) = &self.store else { return true };
+        match s.save(record, Origin::Measured) {
+            Ok(()) => true,
+            Err(e) => {
+                if self.failed.is_none() {
+                    crate::errln!(
+                        "osgauge: warning: {e:#}; the run goes on and its results are kept for the output and exports"
+                    );
+                    self.failed = Some(e);
+                }
+                false
+            }
         }
     }
 
@@ -207,25 +240,90 @@ impl StoreSink {
     pub fn on_event(&mut self, ev: &Event) {
         match ev {
             Event::Started { record, .. } | Event::BenchmarkFinished { record, .. } => {
-                self.save(record)
+                self.save(record);
             }
             _ => {}
         }
     }
 
-    /// The final record (complete or not, with the end-of-run environment).
-    pub fn finish(&mut self, record: &RunRecord) {
-        self.save(record);
-        if let Some(s) = &self.store
-            && !self.quiet
-        {
-            crate::errln!(
-                "osgauge: stored as run {} in {}{}",
-                record.run_id,
-                s.path().display(),
-                if record.complete { "" } else { " (incomplete)" }
-            );
+    /// Store the final record (complete or not, with the end-of-run environment) and check it
+    /// reads back through a fresh connection. Says "stored" only then; otherwise says what the
+    /// store kept of this run and returns false (the caller exits non-zero).
+    pub fn finish(&mut self, record: &RunRecord) -> bool {
+        if self.store.is_none() {
+            return true;
         }
+        let saved = self.save(record);
+        let s = self.store.as_ref().expect("checked above");
+        let path = s.path().to_path_buf();
+        let id = record.run_id.to_string();
+        // What another process would see now.
+        let stored = Store::open_read_only(&path).and_then(|r| match r {
+            Some(r) => r.get_json(&id),
+            None => Ok(None),
+        });
+        let written = serde_json::to_string(record).ok();
+        if saved
+            && let Ok(Some(back)) = &stored
+            && Some(back) == written.as_ref()
+        {
+            if !self.quiet {
+                crate::errln!(
+                    "osgauge: stored as run {} in {}{}",
+                    record.run_id,
+                    path.display(),
+                    if record.complete { "" } else { " (incomplete)" }
+                );
+            }
+            return true;
+        }
+        let why = match &self.failed {
+            Some(e) => format!("{e:#}"),
+            None => "the stored run does not read back as measured".into(),
+        };
+        crate::errln!("osgauge: error: this run was not stored: {why}");
+        let n = record.benchmarks.len();
+        let stored = stored.and_then(|t| {
+            t.map(|t| serde_json::from_str::<RunRecord>(&t).map_err(anyhow::Error::from))
+                .transpose()
+        });
+        let kept = match stored {
+            Ok(Some(back)) => {
+                let missing: Vec<&str> = record
+                    .benchmarks
+                    .iter()
+                    .filter(|b| !back.benchmarks.iter().any(|k| k.id == b.id))
+                    .map(|b| b.id.as_str())
+                    .collect();
+                format!(
+                    "the store {} keeps {} of the {n} benchmark(s) of this run{}{}",
+                    path.display(),
+                    back.benchmarks.len(),
+                    if back.complete {
+                        ""
+                    } else {
+                        ", marked incomplete"
+                    },
+                    if missing.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (missing: {})", missing.join(", "))
+                    }
+                )
+            }
+            Ok(None) => format!(
+                "the store {} keeps nothing of this run (0 of {n} benchmark(s))",
+                path.display()
+            ),
+            Err(e) => format!("what the store kept of this run cannot be read: {e:#}"),
+        };
+        crate::errln!("osgauge: {kept}");
+        false
+    }
+
+    /// The `--export-html` file, if one was asked for.
+    pub fn export_html_path(&self) -> Option<&Path> {
+        self.export_html.as_deref()
     }
 
     /// `--export-html`: a report of this one run.
@@ -253,7 +351,17 @@ impl StoreSink {
 pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
     match cmd {
         ResultsCmd::List { json, store } => {
-            let s = store.open()?;
+            let Some(s) = store.open_read()? else {
+                if json {
+                    crate::outln!("[]");
+                } else {
+                    crate::outln!(
+                        "No runs stored in {} (no store there yet).",
+                        store.path()?.display()
+                    );
+                }
+                return Ok(EXIT_OK);
+            };
             let rows = s.list()?;
             if json {
                 let v: Vec<_> = rows
@@ -279,7 +387,7 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             Ok(EXIT_OK)
         }
         ResultsCmd::Show { run, json, store } => {
-            let s = store.open()?;
+            let s = store.open_read()?.ok_or_else(|| not_found(&run))?;
             let id = resolve(&s, &run)?;
             let rec = s.get(&id)?.ok_or_else(|| not_found(&run))?;
             if json {
@@ -309,10 +417,9 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             Ok(EXIT_OK)
         }
         ResultsCmd::Export { run, output, store } => {
-            let s = store.open()?;
+            let s = store.open_read()?.ok_or_else(|| not_found(&run))?;
             let id = resolve(&s, &run)?;
-            let rec = s.get(&id)?.ok_or_else(|| not_found(&run))?;
-            let text = crate::export::json::render(&rec)?;
+            let text = s.export_json(&id)?.ok_or_else(|| not_found(&run))?;
             match output {
                 Some(p) => {
                     check_writable(&p).map_err(|e| CliError::Usage(format!("-o: {e}")))?;
@@ -330,14 +437,46 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             store,
         } => {
             // Read everything first: a bad file imports nothing.
-            let mut records = Vec::new();
+            let mut docs = Vec::new();
+            let mut from = Vec::new();
             for f in &files {
-                let recs = store::read_records(f).map_err(|e| CliError::Usage(format!("{e:#}")))?;
-                records.extend(recs.into_iter().map(|r| (f.clone(), r)));
+                let d = store::read_documents(f).map_err(|e| CliError::Usage(format!("{e:#}")))?;
+                if d.is_empty() {
+                    return Err(CliError::Usage(format!(
+                        "{}: no run records in it: nothing to import",
+                        f.display()
+                    )));
+                }
+                from.extend(std::iter::repeat_n(f.clone(), d.len()));
+                docs.extend(d);
             }
             let s = store.open()?;
-            for (f, r) in &records {
-                let outcome = s.import(r, replace)?;
+            // One transaction: every record is stored or none.
+            let outcomes = s.import_all(&docs, replace).map_err(store_err)?;
+            // Read them back through a fresh connection before saying "imported".
+            let check = Store::open_read_only(s.path()).and_then(|r| {
+                let r = r.ok_or_else(|| anyhow::anyhow!("the store has disappeared"))?;
+                for d in &docs {
+                    let id = d.record.run_id.to_string();
+                    let back = r.get_json(&id)?;
+                    let same = back.is_some_and(|b| {
+                        serde_json::from_str::<serde_json::Value>(&b).ok()
+                            == serde_json::from_str::<serde_json::Value>(&d.text).ok()
+                    });
+                    if !same {
+                        anyhow::bail!("run {id} does not read back as imported");
+                    }
+                }
+                Ok(())
+            });
+            if let Err(e) = check {
+                return Err(CliError::Other(e.context(format!(
+                    "the import into {} could not be verified",
+                    s.path().display()
+                ))));
+            }
+            for ((d, f), outcome) in docs.iter().zip(&from).zip(outcomes) {
+                let r = &d.record;
                 let what = match outcome {
                     store::ImportOutcome::Added => "imported",
                     store::ImportOutcome::AlreadyStored => "already stored",
@@ -357,6 +496,10 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             Ok(EXIT_OK)
         }
         ResultsCmd::Delete { runs, store } => {
+            // A missing store is not created just to find nothing in it.
+            if store.open_read()?.is_none() {
+                return Err(not_found(&runs[0]));
+            }
             let s = store.open()?;
             let ids = runs
                 .iter()
@@ -476,7 +619,7 @@ fn load_runs(keys: &[String], sp: &StorePath) -> Result<Vec<(String, RunRecord)>
             continue;
         }
         if store.is_none() {
-            store = Some(sp.open()?);
+            store = Some(sp.open_read()?.ok_or_else(|| not_found(k))?);
         }
         let s = store.as_ref().unwrap();
         let id = resolve(s, k)?;

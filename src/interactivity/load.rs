@@ -970,7 +970,9 @@ fn x_load(ctx: &Ctx, go: &mut dyn FnMut()) -> io::Result<u64> {
         if stopped(ctx) {
             break;
         }
-        ctx.spec.work.run(x_load_work_ns(k, n), &mut |_| stopped(ctx));
+        ctx.spec
+            .work
+            .run(x_load_work_ns(k, n), &mut |_| stopped(ctx));
         steps += 1;
         k += 1;
     }

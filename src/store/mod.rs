@@ -9,18 +9,54 @@
 //!
 //! Location: `--store PATH`, else the `OSGAUGE_STORE` environment variable, else
 //! `<user data dir>/osgauge/results.sqlite` (XDG data dir on Linux, `~/Library/Application
-//! Support` on macOS, `%APPDATA%` on Windows).
+//! Support` on macOS, `%APPDATA%` on Windows). An empty path is refused.
+//!
+//! Ownership: an osgauge store carries `PRAGMA application_id` = [`APPLICATION_ID`] ("OSGa").
+//! osgauge creates a new store itself (built under a temporary name, then linked into place, so
+//! the path never shows a half-made store) and opens nothing else, except a store made before
+//! the mark existed, recognised by its tables being exactly osgauge's (it is marked when next
+//! opened for writing). Everything else is refused with [`NotAStore`]: another application's
+//! SQLite file, a file that is not SQLite, an empty (0-byte) file, a SQLite file with no tables.
+//! Commands that only read ([`Store::open_read_only`]) open with `SQLITE_OPEN_READ_ONLY`, never
+//! create a store and never change one; a missing store means "no runs stored yet".
+//!
+//! Integrity: opening for writing runs `PRAGMA quick_check` and refuses a damaged store with a
+//! recovery hint; every write is read back before it counts as stored. Every error names the
+//! store and carries a hint suited to its kind ([`Trouble`]).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::model::{RunRecord, SCHEMA};
 
 /// Environment variable naming the store file (used when `--store` is not given).
 pub const STORE_ENV: &str = "OSGAUGE_STORE";
+
+/// `PRAGMA application_id` of an osgauge store: ASCII "OSGa".
+pub const APPLICATION_ID: i32 = 0x4F53_4761;
+
+/// The largest file `results import` (and compare/report) reads.
+pub const IMPORT_MAX_BYTES: u64 = 256 << 20;
+
+/// The columns of the `runs` table, in order (used to recognise stores made before the
+/// application id was set).
+const RUNS_COLUMNS: &[&str] = &[
+    "run_id",
+    "label",
+    "started",
+    "finished",
+    "complete",
+    "os",
+    "hostname",
+    "benchmarks",
+    "origin",
+    "stored_at",
+    "record",
+];
 
 /// How long a writer waits for another invocation's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -87,14 +123,151 @@ pub enum ImportOutcome {
     Replaced,
 }
 
+/// The file named as the store is not an osgauge store (bad input: the CLI exits 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{} is not an osgauge result store: {why}", path.display())]
+pub struct NotAStore {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// What kind of trouble a store error is, for the hint given with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trouble {
+    /// Cannot open or write: permissions, a read-only file or file system.
+    Permission,
+    /// The file system is full (or failing: SQLite's I/O errors).
+    Full,
+    /// Another connection holds a lock.
+    Locked,
+    /// The database is damaged.
+    Corrupt,
+    Other,
+}
+
+impl Trouble {
+    /// Classify an error by the first SQLite or I/O error in its chain.
+    pub fn of(e: &anyhow::Error) -> Trouble {
+        use rusqlite::ErrorCode as C;
+        for c in e.chain() {
+            if let Some(f) = c.downcast_ref::<StoreError>() {
+                return f.trouble;
+            }
+            if let Some(code) = c
+                .downcast_ref::<rusqlite::Error>()
+                .and_then(|r| r.sqlite_error_code())
+            {
+                return match code {
+                    C::CannotOpen
+                    | C::ReadOnly
+                    | C::PermissionDenied
+                    | C::AuthorizationForStatementDenied => Trouble::Permission,
+                    C::DiskFull | C::SystemIoFailure => Trouble::Full,
+                    C::DatabaseBusy | C::DatabaseLocked => Trouble::Locked,
+                    C::DatabaseCorrupt | C::NotADatabase => Trouble::Corrupt,
+                    _ => Trouble::Other,
+                };
+            }
+            if let Some(io) = c.downcast_ref::<std::io::Error>() {
+                use std::io::ErrorKind as K;
+                return match io.kind() {
+                    K::PermissionDenied | K::ReadOnlyFilesystem => Trouble::Permission,
+                    K::StorageFull | K::QuotaExceeded => Trouble::Full,
+                    _ => Trouble::Other,
+                };
+            }
+        }
+        Trouble::Other
+    }
+
+    /// The hint for the user (empty for [`Trouble::Other`]).
+    pub fn hint(self, path: &Path) -> String {
+        let p = path.display();
+        match self {
+            Trouble::Permission => format!(
+                "check that you may read and write {p} and its directory (SQLite also writes {p}-wal and {p}-shm beside it), or give --store PATH elsewhere"
+            ),
+            Trouble::Full => "the file system may be full or failing: free some space, or give --store PATH on another file system".into(),
+            Trouble::Locked => {
+                "another program holds the store locked: try again when it has finished".into()
+            }
+            Trouble::Corrupt => format!(
+                "move it aside, recover what is left with `sqlite3 {p} .recover | sqlite3 NEW.sqlite`, and use --store NEW.sqlite"
+            ),
+            Trouble::Other => String::new(),
+        }
+    }
+}
+
+/// A store error: what was being done, the store path, the cause and a hint, on one line.
+#[derive(Debug, thiserror::Error)]
+#[error("{doing} the result store {}: {cause}{}", path.display(), if hint.is_empty() { String::new() } else { format!("; {hint}") })]
+pub struct StoreError {
+    pub path: PathBuf,
+    pub doing: String,
+    pub cause: String,
+    pub trouble: Trouble,
+    pub hint: String,
+}
+
+/// Wrap `e` (unless it already names the store) with the path and a hint.
+fn wrap(path: &Path, doing: &str, e: anyhow::Error) -> anyhow::Error {
+    if e.chain()
+        .any(|c| c.is::<StoreError>() || c.is::<NotAStore>())
+    {
+        return e;
+    }
+    let trouble = Trouble::of(&e);
+    anyhow::Error::new(StoreError {
+        path: path.to_path_buf(),
+        doing: doing.to_string(),
+        cause: cause_text(&e),
+        trouble,
+        hint: trouble.hint(path),
+    })
+}
+
+/// The error chain on one line, without SQLite's repetitions ("disk I/O error: Error code
+/// 4874: disk I/O error" becomes "disk I/O error (SQLite code 4874)").
+fn cause_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for c in e.chain() {
+        let t = c.to_string().replace(['\n', '\r'], " ");
+        if let Some((code, msg)) = t
+            .strip_prefix("Error code ")
+            .and_then(|r| r.split_once(": "))
+            && out.contains(msg)
+        {
+            out.push_str(&format!(" (SQLite code {code})"));
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&t);
+    }
+    out
+}
+
+/// Whether `e` is the store's refusal of a file that is not an osgauge store.
+pub fn is_not_a_store(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<NotAStore>())
+}
+
 pub struct Store {
     conn: Connection,
     path: PathBuf,
 }
 
-/// The store path when none is given on the command line: `OSGAUGE_STORE`, else the user data dir.
+/// The store path when none is given on the command line: `OSGAUGE_STORE`, else the user data
+/// dir. `OSGAUGE_STORE` set but empty is an error, not the default.
 pub fn default_path() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os(STORE_ENV).filter(|p| !p.is_empty()) {
+    if let Some(p) = std::env::var_os(STORE_ENV) {
+        if p.is_empty() {
+            bail!(
+                "{STORE_ENV} is set but empty: set it to the store file, or unset it for the default store"
+            );
+        }
         return Ok(PathBuf::from(p));
     }
     let dir = dirs::data_dir().ok_or_else(|| {
@@ -115,15 +288,138 @@ fn is_busy(e: &anyhow::Error) -> bool {
     })
 }
 
+/// What a SQLite file is, as far as osgauge is concerned.
+enum Kind {
+    /// Marked with osgauge's application id.
+    Ours,
+    /// Made by osgauge before the mark: its tables are exactly osgauge's.
+    Unmarked,
+    /// Not an osgauge store; why.
+    Foreign(String),
+}
+
+/// Check that the file at `path` can be a SQLite database before SQLite sees it: a directory,
+/// an empty file or a file without the SQLite header is refused.
+fn check_file(path: &Path) -> Result<()> {
+    let not = |why: &str| NotAStore {
+        path: path.to_path_buf(),
+        why: why.into(),
+    };
+    let meta = std::fs::metadata(path)?;
+    if meta.is_dir() {
+        return Err(not("it is a directory").into());
+    }
+    if !meta.is_file() {
+        return Err(not("it is not a regular file (a device, FIFO or socket)").into());
+    }
+    if meta.len() == 0 {
+        return Err(not(
+            "it is an empty file (osgauge creates its store itself: remove the file or give another path)",
+        )
+        .into());
+    }
+    let mut head = [0u8; 16];
+    let mut f = std::fs::File::open(path)?;
+    let n = f.read(&mut head)?;
+    if n < 16 || &head != b"SQLite format 3\0" {
+        return Err(not(
+            "it is not a SQLite database (a foreign file, or a store whose first page is damaged)",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `FILE-wal`, SQLite's write-ahead log beside the store.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push("-wal");
+    PathBuf::from(p)
+}
+
+/// A SQLite URI opening `path` read-only as immutable (Unix paths only; `None` elsewhere).
+fn immutable_uri(path: &Path) -> Option<String> {
+    if !cfg!(unix) {
+        return None;
+    }
+    let abs = std::path::absolute(path).ok()?;
+    let s = abs.to_str()?;
+    let mut out = String::from("file:");
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out.push_str("?mode=ro&immutable=1");
+    Some(out)
+}
+
+fn identify(conn: &Connection) -> rusqlite::Result<Kind> {
+    let app: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    if app == APPLICATION_ID {
+        return Ok(Kind::Ours);
+    }
+    if app != 0 {
+        return Ok(Kind::Foreign(format!(
+            "it belongs to another application (SQLite application_id {app:#010x})"
+        )));
+    }
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')
+             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if tables.is_empty() {
+        return Ok(Kind::Foreign(
+            "it is a SQLite database that osgauge did not make (no tables, no osgauge mark)".into(),
+        ));
+    }
+    if tables == ["runs"] && (1..=MIGRATIONS.len() as u32).contains(&version) {
+        let cols: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('runs') ORDER BY cid")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if cols == RUNS_COLUMNS {
+            return Ok(Kind::Unmarked);
+        }
+    }
+    let mut list = tables
+        .iter()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if tables.len() > 5 {
+        list.push_str(", …");
+    }
+    Ok(Kind::Foreign(format!(
+        "it is another application's SQLite database (tables: {list})"
+    )))
+}
+
 impl Store {
-    /// Open (creating it and its directory if needed) and upgrade the store at `path`.
+    /// Open the store at `path` for writing: create it (and its directory) if missing, refuse a
+    /// file that is not an osgauge store or is damaged, upgrade its schema.
     pub fn open(path: &Path) -> Result<Store> {
+        Self::open_write(path).map_err(|e| wrap(path, "opening", e))
+    }
+
+    fn open_write(path: &Path) -> Result<Store> {
+        if path.as_os_str().is_empty() {
+            bail!("the store path is empty");
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("creating the store directory {}", dir.display()))?;
         }
-        // The busy handler does not cover every lock SQLite takes while a fresh store is set up
-        // (switching to WAL, WAL recovery): another invocation opening the same new store at the
+        // The busy handler does not cover every lock SQLite takes while a store is set up
+        // (switching to WAL, WAL recovery): another invocation opening the same store at the
         // same moment can get SQLITE_BUSY at once. Those steps are idempotent, so retry them
         // until the busy timeout.
         let start = std::time::Instant::now();
@@ -137,15 +433,89 @@ impl Store {
         }
     }
 
+    /// Make a new store at `path`: built under a temporary name in the same directory and
+    /// linked into place without replacing anything, so `path` never shows a half-made store
+    /// (and of two concurrent creators, one store wins, whole).
+    fn create(path: &Path) -> Result<()> {
+        let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(d) => d,
+            None => Path::new("."),
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".osgauge-store-").suffix(".tmp");
+        // As a file SQLite creates: readable by others unless the umask says otherwise (a
+        // temporary file is private by default).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o644));
+        }
+        let tmp = builder
+            .tempfile_in(dir)
+            .with_context(|| format!("creating a new store in {}", dir.display()))?
+            .into_temp_path();
+        {
+            let conn = Connection::open(&tmp)?;
+            let mut store = Store {
+                conn,
+                path: tmp.to_path_buf(),
+            };
+            store.migrate()?;
+            store.conn.close().map_err(|(_, e)| e)?;
+        }
+        match tmp.persist_noclobber(path) {
+            Ok(()) => Ok(()),
+            // Another invocation created it first: its store is used.
+            Err(_) if path.exists() => Ok(()),
+            Err(e) => Err(anyhow::Error::new(e.error).context("moving the new store into place")),
+        }
+    }
+
     fn open_once(path: &Path) -> Result<Store> {
-        let conn = Connection::open(path)
-            .with_context(|| format!("opening the result store {}", path.display()))?;
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::create(path)?,
+            Err(e) => return Err(e.into()),
+            Ok(_) => {}
+        }
+        check_file(path)?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        if let Kind::Foreign(why) = identify(&conn)? {
+            return Err(NotAStore {
+                path: path.to_path_buf(),
+                why,
+            }
+            .into());
+        }
+        let problems: Vec<String> = conn
+            .prepare("PRAGMA quick_check(3)")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if problems != ["ok"] {
+            let what = problems
+                .iter()
+                .flat_map(|p| p.lines())
+                .filter(|l| !l.starts_with("***"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(anyhow::Error::new(StoreError {
+                path: path.to_path_buf(),
+                doing: "opening".into(),
+                cause: format!("it is damaged (SQLite quick_check: {what})"),
+                trouble: Trouble::Corrupt,
+                hint: Trouble::Corrupt.hint(path),
+            }));
+        }
         // WAL: readers never block the writer and a killed writer leaves a consistent database.
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             // Some file systems (network mounts) refuse WAL; the rollback journal is still safe.
-            eprintln!(
+            crate::errln!(
                 "osgauge: note: store {} uses journal mode {mode} (WAL unavailable)",
                 path.display()
             );
@@ -155,21 +525,89 @@ impl Store {
             conn,
             path: path.to_path_buf(),
         };
-        store
-            .migrate()
-            .with_context(|| format!("upgrading the result store {}", path.display()))?;
+        store.migrate().context("upgrading the schema")?;
         Ok(store)
+    }
+
+    /// Open the store at `path` for reading only (`SQLITE_OPEN_READ_ONLY`): nothing is created
+    /// or changed. `None` when there is no store there yet.
+    pub fn open_read_only(path: &Path) -> Result<Option<Store>> {
+        Self::open_read(path).map_err(|e| wrap(path, "opening", e))
+    }
+
+    fn open_read(path: &Path) -> Result<Option<Store>> {
+        if path.as_os_str().is_empty() {
+            bail!("the store path is empty");
+        }
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+            Ok(_) => {}
+        }
+        check_file(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connect = |p: &Path| -> rusqlite::Result<(Connection, Kind)> {
+            let conn = Connection::open_with_flags(p, flags)?;
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            let kind = identify(&conn)?;
+            Ok((conn, kind))
+        };
+        let (conn, kind) = match connect(path) {
+            // A WAL store in a directory this user cannot write (read-only media, another
+            // user's store): SQLite cannot make the shared-memory file a reader needs. With no
+            // WAL file beside it, everything is in the main file and nobody is writing it:
+            // read it as immutable.
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
+                    && !wal_path(path).exists() =>
+            {
+                match immutable_uri(path) {
+                    Some(uri) => connect(Path::new(&uri))?,
+                    None => return Err(e.into()),
+                }
+            }
+            r => r?,
+        };
+        if let Kind::Foreign(why) = kind {
+            return Err(NotAStore {
+                path: path.to_path_buf(),
+                why,
+            }
+            .into());
+        }
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        let version = store.schema_version()?;
+        if version as usize > MIGRATIONS.len() {
+            bail!(
+                "the store has schema version {version}, newer than this osgauge knows ({}); use a newer osgauge",
+                MIGRATIONS.len()
+            );
+        }
+        Ok(Some(store))
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Wrap an error of an operation on this store with its path and a hint.
+    fn ctx<T>(&self, doing: &str, r: Result<T>) -> Result<T> {
+        r.map_err(|e| wrap(&self.path, doing, e))
+    }
+
     /// The schema version of the open store.
     pub fn schema_version(&self) -> Result<u32> {
-        Ok(self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+        self.ctx(
+            "reading",
+            self.conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(Into::into),
+        )
     }
 
     fn migrate(&mut self) -> Result<()> {
@@ -189,13 +627,26 @@ impl Store {
                 .with_context(|| format!("migration {}", i + 1))?;
             tx.pragma_update(None, "user_version", (i + 1) as u32)?;
         }
+        let app: i32 = tx.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+        if app != APPLICATION_ID {
+            tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        }
         tx.commit()?;
         Ok(())
     }
 
-    /// Insert or update a run (one atomic statement).
+    /// Insert or update a run (one atomic statement), then read it back: an error unless what
+    /// is stored is exactly what was written.
     pub fn save(&self, record: &RunRecord, origin: Origin) -> Result<()> {
         let json = serde_json::to_string(record)?;
+        self.ctx(
+            &format!("writing run {} to", record.run_id),
+            self.save_text(record, &json, origin),
+        )
+    }
+
+    fn save_text(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<()> {
+        let id = record.run_id.to_string();
         self.conn.execute(
             "INSERT INTO runs (run_id, label, started, finished, complete, os, hostname, benchmarks,
                                origin, stored_at, record)
@@ -206,7 +657,7 @@ impl Store {
                 benchmarks = excluded.benchmarks, origin = excluded.origin,
                 stored_at = excluded.stored_at, record = excluded.record",
             params![
-                record.run_id.to_string(),
+                id,
                 record.label,
                 record.started.to_rfc3339(),
                 record.finished.map(|f| f.to_rfc3339()),
@@ -219,20 +670,48 @@ impl Store {
                 json,
             ],
         )?;
+        let back: Option<String> = self
+            .conn
+            .query_row("SELECT record FROM runs WHERE run_id = ?1", [&id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if back.as_deref() != Some(json) {
+            bail!("the run was written but does not read back as written");
+        }
         Ok(())
     }
 
     /// Store an imported record. An identical record already stored is left alone; a different
     /// one with the same id is an error unless `replace`.
     pub fn import(&self, record: &RunRecord, replace: bool) -> Result<ImportOutcome> {
+        let json = serde_json::to_string(record)?;
+        self.import_text(record, &json, replace)
+    }
+
+    /// Like [`Store::import`], storing `text` (the record's original JSON document, which
+    /// parses to `record`) verbatim, so fields this osgauge does not know are kept and export
+    /// gives the document back byte for byte.
+    pub fn import_text(
+        &self,
+        record: &RunRecord,
+        text: &str,
+        replace: bool,
+    ) -> Result<ImportOutcome> {
         if record.schema != SCHEMA {
             bail!(
                 "record schema is '{}', this osgauge reads '{SCHEMA}'",
                 record.schema
             );
         }
-        let outcome = match self.get(&record.run_id.to_string())? {
-            Some(existing) if existing == *record => return Ok(ImportOutcome::AlreadyStored),
+        let id = record.run_id.to_string();
+        let same = |stored: &str| -> bool {
+            let a: Result<serde_json::Value, _> = serde_json::from_str(stored);
+            let b: Result<serde_json::Value, _> = serde_json::from_str(text);
+            matches!((a, b), (Ok(a), Ok(b)) if a == b)
+        };
+        let outcome = match self.get_json(&id)? {
+            Some(existing) if same(&existing) => return Ok(ImportOutcome::AlreadyStored),
             Some(_) if !replace => bail!(
                 "a different run with id {} is already stored (use --replace to overwrite it)",
                 record.run_id
@@ -240,12 +719,33 @@ impl Store {
             Some(_) => ImportOutcome::Replaced,
             None => ImportOutcome::Added,
         };
-        self.save(record, Origin::Imported)?;
+        self.ctx(
+            &format!("importing run {id} into"),
+            self.save_text(record, text, Origin::Imported),
+        )?;
         Ok(outcome)
+    }
+
+    /// Import several documents in one transaction: all are stored or none.
+    pub fn import_all(&self, docs: &[Document], replace: bool) -> Result<Vec<ImportOutcome>> {
+        let tx = self.ctx(
+            "importing into",
+            self.conn.unchecked_transaction().map_err(Into::into),
+        )?;
+        let mut out = Vec::new();
+        for d in docs {
+            out.push(self.import_text(&d.record, &d.text, replace)?);
+        }
+        self.ctx("importing into", tx.commit().map_err(Into::into))?;
+        Ok(out)
     }
 
     /// Every run, oldest first.
     pub fn list(&self) -> Result<Vec<RunRow>> {
+        self.ctx("reading", self.list_inner())
+    }
+
+    fn list_inner(&self) -> Result<Vec<RunRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT run_id, label, started, finished, complete, os, hostname, benchmarks, origin
              FROM runs ORDER BY started, run_id",
@@ -270,12 +770,15 @@ impl Store {
 
     /// The stored record JSON, exactly as written.
     pub fn get_json(&self, run_id: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .query_row("SELECT record FROM runs WHERE run_id = ?1", [run_id], |r| {
-                r.get(0)
-            })
-            .optional()?)
+        self.ctx(
+            "reading",
+            self.conn
+                .query_row("SELECT record FROM runs WHERE run_id = ?1", [run_id], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(Into::into),
+        )
     }
 
     pub fn get(&self, run_id: &str) -> Result<Option<RunRecord>> {
@@ -285,6 +788,41 @@ impl Store {
                 format!("stored record {run_id} is not a valid {SCHEMA} record")
             })?)),
         }
+    }
+
+    /// The run as `results export` writes it: a measured run as `--export-json` wrote it; an
+    /// imported one as the document it was imported from, verbatim (so fields a newer osgauge
+    /// wrote are kept), unless that document holds nothing beyond what this osgauge knows.
+    pub fn export_json(&self, run_id: &str) -> Result<Option<String>> {
+        let row: Option<(String, String)> = self.ctx(
+            "reading",
+            self.conn
+                .query_row(
+                    "SELECT record, origin FROM runs WHERE run_id = ?1",
+                    [run_id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(Into::into),
+        )?;
+        let Some((text, origin)) = row else {
+            return Ok(None);
+        };
+        let rec: RunRecord = serde_json::from_str(&text)
+            .with_context(|| format!("stored record {run_id} is not a valid {SCHEMA} record"))?;
+        let canonical = crate::export::json::render(&rec)?;
+        if origin == Origin::Imported.as_str() {
+            let orig: serde_json::Value = serde_json::from_str(&text)?;
+            let known: serde_json::Value = serde_json::from_str(&canonical)?;
+            if orig != known {
+                let mut t = text;
+                if !t.ends_with('\n') {
+                    t.push('\n');
+                }
+                return Ok(Some(t));
+            }
+        }
+        Ok(Some(canonical))
     }
 
     /// Resolve what the user typed: an exact run id, a label (the most recent run with it), or
@@ -326,10 +864,13 @@ impl Store {
 
     /// Delete one run; false when it was not there.
     pub fn delete(&self, run_id: &str) -> Result<bool> {
-        Ok(self
-            .conn
-            .execute("DELETE FROM runs WHERE run_id = ?1", [run_id])?
-            > 0)
+        self.ctx(
+            "deleting from",
+            self.conn
+                .execute("DELETE FROM runs WHERE run_id = ?1", [run_id])
+                .map(|n| n > 0)
+                .map_err(Into::into),
+        )
     }
 }
 
@@ -348,16 +889,72 @@ pub fn short_id(run_id: &str) -> &str {
     run_id.get(..13).unwrap_or(run_id)
 }
 
+/// One run record read from a file, with its original JSON text.
+#[derive(Debug, Clone)]
+pub struct Document {
+    pub record: RunRecord,
+    /// The record's JSON exactly as it stands in the file (whitespace outside it trimmed).
+    pub text: String,
+}
+
+/// Read the text of a file to import, at most [`IMPORT_MAX_BYTES`].
+pub fn read_import_file(path: &Path) -> Result<String> {
+    read_text_capped(path, IMPORT_MAX_BYTES)
+}
+
+/// Read a UTF-8 text file of at most `cap` bytes; a longer one (or an endless one such as
+/// `/dev/zero`) is an error naming the cap, found without reading more than `cap` bytes.
+pub fn read_text_capped(path: &Path, cap: u64) -> Result<String> {
+    let reading = || format!("reading {}", path.display());
+    let f = std::fs::File::open(path).with_context(reading)?;
+    let mut limited = f.take(cap + 1);
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match limited.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(anyhow::Error::new(e).context(reading())),
+        };
+        if (bytes.len() + n) as u64 > cap {
+            bail!(
+                "{} is larger than the import limit of {}",
+                path.display(),
+                crate::bench::mem::format_size(cap)
+            );
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8(bytes).map_err(|e| anyhow!("{}: not UTF-8 text ({e})", path.display()))
+}
+
 /// Read run records from a file: a JSON record, a JSON array of records, or an osgauge HTML
-/// report (the records embedded in it).
+/// report (the records embedded in it). At most [`IMPORT_MAX_BYTES`] are read.
 pub fn read_records(path: &Path) -> Result<Vec<RunRecord>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    parse_records(&text).with_context(|| format!("{}", path.display()))
+    Ok(read_documents(path)?
+        .into_iter()
+        .map(|d| d.record)
+        .collect())
+}
+
+/// [`read_records`], keeping each record's original text.
+pub fn read_documents(path: &Path) -> Result<Vec<Document>> {
+    let text = read_import_file(path)?;
+    parse_documents(&text).with_context(|| format!("{}", path.display()))
 }
 
 /// See [`read_records`].
 pub fn parse_records(text: &str) -> Result<Vec<RunRecord>> {
+    Ok(parse_documents(text)?
+        .into_iter()
+        .map(|d| d.record)
+        .collect())
+}
+
+/// See [`read_documents`]. A leading UTF-8 byte-order mark (PowerShell writes one) is skipped.
+pub fn parse_documents(text: &str) -> Result<Vec<Document>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let trimmed = text.trim_start();
     let json = if trimmed.starts_with('<') {
         crate::report::extract_embedded(text).ok_or_else(|| {
@@ -366,19 +963,25 @@ pub fn parse_records(text: &str) -> Result<Vec<RunRecord>> {
     } else {
         text
     };
-    let value: serde_json::Value = serde_json::from_str(json).context("not valid JSON")?;
-    let items = match value {
-        serde_json::Value::Array(a) => a,
-        v => vec![v],
+    let value: &serde_json::value::RawValue =
+        serde_json::from_str(json).context("not valid JSON")?;
+    let items: Vec<&serde_json::value::RawValue> = if value.get().starts_with('[') {
+        serde_json::from_str(value.get()).context("not valid JSON")?
+    } else {
+        vec![value]
     };
     items
         .into_iter()
-        .map(|v| {
+        .map(|raw| {
+            let v: serde_json::Value = serde_json::from_str(raw.get()).context("not valid JSON")?;
             let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
             if schema != SCHEMA {
                 bail!("not an osgauge run record (schema '{schema}', expected '{SCHEMA}')");
             }
-            Ok(serde_json::from_value(v)?)
+            Ok(Document {
+                record: serde_json::from_value(v)?,
+                text: raw.get().to_string(),
+            })
         })
         .collect()
 }
