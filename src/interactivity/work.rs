@@ -538,12 +538,16 @@ mod tests {
             calibrate(true, None, "k", &|| true).unwrap_err(),
             CalibrationError::Stopped
         );
-        // A 100 ms budget: the trials that fit are used, and the result says it was cut short.
+        // A 100 ms budget: either the budget cut the trials short (and says so), or a first
+        // round of 9 trials fitted and agreed within 5 % (3 rounds of ~10 ms trials cannot fit).
         let t = std::time::Instant::now();
         match measure_loops_per_us(100_000_000, &|| false) {
-            Ok((lpu, _, _, cut)) => {
+            Ok((lpu, spread, rounds, cut)) => {
                 assert!(lpu > 0.0);
-                assert!(cut, "27 trials of ~10 ms cannot fit in 100 ms");
+                assert!(
+                    cut || (spread < 0.05 && rounds < 3),
+                    "not cut short, yet {rounds} round(s) with spread {spread} fitted in 100 ms"
+                );
             }
             Err(e) => assert!(matches!(e, CalibrationError::Failed(_)), "{e:?}"),
         }
