@@ -321,10 +321,30 @@ pub fn text(c: &Comparison) -> String {
         s.push('\n');
     }
     for f in &c.footnotes {
-        s.push_str(f);
-        s.push('\n');
+        s.push_str(&wrap(f, 100, "    "));
     }
     s
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a longer word stays whole),
+/// continuation lines indented by `indent`; each line ends with a newline.
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = indent.to_string();
+        } else if len > 0 && line != indent {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
 }
 
 pub fn markdown(c: &Comparison) -> String {
@@ -548,6 +568,16 @@ pub fn json(c: &Comparison) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn footnotes_wrap_at_spaces_and_keep_every_word() {
+        let text = "aaa bbb ccc dddddddddd ee";
+        let w = wrap(text, 8, "  ");
+        assert_eq!(w, "aaa bbb\n  ccc\n  dddddddddd\n  ee\n");
+        let words: Vec<&str> = w.split_whitespace().collect();
+        assert_eq!(words, text.split(' ').collect::<Vec<_>>());
+        assert_eq!(wrap("short", 100, "  "), "short\n");
+    }
 
     #[test]
     fn change_text_shows_the_ci_and_never_nan() {
