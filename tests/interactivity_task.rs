@@ -56,7 +56,7 @@ fn absurd_interactivity_options_are_refused_when_parsed() {
     #[cfg(target_os = "linux")]
     usage_error(
         &["--cpus", "4095"],
-        "--cpus: CPU 4095 is not one this process may use",
+        "CPU 4095 not available: this process may use CPUs",
     );
 }
 
