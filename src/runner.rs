@@ -253,14 +253,21 @@ fn summarize_metric(
                 // HDR histograms hold positive integers: a run with samples ≤ 0 (a corrected or
                 // derived figure whose subtracted cost exceeded the measurement) is recorded
                 // shifted by an offset, and the record says so.
-                let at_or_below_zero = samples.iter().filter(|&&v| v <= 0.0).count();
-                if at_or_below_zero > 0 {
+                // A time at or below 0, or any negative value, can only come from a subtraction;
+                // a count or percentage of 0 (no dropped frames) is an ordinary value.
+                let is_time = spec.unit == crate::units::Unit::Nanoseconds;
+                let suspicious = samples
+                    .iter()
+                    .filter(|&&v| if is_time { v <= 0.0 } else { v < 0.0 })
+                    .count();
+                if suspicious > 0 {
                     push_warning(format!(
-                        "{}: {at_or_below_zero} of {} samples ≤ 0 in run {} — the subtracted \
+                        "{}: {suspicious} of {} samples {} 0 in run {} — the subtracted \
                          cost (harness overhead or a separately measured part) exceeded the \
                          measurement; its histogram is recorded with histogram_offset",
                         spec.name,
                         samples.len(),
+                        if is_time { "≤" } else { "<" },
                         i + 1
                     ));
                 }
@@ -578,6 +585,27 @@ mod tests {
             r.warnings
                 .iter()
                 .any(|w| w.contains("2 of 4 samples ≤ 0") && w.contains("exceeded")),
+            "{:?}",
+            r.warnings
+        );
+        // A count of 0 (no dropped frames) is an ordinary value: histogram kept, no warning.
+        let mut p = plan(
+            vec![fake("test/count", |_| {
+                Ok(RunOutput::default().metric("t", vec![0.0, 0.0, 1.0]))
+            })],
+            2,
+            10,
+        );
+        let mut info = p.benchmarks[0].info().clone();
+        info.metrics[0].unit = Unit::Count;
+        p.benchmarks = vec![Box::new(Fake {
+            info,
+            behaviour: |_| Ok(RunOutput::default().metric("t", vec![0.0, 0.0, 1.0])),
+        })];
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.metrics[0].runs[0].histogram.is_some());
+        assert!(
+            !r.warnings.iter().any(|w| w.contains("exceeded")),
             "{:?}",
             r.warnings
         );

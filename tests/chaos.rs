@@ -251,7 +251,7 @@ mod linux {
             let (tasks, duration, runs) = if short {
                 ("audio", "200ms", 1)
             } else {
-                ("audio,video", "1s", 3)
+                ("audio,video", "2s", 3)
             };
             format!(
                 "interactivity --task {tasks} --load {work} --duration {duration} --runs {runs} \
