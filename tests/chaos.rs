@@ -373,7 +373,27 @@ mod linux {
             let finished_early = status.code() == Some(0);
             match want_code {
                 _ if finished_early => {
-                    bad.push("finished before the signal: make the run longer".into())
+                    bad.push(format!(
+                        "finished before the signal: make the run longer; errors: {}; its stderr ends: {}",
+                        std::fs::read_to_string(&json)
+                            .ok()
+                            .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+                            .map(|r| r["benchmarks"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|b| b["error"].as_object().map(|e| format!("{}: {:?}", b["id"], e)))
+                                .collect::<Vec<_>>()
+                                .join("; "))
+                            .unwrap_or_default(),
+                        stderr
+                            .trim()
+                            .lines()
+                            .rev()
+                            .take(6)
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    ))
                 }
                 Some(c) if status.code() != Some(c) => bad.push(format!(
                     "ended with {status} (expected exit code {c} for SIG{sig_name})"

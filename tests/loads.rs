@@ -138,6 +138,25 @@ fn bad_io_rates_and_a_read_load_in_memory_are_refused_at_parse_time() {
 }
 
 /// Busy-machine probe for timing assertions: the 1-minute load average against the CPU count.
+#[test]
+fn a_load_without_files_never_touches_the_users_load_dir() {
+    // A burn load has no folder of its own: the --load-dir the user named (empty here) must be
+    // left exactly as it was, for the next file load to use.
+    let dir = tempfile::tempdir().unwrap();
+    let user_dir = dir.path().join("mine");
+    std::fs::create_dir(&user_dir).unwrap();
+    let out = osgauge(dir.path())
+        .args(["interactivity", "--task", "audio", "--load", "burn"])
+        .args(SHORT)
+        .arg("--load-dir")
+        .arg(&user_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(user_dir.is_dir(), "the user's --load-dir was removed");
+    assert_eq!(std::fs::read_dir(&user_dir).unwrap().count(), 0);
+}
+
 fn busy_reason() -> Option<String> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let l: f64 = std::fs::read_to_string("/proc/loadavg")

@@ -1163,13 +1163,17 @@ pub fn child_main(spec_json: &str) -> i32 {
         },
         Some(Err(e)) => (None, Some(e.to_string())),
     };
-    for f in spec.files() {
-        let _ = std::fs::remove_file(f);
-    }
-    // The folder goes too when this was its last load (the parent removes it otherwise).
-    let _ = std::fs::remove_file(spec.dir.join(MARKER));
-    if std::fs::remove_dir(&spec.dir).is_err() {
-        let _ = std::fs::write(spec.dir.join(MARKER), b"osgauge load files\n");
+    // The folder goes too when this was its last load (the parent removes it otherwise). Only a
+    // file load has a folder of its own: any other load's `dir` is the base (the user's
+    // --load-dir), which is never touched.
+    if spec.kind.uses_files() {
+        for f in spec.files() {
+            let _ = std::fs::remove_file(f);
+        }
+        let _ = std::fs::remove_file(spec.dir.join(MARKER));
+        if std::fs::remove_dir(&spec.dir).is_err() {
+            let _ = std::fs::write(spec.dir.join(MARKER), b"osgauge load files\n");
+        }
     }
     let report = LoadReport {
         threads,
