@@ -893,9 +893,8 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         .load_dir
         .clone()
         .unwrap_or_else(ia::load::default_load_base);
-    if loads.iter().any(|l| l.uses_files()) {
-        ia::load::remove_stale(&load_base, &[&load_base]);
-    }
+    // What dead osgauge processes left there goes at every start, whatever this run's loads.
+    ia::load::remove_stale(&load_base, &[&load_base]);
     if loads.iter().any(|l| l.reads_storage())
         && let Some(existing) = load_base.ancestors().find(|d| d.is_dir())
         && let Some(why) = ia::load::read_refusal(existing)
