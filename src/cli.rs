@@ -320,7 +320,13 @@ pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
                 }
                 v.extend(a..=b);
             }
-            None => v.push(part.parse().map_err(|_| bad())?),
+            None => {
+                let c: usize = part.parse().map_err(|_| bad())?;
+                if c > 4095 {
+                    return Err(bad());
+                }
+                v.push(c);
+            }
         }
     }
     v.sort_unstable();
@@ -1141,6 +1147,7 @@ mod tests {
         assert!(cpu_list("2-1").is_err());
         assert!(cpu_list("a").is_err());
         assert!(cpu_list("").is_err());
+        assert!(cpu_list("4096").is_err() && cpu_list("4100,0-0").is_err());
         assert!(check_cpus_allowed(&[0, 1], &[0, 1]).is_ok());
         let e = check_cpus_allowed(&[1, 99], &[0, 1]).unwrap_err();
         assert!(

@@ -20,9 +20,17 @@ fn cases(n: u32) -> Config {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(n);
+    // A fixed seed unless PROPTEST_RNG_SEED names another: the default `cargo test` (and CI) runs
+    // the same inputs every time, so it cannot turn red by chance; explore with other seeds, more
+    // PROPTEST_CASES, or the cargo-fuzz targets in fuzz/.
+    let seed = std::env::var("PROPTEST_RNG_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x6f73_6761);
     Config {
         cases: n,
         failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(seed),
         ..Config::default()
     }
 }
@@ -141,7 +149,7 @@ proptest! {
     fn cpu_lists_parse_or_fail_cleanly(s in "[0-9,\\- ]{0,24}|\\PC{0,16}") {
         if let Ok(v) = osgauge::cli::cpu_list(&s) {
             prop_assert!(!v.is_empty() && v.windows(2).all(|w| w[0] < w[1]));
-            prop_assert!(*v.last().unwrap() <= 4095 || !s.contains('-'));
+            prop_assert!(*v.last().unwrap() <= 4095);
         }
     }
 
