@@ -419,7 +419,20 @@ fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
         x0 / 1e6,
         x1 / 1e6
     );
-    if osgauge::testing::skip_timing(window.busy(), "FIFO hog: latency shift, max, deadlines") {
+    // A FIFO task with no load wakes within a fraction of a millisecond; a baseline whose worst
+    // wake-up took over 2 ms was disturbed by something the busy meter cannot see (a stalled
+    // vCPU on a shared host), and the hog's effect cannot be read against it.
+    let disturbed = (x0 > 2e6).then(|| {
+        format!(
+            "the baseline was disturbed: FIFO audio with no load waited up to {:.3} ms (a stall \
+             outside this machine's counters, e.g. the hypervisor)",
+            x0 / 1e6
+        )
+    });
+    if osgauge::testing::skip_timing(
+        window.busy().or(disturbed),
+        "FIFO hog: latency shift, max, deadlines",
+    ) {
         return;
     }
     let added = (m1 - m0) / 1e6;
