@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod cli;
 pub mod compare;
+pub mod cpucost;
 pub mod export;
 pub mod harness;
 pub mod interactivity;

@@ -31,6 +31,9 @@ pub mod memory;
 /// Memory-backed file systems and per-process device read counters (I/O loads, file systems).
 pub mod storage;
 
+/// System-wide and whole-process CPU time counters (CPU cost of network and disk I/O).
+pub mod cputime;
+
 // Absolute-time sleeps, thread CPU clocks, scheduling policy read-back (interactivity suite).
 pub mod realtime;
 

@@ -1,0 +1,210 @@
+//! The CPU cost of I/O: system-wide CPU time used during a test minus an idle baseline measured
+//! just before it (netperf's *service demand*), and this process's own CPU beside it. One helper
+//! for every suite that reports a CPU cost (network service demand, file-system CPU per GB); the
+//! application model consumes the figures.
+//!
+//! Method: sample every CPU's cumulative busy and total time ([`platform::cputime`]) and this
+//! process's user + system time, (1) over an idle window before the test — the *baseline* busy
+//! rate in CPUs, i.e. what the rest of the machine was doing anyway — and (2) over the test itself.
+//! The net cost is `busy_during − baseline_rate × test_wall`, never below zero. Both figures are
+//! kept, so a reader can see how much of a cost was background.
+//!
+//! [`platform::cputime`]: crate::platform::cputime
+
+use crate::platform::cputime::{self, SystemCpu};
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::time::{Duration, Instant};
+
+/// One reading of the counters.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuSample {
+    pub at: Instant,
+    pub system: SystemCpu,
+    pub process_ns: u64,
+}
+
+impl CpuSample {
+    pub fn now() -> io::Result<CpuSample> {
+        Ok(CpuSample {
+            at: Instant::now(),
+            system: cputime::system_cpu()?,
+            process_ns: cputime::process_cpu_ns()?,
+        })
+    }
+}
+
+/// Busy CPUs and wall time between two samples (pure).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    pub wall_s: f64,
+    /// System-wide busy CPU-seconds in the window.
+    pub busy_cpu_s: f64,
+    /// System-wide CPU-seconds available in the window (busy + idle over all CPUs).
+    pub total_cpu_s: f64,
+    /// This process's CPU-seconds in the window.
+    pub process_cpu_s: f64,
+}
+
+impl Window {
+    pub fn between(a: &CpuSample, b: &CpuSample) -> Window {
+        Window {
+            wall_s: b.at.saturating_duration_since(a.at).as_secs_f64(),
+            busy_cpu_s: b.system.busy_ns.saturating_sub(a.system.busy_ns) as f64 / 1e9,
+            total_cpu_s: b.system.total_ns.saturating_sub(a.system.total_ns) as f64 / 1e9,
+            process_cpu_s: b.process_ns.saturating_sub(a.process_ns) as f64 / 1e9,
+        }
+    }
+
+    /// Average busy CPUs over the window (0 when the window is empty).
+    pub fn busy_cpus(&self) -> f64 {
+        if self.wall_s > 0.0 {
+            self.busy_cpu_s / self.wall_s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The CPU cost of one test.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuCost {
+    /// The idle window before the test.
+    pub baseline: Window,
+    /// The test itself.
+    pub test: Window,
+    /// System-wide busy CPU-seconds during the test minus the baseline rate × test wall, ≥ 0.
+    pub net_cpu_s: f64,
+    /// This process's CPU-seconds during the test (user + system), not baseline-corrected.
+    pub process_cpu_s: f64,
+}
+
+impl CpuCost {
+    /// Pure: the cost from a baseline window and a test window.
+    pub fn from_windows(baseline: Window, test: Window) -> CpuCost {
+        let background = baseline.busy_cpus() * test.wall_s;
+        CpuCost {
+            baseline,
+            test,
+            net_cpu_s: (test.busy_cpu_s - background).max(0.0),
+            process_cpu_s: test.process_cpu_s,
+        }
+    }
+
+    /// Net system CPU as a percentage of all CPUs over the test.
+    pub fn pct_all_cpus(&self) -> f64 {
+        if self.test.total_cpu_s > 0.0 {
+            100.0 * self.net_cpu_s / self.test.total_cpu_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Service demand: µs of net system CPU per KiB (1024 bytes) moved; None for no bytes.
+    pub fn us_per_kib(&self, bytes: u64) -> Option<f64> {
+        (bytes > 0).then(|| self.net_cpu_s * 1e6 / (bytes as f64 / 1024.0))
+    }
+
+    /// This process's µs of CPU per KiB moved; None for no bytes.
+    pub fn process_us_per_kib(&self, bytes: u64) -> Option<f64> {
+        (bytes > 0).then(|| self.process_cpu_s * 1e6 / (bytes as f64 / 1024.0))
+    }
+
+    /// Net system CPU-seconds per GB (10^9 bytes) moved; None for no bytes.
+    pub fn cpu_s_per_gb(&self, bytes: u64) -> Option<f64> {
+        (bytes > 0).then(|| self.net_cpu_s / (bytes as f64 / 1e9))
+    }
+}
+
+/// Measures the idle baseline, then a test.
+pub struct CpuMeter {
+    baseline: Window,
+    start: CpuSample,
+}
+
+/// How the cost is measured, for a benchmark's method text.
+pub fn method() -> String {
+    format!(
+        "system-wide CPU during the test minus an idle baseline measured just before it \
+         (service demand); system counters: {}; this process's own CPU beside it: {}",
+        cputime::SYSTEM_CPU_SOURCE,
+        cputime::PROCESS_CPU_SOURCE
+    )
+}
+
+impl CpuMeter {
+    /// Measures the baseline by sleeping `idle` (the caller must be doing nothing meanwhile), then
+    /// starts the test window.
+    pub fn start(idle: Duration) -> io::Result<CpuMeter> {
+        let a = CpuSample::now()?;
+        std::thread::sleep(idle);
+        let b = CpuSample::now()?;
+        Ok(CpuMeter {
+            baseline: Window::between(&a, &b),
+            start: b,
+        })
+    }
+
+    /// Restarts the test window now, keeping the baseline (for setup done after `start`).
+    pub fn restart(&mut self) -> io::Result<()> {
+        self.start = CpuSample::now()?;
+        Ok(())
+    }
+
+    /// Ends the test window.
+    pub fn stop(&self) -> io::Result<CpuCost> {
+        let end = CpuSample::now()?;
+        Ok(CpuCost::from_windows(
+            self.baseline,
+            Window::between(&self.start, &end),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(wall: f64, busy: f64, total: f64, proc_: f64) -> Window {
+        Window {
+            wall_s: wall,
+            busy_cpu_s: busy,
+            total_cpu_s: total,
+            process_cpu_s: proc_,
+        }
+    }
+
+    #[test]
+    fn baseline_rate_is_subtracted_and_demand_is_per_kib() {
+        // Background 0.1 CPUs; a 2 s test used 1.0 busy CPU-s on 2 CPUs (4 CPU-s available).
+        let c = CpuCost::from_windows(w(0.5, 0.05, 1.0, 0.0), w(2.0, 1.0, 4.0, 0.6));
+        assert!((c.net_cpu_s - 0.8).abs() < 1e-12);
+        assert!((c.pct_all_cpus() - 20.0).abs() < 1e-9);
+        // 1 GiB moved: 0.8 s / 1,048,576 KiB.
+        let d = c.us_per_kib(1 << 30).unwrap();
+        assert!((d - 0.8e6 / 1_048_576.0).abs() < 1e-9);
+        assert!((c.process_us_per_kib(1 << 30).unwrap() - 0.6e6 / 1_048_576.0).abs() < 1e-9);
+        assert!((c.cpu_s_per_gb(2_000_000_000).unwrap() - 0.4).abs() < 1e-12);
+        assert_eq!(c.us_per_kib(0), None);
+    }
+
+    #[test]
+    fn busier_baseline_than_test_is_zero_not_negative() {
+        let c = CpuCost::from_windows(w(1.0, 1.5, 2.0, 0.0), w(1.0, 0.2, 2.0, 0.1));
+        assert_eq!(c.net_cpu_s, 0.0);
+        assert_eq!(w(0.0, 1.0, 0.0, 0.0).busy_cpus(), 0.0);
+    }
+
+    #[test]
+    fn meter_sees_this_process_spinning() {
+        let m = CpuMeter::start(Duration::from_millis(50)).unwrap();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(120) {
+            std::hint::black_box(0u64);
+        }
+        let c = m.stop().unwrap();
+        assert!(c.test.wall_s >= 0.12);
+        assert!(c.process_cpu_s > 0.0, "{c:?}");
+        assert!(c.test.busy_cpu_s <= c.test.total_cpu_s + 1e-9);
+    }
+}
