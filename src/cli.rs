@@ -16,6 +16,7 @@ use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
 mod results;
+mod serve;
 pub use results::{CompareArgs, ReportArgs, ResultsCmd, StoreOpts, parse_percent};
 
 /// Exit codes.
@@ -55,7 +56,7 @@ pub enum Command {
     },
     /// Run micro-benchmarks: whole suites (cpu, proc, mem) and/or single benchmark ids (cpu/null_syscall)
     #[command(
-        after_help = "Examples:\n  osgauge micro cpu\n  osgauge micro cpu proc --runs 10 --export-json r.json --export-csv r.csv --export-markdown r.md\n  osgauge micro cpu/null_syscall proc/ctx_switch_process_pinned --run-time 500ms\n  osgauge micro mem                                   latency curves, bandwidth, page faults\n  osgauge micro mem --only latency --max-size 256MiB --export-csv curve.csv\n  osgauge micro mem --only bandwidth --threads 1,2,all\n\nSee `osgauge list` for every id."
+        after_help = "Examples:\n  osgauge micro cpu\n  osgauge micro cpu proc --runs 10 --export-json r.json --export-csv r.csv --export-markdown r.md\n  osgauge micro cpu/null_syscall proc/ctx_switch_process_pinned --run-time 500ms\n  osgauge micro mem                                   latency curves, bandwidth, page faults\n  osgauge micro mem --only latency --max-size 256MiB --export-csv curve.csv\n  osgauge micro mem --only bandwidth --threads 1,2,all\n  osgauge micro net                                   network over loopback (in-process peer)\n  osgauge micro net --peer host:7700 --token-file t\n  osgauge micro net/udp_stream --rate 1Gbit --size 8KiB --duration 10s\n\nSee `osgauge list` for every id."
     )]
     Micro {
         /// Suite names or benchmark ids
@@ -65,7 +66,14 @@ pub enum Command {
         opts: RunOpts,
         #[command(flatten)]
         mem: MemOpts,
+        #[command(flatten)]
+        net: serve::NetOpts,
     },
+    /// The network suite's peer: serve round-trip, bandwidth, connection and UDP tests to osgauge clients
+    #[command(
+        after_help = "Examples:\n  osgauge serve                                       a peer on 127.0.0.1:7700 (no token)\n  osgauge serve --listen 0.0.0.0:7700 --token-file t   reachable from other machines, token required\n  osgauge micro net --peer host:7700 --token-file t   (on the client) the net suite against it\n\nThe token (at least 16 bytes) never crosses the wire: the client answers a random nonce with\nHMAC-SHA256. One log line per session. Ctrl-C stops."
+    )]
+    Serve(serve::ServeArgs),
     /// List every benchmark: id, what it measures, unit, and whether higher or lower is better
     #[command(
         after_help = "Examples:\n  osgauge list\n  osgauge list --long     also print each benchmark's method\n  osgauge list --json"
@@ -526,10 +534,28 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                     Preset::Quick => MemOptions::quick(),
                     Preset::Standard => MemOptions::default(),
                 },
+                net: match preset {
+                    Preset::Quick => crate::bench::net::NetOptions::quick(),
+                    Preset::Standard => crate::bench::net::NetOptions::default(),
+                },
             };
             run_plan(preset_name(preset), preset, all, opts, &suite_opts)
         }
-        Command::Micro { select, opts, mem } => {
+        Command::Micro {
+            select,
+            mut opts,
+            mem,
+            net,
+        } => {
+            if net.is_set() && !select.iter().any(|s| s == "net" || s.starts_with("net/")) {
+                return Err(CliError::Usage(
+                    "--peer, --token-file, --rate, --size and --duration apply to the net suite: select `net` or a net/… id"
+                        .into(),
+                ));
+            }
+            if let Some(d) = net.duration {
+                opts.run_time = Some(d);
+            }
             if mem.is_set() && !select.iter().any(|s| s == "mem" || s.starts_with("mem/")) {
                 return Err(CliError::Usage(
                     "--only, --max-size and --threads apply to the mem suite: select `mem` or a mem/… id"
@@ -538,6 +564,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             }
             let suite_opts = SuiteOptions {
                 mem: mem.to_options().map_err(CliError::Usage)?,
+                net: net.to_options()?,
             };
             run_plan("custom", Preset::Standard, select, opts, &suite_opts)
         }
@@ -617,6 +644,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Results(cmd) => results::dispatch_results(cmd),
         Command::Compare(args) => results::dispatch_compare(args),
         Command::Report(args) => results::dispatch_report(args),
+        Command::Serve(args) => serve::run_serve(args),
     }
 }
 
@@ -812,7 +840,7 @@ fn write_exports(record: &RunRecord, opts: &RunOpts) -> Result<(), CliError> {
 /// Set by Ctrl-C (and on Unix SIGTERM, SIGHUP). The first one stops after the current step
 /// (cleanly, children reaped, results kept); a second one exits at once. Exit code 128 + the first
 /// signal: 130 INT, 143 TERM, 129 HUP.
-fn interrupt_flag() -> &'static AtomicBool {
+pub(crate) fn interrupt_flag() -> &'static AtomicBool {
     static FLAG: AtomicBool = AtomicBool::new(false);
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {

@@ -14,6 +14,7 @@ pub mod output;
 pub mod platform;
 pub mod report;
 pub mod runner;
+pub mod serve;
 pub mod stats;
 pub mod store;
 pub mod system;

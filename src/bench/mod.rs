@@ -12,6 +12,7 @@ pub mod example;
 #[cfg(test)]
 mod invariants;
 pub mod mem;
+pub mod net;
 pub mod proc;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -97,6 +98,7 @@ pub struct Suite {
 #[derive(Debug, Clone, Default)]
 pub struct SuiteOptions {
     pub mem: mem::MemOptions,
+    pub net: net::NetOptions,
 }
 
 /// Every suite, in the order `run` executes them, with default options.
@@ -121,6 +123,11 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             name: "mem",
             description: "Memory: load-latency curve with cache levels, bandwidth (1 thread and all), page faults",
             benchmarks: mem::benchmarks(&opts.mem),
+        },
+        Suite {
+            name: "net",
+            description: "Network: TCP round trip and size sweep, bandwidth (1 and N streams) with CPU cost, connection setup/teardown, UDP stream jitter/loss and highest loss-free rate",
+            benchmarks: net::benchmarks(&opts.net),
         },
         Suite {
             name: "interactivity",

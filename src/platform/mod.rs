@@ -27,6 +27,8 @@ mod unix;
 
 /// Memory facts and calls for the mem suite (own file, cfg-gated inside).
 pub mod memory;
+/// Sockets (socket2) and TIME_WAIT counting for the network suite and `osgauge serve`.
+pub mod net;
 
 /// Memory-backed file systems and per-process device read counters (I/O loads, file systems).
 pub mod storage;

@@ -1,0 +1,235 @@
+//! Network suite: TCP round trip (64 B and 1 B, pinned and unpinned, a size sweep), TCP bandwidth
+//! (1 stream and one per CPU), connection setup and teardown, a UDP stream at a fixed rate
+//! (inter-arrival deviation, RFC 3550 jitter, loss, stalls) and the highest loss-free UDP rate —
+//! each with the CPU cost of the bytes (service demand) where data is streamed.
+//!
+//! Every benchmark talks to a peer through the `osgauge serve` protocol ([`crate::serve`]): by
+//! default an in-process peer on 127.0.0.1 started for the run (loopback: no NIC, no interrupts,
+//! no coalescing, and both ends share the machine's CPUs); with `--peer host:port` the same
+//! benchmarks run against that `osgauge serve`, which reports its own CPU cost.
+//!
+//! Metric values are stored in the unit their name ends with (`_us`, `_gbit_s`, `_us_per_kib`,
+//! `_pct`) and marked unit `count` in the record, since the record has no µs or Gbit/s unit.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::Benchmark;
+use crate::model::BenchError;
+use crate::serve::client::Client;
+use crate::serve::proto::PeerReport;
+use crate::serve::{self, ServerConfig, ServerHandle};
+
+pub mod connect;
+pub mod rtt;
+pub mod rtt_sweep;
+pub mod stream;
+pub mod udp_ramp;
+pub mod udp_stats;
+pub mod udp_stream;
+
+/// Default UDP datagram size (seed 003: 8 KB datagrams).
+pub const DEFAULT_UDP_SIZE: u32 = 8192;
+/// Default UDP rate, bit/s (paced by sleeping, so the sender does not spin).
+pub const DEFAULT_UDP_RATE: u64 = 200_000_000;
+
+/// How the net suite is configured (`osgauge micro net --peer … --rate … --size …`).
+#[derive(Clone, Default)]
+pub struct NetOptions {
+    /// A remote `osgauge serve`; None = an in-process peer on 127.0.0.1.
+    pub peer: Option<SocketAddr>,
+    pub token: Option<Vec<u8>>,
+    /// UDP stream rate, bit/s.
+    pub rate_bps: Option<u64>,
+    /// UDP datagram size, bytes.
+    pub size: Option<u32>,
+    /// The quick preset's shorter idle baselines and ramp.
+    pub quick: bool,
+}
+
+impl fmt::Debug for NetOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NetOptions")
+            .field("peer", &self.peer)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("rate_bps", &self.rate_bps)
+            .field("size", &self.size)
+            .field("quick", &self.quick)
+            .finish()
+    }
+}
+
+impl NetOptions {
+    pub fn quick() -> NetOptions {
+        NetOptions {
+            quick: true,
+            ..Default::default()
+        }
+    }
+    /// Idle baseline before each CPU-cost measurement.
+    pub fn idle(&self) -> Duration {
+        Duration::from_millis(if self.quick { 50 } else { 200 })
+    }
+    pub fn udp_size(&self) -> u32 {
+        self.size.unwrap_or(DEFAULT_UDP_SIZE)
+    }
+    pub fn udp_rate(&self) -> u64 {
+        self.rate_bps.unwrap_or(DEFAULT_UDP_RATE)
+    }
+}
+
+pub fn benchmarks(opts: &NetOptions) -> Vec<Box<dyn Benchmark>> {
+    vec![
+        Box::new(rtt::Rtt::new(64, false, opts)),
+        Box::new(rtt::Rtt::new(1, false, opts)),
+        Box::new(rtt::Rtt::new(64, true, opts)),
+        Box::new(rtt_sweep::RttSweep::new(opts)),
+        Box::new(stream::Stream::new(false, opts)),
+        Box::new(stream::Stream::new(true, opts)),
+        Box::new(connect::Connect::new(opts)),
+        Box::new(udp_stream::UdpStream::new(opts)),
+        Box::new(udp_ramp::UdpRamp::new(opts)),
+    ]
+}
+
+/// The peer of one run: a client session, and the in-process server when there is no remote one.
+pub struct Peer {
+    pub client: Client,
+    local: Option<ServerHandle>,
+}
+
+impl Peer {
+    pub fn open(opts: &NetOptions) -> Result<Peer, BenchError> {
+        let timeout = Duration::from_secs(10);
+        match opts.peer {
+            Some(a) => Ok(Peer {
+                client: Client::connect(a, opts.token.as_deref(), timeout)
+                    .map_err(BenchError::failed)?,
+                local: None,
+            }),
+            None => {
+                let h = serve::start(ServerConfig::loopback())
+                    .map_err(|e| BenchError::os("starting the in-process peer", e))?;
+                let client =
+                    Client::connect(h.addr(), None, timeout).map_err(BenchError::failed)?;
+                Ok(Peer {
+                    client,
+                    local: Some(h),
+                })
+            }
+        }
+    }
+
+    pub fn remote(&self) -> bool {
+        self.local.is_none()
+    }
+
+    pub fn describe(&self) -> String {
+        if self.remote() {
+            format!("{} at {}", self.client.server, self.client.peer())
+        } else {
+            format!("in-process peer on loopback {}", self.client.peer())
+        }
+    }
+
+    pub fn close(self) {
+        self.client.bye();
+        drop(self.local);
+    }
+}
+
+/// Facts every run records about its peer.
+pub fn peer_facts(out: super::RunOutput, peer: &Peer) -> super::RunOutput {
+    out.fact("peer", peer.describe())
+        .fact("same_host", !peer.remote())
+}
+
+pub fn failed(what: &str) -> impl Fn(String) -> BenchError + '_ {
+    move |e| BenchError::failed(format!("{what}: {e}"))
+}
+
+/// p-th percentile (nearest rank) of sorted values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Parse a rate like `1Gbit`, `500Mbit`, `100M`, `2.5G`, `1000000` (bit/s).
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let body = lower
+        .trim_end_matches("/s")
+        .trim_end_matches("bps")
+        .trim_end_matches("bit");
+    let split = body
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(body.len());
+    let (num, suffix) = body.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid rate '{t}': expected e.g. 1Gbit, 500Mbit, 100M"))?;
+    let mult = match suffix.trim() {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        other => {
+            return Err(format!(
+                "invalid rate unit '{other}' in '{t}': use k, M or G (bit/s)"
+            ));
+        }
+    };
+    let v = n * mult;
+    if !v.is_finite() || !(1000.0..=100e9).contains(&v) {
+        return Err(format!("rate '{t}' out of range (1kbit/s to 100Gbit/s)"));
+    }
+    Ok(v as u64)
+}
+
+/// The peer's CPU cost as facts (what it measured, or why not).
+pub fn peer_cpu_facts(mut out: super::RunOutput, r: &PeerReport, side: &str) -> super::RunOutput {
+    match (&r.cpu, &r.cpu_error) {
+        (Some(c), _) => {
+            out = out
+                .fact(&format!("{side}_cpu_net_pct_all_cpus"), c.pct_all_cpus())
+                .fact(
+                    &format!("{side}_cpu_baseline_busy_cpus"),
+                    c.baseline.busy_cpus(),
+                );
+        }
+        (None, Some(e)) => out = out.fact(&format!("{side}_cpu_error"), e.clone()),
+        (None, None) => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_and_reject() {
+        assert_eq!(parse_rate("1Gbit").unwrap(), 1_000_000_000);
+        assert_eq!(parse_rate("500Mbit").unwrap(), 500_000_000);
+        assert_eq!(parse_rate("100M").unwrap(), 100_000_000);
+        assert_eq!(parse_rate("2.5G").unwrap(), 2_500_000_000);
+        assert_eq!(parse_rate("64kbit/s").unwrap(), 64_000);
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("1T").is_err());
+        assert!(parse_rate("0").is_err());
+    }
+
+    #[test]
+    fn token_is_never_printed() {
+        let o = NetOptions {
+            token: Some(b"super-secret-token-value".to_vec()),
+            ..Default::default()
+        };
+        assert!(!format!("{o:?}").contains("secret"));
+    }
+}

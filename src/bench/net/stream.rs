@@ -1,0 +1,238 @@
+//! TCP bandwidth (seed 002 §5.2, netperf TCP_STREAM): the client writes 128 KiB blocks on one
+//! connection, or on one connection per CPU, for the run's measuring time; the peer counts the
+//! bytes it received and times first byte → last byte. Both ends measure their CPU cost over the
+//! test against an idle baseline taken just before (service demand).
+
+use std::io::Write;
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
+
+use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts};
+use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::cpucost::CpuMeter;
+use crate::harness::RunContext;
+use crate::model::BenchError;
+use crate::serve::proto::TestSpec;
+use crate::units::{Better, Unit};
+
+pub const BLOCK: usize = 128 << 10;
+
+pub struct Stream {
+    info: Info,
+    all_cpus: bool,
+    opts: NetOptions,
+}
+
+pub fn demand_metrics() -> Vec<MetricSpec> {
+    vec![
+        MetricSpec {
+            name: "rx_service_demand_us_per_kib",
+            unit: Unit::Count,
+            better: Better::Lower,
+            description: "receiving end: system-wide CPU µs per KiB received, net of its idle \
+                          baseline (on loopback both ends share the machine, so this includes \
+                          the sender's work too)",
+        },
+        MetricSpec {
+            name: "tx_service_demand_us_per_kib",
+            unit: Unit::Count,
+            better: Better::Lower,
+            description: "sending end (this machine): system-wide CPU µs per KiB sent, net of \
+                          its idle baseline (on loopback this includes the receiver's work too)",
+        },
+        MetricSpec {
+            name: "rx_process_us_per_kib",
+            unit: Unit::Count,
+            better: Better::Lower,
+            description: "receiving end: the peer process's own CPU µs per KiB received (misses \
+                          kernel receive work charged to no process; in-process peer: the \
+                          whole osgauge process, both ends)",
+        },
+        MetricSpec {
+            name: "tx_process_us_per_kib",
+            unit: Unit::Count,
+            better: Better::Lower,
+            description: "sending end: this osgauge process's own CPU µs per KiB sent (with the \
+                          in-process peer it includes the receiver threads)",
+        },
+    ]
+}
+
+impl Stream {
+    pub fn new(all_cpus: bool, opts: &NetOptions) -> Stream {
+        let (id, title, what) = if all_cpus {
+            (
+                "net/tcp_stream_n",
+                "TCP bandwidth, one stream per CPU",
+                "N concurrent connections, N = the CPUs this process may use",
+            )
+        } else {
+            (
+                "net/tcp_stream",
+                "TCP bandwidth, one stream",
+                "one connection",
+            )
+        };
+        let mut metrics = vec![
+            MetricSpec {
+                name: "throughput_gbit_s",
+                unit: Unit::Count,
+                better: Better::Higher,
+                description: "bytes the receiver counted × 8 / its first-to-last-byte time, Gbit/s (10^9 bit/s)",
+            },
+            MetricSpec {
+                name: "throughput_gbyte_s",
+                unit: Unit::Count,
+                better: Better::Higher,
+                description: "the same in GB/s (10^9 bytes/s)",
+            },
+        ];
+        metrics.extend(demand_metrics());
+        Stream {
+            info: Info {
+                id: id.into(),
+                suite: "net",
+                title: title.into(),
+                method: format!(
+                    "netperf TCP_STREAM: {what}; the client writes 128 KiB blocks for the run's \
+                     measuring time, then shuts its side down; the peer (in-process on 127.0.0.1 \
+                     by default, or --peer) counts the bytes received and times its first byte \
+                     to its last. Socket buffers are the OS defaults, read back and recorded. \
+                     CPU cost: {}. Receive-side figures come from the peer, send-side from this \
+                     process.",
+                    crate::cpucost::method()
+                ),
+                metrics,
+            },
+            all_cpus,
+            opts: opts.clone(),
+        }
+    }
+}
+
+impl Benchmark for Stream {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        let streams = if self.all_cpus {
+            crate::platform::allowed_cpus()
+                .map(|c| c.len().max(1))
+                .unwrap_or(1)
+        } else {
+            1
+        };
+        let mut peer = Peer::open(&self.opts)?;
+        let idle = self.opts.idle();
+        peer.client
+            .send_start(&TestSpec::Sink {
+                streams: streams as u32,
+                idle_ms: idle.as_millis() as u32,
+            })
+            .map_err(failed("stream"))?;
+        // Our baseline overlaps the peer's (both ends idle).
+        let mut meter = CpuMeter::start(idle).map_err(|e| BenchError::os("CPU counters", e))?;
+        let data = peer.client.wait_ready().map_err(failed("stream"))?;
+        meter
+            .restart()
+            .map_err(|e| BenchError::os("CPU counters", e))?;
+        let mut conns = Vec::new();
+        for _ in 0..streams {
+            conns.push(
+                crate::platform::net::connect(data, Duration::from_secs(10))
+                    .map_err(|e| BenchError::os("connect", e))?,
+            );
+        }
+        let (sndbuf, _) = crate::platform::net::tcp_buffers(&conns[0])
+            .map_err(|e| BenchError::os("getsockopt", e))?;
+        let until = Instant::now() + ctx.run_time;
+        let results: Vec<Result<u64, BenchError>> = std::thread::scope(|s| {
+            let hs: Vec<_> = conns
+                .into_iter()
+                .map(|c| s.spawn(move || send_until(c, until, ctx)))
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(BenchError::failed("sender panicked")))
+                })
+                .collect()
+        });
+        let mut sent = 0;
+        for r in results {
+            sent += r?;
+        }
+        let report = peer.client.finish(sent, 0).map_err(failed("stream"))?;
+        let tx = meter
+            .stop()
+            .map_err(|e| BenchError::os("CPU counters", e))?;
+        let mut out = peer_facts(RunOutput::default(), &peer);
+        peer.close();
+        if let Some(e) = report.errors.first() {
+            return Err(BenchError::failed(format!("peer: {e}")));
+        }
+        if report.bytes == 0 || report.active_s <= 0.0 {
+            return Err(BenchError::failed("the peer received nothing"));
+        }
+        let gbit = report.bytes as f64 * 8.0 / report.active_s / 1e9;
+        out = out
+            .fact("streams", streams as u64)
+            .fact("bytes_sent", sent)
+            .fact("bytes_received", report.bytes)
+            .fact("sndbuf_bytes", sndbuf)
+            .fact("tx_cpu_net_pct_all_cpus", tx.pct_all_cpus())
+            .fact("tx_cpu_baseline_busy_cpus", tx.baseline.busy_cpus())
+            .metric("throughput_gbit_s", vec![gbit])
+            .metric("throughput_gbyte_s", vec![gbit / 8.0])
+            .metric(
+                "tx_service_demand_us_per_kib",
+                tx.us_per_kib(sent).into_iter().collect(),
+            )
+            .metric(
+                "tx_process_us_per_kib",
+                tx.process_us_per_kib(sent).into_iter().collect(),
+            );
+        if let Some(b) = report.rcvbuf {
+            out = out.fact("peer_rcvbuf_bytes", b);
+        }
+        out = peer_cpu_facts(out, &report, "rx");
+        Ok(match &report.cpu {
+            Some(c) => out
+                .metric(
+                    "rx_service_demand_us_per_kib",
+                    c.us_per_kib(report.bytes).into_iter().collect(),
+                )
+                .metric(
+                    "rx_process_us_per_kib",
+                    c.process_us_per_kib(report.bytes).into_iter().collect(),
+                ),
+            None => {
+                let why = report
+                    .cpu_error
+                    .clone()
+                    .unwrap_or_else(|| "the peer sent no CPU cost".into());
+                out.not_measured("rx_service_demand_us_per_kib", why.clone())
+                    .not_measured("rx_process_us_per_kib", why)
+            }
+        })
+    }
+}
+
+fn send_until(mut c: TcpStream, until: Instant, ctx: &RunContext) -> Result<u64, BenchError> {
+    let block = vec![0xa5u8; BLOCK];
+    let mut sent = 0u64;
+    let mut i = 0u32;
+    while Instant::now() < until {
+        i += 1;
+        if i.is_multiple_of(64) {
+            ctx.check()?;
+        }
+        c.write_all(&block)
+            .map_err(|e| BenchError::os("write", e))?;
+        sent += BLOCK as u64;
+    }
+    c.shutdown(Shutdown::Write)
+        .map_err(|e| BenchError::os("shutdown", e))?;
+    Ok(sent)
+}

@@ -1,0 +1,122 @@
+//! Sockets for the network suite and `osgauge serve`, through `socket2` over `std::net` (plain
+//! blocking calls, so the measured path is the OS's own), and the TIME_WAIT count per OS.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+
+/// Connect with a time bound; TCP_NODELAY set (read back: an error if it did not hold).
+pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    let s = TcpStream::connect_timeout(&addr, timeout)?;
+    set_nodelay(&s)?;
+    Ok(s)
+}
+
+pub fn set_nodelay(s: &TcpStream) -> io::Result<()> {
+    s.set_nodelay(true)?;
+    if !s.nodelay()? {
+        return Err(io::Error::other("TCP_NODELAY did not hold"));
+    }
+    Ok(())
+}
+
+/// A new TCP socket for `addr`'s family (not connected), for timing setup alone.
+pub fn tcp_socket(addr: &SocketAddr) -> io::Result<Socket> {
+    Socket::new(
+        Domain::for_address(*addr),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+}
+
+/// A listener on `addr` (SO_REUSEADDR on Unix so a restarted server can bind at once).
+pub fn listen(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
+    let s = tcp_socket(&addr)?;
+    #[cfg(unix)]
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(backlog)?;
+    Ok(s.into())
+}
+
+/// Send and receive buffer sizes as the OS reports them (bytes).
+pub fn tcp_buffers(s: &TcpStream) -> io::Result<(u64, u64)> {
+    let r = SockRef::from(s);
+    Ok((r.send_buffer_size()? as u64, r.recv_buffer_size()? as u64))
+}
+
+pub fn udp_buffers(s: &UdpSocket) -> io::Result<(u64, u64)> {
+    let r = SockRef::from(s);
+    Ok((r.send_buffer_size()? as u64, r.recv_buffer_size()? as u64))
+}
+
+/// Ask for a receive buffer of `bytes` on a UDP socket; returns what the OS reports afterwards.
+pub fn set_udp_recv_buffer(s: &UdpSocket, bytes: usize) -> io::Result<u64> {
+    let r = SockRef::from(s);
+    r.set_recv_buffer_size(bytes)?;
+    Ok(r.recv_buffer_size()? as u64)
+}
+
+/// Close abortively (SO_LINGER {1, 0}: RST, no TIME_WAIT).
+pub fn set_abortive_close(s: &TcpStream) -> io::Result<()> {
+    SockRef::from(s).set_linger(Some(Duration::ZERO))
+}
+
+/// Sockets in TIME_WAIT on this machine (all TCP, IPv4 and IPv6).
+#[cfg(target_os = "linux")]
+pub fn time_wait_count() -> io::Result<u64> {
+    let mut n = 0;
+    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        match std::fs::read_to_string(f) {
+            Ok(t) => n += count_time_wait(&t),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn time_wait_count() -> io::Result<u64> {
+    Err(super::unsupported(
+        "counting TIME_WAIT sockets is implemented for Linux (/proc/net/tcp) only",
+    ))
+}
+
+/// Count lines of /proc/net/tcp whose state column is 06 (TIME_WAIT).
+pub fn count_time_wait(table: &str) -> u64 {
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| l.split_whitespace().nth(3) == Some("06"))
+        .count() as u64
+}
+
+/// Whether `ip` is a loopback address.
+pub fn is_loopback(ip: std::net::IpAddr) -> bool {
+    ip.is_loopback()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_wait_lines_are_counted_by_state() {
+        let t = "  sl  local_address rem_address   st tx_queue\n\
+                 0: 0100007F:1F90 0100007F:C350 06 00000000:00000000\n\
+                 1: 0100007F:1F90 0100007F:C351 01 00000000:00000000\n\
+                 2: 0100007F:1F90 0100007F:C352 06 00000000:00000000\n";
+        assert_eq!(count_time_wait(t), 2);
+    }
+
+    #[test]
+    fn buffers_read_back() {
+        let l = listen("127.0.0.1:0".parse().unwrap(), 4).unwrap();
+        let c = connect(l.local_addr().unwrap(), Duration::from_secs(2)).unwrap();
+        let (snd, rcv) = tcp_buffers(&c).unwrap();
+        assert!(snd > 0 && rcv > 0);
+    }
+}

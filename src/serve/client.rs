@@ -1,0 +1,121 @@
+//! The client side of the control protocol: connect, hello, answer the challenge, run tests.
+
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use super::proto::{self, Msg, PROTOCOL, PeerReport, TestSpec, VERSION};
+
+pub struct Client {
+    ctl: TcpStream,
+    peer: SocketAddr,
+    /// The peer's own description (`osgauge 0.1.0`).
+    pub server: String,
+}
+
+fn refused_or(m: Result<Msg, proto::ProtoError>, what: &str) -> String {
+    match m {
+        Ok(Msg::Refuse { reason }) => format!("the peer refused: {reason}"),
+        Ok(other) => format!("{what}: unexpected message from the peer: {other:?}"),
+        Err(e) => format!("{what}: {e}"),
+    }
+}
+
+impl Client {
+    /// Connect and authenticate (the token, if any, only keys the HMAC of the peer's nonce).
+    pub fn connect(
+        addr: SocketAddr,
+        token: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<Client, String> {
+        let mut ctl = crate::platform::net::connect(addr, timeout)
+            .map_err(|e| format!("connecting to the peer {addr}: {e}"))?;
+        ctl.set_read_timeout(Some(timeout))
+            .map_err(|e| e.to_string())?;
+        ctl.set_write_timeout(Some(timeout))
+            .map_err(|e| e.to_string())?;
+        proto::write_msg(
+            &mut ctl,
+            &Msg::Hello {
+                protocol: PROTOCOL.into(),
+                version: VERSION,
+            },
+        )
+        .map_err(|e| format!("hello: {e}"))?;
+        let nonce = match proto::read_msg(&mut ctl) {
+            Ok(Msg::Challenge { version, .. }) if version != VERSION => {
+                return Err(format!(
+                    "the peer speaks {PROTOCOL}/{version}, this osgauge {PROTOCOL}/{VERSION}: use the same osgauge version on both ends"
+                ));
+            }
+            Ok(Msg::Challenge {
+                nonce,
+                token_required,
+                ..
+            }) => {
+                if token_required && token.is_none() {
+                    return Err(format!(
+                        "the peer {addr} requires a token: pass --token-file FILE"
+                    ));
+                }
+                proto::unhex(&nonce).ok_or("the peer sent a malformed nonce")?
+            }
+            other => return Err(refused_or(other, "handshake")),
+        };
+        let mac = token
+            .map(|t| proto::auth_mac(t, &nonce))
+            .unwrap_or_default();
+        proto::write_msg(&mut ctl, &Msg::Auth { mac }).map_err(|e| format!("auth: {e}"))?;
+        let server = match proto::read_msg(&mut ctl) {
+            Ok(Msg::Welcome { server }) => server,
+            other => return Err(refused_or(other, "auth")),
+        };
+        Ok(Client {
+            ctl,
+            peer: addr,
+            server,
+        })
+    }
+
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Ask for a test (the peer measures its idle baseline, if any, before answering).
+    pub fn send_start(&mut self, test: &TestSpec) -> Result<(), String> {
+        proto::write_msg(&mut self.ctl, &Msg::Start { test: test.clone() })
+            .map_err(|e| format!("start: {e}"))
+    }
+
+    /// The data address the peer opened for the test.
+    pub fn wait_ready(&mut self) -> Result<SocketAddr, String> {
+        match proto::read_msg(&mut self.ctl) {
+            Ok(Msg::Ready { port }) => Ok(SocketAddr::new(self.peer.ip(), port)),
+            other => Err(refused_or(other, "ready")),
+        }
+    }
+
+    pub fn start(&mut self, test: &TestSpec) -> Result<SocketAddr, String> {
+        self.send_start(test)?;
+        self.wait_ready()
+    }
+
+    /// End the data phase and get the peer's report.
+    pub fn finish(&mut self, sent_bytes: u64, sent_datagrams: u64) -> Result<PeerReport, String> {
+        proto::write_msg(
+            &mut self.ctl,
+            &Msg::Finish {
+                sent_bytes,
+                sent_datagrams,
+            },
+        )
+        .map_err(|e| format!("finish: {e}"))?;
+        match proto::read_msg(&mut self.ctl) {
+            Ok(Msg::Report { report }) => Ok(*report),
+            other => Err(refused_or(other, "report")),
+        }
+    }
+
+    pub fn bye(mut self) {
+        let _ = proto::write_msg(&mut self.ctl, &Msg::Bye);
+    }
+}

@@ -1,0 +1,391 @@
+//! The peer's side of each test: a data listener (or UDP socket) on the server's own address,
+//! `ready {port}`, the data phase, then `finish` → `report`. Data connections from any address
+//! other than the control connection's are dropped.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::Shared;
+use super::proto::{self, Msg, PeerReport, TestSpec};
+use crate::bench::net::udp_stats::{self, Arrival};
+use crate::cpucost::CpuMeter;
+
+/// Bytes at the start of every test datagram: magic, sequence number, send time (ns).
+pub const UDP_HEADER: usize = 20;
+pub const UDP_MAGIC: [u8; 4] = *b"OGN1";
+/// Largest idle baseline a client may ask for.
+const MAX_IDLE_MS: u32 = 2000;
+/// Most datagrams timestamped per test (memory bound: 24 B each).
+const MAX_ARRIVALS: usize = 20_000_000;
+
+pub(super) fn validate(sh: &Shared, t: &TestSpec) -> Result<(), String> {
+    match *t {
+        TestSpec::Echo { size, .. } if size == 0 || size > 1 << 20 => {
+            Err(format!("echo size {size} outside 1..=1 MiB"))
+        }
+        TestSpec::Sink { streams, idle_ms }
+            if streams == 0 || streams > sh.cfg.max_streams || idle_ms > MAX_IDLE_MS =>
+        {
+            Err(format!(
+                "streams {streams} outside 1..={} or idle baseline over {MAX_IDLE_MS} ms",
+                sh.cfg.max_streams
+            ))
+        }
+        TestSpec::Udp {
+            size,
+            rate_bps,
+            idle_ms,
+        } if (size as usize) < UDP_HEADER
+            || size > 65_507
+            || rate_bps == 0
+            || rate_bps > 100_000_000_000
+            || idle_ms > MAX_IDLE_MS =>
+        {
+            Err(format!(
+                "udp size {size} outside {UDP_HEADER}..=65507, rate {rate_bps} bit/s outside 1..=100 Gbit/s, or idle baseline over {MAX_IDLE_MS} ms"
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Run one test; returns the bytes received.
+pub(super) fn run_test(
+    sh: &Shared,
+    ctl: &mut TcpStream,
+    client_ip: IpAddr,
+    test: &TestSpec,
+    byte_budget: u64,
+) -> Result<u64, String> {
+    validate(sh, test)?;
+    let ip = ctl.local_addr().map_err(|e| e.to_string())?.ip();
+    let e = |what: &str, err: io::Error| format!("{what}: {err}");
+    let stop = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + sh.cfg.max_test;
+    let mut report = PeerReport::default();
+    let meter_for = |idle_ms: u32, report: &mut PeerReport| match CpuMeter::start(
+        Duration::from_millis(idle_ms as u64),
+    ) {
+        Ok(m) => Some(m),
+        Err(err) => {
+            report.cpu_error = Some(format!("CPU counters: {err}"));
+            None
+        }
+    };
+    match *test {
+        TestSpec::Echo { size, pin_cpu } => {
+            let l = data_listener(ip)?;
+            ready(ctl, &l)?;
+            let conn = accept_from(&l, client_ip, deadline, &stop).map_err(|x| e("accept", x))?;
+            let idle = sh.cfg.idle_timeout;
+            let t = std::thread::spawn(move || echo(conn, size as usize, pin_cpu, idle));
+            wait_finish(ctl, sh.cfg.max_test)?;
+            let (bytes, pinned) = t.join().map_err(|_| "echo thread panicked".to_string())?;
+            report.bytes = bytes;
+            match pinned {
+                Some(Ok(c)) => report.pinned_cpu = Some(c),
+                Some(Err(x)) => report.pin_error = Some(x),
+                None => {}
+            }
+        }
+        TestSpec::Sink { streams, idle_ms } => {
+            let l = data_listener(ip)?;
+            let meter = meter_for(idle_ms, &mut report);
+            ready(ctl, &l)?;
+            let budget = Arc::new(AtomicU64::new(byte_budget));
+            let mut threads: Vec<JoinHandle<io::Result<Sunk>>> = Vec::new();
+            for _ in 0..streams {
+                let conn =
+                    accept_from(&l, client_ip, deadline, &stop).map_err(|x| e("accept", x))?;
+                if report.rcvbuf.is_none() {
+                    report.rcvbuf = crate::platform::net::tcp_buffers(&conn).ok().map(|b| b.1);
+                }
+                let budget = budget.clone();
+                let idle = sh.cfg.idle_timeout;
+                threads.push(std::thread::spawn(move || sink(conn, &budget, idle)));
+            }
+            wait_finish(ctl, sh.cfg.max_test)?;
+            let mut first: Option<Instant> = None;
+            let mut last: Option<Instant> = None;
+            for t in threads {
+                match t.join() {
+                    Ok(Ok(s)) => {
+                        report.bytes += s.bytes;
+                        first = min_opt(first, s.first);
+                        last = max_opt(last, s.last);
+                    }
+                    Ok(Err(x)) => report.errors.push(format!("stream: {x}")),
+                    Err(_) => report.errors.push("stream thread panicked".into()),
+                }
+            }
+            report.connections = streams as u64;
+            if let (Some(a), Some(b)) = (first, last) {
+                report.active_s = b.duration_since(a).as_secs_f64();
+            }
+            if let Some(m) = meter {
+                match m.stop() {
+                    Ok(c) => report.cpu = Some(c),
+                    Err(x) => report.cpu_error = Some(format!("CPU counters: {x}")),
+                }
+            }
+        }
+        TestSpec::Accept => {
+            let l = data_listener(ip)?;
+            let port = ready(ctl, &l)?;
+            let count = Arc::new(AtomicU64::new(0));
+            let (stop2, count2, idle) = (stop.clone(), count.clone(), sh.cfg.idle_timeout);
+            let t = std::thread::spawn(move || accept_close(l, client_ip, &stop2, &count2, idle));
+            let r = wait_finish(ctl, sh.cfg.max_test);
+            stop.store(true, Ordering::SeqCst);
+            let _ = TcpStream::connect_timeout(&SocketAddr::new(ip, port), Duration::from_secs(1));
+            let _ = t.join();
+            r?;
+            report.connections = count.load(Ordering::SeqCst);
+        }
+        TestSpec::Udp {
+            size,
+            rate_bps,
+            idle_ms,
+        } => {
+            let sock = UdpSocket::bind(SocketAddr::new(ip, 0)).map_err(|x| e("bind udp", x))?;
+            report.rcvbuf = crate::platform::net::set_udp_recv_buffer(&sock, 4 << 20).ok();
+            sock.set_read_timeout(Some(Duration::from_millis(20)))
+                .map_err(|x| e("udp timeout", x))?;
+            let port = sock.local_addr().map_err(|x| e("udp addr", x))?.port();
+            let meter = meter_for(idle_ms, &mut report);
+            proto::write_msg(ctl, &Msg::Ready { port }).map_err(|x| e("ready", x))?;
+            let stop2 = stop.clone();
+            let budget = byte_budget;
+            let t = std::thread::spawn(move || udp_receive(sock, client_ip, &stop2, budget));
+            let fin = wait_finish(ctl, sh.cfg.max_test);
+            stop.store(true, Ordering::SeqCst);
+            let arrivals = t.join().map_err(|_| "udp thread panicked".to_string())?;
+            let (_, sent) = fin?;
+            if let Some(m) = meter {
+                match m.stop() {
+                    Ok(c) => report.cpu = Some(c),
+                    Err(x) => report.cpu_error = Some(format!("CPU counters: {x}")),
+                }
+            }
+            let period_ns = size as f64 * 8.0 * 1e9 / rate_bps as f64;
+            let s = udp_stats::summarize(&arrivals, sent, size as u64, period_ns);
+            report.bytes = s.bytes;
+            report.active_s = s.active_s;
+            report.udp = Some(s);
+        }
+    }
+    let bytes = report.bytes;
+    proto::write_msg(
+        ctl,
+        &Msg::Report {
+            report: Box::new(report),
+        },
+    )
+    .map_err(|x| e("report", x))?;
+    if bytes > byte_budget {
+        return Err("byte limit of the session reached".into());
+    }
+    Ok(bytes)
+}
+
+fn min_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+fn max_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+fn data_listener(ip: IpAddr) -> Result<TcpListener, String> {
+    crate::platform::net::listen(SocketAddr::new(ip, 0), 128)
+        .map_err(|e| format!("data listener: {e}"))
+}
+
+fn ready(ctl: &mut TcpStream, l: &TcpListener) -> Result<u16, String> {
+    let port = l.local_addr().map_err(|e| e.to_string())?.port();
+    proto::write_msg(ctl, &Msg::Ready { port }).map_err(|e| format!("ready: {e}"))?;
+    Ok(port)
+}
+
+/// Wait for `finish` on the control connection; returns (sent_bytes, sent_datagrams).
+fn wait_finish(ctl: &mut TcpStream, bound: Duration) -> Result<(u64, u64), String> {
+    ctl.set_read_timeout(Some(bound))
+        .map_err(|e| e.to_string())?;
+    match proto::read_msg(ctl) {
+        Ok(Msg::Finish {
+            sent_bytes,
+            sent_datagrams,
+        }) => Ok((sent_bytes, sent_datagrams)),
+        Ok(m) => Err(format!("expected finish, got {m:?}")),
+        Err(e) => Err(format!("waiting for finish: {e}")),
+    }
+}
+
+/// Accept one connection from `from` before `deadline` (others are dropped).
+fn accept_from(
+    l: &TcpListener,
+    from: IpAddr,
+    deadline: Instant,
+    stop: &AtomicBool,
+) -> io::Result<TcpStream> {
+    l.set_nonblocking(true)?;
+    let bound = deadline.min(Instant::now() + Duration::from_secs(10));
+    loop {
+        match l.accept() {
+            Ok((c, a)) if a.ip() == from => {
+                c.set_nonblocking(false)?;
+                let _ = c.set_nodelay(true);
+                return Ok(c);
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if Instant::now() >= bound || stop.load(Ordering::SeqCst) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no data connection from the client in time",
+                    ));
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Echo `size`-byte messages until the client closes.
+fn echo(
+    mut c: TcpStream,
+    size: usize,
+    pin: Option<usize>,
+    idle: Duration,
+) -> (u64, Option<Result<usize, String>>) {
+    let pinned = pin.map(|cpu| {
+        crate::platform::pin_current_thread(cpu)
+            .map(|_| cpu)
+            .map_err(|e| e.to_string())
+    });
+    let _ = c.set_read_timeout(Some(idle));
+    let mut buf = vec![0u8; size];
+    let mut bytes = 0u64;
+    while c.read_exact(&mut buf).is_ok() {
+        bytes += size as u64;
+        if c.write_all(&buf).is_err() {
+            break;
+        }
+    }
+    (bytes, pinned)
+}
+
+struct Sunk {
+    bytes: u64,
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+fn sink(mut c: TcpStream, budget: &AtomicU64, idle: Duration) -> io::Result<Sunk> {
+    c.set_read_timeout(Some(idle))?;
+    let mut buf = vec![0u8; 256 << 10];
+    let mut s = Sunk {
+        bytes: 0,
+        first: None,
+        last: None,
+    };
+    loop {
+        let n = c.read(&mut buf)?;
+        if n == 0 {
+            return Ok(s);
+        }
+        let now = Instant::now();
+        s.first.get_or_insert(now);
+        s.last = Some(now);
+        s.bytes += n as u64;
+        let before = budget.fetch_sub(n as u64, Ordering::SeqCst);
+        if before < n as u64 {
+            budget.store(0, Ordering::SeqCst);
+            return Err(io::Error::other("byte limit of the session reached"));
+        }
+    }
+}
+
+fn accept_close(
+    l: TcpListener,
+    from: IpAddr,
+    stop: &AtomicBool,
+    count: &AtomicU64,
+    idle: Duration,
+) {
+    let idle = idle.min(Duration::from_secs(2));
+    loop {
+        let Ok((mut c, a)) = l.accept() else {
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        };
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        if a.ip() != from {
+            continue;
+        }
+        count.fetch_add(1, Ordering::SeqCst);
+        let _ = c.set_read_timeout(Some(idle));
+        let mut b = [0u8; 64];
+        while matches!(c.read(&mut b), Ok(n) if n > 0) {}
+    }
+}
+
+/// Parse a test datagram's header: (sequence, send ns).
+pub fn parse_datagram(b: &[u8]) -> Option<(u64, u64)> {
+    if b.len() < UDP_HEADER || b[..4] != UDP_MAGIC {
+        return None;
+    }
+    let seq = u64::from_be_bytes(b[4..12].try_into().ok()?);
+    let sent = u64::from_be_bytes(b[12..20].try_into().ok()?);
+    Some((seq, sent))
+}
+
+fn udp_receive(sock: UdpSocket, from: IpAddr, stop: &AtomicBool, budget: u64) -> Vec<Arrival> {
+    let base = Instant::now();
+    let mut buf = vec![0u8; 65_536];
+    let mut v = Vec::new();
+    let mut bytes = 0u64;
+    let mut stopped_at: Option<Instant> = None;
+    loop {
+        // Past finish: drain what is in flight for at most 200 ms, whatever keeps arriving.
+        if stop.load(Ordering::SeqCst)
+            && stopped_at.get_or_insert_with(Instant::now).elapsed() > Duration::from_millis(200)
+        {
+            return v;
+        }
+        match sock.recv_from(&mut buf) {
+            Ok((n, a)) => {
+                let recv_ns = base.elapsed().as_nanos() as u64;
+                if a.ip() != from || v.len() >= MAX_ARRIVALS || bytes >= budget {
+                    continue;
+                }
+                if let Some((seq, sent_ns)) = parse_datagram(&buf[..n]) {
+                    bytes += n as u64;
+                    v.push(Arrival {
+                        seq,
+                        sent_ns,
+                        recv_ns,
+                    });
+                }
+            }
+            // Quiet for 20 ms: done once finish has arrived.
+            Err(_) if stop.load(Ordering::SeqCst) => return v,
+            Err(_) => {}
+        }
+    }
+}
