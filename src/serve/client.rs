@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::proto::{self, Msg, PROTOCOL, PeerReport, TestSpec, VERSION};
 
+#[derive(Debug)]
 pub struct Client {
     ctl: TcpStream,
     peer: SocketAddr,
