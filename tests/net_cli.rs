@@ -1,0 +1,132 @@
+//! The net suite from the command line: the ids and metric names other parts rely on, option
+//! checks (exit 2, one line), `serve` refusing an exposed address without a token, and a short
+//! loopback run whose record goes into the HTML report's network section.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn osgauge(dir: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_osgauge"));
+    c.env("OSGAUGE_STORE", dir.join("store.db"))
+        .env("OSGAUGE_CACHE_DIR", dir.join("cache"));
+    c
+}
+
+#[test]
+fn contract_ids_and_metrics_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = osgauge(dir.path())
+        .args(["list", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let metrics = |id: &str| -> Vec<(String, String)> {
+        let b = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not listed"));
+        b["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["name"].as_str().unwrap().to_string(),
+                    m["better"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let has = |id: &str, name: &str, better: &str| {
+        assert!(
+            metrics(id).contains(&(name.to_string(), better.to_string())),
+            "{id} lacks {name} ({better}): {:?}",
+            metrics(id)
+        )
+    };
+    has("net/tcp_stream", "throughput_gbit_s", "higher");
+    has("net/tcp_stream", "rx_service_demand_us_per_kib", "lower");
+    has("net/tcp_stream", "tx_service_demand_us_per_kib", "lower");
+    has("net/udp_stream", "rx_service_demand_us_per_kib", "lower");
+    has("net/udp_stream", "loss_pct", "lower");
+    has("net/udp_stream", "jitter_p99_us", "lower");
+    has("net/tcp_rtt_64b", "rtt_p50_us", "lower");
+}
+
+#[test]
+fn options_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["micro", "cpu", "--rate", "1Gbit"][..],
+        &["micro", "net", "--token-file", "/nonexistent"],
+        &["micro", "net", "--size", "10"],
+        &["micro", "net", "--rate", "fast"],
+        &["micro", "net", "--duration", "1s", "--run-time", "1s"],
+        &["serve", "--listen", "0.0.0.0:0"],
+    ] {
+        let o = osgauge(dir.path()).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert!(!o.stderr.is_empty(), "{args:?}");
+    }
+    let o = osgauge(dir.path())
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("token is required"));
+}
+
+#[test]
+fn a_short_loopback_run_reaches_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("n.json");
+    let o = osgauge(dir.path())
+        .args(["micro", "net/tcp_rtt_sweep", "net/udp_stream"])
+        .args([
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--duration",
+            "100ms",
+            "--quiet",
+        ])
+        .args([
+            "--rate",
+            "100Mbit",
+            "--size",
+            "4KiB",
+            "--no-store",
+            "--export-json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let udp = rec["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == "net/udp_stream")
+        .unwrap();
+    assert!(udp["error"].is_null(), "{}", udp["error"]);
+    assert_eq!(udp["params"]["size_bytes"], 4096);
+    assert_eq!(udp["params"]["rate_bit_s"], 100_000_000);
+    let html = dir.path().join("r.html");
+    let o = osgauge(dir.path())
+        .arg("report")
+        .arg(&json)
+        .arg("--export-html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert!(h.contains("Network: round trip vs size, UDP jitter"));
+    assert!(h.contains("TCP round trip vs message size"));
+    assert!(h.contains("net/udp_stream inter-arrival deviation over time"));
+}
