@@ -108,7 +108,7 @@ if [ "${#FLAKY[@]}" -gt 0 ]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-step "osgauge.exe: every suite under Wine (micro cpu proc mem, the whole interactivity matrix)"
+step "osgauge.exe: every suite under Wine (micro cpu proc mem, micro net, the whole interactivity matrix)"
 OUT=$(mktemp -d /tmp/osgauge-wine-out.XXXXXX)
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" list --json >list.json)
 # Exit 0 = all measured, 1 = some benchmarks unsupported/failed (the check below decides).
@@ -118,6 +118,8 @@ wine_run() {
     case $rc in 0 | 1) ;; *) echo "osgauge.exe $* exited $rc"; exit 1 ;; esac
 }
 wine_run micro cpu proc mem --runs 3 --timeout 120s --max-size 64MiB --export-json micro.json
+# The net suite over loopback (in-process osgauge serve peer), run time kept short.
+wine_run micro net --runs 3 --run-time 100ms --timeout 120s --export-json net.json
 wine_run interactivity --task audio,video,x,gaming,custom \
     --load none,video,x,burn,write,read,ring,compile,memload \
     --duration 300ms --runs 2 --warmup 0 --export-json interactivity.json
@@ -128,6 +130,7 @@ listed = [b["id"] for b in json.load(open(f"{out}/list.json")) if b["suite"] in 
 tasks = ["audio", "video", "x", "gaming", "custom"]
 loads = ["none", "video", "x", "burn", "write", "read", "ring", "compile", "memload"]
 matrix = [f"interactivity/{t}/{l}" for t, l in itertools.product(tasks, loads)]
+net = [b["id"] for b in json.load(open(f"{out}/list.json")) if b["suite"] == "net"]
 bad = []
 
 
@@ -167,11 +170,12 @@ def check(path, expected, runs):
 
 check(f"{out}/micro.json", listed, 3)
 check(f"{out}/interactivity.json", matrix, 2)
+check(f"{out}/net.json", net, 3)
 if bad:
     print("Windows record check FAILED:\n  " + "\n  ".join(bad))
     sys.exit(1)
-print(f"Windows record check: {len(listed)} micro-benchmarks and {len(matrix)} interactivity "
-      "cells, each measured or unsupported with a reason")
+print(f"Windows record check: {len(listed)} micro-benchmarks, {len(net)} network benchmarks and "
+      f"{len(matrix)} interactivity cells, each measured or unsupported with a reason")
 EOF
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" system show >system.txt) && sed 's/^/  /' "$OUT/system.txt"
 rm -rf "$OUT"
