@@ -54,7 +54,7 @@ pub enum Command {
         #[command(flatten)]
         opts: RunOpts,
     },
-    /// Run micro-benchmarks: whole suites (cpu, proc, mem) and/or single benchmark ids (cpu/null_syscall)
+    /// Run micro-benchmarks: whole suites (cpu, proc, mem, net) and/or single benchmark ids (cpu/null_syscall)
     #[command(
         after_help = "Examples:\n  osgauge micro cpu\n  osgauge micro cpu proc --runs 10 --export-json r.json --export-csv r.csv --export-markdown r.md\n  osgauge micro cpu/null_syscall proc/ctx_switch_process_pinned --run-time 500ms\n  osgauge micro mem                                   latency curves, bandwidth, page faults\n  osgauge micro mem --only latency --max-size 256MiB --export-csv curve.csv\n  osgauge micro mem --only bandwidth --threads 1,2,all\n  osgauge micro net                                   network over loopback (in-process peer)\n  osgauge micro net --peer host:7700 --token-file t\n  osgauge micro net/udp_stream --rate 1Gbit --size 8KiB --duration 10s\n\nSee `osgauge list` for every id."
     )]

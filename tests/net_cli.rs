@@ -130,3 +130,35 @@ fn a_short_loopback_run_reaches_the_report() {
     assert!(h.contains("TCP round trip vs message size"));
     assert!(h.contains("net/udp_stream inter-arrival deviation over time"));
 }
+
+/// `osgauge serve` prints where it listens, serves, logs the session, and stops on SIGINT with 130.
+#[cfg(unix)]
+#[test]
+fn serve_logs_sessions_and_stops_on_ctrl_c() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = osgauge(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr: std::net::SocketAddr = first
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(first.contains("loopback only, no token"), "{first}");
+    let c = osgauge::serve::client::Client::connect(addr, None, std::time::Duration::from_secs(5))
+        .unwrap();
+    c.bye();
+    let log = lines.next().unwrap().unwrap();
+    assert!(log.contains("authenticated; tests: none"), "{log}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+}
