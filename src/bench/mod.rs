@@ -9,6 +9,7 @@ use crate::units::{Better, Unit};
 
 pub mod cpu;
 pub mod example;
+pub mod fs;
 #[cfg(test)]
 mod invariants;
 pub mod mem;
@@ -97,6 +98,7 @@ pub struct Suite {
 #[derive(Debug, Clone, Default)]
 pub struct SuiteOptions {
     pub mem: mem::MemOptions,
+    pub fs: fs::FsOptions,
 }
 
 /// Every suite, in the order `run` executes them, with default options.
@@ -121,6 +123,11 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             name: "mem",
             description: "Memory: load-latency curve with cache levels, bandwidth (1 thread and all), page faults",
             benchmarks: mem::benchmarks(&opts.mem),
+        },
+        Suite {
+            name: "fs",
+            description: "File system: cache-bypassed read latency (size sweep), file-cache size, contention, disk bandwidth with CPU cost, create/delete, fsync",
+            benchmarks: fs::benchmarks(&opts.fs),
         },
         Suite {
             name: "interactivity",
