@@ -126,7 +126,8 @@ pub fn fs_info(dir: &Path) -> io::Result<FsInfo> {
     Ok(i)
 }
 
-/// Network file-system type names (Linux mountinfo / macOS f_fstypename).
+/// Network file-system type names (Linux mountinfo).
+#[cfg(target_os = "linux")]
 fn network_type(t: &str) -> bool {
     const NET: &[&str] = &[
         "nfs",
