@@ -9,6 +9,7 @@
 //! (`[{size_bytes, ns_per_load}]`, log x); warnings and errors.
 
 mod charts;
+mod fs;
 
 use std::fmt::Write as _;
 
@@ -138,6 +139,7 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
         h.push_str("</section>\n");
     }
 
+    h.push_str(&fs::section(runs)?);
     h.push_str(&warnings_section(runs));
 
     // The records, for re-import (`osgauge results import report.html`).

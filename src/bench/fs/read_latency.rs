@@ -145,7 +145,9 @@ pub fn page_order(p: Pattern, pages: u64, cap: usize, seed: u64) -> Vec<u64> {
 /// Why a cache-bypassed read in `dir` cannot be done or checked; the unsupported error.
 pub fn refuse_memory_backed(dir: &Path) -> Result<(), BenchError> {
     match pfs::bypass_refusal(dir) {
-        Some(why) => Err(BenchError::unsupported(why)),
+        Some(why) => Err(BenchError::unsupported(
+            crate::platform::unsupported(&why).to_string(),
+        )),
         None => Ok(()),
     }
 }
