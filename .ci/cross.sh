@@ -108,7 +108,7 @@ if [ "${#FLAKY[@]}" -gt 0 ]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-step "osgauge.exe: every suite under Wine (micro cpu proc mem, micro net, the whole interactivity matrix)"
+step "osgauge.exe: every suite under Wine (micro cpu proc mem, micro net, micro fs, the whole interactivity matrix)"
 OUT=$(mktemp -d /tmp/osgauge-wine-out.XXXXXX)
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" list --json >list.json)
 # Exit 0 = all measured, 1 = some benchmarks unsupported/failed (the check below decides).
@@ -123,10 +123,17 @@ wine_run micro net --runs 3 --run-time 100ms --timeout 120s --export-json net.js
 wine_run interactivity --task audio,video,x,gaming,custom \
     --load none,video,x,burn,write,read,ring,compile,memload \
     --duration 300ms --runs 2 --warmup 0 --export-json interactivity.json
+# The fs suite in a directory on disk (Wine's Z: drive), small sizes.
+FSDIR=$(mktemp -d "$CARGO_TARGET_DIR/osgauge-wine-fs.XXXXXX")
+wine_run micro fs --runs 3 --timeout 120s --max-size 16MiB --sizes 32KiB,256KiB \
+    --dir "Z:$FSDIR" --export-json fs.json
+if find "$FSDIR" -mindepth 1 | grep -q .; then echo "micro fs left files in $FSDIR"; exit 1; fi
+rm -rf "$FSDIR"
 python3 - "$OUT" <<'EOF'
 import itertools, json, sys
 out = sys.argv[1]
 listed = [b["id"] for b in json.load(open(f"{out}/list.json")) if b["suite"] in ("cpu", "proc", "mem")]
+fs_listed = [b["id"] for b in json.load(open(f"{out}/list.json")) if b["suite"] == "fs"]
 tasks = ["audio", "video", "x", "gaming", "custom"]
 loads = ["none", "video", "x", "burn", "write", "read", "ring", "compile", "memload"]
 matrix = [f"interactivity/{t}/{l}" for t, l in itertools.product(tasks, loads)]
@@ -171,11 +178,13 @@ def check(path, expected, runs):
 check(f"{out}/micro.json", listed, 3)
 check(f"{out}/interactivity.json", matrix, 2)
 check(f"{out}/net.json", net, 3)
+check(f"{out}/fs.json", fs_listed, 3)
 if bad:
     print("Windows record check FAILED:\n  " + "\n  ".join(bad))
     sys.exit(1)
-print(f"Windows record check: {len(listed)} micro-benchmarks, {len(net)} network benchmarks and "
-      f"{len(matrix)} interactivity cells, each measured or unsupported with a reason")
+print(f"Windows record check: {len(listed)} micro-benchmarks, {len(net)} network benchmarks, "
+      f"{len(fs_listed)} fs benchmarks and {len(matrix)} interactivity cells, each measured or "
+      "unsupported with a reason")
 EOF
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" system show >system.txt) && sed 's/^/  /' "$OUT/system.txt"
 rm -rf "$OUT"

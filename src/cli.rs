@@ -15,8 +15,10 @@ use crate::output::progress::Progress;
 use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
+mod fs;
 mod results;
 mod serve;
+pub use fs::FsOpts;
 pub use results::{CompareArgs, ReportArgs, ResultsCmd, StoreOpts, parse_percent};
 
 /// Exit codes.
@@ -54,9 +56,9 @@ pub enum Command {
         #[command(flatten)]
         opts: RunOpts,
     },
-    /// Run micro-benchmarks: whole suites (cpu, proc, mem, net) and/or single benchmark ids (cpu/null_syscall)
+    /// Run micro-benchmarks: whole suites (cpu, proc, mem, net, fs) and/or single benchmark ids (cpu/null_syscall)
     #[command(
-        after_help = "Examples:\n  osgauge micro cpu\n  osgauge micro cpu proc --runs 10 --export-json r.json --export-csv r.csv --export-markdown r.md\n  osgauge micro cpu/null_syscall proc/ctx_switch_process_pinned --run-time 500ms\n  osgauge micro mem                                   latency curves, bandwidth, page faults\n  osgauge micro mem --only latency --max-size 256MiB --export-csv curve.csv\n  osgauge micro mem --only bandwidth --threads 1,2,all\n  osgauge micro net                                   network over loopback (in-process peer)\n  osgauge micro net --peer host:7700 --token-file t\n  osgauge micro net/udp_stream --rate 1Gbit --size 8KiB --duration 10s\n\nSee `osgauge list` for every id."
+        after_help = "Examples:\n  osgauge micro cpu\n  osgauge micro cpu proc --runs 10 --export-json r.json --export-csv r.csv --export-markdown r.md\n  osgauge micro cpu/null_syscall proc/ctx_switch_process_pinned --run-time 500ms\n  osgauge micro mem                                   latency curves, bandwidth, page faults\n  osgauge micro mem --only latency --max-size 256MiB --export-csv curve.csv\n  osgauge micro mem --only bandwidth --threads 1,2,all\n  osgauge micro net                                   network over loopback (in-process peer)\n  osgauge micro net --peer host:7700 --token-file t\n  osgauge micro net/udp_stream --rate 1Gbit --size 8KiB --duration 10s\n  osgauge micro fs --dir /mnt/data                    file system: latency, cache, contention, bandwidth\n  osgauge micro fs/read_latency --sizes 32KiB,256KiB,64MiB --pattern seq,random\n  osgauge micro fs/seq_write_t1 fs/seq_read_t1 --max-size 4GiB\n  osgauge micro fs/cache_size --max-size 8GiB          longer: an explicit opt-in beyond the default\n\nSee `osgauge list` for every id."
     )]
     Micro {
         /// Suite names or benchmark ids
@@ -68,6 +70,8 @@ pub enum Command {
         mem: MemOpts,
         #[command(flatten)]
         net: serve::NetOpts,
+        #[command(flatten)]
+        fs: FsOpts,
     },
     /// The network suite's peer: serve round-trip, bandwidth, connection and UDP tests to osgauge clients
     #[command(
@@ -391,10 +395,10 @@ pub struct MemOpts {
     /// mem suite: only these parts, comma-separated (latency, bandwidth, page-faults)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PART")]
     pub only: Vec<MemPart>,
-    /// mem suite: largest latency working set and largest bandwidth footprint (all arrays), e.g. 256MiB, 1GiB [default: max(512MiB, 4× last-level cache) for latency, 4× LLC per array for bandwidth; never over 25 % of available memory]
+    /// mem and fs suites. mem: largest latency working set and largest bandwidth footprint (all arrays), e.g. 256MiB, 1GiB [default: max(512MiB, 4× last-level cache) for latency, 4× LLC per array for bandwidth; never over 25 % of available memory]. fs: bandwidth bytes per thread [256MiB] and the cache-size sweep's cap [512MiB]
     #[arg(long, value_parser = parse_max_size, value_name = "SIZE")]
     pub max_size: Option<u64>,
-    /// mem suite: bandwidth thread counts, comma-separated numbers and/or 'all' [default: 1, powers of two below the CPU count, all]
+    /// mem and fs suites: bandwidth thread counts, comma-separated numbers and/or 'all' [default: mem 1, powers of two below the CPU count, all; fs 1,2,3]
     #[arg(long, value_delimiter = ',', value_parser = crate::bench::mem::parse_threads, value_name = "N|all")]
     pub threads: Vec<Threads>,
 }
@@ -538,6 +542,10 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                     Preset::Quick => crate::bench::net::NetOptions::quick(),
                     Preset::Standard => crate::bench::net::NetOptions::default(),
                 },
+                fs: match preset {
+                    Preset::Quick => crate::bench::fs::FsOptions::quick(),
+                    Preset::Standard => Default::default(),
+                },
             };
             run_plan(preset_name(preset), preset, all, opts, &suite_opts)
         }
@@ -546,8 +554,15 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             mut opts,
             mem,
             net,
+            fs,
         } => {
-            if net.is_set() && !select.iter().any(|s| s == "net" || s.starts_with("net/")) {
+            let picks = |suite: &str| {
+                select
+                    .iter()
+                    .any(|s| s == suite || s.starts_with(&format!("{suite}/")))
+            };
+            let (wants_mem, wants_fs) = (picks("mem"), picks("fs"));
+            if net.is_set() && !picks("net") {
                 return Err(CliError::Usage(
                     "--peer, --token-file, --rate, --size and --duration apply to the net suite: select `net` or a net/… id"
                         .into(),
@@ -556,15 +571,27 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             if let Some(d) = net.duration {
                 opts.run_time = Some(d);
             }
-            if mem.is_set() && !select.iter().any(|s| s == "mem" || s.starts_with("mem/")) {
+            let mem_only = !mem.only.is_empty();
+            if (mem_only || (mem.is_set() && !wants_fs)) && !wants_mem {
                 return Err(CliError::Usage(
-                    "--only, --max-size and --threads apply to the mem suite: select `mem` or a mem/… id"
+                    "--only applies to the mem suite, --max-size and --threads to the mem and fs suites: select `mem`/`fs` or one of their ids"
+                        .into(),
+                ));
+            }
+            if fs.is_set() && !wants_fs {
+                return Err(CliError::Usage(
+                    "--dir, --sizes and --pattern apply to the fs suite: select `fs` or an fs/… id"
                         .into(),
                 ));
             }
             let suite_opts = SuiteOptions {
-                mem: mem.to_options().map_err(CliError::Usage)?,
+                mem: if wants_mem {
+                    mem.to_options().map_err(CliError::Usage)?
+                } else {
+                    MemOptions::default()
+                },
                 net: net.to_options()?,
+                fs: fs.to_options(&mem).map_err(CliError::Usage)?,
             };
             run_plan("custom", Preset::Standard, select, opts, &suite_opts)
         }

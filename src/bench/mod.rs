@@ -9,6 +9,7 @@ use crate::units::{Better, Unit};
 
 pub mod cpu;
 pub mod example;
+pub mod fs;
 #[cfg(test)]
 mod invariants;
 pub mod mem;
@@ -99,6 +100,7 @@ pub struct Suite {
 pub struct SuiteOptions {
     pub mem: mem::MemOptions,
     pub net: net::NetOptions,
+    pub fs: fs::FsOptions,
 }
 
 /// Every suite, in the order `run` executes them, with default options.
@@ -128,6 +130,11 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             name: "net",
             description: "Network: TCP round trip and size sweep, bandwidth (1 and N streams) with CPU cost, connection setup/teardown, UDP stream jitter/loss and highest loss-free rate",
             benchmarks: net::benchmarks(&opts.net),
+        },
+        Suite {
+            name: "fs",
+            description: "File system: cache-bypassed read latency (size sweep), file-cache size, contention, disk bandwidth with CPU cost, create/delete, fsync",
+            benchmarks: fs::benchmarks(&opts.fs),
         },
         Suite {
             name: "interactivity",

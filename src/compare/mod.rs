@@ -636,6 +636,17 @@ const OBSERVED_PARAMS: &[&str] = &[
     "work_loops_per_us",
     "work_calibration_spread",
     "work_calibration_cached",
+    // Observed by the fs suite (what the OS and the device counter said, how long it took).
+    "process_cpu_s",
+    "sweep_wall_s",
+    "cache_result",
+    "cache_lower_bound_note",
+    "os_cache_figure",
+    "os_cache_figure_bytes",
+    "resident_pages_before_first_pass",
+    "resident_fraction_after_reread",
+    "device_bytes_per_requested_byte",
+    "fs_info_error",
 ];
 
 /// Flatten a JSON value into `path = value` leaves, leaving out the keys in `skip` (at any depth).

@@ -33,6 +33,9 @@ pub mod net;
 /// Memory-backed file systems and per-process device read counters (I/O loads, file systems).
 pub mod storage;
 
+/// The one cache-bypass open, page residency and file-system facts (fs suite, read load).
+pub mod fs;
+
 /// System-wide and whole-process CPU time counters (CPU cost of network and disk I/O).
 pub mod cputime;
 

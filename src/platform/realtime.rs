@@ -80,6 +80,19 @@ pub struct BusySample {
 
 pub use imp::*;
 
+/// Open a file for reads that really come from storage, through the one cache-bypass mechanism
+/// ([`crate::platform::fs::open_uncached`]); returns the file and how the cache is bypassed.
+/// Where the method starts with `posix_fadvise`, call [`drop_file_cache`] before every pass.
+pub fn open_uncached_read(path: &Path) -> io::Result<(File, &'static str)> {
+    let u = super::fs::open_uncached(path, false)?;
+    Ok((u.file, u.method))
+}
+
+/// Drop the file's cached pages (it must have been written back: call sync_all first).
+pub fn drop_file_cache(f: &File) -> io::Result<()> {
+    super::fs::drop_cache(f)
+}
+
 // ------------------------------------------------------------------------------------------------
 #[cfg(unix)]
 mod unix_common {
@@ -117,7 +130,6 @@ mod unix_common {
 #[cfg(target_os = "linux")]
 mod imp {
     use super::*;
-    use std::os::unix::fs::OpenOptionsExt;
 
     pub const SLEEP_DESCRIPTION: &str = "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)";
     pub const CPU_CLOCK_DESCRIPTION: &str = "clock_gettime(CLOCK_THREAD_CPUTIME_ID)";
@@ -326,35 +338,6 @@ mod imp {
         super::unix_common::statvfs_free(dir)
     }
 
-    /// Open a file for reads that really come from storage: O_DIRECT (reads must be aligned to
-    /// 4096 bytes); where the file system refuses O_DIRECT, a normal open whose cached pages are
-    /// dropped with posix_fadvise(DONTNEED) before every pass (see [`drop_file_cache`]).
-    pub fn open_uncached_read(path: &Path) -> io::Result<(File, &'static str)> {
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-        {
-            Ok(f) => Ok((f, "O_DIRECT (page cache bypassed)")),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok((
-                File::open(path)?,
-                "posix_fadvise(POSIX_FADV_DONTNEED) before each pass (O_DIRECT refused by the file system)",
-            )),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Drop the file's cached pages (it must have been written back: call sync_all first).
-    pub fn drop_file_cache(f: &File) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
-        // SAFETY: valid fd; whole-file range.
-        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-        Ok(())
-    }
-
     pub fn busy_sample() -> BusySample {
         let loadavg1 = std::fs::read_to_string("/proc/loadavg")
             .ok()
@@ -396,7 +379,6 @@ mod imp {
 #[cfg(target_os = "macos")]
 mod imp {
     use super::*;
-    use std::os::fd::AsRawFd;
 
     pub const SLEEP_DESCRIPTION: &str = "mach_wait_until (absolute mach time)";
     pub const CPU_CLOCK_DESCRIPTION: &str = "clock_gettime(CLOCK_THREAD_CPUTIME_ID)";
@@ -499,23 +481,6 @@ mod imp {
         super::unix_common::statvfs_free(dir)
     }
 
-    pub fn open_uncached_read(path: &Path) -> io::Result<(File, &'static str)> {
-        let f = File::open(path)?;
-        // SAFETY: valid fd.
-        if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_NOCACHE, 1) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((
-            f,
-            "fcntl(F_NOCACHE) (new reads bypass the unified buffer cache; F_NOCACHE cannot evict \
-             pages of the file that are already cached, which are still served from memory)",
-        ))
-    }
-
-    pub fn drop_file_cache(_f: &File) -> io::Result<()> {
-        Ok(())
-    }
-
     pub fn busy_sample() -> BusySample {
         let mut l = [0f64; 3];
         // SAFETY: buffer of 3 doubles.
@@ -532,9 +497,8 @@ mod imp {
 mod imp {
     use super::*;
     use std::os::windows::ffi::OsStrExt;
-    use std::os::windows::fs::OpenOptionsExt;
     use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, WAIT_OBJECT_0};
-    use windows_sys::Win32::Storage::FileSystem::{FILE_FLAG_NO_BUFFERING, GetDiskFreeSpaceExW};
+    use windows_sys::Win32::Storage::FileSystem::GetDiskFreeSpaceExW;
     use windows_sys::Win32::System::Performance::{
         QueryPerformanceCounter, QueryPerformanceFrequency,
     };
@@ -697,18 +661,6 @@ mod imp {
             return Err(io::Error::last_os_error());
         }
         Ok(avail)
-    }
-
-    pub fn open_uncached_read(path: &Path) -> io::Result<(File, &'static str)> {
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(FILE_FLAG_NO_BUFFERING)
-            .open(path)?;
-        Ok((f, "FILE_FLAG_NO_BUFFERING (system cache bypassed)"))
-    }
-
-    pub fn drop_file_cache(_f: &File) -> io::Result<()> {
-        Ok(())
     }
 
     pub fn busy_sample() -> BusySample {

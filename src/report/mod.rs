@@ -10,6 +10,7 @@
 
 mod charts;
 mod net;
+mod fs;
 
 use std::fmt::Write as _;
 
@@ -140,6 +141,7 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
     }
 
     h.push_str(&net::section(runs)?);
+    h.push_str(&fs::section(runs)?);
     h.push_str(&warnings_section(runs));
 
     // The records, for re-import (`osgauge results import report.html`).

@@ -1,0 +1,334 @@
+//! `fs/seq_write_tN`, `fs/seq_read_tN`: seed 003 §5.5's disk bandwidth (iozone `-c -t N -r 4M
+//! -i 0 -i 1`, scaled to this machine): N threads each write (or read) their own file
+//! sequentially in 4 MiB blocks, released by a barrier, with the cache bypassed (`mb_per_s`) and
+//! buffered (`mb_per_s_buffered`); fsync and close are inside the write time. CPU cost: the shared
+//! `crate::cpucost` (system-wide CPU minus an idle baseline).
+
+use std::io::{Read, Write};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use super::read_latency::counter_checks;
+use super::{DeviceCheck, FsOptions, MIB, io_err, size_name, storage_facts, workdir, write_file};
+use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::cpucost::{CpuCost, CpuMeter};
+use crate::harness::RunContext;
+use crate::model::BenchError;
+use crate::platform::fs::{self as pfs, AlignedBuf};
+use crate::units::{Better, Unit};
+
+pub const BLOCK: u64 = 4 * MIB;
+pub const DEFAULT_THREADS: [usize; 3] = [1, 2, 3];
+pub const DEFAULT_BYTES: u64 = 256 * MIB;
+pub const QUICK_BYTES: u64 = 32 * MIB;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Write,
+    Read,
+}
+
+pub fn benchmarks(o: &FsOptions) -> Vec<Box<dyn Benchmark>> {
+    let threads = o
+        .threads
+        .clone()
+        .unwrap_or_else(|| DEFAULT_THREADS.to_vec());
+    let mut v: Vec<Box<dyn Benchmark>> = Vec::new();
+    for d in [Dir::Write, Dir::Read] {
+        for &t in &threads {
+            v.push(Box::new(Bandwidth::new(o, d, t)));
+        }
+    }
+    v
+}
+
+pub struct Bandwidth {
+    info: Info,
+    parent: std::path::PathBuf,
+    dir: Dir,
+    threads: usize,
+    bytes_per_thread: u64,
+    idle: Duration,
+}
+
+fn metrics() -> Vec<MetricSpec> {
+    vec![
+        MetricSpec {
+            name: "mb_per_s",
+            unit: Unit::Count,
+            better: Better::Higher,
+            description: "MB/s (10^6 bytes per second), all threads together, cache bypassed",
+        },
+        MetricSpec {
+            name: "cpu_s_per_gb",
+            unit: Unit::Count,
+            better: Better::Lower,
+            description: "CPU-seconds per GB (10^9 bytes), system-wide net of the idle \
+                          baseline, cache bypassed",
+        },
+        MetricSpec {
+            name: "pct_all_cpus",
+            unit: Unit::Percent,
+            better: Better::Lower,
+            description: "net system CPU as % of all CPUs during the cache-bypassed test",
+        },
+        MetricSpec {
+            name: "mb_per_s_buffered",
+            unit: Unit::Count,
+            better: Better::Higher,
+            description: "MB/s (10^6 bytes per second), all threads together, through the OS \
+                          cache (write: fsync+close included; read: the file's cache dropped \
+                          first)",
+        },
+        MetricSpec {
+            name: "cpu_s_per_gb_buffered",
+            unit: Unit::Count,
+            better: Better::Lower,
+            description: "CPU-seconds per GB (10^9 bytes), system-wide net of the idle \
+                          baseline, buffered",
+        },
+    ]
+}
+
+impl Bandwidth {
+    pub fn new(o: &FsOptions, dir: Dir, threads: usize) -> Self {
+        let (verb, what) = match dir {
+            Dir::Write => ("write", "Sequential write"),
+            Dir::Read => ("read", "Sequential read"),
+        };
+        let want = o
+            .max_size
+            .unwrap_or(if o.quick { QUICK_BYTES } else { DEFAULT_BYTES });
+        Bandwidth {
+            info: Info {
+                id: format!("fs/seq_{verb}_t{threads}"),
+                suite: "fs",
+                title: format!("{what} bandwidth, {threads} thread(s), 4 MiB blocks"),
+                method: format!(
+                    "Seed 003 §5.5 (iozone -c -t N -r 4M -i 0 -i 1, scaled): {threads} thread(s), \
+                     each with its own file of up to {} (less if half the free space minus 1 GiB \
+                     is smaller), released by a barrier, {verb} it sequentially in 4 MiB blocks. \
+                     Twice per run: with the platform's one cache bypass (mb_per_s) and through \
+                     the OS cache (mb_per_s_buffered). {} Time = barrier release to the last \
+                     thread's end. CPU cost: {}.",
+                    size_name(want),
+                    match dir {
+                        Dir::Write =>
+                            "The write time INCLUDES fsync and close of every file (iozone -c -e).",
+                        Dir::Read =>
+                            "Files are written and fsynced before the timed read; for the \
+                             buffered read their cached pages are dropped first (Linux \
+                             posix_fadvise; elsewhere not measured).",
+                    },
+                    crate::cpucost::method()
+                ),
+                metrics: metrics(),
+            },
+            parent: o.parent(),
+            dir,
+            threads,
+            bytes_per_thread: want,
+            idle: Duration::from_millis(if o.quick { 50 } else { 200 }),
+        }
+    }
+
+    /// Run the threads once; returns (bytes moved, wall seconds, CPU cost).
+    fn pass(
+        &self,
+        ctx: &RunContext,
+        files: &[std::path::PathBuf],
+        bytes: u64,
+        direct: bool,
+    ) -> Result<(u64, f64, std::io::Result<CpuCost>), BenchError> {
+        ctx.check()?;
+        let meter = CpuMeter::start(self.idle);
+        let barrier = Barrier::new(files.len() + 1);
+        let dir = self.dir;
+        let (t, results, cost) = std::thread::scope(|s| {
+            let hs: Vec<_> = files
+                .iter()
+                .map(|p| {
+                    let barrier = &barrier;
+                    s.spawn(move || one_thread(p, bytes, direct, dir, barrier))
+                })
+                .collect();
+            barrier.wait();
+            let mut meter = meter;
+            if let Ok(m) = meter.as_mut() {
+                let _ = m.restart();
+            }
+            let t0 = Instant::now();
+            let r: Vec<_> = hs
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("thread panicked")))
+                })
+                .collect();
+            let t = t0.elapsed().as_secs_f64();
+            let cost = meter.and_then(|m| m.stop());
+            (t, r, cost)
+        });
+        let mut total = 0;
+        for r in results {
+            total += r.map_err(|e| BenchError::os("sequential I/O", e))?;
+        }
+        Ok((total, t, cost))
+    }
+}
+
+/// One thread: open (before the barrier), move `bytes` in 4 MiB blocks, fsync and close (write).
+fn one_thread(
+    p: &std::path::Path,
+    bytes: u64,
+    direct: bool,
+    dir: Dir,
+    barrier: &Barrier,
+) -> std::io::Result<u64> {
+    let (file, align, fallback_drop) = if direct {
+        if dir == Dir::Write {
+            std::fs::File::create(p)?;
+        }
+        let u = pfs::open_uncached(p, dir == Dir::Write)?;
+        (u.file, u.align, u.drop_before_pass)
+    } else {
+        let f = match dir {
+            Dir::Write => std::fs::File::create(p)?,
+            Dir::Read => {
+                let f = std::fs::File::open(p)?;
+                pfs::drop_cache(&f)?;
+                f
+            }
+        };
+        (f, 4096, false)
+    };
+    if fallback_drop {
+        pfs::drop_cache(&file)?;
+    }
+    let mut buf = AlignedBuf::new(BLOCK as usize, align, 0xa5);
+    barrier.wait();
+    let mut file = file;
+    let mut done = 0;
+    while done < bytes {
+        let n = (bytes - done).min(BLOCK) as usize;
+        match dir {
+            Dir::Write => file.write_all(&buf.bytes()[..n])?,
+            Dir::Read => file.read_exact(&mut buf.bytes_mut()[..n])?,
+        }
+        done += n as u64;
+    }
+    if dir == Dir::Write {
+        file.sync_all()?;
+    }
+    drop(file);
+    Ok(done)
+}
+
+impl Benchmark for Bandwidth {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn params(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("threads".into(), self.threads.into());
+        m.insert("block_bytes".into(), BLOCK.into());
+        m.insert(
+            "fsync_close_in_write_time".into(),
+            (self.dir == Dir::Write).into(),
+        );
+        m
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        super::read_latency::refuse_memory_backed(&self.parent)?;
+        let n = self.threads as u64;
+        let per = (workdir::budget(&self.parent, self.bytes_per_thread * n)? / n) / BLOCK * BLOCK;
+        if per == 0 {
+            return Err(BenchError::failed(format!(
+                "not enough free space in {} for one 4 MiB block per thread",
+                self.parent.display()
+            )));
+        }
+        let wd = workdir::WorkDir::create(&self.parent)
+            .map_err(|e| io_err("work directory in", &self.parent, e))?;
+        let facts = storage_facts(wd.path());
+        let check = counter_checks(&facts);
+        let mut out = RunOutput {
+            facts,
+            ..Default::default()
+        }
+        .fact("bytes_per_thread", per)
+        .fact("bytes_total", per * n);
+        let files: Vec<_> = (0..self.threads)
+            .map(|i| wd.file(&format!("bw{i}")))
+            .collect();
+        if self.dir == Dir::Read {
+            for f in &files {
+                write_file(ctx, f, per)?;
+            }
+        }
+        let probe = wd.file("probe");
+        std::fs::File::create(&probe).map_err(|e| io_err("create", &probe, e))?;
+        let method = pfs::open_uncached(&probe, true)
+            .map(|u| u.method)
+            .map_err(|e| io_err("open", &probe, e))?;
+        out = out.fact("bypass_method", method);
+
+        for direct in [true, false] {
+            let (rate, cpu) = if direct {
+                ("mb_per_s", "cpu_s_per_gb")
+            } else {
+                ("mb_per_s_buffered", "cpu_s_per_gb_buffered")
+            };
+            if !direct && self.dir == Dir::Read && !cfg!(target_os = "linux") {
+                let why = "not measured: this OS cannot drop one file's cached pages, so a \
+                           buffered re-read would come from memory";
+                out = out.not_measured(rate, why).not_measured(cpu, why);
+                continue;
+            }
+            let dev = DeviceCheck::start();
+            let (bytes, t, cost) = self.pass(ctx, &files, per, direct)?;
+            if self.dir == Dir::Read
+                && direct
+                && let (Ok(()), Some(d)) = (&check, dev.bytes())
+                && d < bytes / 2
+            {
+                let why = format!(
+                    "served from memory: the device counter saw {d} of {bytes} bytes read with \
+                     the cache bypassed"
+                );
+                out = out
+                    .not_measured(rate, why.clone())
+                    .not_measured(cpu, why.clone())
+                    .not_measured("pct_all_cpus", why);
+                continue;
+            }
+            out = out.metric(rate, vec![bytes as f64 / t / 1e6]);
+            match cost {
+                Ok(c) => {
+                    out = out.metric(cpu, vec![c.cpu_s_per_gb(bytes).unwrap_or(0.0)]);
+                    if direct {
+                        out = out
+                            .metric("pct_all_cpus", vec![c.pct_all_cpus()])
+                            .fact("process_cpu_s", c.process_cpu_s);
+                    }
+                }
+                Err(e) => {
+                    let why = format!("CPU counters unavailable: {e}");
+                    out = out.not_measured(cpu, why.clone());
+                    if direct {
+                        out = out.not_measured("pct_all_cpus", why);
+                    }
+                }
+            }
+        }
+        if let Err(why) = check {
+            out = out.fact("bypass_check", why);
+        }
+        drop(wd);
+        Ok(out)
+    }
+}

@@ -1,0 +1,233 @@
+//! File-system suite (seed 002 §6, seed 003 §5.5): per-block read latency with the cache
+//! bypassed (sequential and random page order, a size sweep), the file-cache size, contention
+//! from 1 to 16 threads, disk bandwidth with its CPU cost, metadata rates and fsync latency.
+//! Every file lives in a [`workdir::WorkDir`] under `--dir` (default: the current directory) and
+//! is removed on every exit path; the cache bypass is the one in `crate::platform::fs`.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::Benchmark;
+use crate::model::BenchError;
+use crate::platform::fs::{self as pfs, FsInfo};
+
+pub mod bandwidth;
+pub mod cache_size;
+pub mod contention;
+pub mod fsync;
+pub mod metadata;
+pub mod read_latency;
+pub mod workdir;
+
+pub const KIB: u64 = 1 << 10;
+pub const MIB: u64 = 1 << 20;
+/// The unit of the per-block figures (the seed's 4 KB page).
+pub const PAGE: u64 = 4096;
+
+/// Page orders of the read-latency benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// Backwards page by page (the seed's order: defeats read-ahead).
+    Seq,
+    Random,
+}
+
+impl Pattern {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Seq => "seq",
+            Pattern::Random => "random",
+        }
+    }
+}
+
+/// Options of the fs suite (`osgauge micro fs …`).
+#[derive(Debug, Clone, Default)]
+pub struct FsOptions {
+    /// Parent of the work directory; None = the current directory.
+    pub dir: Option<PathBuf>,
+    /// Read-latency file sizes.
+    pub sizes: Option<Vec<u64>>,
+    /// Read-latency page orders; empty = both.
+    pub patterns: Vec<Pattern>,
+    /// Disk-bandwidth thread counts; None = 1, 2, 3.
+    pub threads: Option<Vec<usize>>,
+    /// Largest file: bandwidth bytes per thread, cache-size sweep cap.
+    pub max_size: Option<u64>,
+    /// The quick preset's short configuration (~20 s for the whole suite).
+    pub quick: bool,
+}
+
+impl FsOptions {
+    pub fn quick() -> FsOptions {
+        FsOptions {
+            quick: true,
+            ..Default::default()
+        }
+    }
+    pub fn parent(&self) -> PathBuf {
+        self.dir.clone().unwrap_or_else(|| PathBuf::from("."))
+    }
+}
+
+pub fn benchmarks(o: &FsOptions) -> Vec<Box<dyn Benchmark>> {
+    let mut v: Vec<Box<dyn Benchmark>> = vec![
+        Box::new(read_latency::ReadLatency::new(o)),
+        Box::new(contention::Contention::new(o)),
+        Box::new(cache_size::CacheSize::new(o)),
+    ];
+    v.extend(bandwidth::benchmarks(o));
+    v.push(Box::new(metadata::CreateDelete::new(o)));
+    v.push(Box::new(fsync::Fsync::new(o)));
+    v
+}
+
+/// A metric name made at run time (sizes and thread counts come from options); suites are built
+/// a few times per process, so the leak is bounded.
+pub fn name(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Size text for metric names and facts: 32KiB, 4MiB.
+pub fn size_name(b: u64) -> String {
+    crate::bench::mem::format_size(b)
+}
+
+pub fn io_err(what: &str, p: &Path, e: io::Error) -> BenchError {
+    super::os_err(&format!("{what} {}", p.display()), e)
+}
+
+/// Write `len` bytes (pseudo-random, so no layer can compress them) to a new file, flush it to
+/// storage and drop its cached pages where the OS can (Linux).
+pub fn write_file(
+    ctx: &crate::harness::RunContext,
+    path: &Path,
+    len: u64,
+) -> Result<(), BenchError> {
+    let mut f = std::fs::File::create(path).map_err(|e| io_err("create", path, e))?;
+    let mut buf = vec![0u8; MIB as usize];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ len;
+    for c in buf.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.copy_from_slice(&x.to_le_bytes()[..c.len()]);
+    }
+    let mut left = len;
+    while left > 0 {
+        ctx.check()?;
+        let n = left.min(MIB) as usize;
+        buf[0] = buf[0].wrapping_add(1);
+        f.write_all(&buf[..n])
+            .map_err(|e| io_err("write", path, e))?;
+        left -= n as u64;
+    }
+    f.sync_all().map_err(|e| io_err("fsync", path, e))?;
+    let _ = pfs::drop_cache(&f);
+    Ok(())
+}
+
+/// A small deterministic generator (xorshift) for page orders.
+pub struct Rng(u64);
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// The facts every fs benchmark records about where it ran.
+pub fn storage_facts(dir: &Path) -> Map<String, Value> {
+    let mut m = Map::new();
+    match pfs::fs_info(dir) {
+        Ok(FsInfo {
+            fs_type,
+            mount_source,
+            mount_point,
+            network,
+            network_rule,
+            memory_backed,
+            device,
+            rotational,
+            virtual_disk,
+        }) => {
+            m.insert("fs_type".into(), fs_type.into());
+            if let Some(s) = mount_source {
+                m.insert("mount_source".into(), s.into());
+            }
+            if let Some(s) = mount_point {
+                m.insert("mount_point".into(), s.into());
+            }
+            m.insert("network_fs".into(), network.into());
+            m.insert("network_rule".into(), network_rule.into());
+            if let Some(s) = memory_backed {
+                m.insert("memory_backed".into(), s.into());
+            }
+            if let Some(s) = device {
+                m.insert("device".into(), s.into());
+            }
+            if let Some(r) = rotational {
+                m.insert("rotational".into(), r.into());
+            }
+            if let Some(v) = virtual_disk {
+                m.insert("virtual_disk".into(), v.into());
+                if v {
+                    m.insert(
+                        "host_cache_note".into(),
+                        "virtual disk: a cache-bypassed request leaves the guest but the host's \
+                         own cache may serve it, so \"disk\" figures can be host-memory figures"
+                            .into(),
+                    );
+                }
+            }
+        }
+        Err(e) => {
+            m.insert("fs_info_error".into(), e.to_string().into());
+        }
+    }
+    m
+}
+
+/// What fraction of `requested` bytes the per-process device counter saw, and whether that
+/// shows the reads reached storage. None when the counter is unusable here.
+pub struct DeviceCheck {
+    pub before: Option<u64>,
+}
+
+impl DeviceCheck {
+    pub fn start() -> DeviceCheck {
+        DeviceCheck {
+            before: crate::platform::storage::device_read_bytes().ok(),
+        }
+    }
+    /// (device bytes read since start) or None.
+    pub fn bytes(&self) -> Option<u64> {
+        let a = self.before?;
+        let b = crate::platform::storage::device_read_bytes().ok()?;
+        Some(b.saturating_sub(a))
+    }
+}
+
+/// The device counter can prove a read reached storage (Windows' counter also counts cached
+/// reads, so it cannot).
+pub fn device_counter_proves_storage() -> bool {
+    cfg!(any(target_os = "linux", target_os = "macos"))
+}
+
+/// Median of a slice (copy sorted).
+pub fn median(v: &[f64]) -> f64 {
+    crate::stats::median(v)
+}

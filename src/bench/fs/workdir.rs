@@ -1,0 +1,211 @@
+//! The work directory every fs benchmark writes in: a fresh `osgauge-fs-<pid>-<n>` directory
+//! under the chosen parent, owned through an exclusive lock on a marker file inside it. It is
+//! removed when dropped (normal end, error, Ctrl-C: the harness's cancel flag unwinds to here);
+//! a directory whose marker is no longer locked belongs to a run that was killed and is removed
+//! at the next start. Space for files comes from [`budget`]: free space minus a margin, halved,
+//! and never over a hard cap.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::model::BenchError;
+
+pub const PREFIX: &str = "osgauge-fs-";
+pub const MARKER: &str = ".osgauge-fs-owner";
+/// Always left free on the file system.
+pub const MARGIN: u64 = 1 << 30;
+/// Never more than this in files, whatever is free or asked.
+pub const HARD_CAP: u64 = 64 << 30;
+/// Below this there is no room for any fs benchmark.
+pub const MIN_SPACE: u64 = 16 << 20;
+
+#[derive(Debug)]
+pub struct WorkDir {
+    path: PathBuf,
+    lock: Option<File>,
+}
+
+impl WorkDir {
+    /// Remove stale work directories under `parent`, then make a new one.
+    pub fn create(parent: &Path) -> io::Result<WorkDir> {
+        clean_stale(parent);
+        let pid = std::process::id();
+        for n in 0..10_000u32 {
+            let path = parent.join(format!("{PREFIX}{pid}-{n}"));
+            match std::fs::create_dir(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+            }
+            let mut wd = WorkDir { path, lock: None };
+            let mut f = File::create(wd.path.join(MARKER))?;
+            f.try_lock()
+                .map_err(|e| io::Error::other(format!("locking the marker: {e}")))?;
+            writeln!(
+                f,
+                "osgauge fs work directory of process {pid}; removed when unlocked"
+            )?;
+            wd.lock = Some(f);
+            return Ok(wd);
+        }
+        Err(io::Error::other("no free work-directory name"))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        // Unlock and close first: Windows cannot delete an open file.
+        self.lock.take();
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Remove every `osgauge-fs-*` directory under `parent` whose marker no process holds (its run
+/// was killed). Returns the directories removed.
+pub fn clean_stale(parent: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return removed;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with(PREFIX) || !e.path().is_dir() {
+            continue;
+        }
+        let marker = e.path().join(MARKER);
+        let stale = match OpenOptions::new().read(true).write(true).open(&marker) {
+            // Lock taken: nobody holds it, the owner is gone.
+            Ok(f) => f.try_lock().is_ok(),
+            // No marker: a start interrupted between mkdir and marker, or a marker-less leftover;
+            // stale once it is a minute old (a concurrent start writes its marker at once).
+            Err(_) => e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age.as_secs() > 60),
+        };
+        if stale && std::fs::remove_dir_all(e.path()).is_ok() {
+            removed.push(e.path());
+        }
+    }
+    removed
+}
+
+/// Check `dir` before anything runs: exists, is a directory, writable (a work directory can be
+/// made and removed there), and has room for at least [`MIN_SPACE`] beyond the margin.
+pub fn check_dir(dir: &Path) -> Result<(), String> {
+    let md = std::fs::metadata(dir).map_err(|e| format!("--dir {}: {e}", dir.display()))?;
+    if !md.is_dir() {
+        return Err(format!("--dir {}: not a directory", dir.display()));
+    }
+    WorkDir::create(dir).map_err(|e| format!("--dir {}: not writable ({e})", dir.display()))?;
+    let free = crate::platform::fs::free_bytes(dir)
+        .map_err(|e| format!("--dir {}: free space unknown ({e})", dir.display()))?;
+    if free < MARGIN + MIN_SPACE {
+        return Err(format!(
+            "--dir {}: only {} free; the fs suite keeps {} free and needs {} more",
+            dir.display(),
+            crate::bench::mem::format_size(free),
+            crate::bench::mem::format_size(MARGIN),
+            crate::bench::mem::format_size(MIN_SPACE)
+        ));
+    }
+    Ok(())
+}
+
+/// Bytes of files a benchmark may make under `dir` when it wants `want`: at most half of
+/// (free − margin), at most the hard cap. Err when not even [`MIN_SPACE`] fits.
+pub fn budget(dir: &Path, want: u64) -> Result<u64, BenchError> {
+    let free = crate::platform::fs::free_bytes(dir)
+        .map_err(|e| BenchError::failed(format!("free space of {}: {e}", dir.display())))?;
+    let room = (free.saturating_sub(MARGIN) / 2).min(HARD_CAP);
+    if room < MIN_SPACE.min(want) {
+        return Err(BenchError::failed(format!(
+            "not enough free space in {}: {} free, {} kept free",
+            dir.display(),
+            crate::bench::mem::format_size(free),
+            crate::bench::mem::format_size(MARGIN)
+        )));
+    }
+    Ok(want.min(room))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("osgauge-wd-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_work_dir_is_removed_when_dropped_and_kept_while_held() {
+        let parent = tmp("drop");
+        let wd = WorkDir::create(&parent).unwrap();
+        std::fs::write(wd.file("a"), b"x").unwrap();
+        // Held: not stale.
+        assert!(clean_stale(&parent).is_empty());
+        assert!(wd.path().is_dir());
+        let p = wd.path().to_path_buf();
+        drop(wd);
+        assert!(!p.exists());
+        std::fs::remove_dir_all(&parent).unwrap();
+    }
+
+    #[test]
+    fn an_unlocked_work_dir_is_stale_and_removed_at_the_next_start() {
+        let parent = tmp("stale");
+        // What a killed run leaves: a marked directory nobody locks.
+        let dead = parent.join(format!("{PREFIX}999999-0"));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(MARKER), b"old").unwrap();
+        std::fs::write(dead.join("data"), vec![0u8; 4096]).unwrap();
+        // Unrelated files stay.
+        std::fs::write(parent.join("keep"), b"k").unwrap();
+        let wd = WorkDir::create(&parent).unwrap();
+        assert!(!dead.exists());
+        assert!(parent.join("keep").exists());
+        drop(wd);
+        std::fs::remove_dir_all(&parent).unwrap();
+    }
+
+    #[test]
+    fn bad_dirs_are_refused_with_the_reason() {
+        let e = check_dir(Path::new("/nonexistent-osgauge-dir")).unwrap_err();
+        assert!(e.starts_with("--dir /nonexistent-osgauge-dir"), "{e}");
+        let parent = tmp("file");
+        let f = parent.join("f");
+        std::fs::write(&f, b"x").unwrap();
+        assert!(check_dir(&f).unwrap_err().contains("not a directory"));
+        check_dir(&parent).unwrap();
+        // check_dir leaves nothing behind.
+        assert_eq!(std::fs::read_dir(&parent).unwrap().count(), 1);
+        std::fs::remove_dir_all(&parent).unwrap();
+    }
+
+    #[test]
+    fn the_budget_never_exceeds_the_request_or_half_the_free_space() {
+        let d = std::env::temp_dir();
+        let free = crate::platform::fs::free_bytes(&d).unwrap();
+        match budget(&d, 1 << 20) {
+            Ok(b) => assert!(b <= 1 << 20 && b <= free / 2),
+            Err(e) => assert!(e.message.contains("not enough free space"), "{e:?}"),
+        }
+        if let Ok(b) = budget(&d, u64::MAX) {
+            assert!(b <= HARD_CAP && b <= free.saturating_sub(MARGIN) / 2);
+        }
+    }
+}

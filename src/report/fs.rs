@@ -1,0 +1,319 @@
+//! The fs suite's figures in the HTML report: read latency vs file size (log-log, as the seed's
+//! figures), the contention curve, and disk bandwidth bars per thread count.
+
+use anyhow::{Result, anyhow};
+use plotters::prelude::*;
+
+use super::{Figure, color, figures, legend};
+use crate::model::{MetricResult, RunRecord};
+use crate::units::{Unit, format_value};
+
+const FONT: &str = "sans-serif";
+
+fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing an fs chart: {e:?}")
+}
+
+fn rgb(i: usize) -> RGBColor {
+    let (r, g, b) = color(i);
+    RGBColor(r, g, b)
+}
+
+/// Median of the per-run medians of a metric, if measured.
+fn center(m: &MetricResult) -> Option<f64> {
+    m.summary
+        .as_ref()
+        .map(|s| s.center)
+        .filter(|v| v.is_finite())
+}
+
+/// `pattern_variant_SIZE` → (series, bytes).
+fn parse_latency_name(n: &str) -> Option<(String, u64)> {
+    let (series, size) = n.rsplit_once('_')?;
+    Some((
+        series.to_string(),
+        crate::bench::mem::parse_size(size).ok()?,
+    ))
+}
+
+/// A series: label, colour index, dashed, points (x, y) with x already transformed.
+type Series = (String, usize, bool, Vec<(f64, f64)>);
+
+fn log_log(
+    series: &[Series],
+    x_desc: &str,
+    y_desc: &str,
+    x_fmt: &dyn Fn(&f64) -> String,
+) -> Result<String> {
+    let pts: Vec<(f64, f64)> = series.iter().flat_map(|s| s.3.iter().copied()).collect();
+    let xmin = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let xmax = pts.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let ymin = pts
+        .iter()
+        .map(|p| p.1)
+        .filter(|y| *y > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let ymax = pts.iter().map(|p| p.1).fold(0.0, f64::max);
+    if !xmin.is_finite() || !ymin.is_finite() || ymax <= 0.0 {
+        return Err(anyhow!("no points"));
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1260, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(pe)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(95)
+            .build_cartesian_2d(
+                (xmin - 0.3)..(xmax + 0.3).max(xmin + 1.0),
+                (ymin / 1.5..ymax * 1.5).log_scale(),
+            )
+            .map_err(pe)?;
+        let yfmt = |y: &f64| format_value(*y, Unit::Nanoseconds);
+        chart
+            .configure_mesh()
+            .x_label_formatter(x_fmt)
+            .y_label_formatter(&yfmt)
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 16))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(pe)?;
+        for (label, c, dashed, p) in series {
+            let style = rgb(*c).stroke_width(if *dashed { 1 } else { 2 });
+            chart
+                .draw_series(LineSeries::new(p.clone(), style))
+                .map_err(pe)?
+                .label(label.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            chart
+                .draw_series(p.iter().map(|q| Circle::new(*q, 3, rgb(*c).filled())))
+                .map_err(pe)?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font((FONT, 14))
+            .draw()
+            .map_err(pe)?;
+        root.present().map_err(pe)?;
+    }
+    Ok(svg)
+}
+
+/// Label whole powers of two only (the axis may put ticks between them).
+fn pow2_label(k: &f64) -> String {
+    if (k - k.round()).abs() > 0.01 {
+        return String::new();
+    }
+    crate::bench::mem::format_size(2f64.powf(k.round()) as u64)
+}
+
+/// The fs section of the report ("" when no run has fs benchmarks).
+pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
+    let mut figs = Vec::new();
+    // 1. Read latency vs file size.
+    let mut series: Vec<Series> = Vec::new();
+    for (i, (run, r)) in runs.iter().enumerate() {
+        let Some(b) = r.benchmark("fs/read_latency") else {
+            continue;
+        };
+        let mut by: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        for m in &b.metrics {
+            let (Some((s, bytes)), Some(v)) = (parse_latency_name(&m.name), center(m)) else {
+                continue;
+            };
+            match by.iter_mut().find(|x| x.0 == s) {
+                Some(x) => x.1.push(((bytes as f64).log2(), v)),
+                None => by.push((s, vec![((bytes as f64).log2(), v)])),
+            }
+        }
+        for (k, (s, mut p)) in by.into_iter().enumerate() {
+            p.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let dashed = s.starts_with("random");
+            // One colour per run and series (a single run still shows four distinct lines).
+            let c = if runs.len() == 1 { k } else { i };
+            series.push((format!("{run}: {s}"), c, dashed, p));
+        }
+    }
+    if !series.is_empty()
+        && let Ok(svg) = log_log(
+            &series,
+            "file size (log scale)",
+            "time per block (log scale)",
+            &pow2_label,
+        )
+    {
+        figs.push(Figure {
+            title: "fs/read_latency: time per block vs file size, cache bypassed (log-log; solid \
+                    = backwards sequential, thin = random)"
+                .into(),
+            svg,
+            wide: true,
+        });
+    }
+    // 2. Contention curve.
+    let mut series: Vec<Series> = Vec::new();
+    for (i, (run, r)) in runs.iter().enumerate() {
+        let Some(b) = r.benchmark("fs/contention") else {
+            continue;
+        };
+        let mut p: Vec<(f64, f64)> = b
+            .metrics
+            .iter()
+            .filter_map(|m| {
+                let t: f64 = m.name.strip_prefix('t')?.parse().ok()?;
+                Some((t.log2(), center(m)?))
+            })
+            .collect();
+        p.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if !p.is_empty() {
+            series.push((run.clone(), i, false, p));
+        }
+    }
+    let tfmt = |k: &f64| {
+        if (k - k.round()).abs() > 0.01 {
+            String::new()
+        } else {
+            format!("{}", 2f64.powf(k.round()) as u64)
+        }
+    };
+    if !series.is_empty()
+        && let Ok(svg) = log_log(
+            &series,
+            "threads, each reading its own file (log scale)",
+            "time per block (log scale)",
+            &tfmt,
+        )
+    {
+        figs.push(Figure {
+            title: "fs/contention: time per block vs thread count, cache bypassed".into(),
+            svg,
+            wide: true,
+        });
+    }
+    // 3. Bandwidth bars.
+    for (metric, what) in [
+        ("mb_per_s", "cache bypassed"),
+        ("mb_per_s_buffered", "buffered"),
+    ] {
+        let mut cats: Vec<String> = Vec::new();
+        for (_, r) in runs {
+            for b in &r.benchmarks {
+                if let Some(rest) = b.id.strip_prefix("fs/seq_")
+                    && !cats.iter().any(|c| c == rest)
+                {
+                    cats.push(rest.to_string());
+                }
+            }
+        }
+        let values: Vec<Vec<Option<f64>>> = cats
+            .iter()
+            .map(|c| {
+                runs.iter()
+                    .map(|(_, r)| {
+                        let b = r.benchmark(&format!("fs/seq_{c}"))?;
+                        center(b.metrics.iter().find(|m| m.name == metric)?)
+                    })
+                    .collect()
+            })
+            .collect();
+        if values.iter().flatten().any(|v| v.is_some())
+            && let Ok(svg) = bars(&cats, &values, runs.len())
+        {
+            figs.push(Figure {
+                title: format!(
+                    "Disk bandwidth per thread count, {what} (MB/s = 10^6 B/s; write time \
+                     includes fsync and close)"
+                ),
+                svg,
+                wide: false,
+            });
+        }
+    }
+    if figs.is_empty() {
+        return Ok(String::new());
+    }
+    let mut h = String::from("<section>\n<h2>File system</h2>\n");
+    h.push_str(&legend(runs));
+    h.push_str(&figures(&figs));
+    h.push_str("</section>\n");
+    Ok(h)
+}
+
+fn bars(cats: &[String], values: &[Vec<Option<f64>>], nruns: usize) -> Result<String> {
+    let max = values
+        .iter()
+        .flatten()
+        .flatten()
+        .fold(0.0_f64, |a, b| a.max(*b));
+    let top = if max > 0.0 { max * 1.12 } else { 1.0 };
+    let n = cats.len();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (640, 300)).into_drawing_area();
+        root.fill(&WHITE).map_err(pe)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(8)
+            .x_label_area_size(34)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..n as f64, 0.0..top)
+            .map_err(pe)?;
+        let label = |x: &f64| {
+            let i = x.floor() as usize;
+            if (x - i as f64 - 0.5).abs() < 0.01 {
+                cats.get(i).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(2 * n + 1)
+            .y_desc("MB/s")
+            .x_label_formatter(&label)
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 16))
+            .light_line_style(RGBColor(242, 242, 242))
+            .draw()
+            .map_err(pe)?;
+        let w = 0.8 / nruns.max(1) as f64;
+        for (c, row) in values.iter().enumerate() {
+            for (i, v) in row.iter().enumerate() {
+                let Some(v) = v else { continue };
+                let x0 = c as f64 + 0.1 + w * i as f64;
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x0, 0.0), (x0 + w * 0.92, *v)],
+                        rgb(i).filled(),
+                    )))
+                    .map_err(pe)?;
+            }
+        }
+        root.present().map_err(pe)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_metric_names_parse_to_series_and_size() {
+        assert_eq!(
+            parse_latency_name("seq_byte_32KiB"),
+            Some(("seq_byte".into(), 32 << 10))
+        );
+        assert_eq!(
+            parse_latency_name("random_block_64MiB"),
+            Some(("random_block".into(), 64 << 20))
+        );
+        assert_eq!(parse_latency_name("nonsense"), None);
+    }
+}

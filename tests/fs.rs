@@ -1,0 +1,499 @@
+//! The fs suite end to end: `--dir` refused before anything runs, a cache-bypassed read on tmpfs
+//! refused with the reason, no file left after a run, after Ctrl-C and (at the next start) after a
+//! kill, and the suite on a real network file system (sshfs to an sshd inside a network
+//! namespace) with its type recorded.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const PREFIX: &str = "osgauge-fs-";
+
+/// A fresh directory under the target directory (on disk: /tmp may be tmpfs).
+fn disk_tmp(name: &str) -> PathBuf {
+    let d =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fs-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn osgauge(store: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_osgauge"));
+    c.env("OSGAUGE_STORE", store.join("store.sqlite"))
+        .env("OSGAUGE_CACHE_DIR", store);
+    c
+}
+
+fn run(store: &Path, args: &[&str]) -> Output {
+    osgauge(store).args(args).output().unwrap()
+}
+
+fn entries(d: &Path) -> Vec<String> {
+    std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn bench<'a>(rec: &'a Value, id: &str) -> &'a Value {
+    rec["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in the record"))
+}
+
+/// Each metric of `b` is measured or says why not.
+fn measured_or_reasoned(b: &Value) {
+    assert!(b["error"].is_null(), "{}: {}", b["id"], b["error"]);
+    for m in b["metrics"].as_array().unwrap() {
+        let runs = m["runs"].as_array().map(|r| r.len()).unwrap_or(0);
+        assert!(
+            runs > 0 || m["not_measured"].is_string(),
+            "{} {}: neither measured nor explained",
+            b["id"],
+            m["name"]
+        );
+    }
+}
+
+#[test]
+fn bad_dirs_and_misplaced_options_exit_2_before_anything_runs() {
+    let store = tempfile::tempdir().unwrap();
+    let o = run(
+        store.path(),
+        &["micro", "fs", "--dir", "/nonexistent-osgauge"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--dir /nonexistent-osgauge"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let o = run(store.path(), &["micro", "cpu", "--dir", "."]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("fs suite"));
+    let o = run(store.path(), &["micro", "fs", "--sizes", "1000"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_bypassed_read_on_tmpfs_is_unsupported_with_the_reason() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        osgauge::testing::not_run("a_bypassed_read_on_tmpfs_is_unsupported", "no /dev/shm");
+        return;
+    }
+    let store = tempfile::tempdir().unwrap();
+    let json = store.path().join("r.json");
+    let o = run(
+        store.path(),
+        &[
+            "micro",
+            "fs/read_latency",
+            "fs/contention",
+            "--dir",
+            "/dev/shm",
+            "--sizes",
+            "32KiB",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--export-json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for id in ["fs/read_latency", "fs/contention"] {
+        let e = &bench(&rec, id)["error"];
+        assert_eq!(e["kind"], "unsupported", "{id}: {e}");
+        let msg = e["message"].as_str().unwrap();
+        assert!(msg.contains("tmpfs") && msg.contains("RAM"), "{msg}");
+    }
+}
+
+#[test]
+fn a_run_leaves_no_file_and_records_where_it_ran() {
+    let d = disk_tmp("clean");
+    let store = tempfile::tempdir().unwrap();
+    let json = store.path().join("r.json");
+    let o = run(
+        store.path(),
+        &[
+            "micro",
+            "fs/read_latency",
+            "fs/seq_write_t1",
+            "fs/seq_read_t2",
+            "fs/create_delete",
+            "fs/fsync",
+            "--dir",
+            d.to_str().unwrap(),
+            "--sizes",
+            "32KiB,256KiB",
+            "--max-size",
+            "8MiB",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--run-time",
+            "20ms",
+            "--quiet",
+            "--export-json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(entries(&d).is_empty(), "left behind: {:?}", entries(&d));
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for id in [
+        "fs/read_latency",
+        "fs/seq_write_t1",
+        "fs/seq_read_t2",
+        "fs/create_delete",
+        "fs/fsync",
+    ] {
+        let b = bench(&rec, id);
+        if b["error"]["kind"] == "unsupported" {
+            eprintln!("{id}: {}", b["error"]["message"]);
+            continue;
+        }
+        measured_or_reasoned(b);
+        assert!(b["params"]["fs_type"].is_string(), "{id}: {}", b["params"]);
+    }
+    // The bandwidth contract the application model reads.
+    let w = bench(&rec, "fs/seq_write_t1");
+    let names: Vec<_> = w["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"mb_per_s") && names.contains(&"cpu_s_per_gb"));
+    assert_eq!(w["params"]["bytes_total"], 8 << 20);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Wait until a work directory appears under `d` (the child has started writing).
+#[cfg(unix)]
+fn wait_for_workdir(d: &Path, child: &mut std::process::Child) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        if entries(d).iter().any(|e| e.starts_with(PREFIX)) {
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+#[cfg(unix)]
+fn ctrl_c_removes_the_files_and_a_killed_runs_files_go_at_the_next_start() {
+    let d = disk_tmp("kill");
+    let store = tempfile::tempdir().unwrap();
+    let args = [
+        "micro",
+        "fs/cache_size",
+        "--dir",
+        d.to_str().unwrap(),
+        "--max-size",
+        "256MiB",
+        "--runs",
+        "3",
+        "--quiet",
+    ];
+    for sig in [libc::SIGINT, libc::SIGKILL] {
+        let mut child = osgauge(store.path())
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            wait_for_workdir(&d, &mut child),
+            "no work directory appeared"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: signalling our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        let st = child.wait().unwrap();
+        if sig == libc::SIGINT {
+            assert_eq!(st.code(), Some(130));
+            assert!(entries(&d).is_empty(), "after Ctrl-C: {:?}", entries(&d));
+        } else {
+            let left = entries(&d);
+            assert!(
+                left.iter().any(|e| e.starts_with(PREFIX)),
+                "a kill cannot clean up; expected its directory: {left:?}"
+            );
+        }
+    }
+    // The next start removes the killed run's directory.
+    let o = run(
+        store.path(),
+        &[
+            "micro",
+            "fs/fsync",
+            "--dir",
+            d.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--run-time",
+            "10ms",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(entries(&d).is_empty(), "stale: {:?}", entries(&d));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A network namespace with an sshd, a veth pair to it and an sshfs mount of a directory it
+/// serves; everything torn down on drop.
+#[cfg(target_os = "linux")]
+struct Remote {
+    ns: String,
+    veth: String,
+    sshd: Option<std::process::Child>,
+    mount: PathBuf,
+    mounted: bool,
+    _tmp: tempfile::TempDir,
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Remote {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = Command::new("fusermount")
+                .arg("-u")
+                .arg(&self.mount)
+                .status();
+        }
+        if let Some(mut c) = self.sshd.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.veth])
+            .status();
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn sh(args: &[&str]) -> Result<(), String> {
+    let o = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ))
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn make_remote(served: &Path) -> Result<Remote, String> {
+    for tool in ["ip", "sshfs", "fusermount", "ssh-keygen", "/usr/sbin/sshd"] {
+        if Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .map(|o| !o.status.success())
+            .unwrap_or(true)
+        {
+            return Err(format!("{tool} is not installed"));
+        }
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Err("no /dev/fuse".into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("network namespaces need root".into());
+    }
+    let id = std::process::id() % 60000;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut r = Remote {
+        ns: format!("osgfs{id}"),
+        veth: format!("osgfh{id}"),
+        sshd: None,
+        mount: tmp.path().join("mnt"),
+        mounted: false,
+        _tmp: tempfile::tempdir().map_err(|e| e.to_string())?,
+    };
+    let peer = format!("osgfn{id}");
+    let (a, b) = (
+        format!("10.{}.{}.1", 200 + id / 256 % 50, id % 256),
+        format!("10.{}.{}.2", 200 + id / 256 % 50, id % 256),
+    );
+    sh(&["ip", "netns", "add", &r.ns])?;
+    sh(&[
+        "ip", "link", "add", &r.veth, "type", "veth", "peer", "name", &peer,
+    ])?;
+    sh(&["ip", "link", "set", &peer, "netns", &r.ns])?;
+    sh(&["ip", "addr", "add", &format!("{a}/30"), "dev", &r.veth])?;
+    sh(&["ip", "link", "set", &r.veth, "up"])?;
+    let inns = |args: &[&str]| {
+        let mut v = vec!["ip", "netns", "exec", r.ns.as_str()];
+        v.extend_from_slice(args);
+        sh(&v)
+    };
+    inns(&["ip", "addr", "add", &format!("{b}/30"), "dev", &peer])?;
+    inns(&["ip", "link", "set", &peer, "up"])?;
+    inns(&["ip", "link", "set", "lo", "up"])?;
+    let t = tmp.path();
+    let host_key = t.join("host_key");
+    let user_key = t.join("user_key");
+    sh(&[
+        "ssh-keygen",
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-f",
+        host_key.to_str().unwrap(),
+    ])?;
+    sh(&[
+        "ssh-keygen",
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-f",
+        user_key.to_str().unwrap(),
+    ])?;
+    let auth = t.join("authorized_keys");
+    std::fs::copy(user_key.with_extension("pub"), &auth).map_err(|e| e.to_string())?;
+    let cfg = t.join("sshd_config");
+    std::fs::write(
+        &cfg,
+        format!(
+            "Port 2222\nListenAddress {b}\nHostKey {}\nAuthorizedKeysFile {}\nPermitRootLogin yes\n\
+             PasswordAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\n\
+             Subsystem sftp internal-sftp\n",
+            host_key.display(),
+            auth.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    // sshd wants its privilege-separation directory.
+    let _ = std::fs::create_dir_all("/run/sshd");
+    r.sshd = Some(
+        Command::new("ip")
+            .args(["netns", "exec", &r.ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("sshd: {e}"))?,
+    );
+    std::fs::create_dir_all(&r.mount).map_err(|e| e.to_string())?;
+    let opts = format!(
+        "IdentityFile={},StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,port=2222,\
+         ConnectTimeout=5",
+        user_key.display()
+    );
+    // sshd needs a moment to listen.
+    let t0 = Instant::now();
+    loop {
+        match sh(&[
+            "sshfs",
+            "-o",
+            &opts,
+            &format!("root@{b}:{}", served.display()),
+            r.mount.to_str().unwrap(),
+        ]) {
+            Ok(()) => break,
+            Err(e) if t0.elapsed() > Duration::from_secs(10) => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+    r.mounted = true;
+    // Keep the key directory alive with the mount.
+    r._tmp = tmp;
+    Ok(r)
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn the_suite_runs_on_a_network_file_system_and_says_so() {
+    let served = disk_tmp("served");
+    let remote = match make_remote(&served) {
+        Ok(r) => r,
+        Err(why) => {
+            osgauge::testing::not_run("the_suite_runs_on_a_network_file_system", &why);
+            let _ = std::fs::remove_dir_all(&served);
+            return;
+        }
+    };
+    let store = tempfile::tempdir().unwrap();
+    let json = store.path().join("r.json");
+    let o = run(
+        store.path(),
+        &[
+            "micro",
+            "fs/read_latency",
+            "fs/seq_read_t1",
+            "fs/create_delete",
+            "--dir",
+            remote.mount.to_str().unwrap(),
+            "--sizes",
+            "32KiB,256KiB",
+            "--max-size",
+            "4MiB",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--run-time",
+            "20ms",
+            "--quiet",
+            "--export-json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for id in ["fs/read_latency", "fs/seq_read_t1", "fs/create_delete"] {
+        let b = bench(&rec, id);
+        measured_or_reasoned(b);
+        assert_eq!(b["params"]["fs_type"], "fuse.sshfs", "{id}");
+        assert_eq!(b["params"]["network_fs"], true, "{id}");
+        eprintln!(
+            "{id}: bypass {} / check {}",
+            b["params"]["bypass_method"], b["params"]["bypass_check"]
+        );
+    }
+    // A network mount's reads cannot be checked against a local device counter: said, not hidden.
+    assert!(
+        bench(&rec, "fs/read_latency")["params"]["bypass_check"]
+            .as_str()
+            .unwrap()
+            .contains("network file system")
+    );
+    // Nothing left on the server side either.
+    assert!(entries(&served).is_empty(), "{:?}", entries(&served));
+    drop(remote);
+    let _ = std::fs::remove_dir_all(&served);
+}
