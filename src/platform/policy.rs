@@ -278,6 +278,12 @@ pub fn usage_method() -> &'static str {
     imp::USAGE_METHOD
 }
 
+/// The calling process's own usage so far (a child reports it at its release, so that start-up
+/// before the release is left out of its figures).
+pub fn own_usage() -> io::Result<ChildUsage> {
+    imp::own_usage()
+}
+
 pub use imp::{
     ChildSet, apply_process, apply_thread_for_interactivity, deadline_server, kill_group,
     process_limit, rt_throttle_settings, set_watchdog_priority, user_process_count,
@@ -402,6 +408,24 @@ mod unix_children {
         }
     }
 
+    pub fn own_usage() -> io::Result<ChildUsage> {
+        // SAFETY: zeroed rusage is valid; valid out pointer.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+        Ok(ChildUsage {
+            pid: std::process::id(),
+            code: None,
+            user_ns: tv(ru.ru_utime),
+            sys_ns: tv(ru.ru_stime),
+            voluntary: Some(ru.ru_nvcsw as u64),
+            involuntary: Some(ru.ru_nivcsw as u64),
+            max_rss_bytes: None,
+        })
+    }
+
     pub fn kill_group(pgid: i32) {
         if pgid > 0 {
             // SAFETY: plain signal to a process group we created.
@@ -422,7 +446,7 @@ mod unix_children {
 // ------------------------------------------------------------------------------------------------
 #[cfg(target_os = "linux")]
 mod imp {
-    pub use super::unix_children::{ChildSet, kill_group, process_limit};
+    pub use super::unix_children::{ChildSet, kill_group, own_usage, process_limit};
     use super::*;
     use crate::platform::realtime::{Policy, SchedRequest, apply_sched, read_sched};
 
@@ -542,7 +566,7 @@ mod imp {
 // ------------------------------------------------------------------------------------------------
 #[cfg(target_os = "macos")]
 mod imp {
-    pub use super::unix_children::{ChildSet, kill_group, process_limit};
+    pub use super::unix_children::{ChildSet, kill_group, own_usage, process_limit};
     use super::*;
     use crate::platform::realtime::{Policy, SchedRequest};
 
@@ -784,6 +808,31 @@ mod imp {
     }
     pub fn kill_group(_pgid: i32) {}
 
+    fn times(h: HANDLE) -> io::Result<(u64, u64)> {
+        let z = FILETIME {
+            dwLowDateTime: 0,
+            dwHighDateTime: 0,
+        };
+        let (mut a, mut b, mut k, mut u) = (z, z, z, z);
+        // SAFETY: h is an open process handle; out pointers are valid.
+        if unsafe { GetProcessTimes(h, &mut a, &mut b, &mut k, &mut u) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let f = |t: FILETIME| ((t.dwHighDateTime as u64) << 32 | t.dwLowDateTime as u64) * 100;
+        Ok((f(u), f(k)))
+    }
+
+    pub fn own_usage() -> io::Result<ChildUsage> {
+        // SAFETY: pseudo handle of the current process.
+        let (user_ns, sys_ns) = times(unsafe { GetCurrentProcess() })?;
+        Ok(ChildUsage {
+            pid: std::process::id(),
+            user_ns,
+            sys_ns,
+            ..Default::default()
+        })
+    }
+
     fn class_name(c: u32) -> String {
         match c {
             IDLE_PRIORITY_CLASS => "idle".into(),
@@ -920,32 +969,13 @@ mod imp {
                 match self.children[i].try_wait()? {
                     Some(status) => {
                         let c = self.children.swap_remove(i);
-                        let z = FILETIME {
-                            dwLowDateTime: 0,
-                            dwHighDateTime: 0,
-                        };
-                        let (mut a, mut b, mut k, mut u) = (z, z, z, z);
-                        // SAFETY: the child's process handle is still open (c owns it).
-                        let ok = unsafe {
-                            GetProcessTimes(
-                                c.as_raw_handle() as HANDLE,
-                                &mut a,
-                                &mut b,
-                                &mut k,
-                                &mut u,
-                            )
-                        } != 0;
-                        let f = |t: FILETIME| {
-                            ((t.dwHighDateTime as u64) << 32 | t.dwLowDateTime as u64) * 100
-                        };
-                        if !ok {
-                            return Err(io::Error::last_os_error());
-                        }
+                        // The handle is still open (c owns it).
+                        let (user_ns, sys_ns) = times(c.as_raw_handle() as HANDLE)?;
                         out.push(ChildUsage {
                             pid: c.id(),
                             code: status.code(),
-                            user_ns: f(u),
-                            sys_ns: f(k),
+                            user_ns,
+                            sys_ns,
                             ..Default::default()
                         });
                     }

@@ -57,6 +57,7 @@ pub fn child_main(spec_json: &str) -> i32 {
         let _ = std::fs::remove_dir_all(&dir);
         return 4;
     }
+    let before = pp::own_usage().ok();
     let start = now_ns();
     let r = work::run(&spec.work, &dir);
     let end = now_ns();
@@ -69,6 +70,9 @@ pub fn child_main(spec_json: &str) -> i32 {
         "start": start,
         "end": end,
         "applied": applied,
+        "before": before.map(|u| serde_json::json!({
+            "user": u.user_ns, "sys": u.sys_ns, "vol": u.voluntary, "invol": u.involuntary,
+        })),
     }));
     0
 }

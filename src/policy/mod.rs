@@ -125,6 +125,17 @@ struct ChildLine {
     applied: Option<pp::Applied>,
     #[serde(default)]
     error: Option<String>,
+    /// The child's own usage at its release (start-up), subtracted from the reaped figures.
+    #[serde(default)]
+    before: Option<Before>,
+}
+
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+struct Before {
+    user: u64,
+    sys: u64,
+    vol: Option<u64>,
+    invol: Option<u64>,
 }
 
 /// One process's figures in a run.
@@ -192,7 +203,9 @@ releases them all at once by closing it. Each does the same fixed work, calibrat
 process alone takes the study's --work-time: cpu = digits of π (spigot, checked), io = write and read \
 back 4 KiB files in a rotating series of 8 in its own temp folder (removed on every exit path), \
 mixed = half of each, sleepy = π bursts with 1 ms sleeps. Each child stamps its own start and \
-finish (monotonic clock); the parent reaps every child with its resource usage. Per run: makespan \
+finish (monotonic clock) and its own usage at the release; the parent reaps every child with its \
+resource usage and subtracts the start-up part (exec, policy, waiting), so user/system time and \
+switches are those of the work and the exit. Per run: makespan \
 (release → last finish), turnaround of each process (release → its finish), total user and system \
 time and voluntary/involuntary context switches of all children, and Jain's fairness index of the \
 CPU shares (CPU time / turnaround per process). A watchdog thread at a priority above the hogs \
@@ -514,13 +527,17 @@ impl Benchmark for Cell {
                 )));
             }
             applied = Some(a);
+            let b = c.before.clone().ok_or_else(|| {
+                BenchError::failed(format!("child {} did not report its start-up usage", u.pid))
+            })?;
+            let minus = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
             procs.push(ProcFigures {
                 turnaround_ns: c.end.saturating_sub(t_go) as f64,
                 wall_ns: c.end.saturating_sub(c.start) as f64,
-                user_ns: u.user_ns as f64,
-                sys_ns: u.sys_ns as f64,
-                voluntary: u.voluntary,
-                involuntary: u.involuntary,
+                user_ns: u.user_ns.saturating_sub(b.user) as f64,
+                sys_ns: u.sys_ns.saturating_sub(b.sys) as f64,
+                voluntary: minus(u.voluntary, b.vol),
+                involuntary: minus(u.involuntary, b.invol),
             });
         }
         if procs.len() != self.procs as usize {
@@ -607,6 +624,18 @@ pub fn matrix(
         }
     }
     v
+}
+
+/// The `run` presets' cells: 10 processes of cpu and of io work under the default policy, 5 ms
+/// of work each.
+pub fn quick_benchmarks() -> Vec<Box<dyn Benchmark>> {
+    let study = Arc::new(Study::new(Duration::from_millis(5), std::env::temp_dir()));
+    matrix(
+        study,
+        &[WorkKind::Cpu, WorkKind::Io],
+        &[PolicySpec::new(PolicyName::Other)],
+        &[10],
+    )
 }
 
 /// Parse a policy name of the common vocabulary (for the CLI).
