@@ -493,8 +493,8 @@ impl Benchmark for Cell {
             let c: ChildLine = serde_json::from_str(l)
                 .map_err(|_| BenchError::failed(format!("unexpected line from a child: {l}")))?;
             if let Some(e) = &c.error {
-                return Err(if e.contains("unsupported on") {
-                    BenchError::unsupported(e.clone())
+                return Err(if let Some(i) = e.find("unsupported on ") {
+                    BenchError::unsupported(e[i..].to_string())
                 } else {
                     BenchError::failed(format!("child {}: {e}", c.pid))
                 });

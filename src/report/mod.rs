@@ -9,6 +9,7 @@
 //! (`[{size_bytes, ns_per_load}]`, log x); warnings and errors.
 
 mod charts;
+mod policy;
 
 use std::fmt::Write as _;
 
@@ -137,6 +138,8 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
         h.push_str(&figures(&curves));
         h.push_str("</section>\n");
     }
+
+    h.push_str(&policy::section(runs)?);
 
     h.push_str(&warnings_section(runs));
 
