@@ -636,6 +636,14 @@ const OBSERVED_PARAMS: &[&str] = &[
     "work_loops_per_us",
     "work_calibration_spread",
     "work_calibration_cached",
+    // Measured by the policy study (work calibrated per machine, start-up, safety notes).
+    "work_units_cpu",
+    "work_units_io",
+    "work_bursts",
+    "work_alone_ns",
+    "wall_mean_ns",
+    "rt_safety",
+    "sched_runtime_ns",
 ];
 
 /// Flatten a JSON value into `path = value` leaves, leaving out the keys in `skip` (at any depth).
