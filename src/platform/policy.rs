@@ -1029,4 +1029,82 @@ mod tests {
         let e = capacity_decision(1000, None, None, Some(1 << 30), 4 << 20).unwrap_err();
         assert!(e.contains("MiB"), "{e}");
     }
+
+    /// Each policy read back as requested, on a thread of its own (Linux applies to the calling
+    /// thread); FIFO/RR need root (CAP_SYS_NICE).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn linux_policies_read_back() {
+        let root = unsafe { libc::geteuid() } == 0;
+        let cases: Vec<PolicySpec> = vec![
+            PolicySpec::new(PolicyName::Batch),
+            PolicySpec::new(PolicyName::Idle),
+            PolicySpec {
+                nice: Some(7),
+                ..PolicySpec::new(PolicyName::Other)
+            },
+            PolicySpec {
+                priority: Some(10),
+                ..PolicySpec::new(PolicyName::Fifo)
+            },
+            PolicySpec {
+                priority: Some(10),
+                ..PolicySpec::new(PolicyName::Rr)
+            },
+        ];
+        for spec in cases {
+            if spec.name.is_realtime() && !root {
+                crate::testing::not_run(
+                    "linux_policies_read_back (fifo/rr)",
+                    "real-time policies need root (CAP_SYS_NICE)",
+                );
+                continue;
+            }
+            let s = spec.clone();
+            let a = std::thread::spawn(move || apply_process(&s))
+                .join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{}: {e}", spec.name.name()));
+            assert_eq!(a.policy, spec.name.name());
+            if let Some(n) = spec.nice {
+                assert_eq!(a.nice, Some(n));
+            }
+            match spec.name {
+                PolicyName::Fifo => assert_eq!(a.priority, Some(10)),
+                PolicyName::Rr => assert!(a.rr_interval_ns.unwrap() > 0, "{a:?}"),
+                _ => assert_eq!(a.rr_interval_ns, None),
+            }
+        }
+        // A Windows class has no Linux mapping: unsupported, with the reason.
+        let e = apply_process(&PolicySpec::new(PolicyName::High)).unwrap_err();
+        assert!(e.to_string().starts_with("unsupported on Linux: "), "{e}");
+    }
+
+    /// Priority classes read back (run under Wine in CI); REALTIME may come back as HIGH, marked.
+    #[cfg(windows)]
+    #[test]
+    fn windows_priority_classes_read_back() {
+        for p in [
+            PolicyName::Idle,
+            PolicyName::BelowNormal,
+            PolicyName::AboveNormal,
+            PolicyName::High,
+            PolicyName::Realtime,
+        ] {
+            let a = apply_process(&PolicySpec::new(p)).unwrap();
+            if p == PolicyName::Realtime && a.policy == "high" {
+                assert!(a.downgraded.is_some(), "{a:?}");
+            } else {
+                assert_eq!(a.policy, p.name());
+            }
+        }
+        assert_eq!(
+            apply_process(&PolicySpec::new(PolicyName::Other))
+                .unwrap()
+                .policy,
+            "other"
+        );
+        let e = apply_process(&PolicySpec::new(PolicyName::Fifo)).unwrap_err();
+        assert!(e.to_string().starts_with("unsupported on Windows: "), "{e}");
+    }
 }
