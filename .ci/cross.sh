@@ -108,7 +108,7 @@ if [ "${#FLAKY[@]}" -gt 0 ]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-step "osgauge.exe: every suite under Wine (micro cpu proc mem, micro net, micro fs, the whole interactivity matrix)"
+step "osgauge.exe: every suite under Wine (micro cpu proc mem, micro net, micro fs, the whole interactivity matrix, a policy study)"
 OUT=$(mktemp -d /tmp/osgauge-wine-out.XXXXXX)
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" list --json >list.json)
 # Exit 0 = all measured, 1 = some benchmarks unsupported/failed (the check below decides).
@@ -129,6 +129,8 @@ wine_run micro fs --runs 3 --timeout 120s --max-size 16MiB --sizes 32KiB,256KiB 
     --dir "Z:$FSDIR" --export-json fs.json
 if find "$FSDIR" -mindepth 1 | grep -q .; then echo "micro fs left files in $FSDIR"; exit 1; fi
 rm -rf "$FSDIR"
+wine_run policy --work cpu,io,mixed,sleepy --policy other,idle,below-normal,high,realtime,fifo \
+    --procs 2,4 --runs 2 --warmup 0 --work-time 5ms --export-json policy.json
 python3 - "$OUT" <<'EOF'
 import itertools, json, sys
 out = sys.argv[1]
@@ -179,12 +181,30 @@ check(f"{out}/micro.json", listed, 3)
 check(f"{out}/interactivity.json", matrix, 2)
 check(f"{out}/net.json", net, 3)
 check(f"{out}/fs.json", fs_listed, 3)
+works = ["cpu", "io", "mixed", "sleepy"]
+policies = ["other", "idle", "below-normal", "high", "realtime", "fifo"]
+cells = [f"policy/{w}/{p}/{n}" for w, p, n in itertools.product(works, policies, [2, 4])]
+check(f"{out}/policy.json", cells, 2)
+# Priority classes read back: each measured cell reports the class it really got; REALTIME may
+# only come back as itself or, marked, as HIGH.
+for b in json.load(open(f"{out}/policy.json"))["benchmarks"]:
+    if b.get("error"):
+        continue
+    want = b["id"].split("/")[2]
+    for f in b["run_facts"]:
+        got = f.get("policy_applied")
+        if got == want or (want == "realtime" and got == "high" and f.get("policy_downgraded")):
+            continue
+        bad.append(f"{b['id']}: priority class {want} requested, {got} read back")
+print("  policy cells: priority classes read back " + ", ".join(sorted({
+    f"{b['id'].split('/')[2]}→{b['run_facts'][0].get('policy_applied')}"
+    for b in json.load(open(f"{out}/policy.json"))["benchmarks"] if not b.get("error")})))
 if bad:
     print("Windows record check FAILED:\n  " + "\n  ".join(bad))
     sys.exit(1)
 print(f"Windows record check: {len(listed)} micro-benchmarks, {len(net)} network benchmarks, "
-      f"{len(fs_listed)} fs benchmarks and {len(matrix)} interactivity cells, each measured or "
-      "unsupported with a reason")
+      f"{len(fs_listed)} fs benchmarks, {len(matrix)} interactivity cells and {len(cells)} policy "
+      "cells, each measured or unsupported with a reason")
 EOF
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" system show >system.txt) && sed 's/^/  /' "$OUT/system.txt"
 rm -rf "$OUT"

@@ -16,6 +16,7 @@ use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
 mod fs;
+pub mod policy;
 mod results;
 mod serve;
 pub use fs::FsOpts;
@@ -102,6 +103,13 @@ pub enum Command {
     /// Internal: body of a load child process
     #[command(name = "__load", hide = true)]
     Load { spec: String },
+    /// Scheduling-policy study: cpu, io, mixed, sleepy work × policies × process counts; wall,
+    /// user, system time, context switches, turnaround, fairness
+    #[command(after_help = policy::AFTER_HELP)]
+    Policy(Box<policy::PolicyArgs>),
+    /// Internal: body of a policy-study child process
+    #[command(name = "__policy_child", hide = true)]
+    PolicyChild { spec: String },
     /// Print a shell completion script
     #[command(
         after_help = "Examples:\n  osgauge completions bash > ~/.local/share/bash-completion/completions/osgauge\n  osgauge completions zsh > ~/.zfunc/_osgauge\n  osgauge completions fish > ~/.config/fish/completions/osgauge.fish"
@@ -658,6 +666,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         }
         Command::Interactivity(args) => run_interactivity(*args),
         Command::Load { spec } => Ok(crate::interactivity::load::child_main(&spec)),
+        Command::Policy(args) => policy::run_policy(*args),
+        Command::PolicyChild { spec } => Ok(crate::policy::child::child_main(&spec)),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(

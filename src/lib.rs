@@ -12,6 +12,7 @@ pub mod interactivity;
 pub mod model;
 pub mod output;
 pub mod platform;
+pub mod policy;
 pub mod report;
 pub mod runner;
 pub mod serve;

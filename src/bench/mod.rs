@@ -141,6 +141,11 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             description: "Interactive task latency under load (quick matrix: audio & video × none & burn; full matrix: `osgauge interactivity`)",
             benchmarks: crate::interactivity::quick_benchmarks(),
         },
+        Suite {
+            name: "policy",
+            description: "Scheduling policies: 10 processes of cpu and io work under the default policy (full study: `osgauge policy`)",
+            benchmarks: crate::policy::quick_benchmarks(),
+        },
     ]
 }
 

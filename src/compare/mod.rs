@@ -647,6 +647,14 @@ const OBSERVED_PARAMS: &[&str] = &[
     "resident_fraction_after_reread",
     "device_bytes_per_requested_byte",
     "fs_info_error",
+    // Measured by the policy study (work calibrated per machine, start-up, safety notes).
+    "work_units_cpu",
+    "work_units_io",
+    "work_bursts",
+    "work_alone_ns",
+    "wall_mean_ns",
+    "rt_safety",
+    "sched_runtime_ns",
 ];
 
 /// Flatten a JSON value into `path = value` leaves, leaving out the keys in `skip` (at any depth).

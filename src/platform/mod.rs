@@ -42,6 +42,9 @@ pub mod cputime;
 // Absolute-time sleeps, thread CPU clocks, scheduling policy read-back (interactivity suite).
 pub mod realtime;
 
+/// One scheduling-policy vocabulary mapped per OS, RT safety checks, children reaped with usage.
+pub mod policy;
+
 // Machine and environment facts (the system record) have their own back end per OS.
 #[cfg(target_os = "linux")]
 pub mod linux_sysinfo;

@@ -435,20 +435,9 @@ mod imp {
         Err(crate::platform::unsupported("no per-thread timer slack"))
     }
 
+    /// Mapped by the shared policy layer (QoS classes, the Mach time-constraint policy).
     pub fn apply_sched(req: &SchedRequest) -> io::Result<()> {
-        match req.policy.unwrap_or(Policy::Other) {
-            Policy::Other if req.nice.is_none() && req.slice_ns.is_none() => Ok(()),
-            Policy::Other if req.slice_ns.is_some() => Err(crate::platform::unsupported(
-                "no EEVDF custom slice (a Linux feature)",
-            )),
-            Policy::Other => Err(crate::platform::unsupported(
-                "nice applies to the whole process, not one thread: not implemented yet",
-            )),
-            p => Err(crate::platform::unsupported(&format!(
-                "policy {} not implemented yet (macOS uses Mach thread time-constraint policies)",
-                p.name()
-            ))),
-        }
+        crate::platform::policy::apply_thread_for_interactivity(req)
     }
 
     pub fn read_sched() -> io::Result<SchedReadback> {
@@ -606,15 +595,9 @@ mod imp {
         Err(crate::platform::unsupported("no per-thread timer slack"))
     }
 
+    /// Mapped by the shared policy layer (thread priorities, read back).
     pub fn apply_sched(req: &SchedRequest) -> io::Result<()> {
-        match req.policy.unwrap_or(Policy::Other) {
-            Policy::Other if req.nice.is_none() && req.slice_ns.is_none() => Ok(()),
-            p => Err(crate::platform::unsupported(&format!(
-                "policy {} / nice / slice not implemented yet (Windows has priority classes and \
-                 thread priorities instead)",
-                p.name()
-            ))),
-        }
+        crate::platform::policy::apply_thread_for_interactivity(req)
     }
 
     pub fn read_sched() -> io::Result<SchedReadback> {

@@ -11,6 +11,7 @@
 mod charts;
 mod net;
 mod fs;
+mod policy;
 
 use std::fmt::Write as _;
 
@@ -142,6 +143,8 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
 
     h.push_str(&net::section(runs)?);
     h.push_str(&fs::section(runs)?);
+    h.push_str(&policy::section(runs)?);
+
     h.push_str(&warnings_section(runs));
 
     // The records, for re-import (`osgauge results import report.html`).

@@ -1,0 +1,234 @@
+//! `osgauge policy`: the scheduling-policy study (see `crate::policy`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{CliError, RunOpts, execute_and_keep, parse_duration, parse_slice, print_warnings};
+use crate::platform::policy::{PolicyName, PolicySpec};
+use crate::policy::work::WorkKind;
+
+pub const AFTER_HELP: &str = "Examples:
+  osgauge policy                                   the seed's matrix: cpu,io,mixed × other,fifo,rr × 10,100,1000
+  osgauge policy --work cpu,io --policy other,batch,idle,fifo,rr,deadline --procs 10,100 --runs 9
+  osgauge policy --policy other --nice 0,10,19     nice levels as the variable
+  osgauge policy --work sleepy --policy other --slice 1ms --procs 10
+  osgauge policy --policy deadline --dl-runtime 2ms --dl-period 10ms --procs 10
+  osgauge policy --export-html policy.html         stacked time and context-switch charts with CIs
+
+Policies: other batch idle fifo rr deadline (Linux; nice with other/batch/idle), Windows priority
+classes other idle below-normal above-normal high realtime (REALTIME without privilege is granted
+as HIGH: read back and marked), macOS other qos-interactive qos-initiated qos-utility qos-background
+time-constraint. Real-time policies are refused when RT throttling is off.
+The default study (27 cells, 5 runs + 1 warm-up, 5 ms of work per process) takes about 10–15
+minutes on a 2-CPU machine, most of it in the 1000-process cells. Method: `osgauge list --long`.";
+
+#[derive(Args, Debug, Clone)]
+pub struct PolicyArgs {
+    /// Workloads, comma-separated: cpu (digits of π), io (small files), mixed, sleepy
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "cpu,io,mixed"
+    )]
+    pub work: Vec<WorkKind>,
+    /// Policies, comma-separated (see below)
+    #[arg(long, value_delimiter = ',', value_parser = crate::policy::parse_policy, default_value = "other,fifo,rr")]
+    pub policy: Vec<PolicyName>,
+    /// Simultaneous processes, comma-separated, 1..=10000
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=10000), default_value = "10,100,1000")]
+    pub procs: Vec<u32>,
+    /// Nice levels, comma-separated (-20..19): one cell per level for other/batch/idle
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: Vec<i32>,
+    /// Real-time priority of fifo/rr processes, 1..98 (the watchdog runs at 99); Windows: thread priority -15..15
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-15..=98))]
+    pub priority: Option<i32>,
+    /// EEVDF custom slice for other/batch (Linux ≥ 6.12), 100µs..100ms
+    #[arg(long, value_parser = parse_slice)]
+    pub slice: Option<Duration>,
+    /// SCHED_DEADLINE runtime per period (macOS time-constraint: computation) [default: 1ms]
+    #[arg(long, value_parser = parse_duration)]
+    pub dl_runtime: Option<Duration>,
+    /// SCHED_DEADLINE relative deadline [default: the period]
+    #[arg(long, value_parser = parse_duration)]
+    pub dl_deadline: Option<Duration>,
+    /// SCHED_DEADLINE period [default: 100ms]
+    #[arg(long, value_parser = parse_duration)]
+    pub dl_period: Option<Duration>,
+    /// Work per process: the time one process takes alone (calibrated once), 1ms..10s
+    #[arg(long, value_parser = parse_duration, default_value = "5ms")]
+    pub work_time: Duration,
+    #[command(flatten)]
+    pub opts: RunOpts,
+}
+
+fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
+    let mut out = Vec::new();
+    for x in v {
+        if !out.contains(x) {
+            out.push(*x);
+        }
+    }
+    out
+}
+
+/// Policy specs from the arguments (exit 2 on contradictions).
+pub fn specs(a: &PolicyArgs) -> Result<Vec<PolicySpec>, CliError> {
+    let usage = |m: &str| CliError::Usage(m.to_string());
+    let policies = dedup(&a.policy);
+    let fair =
+        |p: PolicyName| matches!(p, PolicyName::Other | PolicyName::Batch | PolicyName::Idle);
+    if !a.nice.is_empty() && !policies.iter().any(|&p| fair(p)) {
+        return Err(usage("--nice applies to other, batch or idle"));
+    }
+    if a.slice.is_some()
+        && !policies
+            .iter()
+            .any(|&p| matches!(p, PolicyName::Other | PolicyName::Batch))
+    {
+        return Err(usage(
+            "--slice applies to the fair policies other and batch",
+        ));
+    }
+    if a.priority.is_some()
+        && !policies
+            .iter()
+            .any(|&p| matches!(p, PolicyName::Fifo | PolicyName::Rr) || !cfg!(target_os = "linux"))
+    {
+        return Err(usage("--priority needs --policy fifo or rr"));
+    }
+    if cfg!(target_os = "linux") && a.priority.is_some_and(|p| p < 1) {
+        return Err(usage(
+            "--priority: Linux real-time priorities are 1..98 here",
+        ));
+    }
+    let dl = a.dl_runtime.is_some() || a.dl_deadline.is_some() || a.dl_period.is_some();
+    if dl
+        && !policies
+            .iter()
+            .any(|&p| matches!(p, PolicyName::Deadline | PolicyName::TimeConstraint))
+    {
+        return Err(usage(
+            "--dl-runtime/--dl-deadline/--dl-period need --policy deadline (or time-constraint)",
+        ));
+    }
+    let runtime = a.dl_runtime.unwrap_or(Duration::from_millis(1));
+    let period = a.dl_period.unwrap_or(Duration::from_millis(100));
+    let deadline = a.dl_deadline.unwrap_or(period);
+    if !(runtime <= deadline && deadline <= period) {
+        return Err(usage(
+            "deadline parameters need runtime ≤ deadline ≤ period",
+        ));
+    }
+    let mut out = Vec::new();
+    for p in policies {
+        let mut s = PolicySpec::new(p);
+        match p {
+            PolicyName::Fifo | PolicyName::Rr => {
+                s.priority = Some(a.priority.unwrap_or(crate::policy::DEFAULT_RT_PRIORITY))
+            }
+            PolicyName::Deadline | PolicyName::TimeConstraint => {
+                s.runtime_ns = Some(runtime.as_nanos() as u64);
+                s.deadline_ns = Some(deadline.as_nanos() as u64);
+                s.period_ns = Some(period.as_nanos() as u64);
+            }
+            PolicyName::Other | PolicyName::Batch => {
+                s.slice_ns = a.slice.map(|d| d.as_nanos() as u64)
+            }
+            _ if !cfg!(target_os = "linux") => s.priority = a.priority,
+            _ => {}
+        }
+        if fair(p) && !a.nice.is_empty() {
+            for &n in &dedup(&a.nice) {
+                out.push(PolicySpec {
+                    nice: Some(n),
+                    ..s.clone()
+                });
+            }
+        } else {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
+    let opts = a.opts.clone();
+    opts.check_outputs()?;
+    if a.work_time < Duration::from_millis(1) || a.work_time > Duration::from_secs(10) {
+        return Err(CliError::Usage("--work-time: expected 1ms..10s".into()));
+    }
+    let specs = specs(&a)?;
+    let works = dedup(&a.work);
+    let procs = dedup(&a.procs);
+    let base = std::env::temp_dir();
+    for d in crate::policy::remove_stale(&base) {
+        crate::errln!("osgauge: removed {} left by a killed run", d.display());
+    }
+    // Refuse real-time cells up front, with the reason.
+    if specs.iter().any(|s| s.name.is_realtime())
+        && let Err(why) = crate::policy::rt_safety()
+    {
+        return Err(CliError::Other(anyhow::anyhow!(why)));
+    }
+    let max = procs.iter().copied().max().unwrap_or(1);
+    crate::platform::policy::capacity_decision(
+        u64::from(max),
+        crate::platform::policy::process_limit(),
+        crate::platform::policy::user_process_count(),
+        crate::platform::memory::available_bytes(),
+        crate::policy::CHILD_BYTES,
+    )
+    .map_err(|e| CliError::Other(anyhow::anyhow!(e)))?;
+    let study = Arc::new(crate::policy::Study::new(a.work_time, base));
+    let benchmarks = crate::policy::matrix(study, &works, &specs, &procs);
+    let selection: Vec<String> = benchmarks.iter().map(|b| b.info().id.clone()).collect();
+    let runs = opts.runs.unwrap_or(5);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    // Estimate: the work spread over the CPUs plus ~3 ms to start each process.
+    let per_run = |n: u32| f64::from(n) * (a.work_time.as_secs_f64() / cpus + 0.003) + 0.05;
+    let est: f64 = works.len() as f64
+        * specs.len() as f64
+        * procs.iter().map(|&n| per_run(n)).sum::<f64>()
+        * f64::from(runs + opts.warmup);
+    let max_cell = per_run(max) * 10.0 + 10.0;
+    let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
+        max_cell * f64::from(runs + opts.warmup) + 30.0,
+    ));
+    let plan = crate::runner::Plan {
+        benchmarks,
+        label: opts.label.clone(),
+        config: crate::model::Config {
+            preset: "policy".into(),
+            selection,
+            runs,
+            warmup_runs: opts.warmup,
+            run_time_ms: a.work_time.as_millis() as u64,
+            timeout_ms: (timeout.as_millis() as u64).max(1),
+            bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
+            command_line: std::env::args().collect(),
+        },
+    };
+    if !opts.quiet {
+        crate::errln!(
+            "osgauge: {} cell(s) ({} work × {} policy × {} process count), {} run(s) each, about {:.0} s",
+            plan.benchmarks.len(),
+            works.len(),
+            specs.len(),
+            procs.len(),
+            runs,
+            est
+        );
+    }
+    execute_and_keep(plan, &opts, |record| {
+        crate::out!("{}", crate::output::render_tables(record));
+        crate::outln!(
+            "median of {} (95 % bootstrap CI). Method: `osgauge list --long`.",
+            crate::output::runs_kept_text(record)
+        );
+        print_warnings(record, opts.quiet);
+    })
+}

@@ -1,0 +1,695 @@
+//! The scheduling-policy study (seed 004): N child processes, each doing a fixed amount of work
+//! (cpu, io, mixed, sleepy) under one scheduling policy, released together; per process wall,
+//! user, system time and context switches; per run makespan, turnaround, fairness. One benchmark
+//! per work × policy × process count (`policy/cpu/fifo/100`), runs are the unit, so the store,
+//! `compare` and `report` treat it like every other suite. Children are `osgauge __policy_child`.
+
+pub mod child;
+pub mod work;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::harness::RunContext;
+use crate::model::BenchError;
+use crate::platform::policy::{self as pp, PolicyName, PolicySpec};
+use crate::platform::realtime::{now_ns, sleep_until_ns};
+use crate::units::{Better, Unit};
+use work::{WorkKind, WorkSize};
+
+/// Hidden subcommand of a child.
+pub const CHILD_SUBCOMMAND: &str = "__policy_child";
+/// Default priority of FIFO/RR hogs; the watchdog runs at [`WATCHDOG_PRIORITY`], above any hog.
+pub const DEFAULT_RT_PRIORITY: i32 = 50;
+pub const WATCHDOG_PRIORITY: i32 = 99;
+/// Watchdog tick (its wake-up lateness is recorded as the responsiveness figure).
+pub const WATCHDOG_TICK_NS: u64 = 10_000_000;
+/// Rough memory per child for the capacity check.
+pub const CHILD_BYTES: u64 = 8 << 20;
+/// Prefix of the study's temp folders (`osgauge-policy-<pid>-…`).
+pub const DIR_PREFIX: &str = "osgauge-policy-";
+
+/// Settings shared by every cell of one study.
+#[derive(Debug)]
+pub struct Study {
+    /// Time one process should take alone.
+    pub target: Duration,
+    /// Base folder for the io temp folders.
+    pub temp_base: PathBuf,
+    /// Calibrated sizes per work kind (measured once, on first use).
+    sizes: Mutex<Vec<(WorkKind, WorkSize, Duration)>>,
+}
+
+impl Study {
+    pub fn new(target: Duration, temp_base: PathBuf) -> Study {
+        Study {
+            target,
+            temp_base,
+            sizes: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The work size of `kind` (calibrated on first use) and the time it took alone.
+    pub fn size(&self, kind: WorkKind) -> Result<(WorkSize, Duration), BenchError> {
+        let mut s = self.sizes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, w, d)) = s.iter().find(|(k, _, _)| *k == kind) {
+            return Ok((*w, *d));
+        }
+        let dir = temp_dir(&self.temp_base)
+            .map_err(|e| BenchError::failed(format!("creating a temp folder: {e}")))?;
+        let (w, d) = work::calibrate(kind, self.target, dir.path()).map_err(|e| {
+            BenchError::failed(format!("calibrating the {} work: {e}", kind.name()))
+        })?;
+        s.push((kind, w, d));
+        Ok((w, d))
+    }
+}
+
+fn temp_dir(base: &Path) -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
+        .tempdir_in(base)
+}
+
+/// Remove study folders left in `base` by osgauge processes that no longer exist.
+pub fn remove_stale(base: &Path) -> Vec<PathBuf> {
+    let mut gone = Vec::new();
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return gone;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(rest) = name.strip_prefix(DIR_PREFIX) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id()
+            && !crate::platform::process_alive(pid)
+            && std::fs::remove_dir_all(e.path()).is_ok()
+        {
+            gone.push(e.path());
+        }
+    }
+    gone
+}
+
+/// Jain's fairness index (Σx)² / (n Σx²): 1 when all equal, 1/n when one gets everything.
+pub fn jain(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if xs.is_empty() || s2 == 0.0 {
+        return f64::NAN;
+    }
+    s * s / (n * s2)
+}
+
+/// What a child reports on its result line.
+#[derive(Debug, serde::Deserialize)]
+struct ChildLine {
+    pid: u32,
+    #[serde(default)]
+    start: u64,
+    #[serde(default)]
+    end: u64,
+    #[serde(default)]
+    applied: Option<pp::Applied>,
+    #[serde(default)]
+    error: Option<String>,
+    /// The child's own usage at its release (start-up), subtracted from the reaped figures.
+    #[serde(default)]
+    before: Option<Before>,
+}
+
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+struct Before {
+    user: u64,
+    sys: u64,
+    vol: Option<u64>,
+    invol: Option<u64>,
+}
+
+/// One process's figures in a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcFigures {
+    pub turnaround_ns: f64,
+    pub wall_ns: f64,
+    pub user_ns: f64,
+    pub sys_ns: f64,
+    pub voluntary: Option<u64>,
+    pub involuntary: Option<u64>,
+}
+
+/// Per-run figures from per-process ones (pure).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFigures {
+    pub makespan_ns: f64,
+    pub turnarounds: Vec<f64>,
+    pub turnaround_p99_ns: f64,
+    pub user_ns: f64,
+    pub sys_ns: f64,
+    pub voluntary: Option<u64>,
+    pub involuntary: Option<u64>,
+    pub fairness_pct: f64,
+}
+
+pub fn run_figures(procs: &[ProcFigures]) -> RunFigures {
+    let mut t: Vec<f64> = procs.iter().map(|p| p.turnaround_ns).collect();
+    t.sort_by(f64::total_cmp);
+    let shares: Vec<f64> = procs
+        .iter()
+        .map(|p| (p.user_ns + p.sys_ns) / p.turnaround_ns.max(1.0))
+        .collect();
+    let sum_opt = |f: fn(&ProcFigures) -> Option<u64>| -> Option<u64> {
+        procs.iter().map(f).sum::<Option<u64>>()
+    };
+    RunFigures {
+        makespan_ns: t.last().copied().unwrap_or(0.0),
+        turnaround_p99_ns: if t.is_empty() {
+            0.0
+        } else {
+            crate::stats::percentile(&t, 0.99)
+        },
+        turnarounds: t,
+        user_ns: procs.iter().map(|p| p.user_ns).sum(),
+        sys_ns: procs.iter().map(|p| p.sys_ns).sum(),
+        voluntary: sum_opt(|p| p.voluntary),
+        involuntary: sum_opt(|p| p.involuntary),
+        fairness_pct: 100.0 * jain(&shares),
+    }
+}
+
+/// One cell of the study.
+pub struct Cell {
+    info: Info,
+    study: Arc<Study>,
+    work: WorkKind,
+    policy: PolicySpec,
+    procs: u32,
+}
+
+pub const METHOD: &str = "N child processes (osgauge re-executed) each set their own scheduling policy \
+(read back: every child must report the requested one), then wait on one shared pipe; the parent \
+releases them all at once by closing it. Each does the same fixed work, calibrated once so one \
+process alone takes the study's --work-time: cpu = digits of π (spigot, checked), io = write and read \
+back 4 KiB files in a rotating series of 8 in its own temp folder (removed on every exit path), \
+mixed = half of each, sleepy = π bursts with 1 ms sleeps. Each child stamps its own start and \
+finish (monotonic clock) and its own usage at the release; the parent reaps every child with its \
+resource usage and subtracts the start-up part (exec, policy, waiting), so user/system time and \
+switches are those of the work and the exit. Per run: makespan \
+(release → last finish), turnaround of each process (release → its finish), total user and system \
+time and voluntary/involuntary context switches of all children, and Jain's fairness index of the \
+CPU shares (CPU time / turnaround per process). A watchdog thread at a priority above the hogs \
+(SCHED_FIFO 99 on Linux) wakes every 10 ms, kills the process group at the run's time bound or on \
+Ctrl-C, and records its own worst wake-up lateness (how responsive the machine stayed). Real-time \
+policies are refused unless RT throttling (or the deadline server) leaves CPU time to normal tasks.";
+
+impl Cell {
+    pub fn new(study: Arc<Study>, work: WorkKind, policy: PolicySpec, procs: u32) -> Cell {
+        let mut label = policy.name.name().to_string();
+        if let Some(n) = policy.nice {
+            label = format!("{label}-nice{n}");
+        }
+        let id = format!("policy/{}/{label}/{procs}", work.name());
+        let m = |name, unit, better, description| MetricSpec {
+            name,
+            unit,
+            better,
+            description,
+        };
+        Cell {
+            info: Info {
+                id,
+                suite: "policy",
+                title: format!("{} × {procs} processes under {label}", work.name()),
+                method: format!("{METHOD} Per-process usage: {}.", pp::usage_method()),
+                metrics: vec![
+                    m(
+                        "makespan",
+                        Unit::Nanoseconds,
+                        Better::Lower,
+                        "release of all processes → the last one finished",
+                    ),
+                    m(
+                        "turnaround",
+                        Unit::Nanoseconds,
+                        Better::Lower,
+                        "per process: release → its finish (a run's median is its p50)",
+                    ),
+                    m(
+                        "turnaround_p99",
+                        Unit::Nanoseconds,
+                        Better::Lower,
+                        "99th percentile of the run's turnarounds",
+                    ),
+                    m(
+                        "user",
+                        Unit::Nanoseconds,
+                        Better::Lower,
+                        "user CPU time of all processes",
+                    ),
+                    m(
+                        "sys",
+                        Unit::Nanoseconds,
+                        Better::Lower,
+                        "system CPU time of all processes",
+                    ),
+                    m(
+                        "voluntary",
+                        Unit::Count,
+                        Better::Neutral,
+                        "voluntary context switches of all processes",
+                    ),
+                    m(
+                        "involuntary",
+                        Unit::Count,
+                        Better::Neutral,
+                        "involuntary context switches (preemptions) of all processes",
+                    ),
+                    m(
+                        "fairness",
+                        Unit::Percent,
+                        Better::Higher,
+                        "Jain's index of the CPU shares (CPU time / turnaround), 100 % = equal",
+                    ),
+                    m(
+                        "watchdog_late_max",
+                        Unit::Nanoseconds,
+                        Better::Lower,
+                        "worst wake-up lateness of the 10 ms watchdog thread during the run",
+                    ),
+                ],
+            },
+            study,
+            work,
+            policy,
+            procs,
+        }
+    }
+
+    fn spec_json(&self, size: &WorkSize, dir: &Path) -> String {
+        serde_json::json!({
+            "work": size,
+            "dir": dir,
+            "policy": self.policy,
+            "parent": std::process::id(),
+        })
+        .to_string()
+    }
+
+    /// Refusals that apply before anything starts.
+    fn preflight(&self) -> Result<Vec<String>, BenchError> {
+        let mut notes = Vec::new();
+        if self.policy.name.is_realtime() {
+            let why = rt_safety().map_err(BenchError::failed)?;
+            notes.push(why);
+        }
+        pp::capacity_decision(
+            u64::from(self.procs),
+            pp::process_limit(),
+            pp::user_process_count(),
+            crate::platform::memory::available_bytes(),
+            CHILD_BYTES,
+        )
+        .map_err(BenchError::failed)?;
+        Ok(notes)
+    }
+}
+
+/// Linux: the RT throttling decision; Windows / macOS: what keeps the machine alive instead.
+pub fn rt_safety() -> Result<String, String> {
+    if cfg!(target_os = "linux") {
+        let (r, p) = pp::rt_throttle_settings();
+        pp::rt_throttle_decision(r, p, pp::deadline_server())
+    } else if cfg!(windows) {
+        Ok("Windows: REALTIME needs the increase-base-priority privilege (else HIGH is granted, read back); the watchdog ends the run at its time bound".into())
+    } else {
+        Ok(
+            "macOS: the scheduler demotes time-constraint threads that exceed their computation"
+                .into(),
+        )
+    }
+}
+
+impl Benchmark for Cell {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn params(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("work".into(), self.work.name().into());
+        m.insert(
+            "policy".into(),
+            serde_json::to_value(&self.policy).unwrap_or_default(),
+        );
+        m.insert("procs".into(), self.procs.into());
+        m.insert(
+            "work_time_ms".into(),
+            (self.study.target.as_secs_f64() * 1000.0).into(),
+        );
+        m
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        let notes = self.preflight()?;
+        let (size, alone) = self.study.size(self.work)?;
+        let dir = temp_dir(&self.study.temp_base)
+            .map_err(|e| BenchError::failed(format!("creating a temp folder: {e}")))?;
+        let exe = crate::interactivity::load::load_exe()
+            .map_err(|e| BenchError::failed(format!("finding the osgauge executable: {e}")))?;
+        let json = self.spec_json(&size, dir.path());
+        let (go_r, go_w) = std::io::pipe().map_err(|e| BenchError::os("pipe", e))?;
+        let (res_r, res_w) = std::io::pipe().map_err(|e| BenchError::os("pipe", e))?;
+        let mut set = pp::ChildSet::new();
+        let mut pids = Vec::with_capacity(self.procs as usize);
+        // Spawn every child (each applies its policy and blocks on the go pipe).
+        for k in 0..self.procs {
+            if let Err(e) = ctx.check() {
+                set.kill_and_reap();
+                return Err(e);
+            }
+            let mut cmd = Command::new(&exe);
+            cmd.arg(CHILD_SUBCOMMAND)
+                .arg(&json)
+                .stdin(Stdio::from(
+                    go_r.try_clone().map_err(|e| BenchError::os("dup", e))?,
+                ))
+                .stdout(Stdio::from(
+                    res_w.try_clone().map_err(|e| BenchError::os("dup", e))?,
+                ))
+                .stderr(Stdio::null());
+            match set.spawn(cmd) {
+                Ok(pid) => pids.push(pid),
+                Err(e) => {
+                    set.kill_and_reap();
+                    return Err(BenchError::failed(format!(
+                        "starting child {} of {}: {e}",
+                        k + 1,
+                        self.procs
+                    )));
+                }
+            }
+        }
+        drop(go_r);
+        drop(res_w);
+        // Bound of this run: ten times the ideal (all work spread over the CPUs) + 10 s.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let ideal = alone.as_secs_f64() * f64::from(self.procs) / cpus;
+        let bound = Instant::now() + Duration::from_secs_f64(ideal * 10.0 + 10.0);
+        let deadline = bound.min(ctx.deadline);
+        let done = AtomicBool::new(false);
+        let expired = AtomicBool::new(false);
+        let late_max = AtomicU64::new(0);
+        let group = set.group();
+        let rt = self.policy.name.is_realtime();
+        let (lines, outcome, t_go, watchdog_note) = std::thread::scope(|s| {
+            let reader = s.spawn(move || {
+                BufReader::new(res_r)
+                    .lines()
+                    .map_while(Result::ok)
+                    .collect::<Vec<String>>()
+            });
+            let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+            let (done, expired, late_max) = (&done, &expired, &late_max);
+            let watchdog = s.spawn(move || {
+                let prio = pp::set_watchdog_priority(WATCHDOG_PRIORITY);
+                let _ = ready_tx.send(prio.map_err(|e| e.to_string()));
+                let mut next = now_ns() + WATCHDOG_TICK_NS;
+                while !done.load(Ordering::Acquire) {
+                    let _ = sleep_until_ns(next);
+                    let late = now_ns().saturating_sub(next);
+                    late_max.fetch_max(late, Ordering::Relaxed);
+                    next += WATCHDOG_TICK_NS;
+                    if ctx.check().is_err() || Instant::now() >= deadline {
+                        expired.store(true, Ordering::Release);
+                        if let Some(g) = group {
+                            pp::kill_group(g);
+                        }
+                        break;
+                    }
+                }
+            });
+            let prio = ready_rx.recv().unwrap_or(Err("watchdog ended".into()));
+            let note = match (&prio, rt) {
+                (Err(e), true) => {
+                    done.store(true, Ordering::Release);
+                    set.kill_and_reap();
+                    let _ = watchdog.join();
+                    return (
+                        Vec::new(),
+                        Err(BenchError::failed(format!(
+                            "cannot give the watchdog a priority above the real-time hogs ({e}); refusing to release them"
+                        ))),
+                        0,
+                        None,
+                    );
+                }
+                (Err(e), false) => Some(format!("watchdog at normal priority ({e})")),
+                (Ok(()), _) => None,
+            };
+            // Release everybody.
+            let t_go = now_ns();
+            drop(go_w);
+            let mut usage = Vec::with_capacity(pids.len());
+            let outcome = loop {
+                match set.reap() {
+                    Ok(mut u) => usage.append(&mut u),
+                    Err(e) => break Err(BenchError::os("wait4", e)),
+                }
+                if set.running() == 0 {
+                    break Ok(usage);
+                }
+                if expired.load(Ordering::Acquire) || ctx.check().is_err() {
+                    set.kill_and_reap();
+                    break Err(ctx.check().err().unwrap_or_else(|| {
+                        BenchError::timeout(format!(
+                            "the run passed its time bound ({:.0} s); the watchdog killed every child",
+                            deadline.saturating_duration_since(Instant::now()).as_secs_f64()
+                        ))
+                    }));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            done.store(true, Ordering::Release);
+            let _ = watchdog.join();
+            let lines = reader.join().unwrap_or_default();
+            (lines, outcome, t_go, note)
+        });
+        drop(dir);
+        let usage = outcome?;
+        // Match result lines to reaped children.
+        let mut by_pid = std::collections::HashMap::new();
+        for l in &lines {
+            let c: ChildLine = serde_json::from_str(l)
+                .map_err(|_| BenchError::failed(format!("unexpected line from a child: {l}")))?;
+            if let Some(e) = &c.error {
+                return Err(if let Some(i) = e.find("unsupported on ") {
+                    BenchError::unsupported(e[i..].to_string())
+                } else {
+                    BenchError::failed(format!("child {}: {e}", c.pid))
+                });
+            }
+            by_pid.insert(c.pid, c);
+        }
+        let mut procs = Vec::new();
+        let mut applied: Option<pp::Applied> = None;
+        for u in &usage {
+            let c = by_pid.get(&u.pid).ok_or_else(|| {
+                BenchError::failed(format!(
+                    "child {} ended ({}) without reporting",
+                    u.pid,
+                    u.code.map_or("killed".into(), |c| format!("exit {c}"))
+                ))
+            })?;
+            if u.code != Some(0) {
+                return Err(BenchError::failed(format!(
+                    "child {} exited with {:?}",
+                    u.pid, u.code
+                )));
+            }
+            let a = c.applied.clone().unwrap_or_default();
+            if let Some(prev) = &applied
+                && prev.policy != a.policy
+            {
+                return Err(BenchError::failed(format!(
+                    "children disagree on the policy read back: {} and {}",
+                    prev.policy, a.policy
+                )));
+            }
+            applied = Some(a);
+            let b = c.before.clone().ok_or_else(|| {
+                BenchError::failed(format!("child {} did not report its start-up usage", u.pid))
+            })?;
+            let minus = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
+            procs.push(ProcFigures {
+                turnaround_ns: c.end.saturating_sub(t_go) as f64,
+                wall_ns: c.end.saturating_sub(c.start) as f64,
+                user_ns: u.user_ns.saturating_sub(b.user) as f64,
+                sys_ns: u.sys_ns.saturating_sub(b.sys) as f64,
+                voluntary: minus(u.voluntary, b.vol),
+                involuntary: minus(u.involuntary, b.invol),
+            });
+        }
+        if procs.len() != self.procs as usize {
+            return Err(BenchError::failed(format!(
+                "{} of {} children reported",
+                procs.len(),
+                self.procs
+            )));
+        }
+        let applied = applied.unwrap_or_default();
+        let mut out = RunOutput::default();
+        let requested = self.policy.name.name();
+        if applied.policy != requested && applied.downgraded.is_none() {
+            return Err(BenchError::failed(format!(
+                "policy {requested} requested, {} read back",
+                applied.policy
+            )));
+        }
+        if let Some(d) = &applied.downgraded {
+            out.warnings.push(format!("policy downgraded: {d}"));
+        }
+        for (k, v) in applied.facts() {
+            out.facts.insert(k, v);
+        }
+        let f = run_figures(&procs);
+        let mut out = out
+            .metric("makespan", vec![f.makespan_ns])
+            .metric("turnaround", f.turnarounds.clone())
+            .metric("turnaround_p99", vec![f.turnaround_p99_ns])
+            .metric("user", vec![f.user_ns])
+            .metric("sys", vec![f.sys_ns])
+            .metric("fairness", vec![f.fairness_pct])
+            .metric(
+                "watchdog_late_max",
+                vec![late_max.load(Ordering::Relaxed) as f64],
+            )
+            .fact("work_units_cpu", size.cpu_units)
+            .fact("work_units_io", size.io_units)
+            .fact("work_bursts", size.bursts)
+            .fact("work_alone_ns", alone.as_nanos() as u64)
+            .fact(
+                "wall_mean_ns",
+                procs.iter().map(|p| p.wall_ns).sum::<f64>() / procs.len() as f64,
+            );
+        match (f.voluntary, f.involuntary) {
+            (Some(v), Some(i)) => {
+                out = out
+                    .metric("voluntary", vec![v as f64])
+                    .metric("involuntary", vec![i as f64])
+            }
+            _ => {
+                let why = format!(
+                    "unsupported on {}: no voluntary/involuntary split per process",
+                    crate::platform::OS_NAME
+                );
+                out = out
+                    .not_measured("voluntary", why.clone())
+                    .not_measured("involuntary", why);
+            }
+        }
+        for n in notes {
+            out = out.fact("rt_safety", n);
+        }
+        if let Some(n) = watchdog_note {
+            out.warnings.push(n);
+        }
+        Ok(out)
+    }
+}
+
+/// The matrix of cells, in work × policy × procs order.
+pub fn matrix(
+    study: Arc<Study>,
+    works: &[WorkKind],
+    policies: &[PolicySpec],
+    procs: &[u32],
+) -> Vec<Box<dyn Benchmark>> {
+    let mut v: Vec<Box<dyn Benchmark>> = Vec::new();
+    for &w in works {
+        for p in policies {
+            for &n in procs {
+                v.push(Box::new(Cell::new(study.clone(), w, p.clone(), n)));
+            }
+        }
+    }
+    v
+}
+
+/// The `run` presets' cells: 10 processes of cpu and of io work under the default policy, 5 ms
+/// of work each.
+pub fn quick_benchmarks() -> Vec<Box<dyn Benchmark>> {
+    let study = Arc::new(Study::new(Duration::from_millis(5), std::env::temp_dir()));
+    matrix(
+        study,
+        &[WorkKind::Cpu, WorkKind::Io],
+        &[PolicySpec::new(PolicyName::Other)],
+        &[10],
+    )
+}
+
+/// Parse a policy name of the common vocabulary (for the CLI).
+pub fn parse_policy(s: &str) -> Result<PolicyName, String> {
+    PolicyName::parse(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_on_known_values() {
+        assert!((jain(&[1.0, 1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+        // (1+2+3)² / (3·14) = 36/42
+        assert!((jain(&[1.0, 2.0, 3.0]) - 36.0 / 42.0).abs() < 1e-12);
+        assert!(jain(&[]).is_nan());
+    }
+
+    #[test]
+    fn run_figures_sum_the_processes() {
+        let p = |t: f64, u: f64, s: f64, v: u64, i: u64| ProcFigures {
+            turnaround_ns: t,
+            wall_ns: t,
+            user_ns: u,
+            sys_ns: s,
+            voluntary: Some(v),
+            involuntary: Some(i),
+        };
+        let f = run_figures(&[p(10.0, 4.0, 1.0, 3, 1), p(20.0, 8.0, 2.0, 5, 2)]);
+        assert_eq!(f.makespan_ns, 20.0);
+        assert_eq!(f.user_ns, 12.0);
+        assert_eq!(f.sys_ns, 3.0);
+        assert_eq!(f.voluntary, Some(8));
+        assert_eq!(f.involuntary, Some(3));
+        // Both got half their turnaround as CPU: perfectly fair.
+        assert!((f.fairness_pct - 100.0).abs() < 1e-9);
+        let mut q = p(5.0, 1.0, 0.0, 0, 0);
+        q.voluntary = None;
+        assert_eq!(run_figures(&[q]).voluntary, None);
+    }
+
+    #[test]
+    fn stale_folders_of_dead_processes_are_removed() {
+        let base = tempfile::tempdir().unwrap();
+        // A pid that cannot exist (beyond pid_max).
+        let dead = base.path().join(format!("{DIR_PREFIX}4294967-x"));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join("f0"), b"x").unwrap();
+        let mine = temp_dir(base.path()).unwrap();
+        let gone = remove_stale(base.path());
+        assert_eq!(gone, vec![dead.clone()]);
+        assert!(!dead.exists());
+        assert!(mine.path().exists());
+    }
+}

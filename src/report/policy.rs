@@ -1,0 +1,327 @@
+//! The policy study's charts (ids `policy/<work>/<policy>/<procs>`), as in seed 004 but with 95 %
+//! CI whiskers: per workload, stacked user + system CPU time beside the makespan (wall), the
+//! voluntary and involuntary context switches side by side, and the turnaround distribution.
+
+use std::fmt::Write;
+
+use anyhow::{Result, anyhow};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::prelude::*;
+
+use super::{Figure, esc};
+use crate::model::{BenchmarkResult, RunRecord};
+use crate::stats;
+
+const FONT: &str = "sans-serif";
+
+fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing a policy chart: {e:?}")
+}
+
+struct Cats(usize);
+
+impl Ranged for Cats {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let span = f64::from(limit.1 - limit.0);
+        limit.0 + (v / self.0.max(1) as f64 * span).round() as i32
+    }
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        (0..self.0).map(|i| i as f64 + 0.5).collect()
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        0.0..self.0 as f64
+    }
+}
+
+/// Median of per-run medians and its CI, of metric `name`.
+fn center(b: &BenchmarkResult, name: &str) -> Option<(f64, Option<[f64; 2]>)> {
+    let m = b.metrics.iter().find(|m| m.name == name)?;
+    let s = m.summary.as_ref()?;
+    Some((s.center, Some(s.ci95)))
+}
+
+/// Median over runs of a per-run statistic of metric `name`.
+fn per_run(b: &BenchmarkResult, name: &str, f: fn(&crate::stats::Summary) -> f64) -> Option<f64> {
+    let m = b.metrics.iter().find(|m| m.name == name)?;
+    let v: Vec<f64> = m.runs.iter().map(|r| f(&r.summary)).collect();
+    (!v.is_empty()).then(|| stats::median(&v))
+}
+
+type Series<'a> = Vec<(&'static str, RGBColor, Vec<Option<(f64, Option<[f64; 2]>)>>)>;
+
+/// Bars per category: `stacked` series stack, the others stand beside the stack.
+fn bars(
+    cats: &[String],
+    stacked: &Series,
+    beside: &Series,
+    div: f64,
+    axis: &str,
+) -> Result<String> {
+    let n = cats.len();
+    let mut top: f64 = 0.0;
+    for c in 0..n {
+        let mut s = 0.0;
+        for (_, _, v) in stacked {
+            if let Some((x, ci)) = v[c] {
+                s += x;
+                top = top.max(s + ci.map_or(0.0, |c| c[1] - x));
+            }
+        }
+        top = top.max(s);
+        for (_, _, v) in beside {
+            if let Some((x, ci)) = v[c] {
+                top = top.max(ci.map_or(x, |c| c[1].max(x)));
+            }
+        }
+    }
+    let top = if top > 0.0 { top / div * 1.12 } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 320)).into_drawing_area();
+        root.fill(&WHITE).map_err(pe)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(8)
+            .x_label_area_size(34)
+            .y_label_area_size(60)
+            .build_cartesian_2d(Cats(n), 0.0..top)
+            .map_err(pe)?;
+        let label = |x: &f64| cats.get(x.floor() as usize).cloned().unwrap_or_default();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_desc(axis)
+            .x_label_formatter(&label)
+            .light_line_style(RGBColor(242, 242, 242))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 14))
+            .draw()
+            .map_err(pe)?;
+        let groups = usize::from(!stacked.is_empty()) + beside.len();
+        let w = 0.8 / groups.max(1) as f64;
+        let whisker = |chart: &mut ChartContext<_, _>, xm: f64, lo: f64, hi: f64| -> Result<()> {
+            if lo.is_finite() && hi.is_finite() {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(xm, lo / div), (xm, hi / div)],
+                        BLACK.stroke_width(1),
+                    )))
+                    .map_err(pe)?;
+            }
+            Ok(())
+        };
+        for c in 0..n {
+            let mut g = 0;
+            if !stacked.is_empty() {
+                let x0 = c as f64 + 0.1;
+                let x1 = x0 + w * 0.92;
+                let mut base = 0.0;
+                for (_, col, v) in stacked {
+                    let Some((x, ci)) = v[c] else { continue };
+                    chart
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [(x0, base / div), (x1, (base + x) / div)],
+                            col.filled(),
+                        )))
+                        .map_err(pe)?;
+                    if let Some([lo, hi]) = ci {
+                        whisker(&mut chart, (x0 + x1) / 2.0, base + lo, base + hi)?;
+                    }
+                    base += x;
+                }
+                g = 1;
+            }
+            for (i, (_, col, v)) in beside.iter().enumerate() {
+                let Some((x, ci)) = v[c] else { continue };
+                let x0 = c as f64 + 0.1 + w * (g + i) as f64;
+                let x1 = x0 + w * 0.92;
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x0, 0.0), (x1, x / div)],
+                        col.filled(),
+                    )))
+                    .map_err(pe)?;
+                if let Some([lo, hi]) = ci {
+                    whisker(&mut chart, (x0 + x1) / 2.0, lo, hi)?;
+                }
+            }
+        }
+        root.present().map_err(pe)?;
+    }
+    Ok(svg)
+}
+
+/// Turnaround distribution per category: min–max line, p50–p90 box, p99 mark (medians over runs).
+fn distribution(cats: &[String], d: &[Option<[f64; 5]>]) -> Result<String> {
+    let max = d.iter().flatten().map(|x| x[4]).fold(0.0_f64, f64::max);
+    let (div, axis) = if max >= 1e9 {
+        (1e9, "s")
+    } else if max >= 1e6 {
+        (1e6, "ms")
+    } else {
+        (1e3, "µs")
+    };
+    let n = cats.len();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 320)).into_drawing_area();
+        root.fill(&WHITE).map_err(pe)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(8)
+            .x_label_area_size(34)
+            .y_label_area_size(60)
+            .build_cartesian_2d(Cats(n), 0.0..(max / div * 1.08).max(1e-9))
+            .map_err(pe)?;
+        let label = |x: &f64| cats.get(x.floor() as usize).cloned().unwrap_or_default();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_desc(format!("turnaround ({axis})"))
+            .x_label_formatter(&label)
+            .light_line_style(RGBColor(242, 242, 242))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 14))
+            .draw()
+            .map_err(pe)?;
+        let col = RGBColor(60, 110, 180);
+        for (c, v) in d.iter().enumerate() {
+            let Some([min, p50, p90, p99, mx]) = v else {
+                continue;
+            };
+            let xm = c as f64 + 0.5;
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(xm, min / div), (xm, mx / div)],
+                    col.stroke_width(1),
+                )))
+                .map_err(pe)?;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(xm - 0.2, p50 / div), (xm + 0.2, p90 / div)],
+                    col.mix(0.5).filled(),
+                )))
+                .map_err(pe)?;
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(xm - 0.25, p99 / div), (xm + 0.25, p99 / div)],
+                    RED.stroke_width(2),
+                )))
+                .map_err(pe)?;
+        }
+        root.present().map_err(pe)?;
+    }
+    Ok(svg)
+}
+
+fn figures_html(figs: &[Figure]) -> String {
+    let mut s = String::from("<div class=\"grid\">\n");
+    for f in figs {
+        let _ = writeln!(
+            s,
+            "<figure class=\"wide\"><figcaption>{}</figcaption>{}</figure>",
+            esc(&f.title),
+            f.svg
+        );
+    }
+    s.push_str("</div>\n");
+    s
+}
+
+/// The policy section of the report ("" when no run has policy cells).
+pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
+    let mut figs = Vec::new();
+    for (name, r) in runs {
+        let cells: Vec<&BenchmarkResult> = r
+            .benchmarks
+            .iter()
+            .filter(|b| b.suite == "policy" && b.id.split('/').count() == 4 && b.error.is_none())
+            .collect();
+        let mut works: Vec<&str> = Vec::new();
+        for b in &cells {
+            let w = b.id.split('/').nth(1).unwrap_or("");
+            if !works.contains(&w) {
+                works.push(w);
+            }
+        }
+        for w in works {
+            let mine: Vec<&&BenchmarkResult> = cells
+                .iter()
+                .filter(|b| b.id.split('/').nth(1) == Some(w))
+                .collect();
+            let cats: Vec<String> = mine
+                .iter()
+                .map(|b| b.id.splitn(3, '/').nth(2).unwrap_or("").to_string())
+                .collect();
+            let get = |m: &str| mine.iter().map(|b| center(b, m)).collect::<Vec<_>>();
+            let max_t = mine
+                .iter()
+                .filter_map(|b| center(b, "makespan").map(|x| x.0))
+                .chain(
+                    mine.iter()
+                        .filter_map(|b| Some(center(b, "user")?.0 + center(b, "sys")?.0)),
+                )
+                .fold(0.0_f64, f64::max);
+            let (div, unit) = if max_t >= 1e9 {
+                (1e9, "s")
+            } else if max_t >= 1e6 {
+                (1e6, "ms")
+            } else {
+                (1e3, "µs")
+            };
+            let stacked: Series = vec![
+                ("user", RGBColor(70, 130, 180), get("user")),
+                ("sys", RGBColor(230, 140, 50), get("sys")),
+            ];
+            let beside: Series = vec![("wall", RGBColor(120, 120, 120), get("makespan"))];
+            figs.push(Figure {
+                title: format!(
+                    "{name} · {w}: time per policy/processes — stacked user (blue) + system (orange) CPU time of all processes, wall = makespan (grey); medians, 95 % CI whiskers"
+                ),
+                svg: bars(&cats, &stacked, &beside, div, unit)?,
+                wide: true,
+            });
+            if get("voluntary").iter().any(Option::is_some) {
+                let beside: Series = vec![
+                    ("involuntary", RGBColor(200, 70, 70), get("involuntary")),
+                    ("voluntary", RGBColor(70, 160, 90), get("voluntary")),
+                ];
+                figs.push(Figure {
+                    title: format!(
+                        "{name} · {w}: context switches of all processes — involuntary (red), voluntary (green); medians, 95 % CI whiskers"
+                    ),
+                    svg: bars(&cats, &Vec::new(), &beside, 1.0, "switches")?,
+                    wide: true,
+                });
+            }
+            let dist: Vec<Option<[f64; 5]>> = mine
+                .iter()
+                .map(|b| {
+                    Some([
+                        per_run(b, "turnaround", |s| s.min)?,
+                        per_run(b, "turnaround", |s| s.p50)?,
+                        per_run(b, "turnaround", |s| s.p90)?,
+                        per_run(b, "turnaround", |s| s.p99)?,
+                        per_run(b, "turnaround", |s| s.max)?,
+                    ])
+                })
+                .collect();
+            if dist.iter().any(Option::is_some) {
+                figs.push(Figure {
+                    title: format!(
+                        "{name} · {w}: turnaround distribution per process — line min…max, box p50…p90, red p99 (medians over runs)"
+                    ),
+                    svg: distribution(&cats, &dist)?,
+                    wide: true,
+                });
+            }
+        }
+    }
+    if figs.is_empty() {
+        return Ok(String::new());
+    }
+    Ok(format!(
+        "<section>\n<h2>Scheduling-policy study</h2>\n<p class=\"note\">Per workload: categories are policy/processes. Runs are the unit: each bar is the median over runs, whiskers its 95 % bootstrap CI; the comparison table above tests differences (Mann-Whitney).</p>\n{}</section>\n",
+        figures_html(&figs)
+    ))
+}
