@@ -15,6 +15,7 @@ use crate::output::progress::Progress;
 use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
+mod model;
 mod results;
 pub use results::{CompareArgs, ReportArgs, ResultsCmd, StoreOpts, parse_percent};
 
@@ -111,6 +112,11 @@ pub enum Command {
         after_help = "Examples:\n  osgauge report linux-6.18 --export-html linux.html\n  osgauge report linux-6.18 win11 macos-15 --export-html report.html"
     )]
     Report(ReportArgs),
+    /// Application model: predict an application's capacity, bottleneck and QoS on stored runs
+    /// (or published figures) from a TOML profile; `model validate <PROFILE>` runs a synthetic
+    /// application and compares
+    #[command(after_help = model::AFTER_HELP)]
+    Model(Box<model::ModelArgs>),
     /// Internal: the echo peer of proc/ctx_switch_process_* where the peer is a started program
     /// (Windows). Copies stdin to stdout byte by byte until end of input. Hidden from --help.
     #[command(name = "__echo", hide = true)]
@@ -617,6 +623,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Results(cmd) => results::dispatch_results(cmd),
         Command::Compare(args) => results::dispatch_compare(args),
         Command::Report(args) => results::dispatch_report(args),
+        Command::Model(args) => model::dispatch(*args),
     }
 }
 
