@@ -9,6 +9,7 @@ use crate::units::{Better, Unit};
 
 pub mod cpu;
 pub mod example;
+pub mod frame;
 #[cfg(test)]
 mod invariants;
 pub mod mem;
@@ -121,6 +122,11 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             name: "mem",
             description: "Memory: load-latency curve with cache levels, bandwidth (1 thread and all), page faults",
             benchmarks: mem::benchmarks(&opts.mem),
+        },
+        Suite {
+            name: "frame",
+            description: "Frame pacing: an absolute-time frame loop with a frame copy (60 fps 1 MP, 25 fps 5 MP); no display",
+            benchmarks: frame::benchmarks(),
         },
         Suite {
             name: "interactivity",
