@@ -108,7 +108,7 @@ if [ "${#FLAKY[@]}" -gt 0 ]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-step "osgauge.exe: every suite under Wine (micro cpu proc mem, micro net, micro fs, the whole interactivity matrix, a policy study)"
+step "osgauge.exe: every suite under Wine (micro cpu proc mem frame, micro net, micro fs, the whole interactivity matrix, a policy study, the application model)"
 OUT=$(mktemp -d /tmp/osgauge-wine-out.XXXXXX)
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" list --json >list.json)
 # Exit 0 = all measured, 1 = some benchmarks unsupported/failed (the check below decides).
@@ -117,7 +117,7 @@ wine_run() {
     (cd "$OUT" && timeout 900 "$WINE" "$EXE" "$@" --no-store) || rc=$?
     case $rc in 0 | 1) ;; *) echo "osgauge.exe $* exited $rc"; exit 1 ;; esac
 }
-wine_run micro cpu proc mem --runs 3 --timeout 120s --max-size 64MiB --export-json micro.json
+wine_run micro cpu proc mem frame --runs 3 --timeout 120s --max-size 64MiB --export-json micro.json
 # The net suite over loopback (in-process osgauge serve peer), run time kept short.
 wine_run micro net --runs 3 --run-time 100ms --timeout 120s --export-json net.json
 wine_run interactivity --task audio,video,x,gaming,custom \
@@ -131,10 +131,16 @@ if find "$FSDIR" -mindepth 1 | grep -q .; then echo "micro fs left files in $FSD
 rm -rf "$FSDIR"
 wine_run policy --work cpu,io,mixed,sleepy --policy other,idle,below-normal,high,realtime,fifo \
     --procs 2,4 --runs 2 --warmup 0 --work-time 5ms --export-json policy.json
+# The application model: the thesis reproduced from its published figures, and a prediction on
+# the record just measured (the inputs it lacks are listed as missing).
+(cd "$OUT" && timeout 300 "$WINE" "$EXE" model "$ROOT/examples/thesis-2009.toml" >model-thesis.txt)
+grep -q "6.6    maximum fps .* 43.29 .* 43.28" "$OUT/model-thesis.txt" || { echo "model: thesis tables not printed under Wine"; exit 1; }
+(cd "$OUT" && timeout 300 "$WINE" "$EXE" model "$ROOT/examples/imaging-pipeline.toml" micro.json --export-json model.json >model-run.txt)
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); assert a['schema']=='osgauge.appmodel/1' and a['predictions'][0]['resources']" "$OUT/model.json"
 python3 - "$OUT" <<'EOF'
 import itertools, json, sys
 out = sys.argv[1]
-listed = [b["id"] for b in json.load(open(f"{out}/list.json")) if b["suite"] in ("cpu", "proc", "mem")]
+listed = [b["id"] for b in json.load(open(f"{out}/list.json")) if b["suite"] in ("cpu", "proc", "mem", "frame")]
 fs_listed = [b["id"] for b in json.load(open(f"{out}/list.json")) if b["suite"] == "fs"]
 tasks = ["audio", "video", "x", "gaming", "custom"]
 loads = ["none", "video", "x", "burn", "write", "read", "ring", "compile", "memload"]

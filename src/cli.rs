@@ -17,6 +17,7 @@ use crate::units::parse_duration;
 
 mod fs;
 pub mod policy;
+mod model;
 mod results;
 mod serve;
 pub use fs::FsOpts;
@@ -131,6 +132,11 @@ pub enum Command {
         after_help = "Examples:\n  osgauge report linux-6.18 --export-html linux.html\n  osgauge report linux-6.18 win11 macos-15 --export-html report.html"
     )]
     Report(ReportArgs),
+    /// Application model: predict an application's capacity, bottleneck and QoS on stored runs
+    /// (or published figures) from a TOML profile; `model validate <PROFILE>` runs a synthetic
+    /// application and compares
+    #[command(after_help = model::AFTER_HELP)]
+    Model(Box<model::ModelArgs>),
     /// Internal: the echo peer of proc/ctx_switch_process_* where the peer is a started program
     /// (Windows). Copies stdin to stdout byte by byte until end of input. Hidden from --help.
     #[command(name = "__echo", hide = true)]
@@ -682,6 +688,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Compare(args) => results::dispatch_compare(args),
         Command::Report(args) => results::dispatch_report(args),
         Command::Serve(args) => serve::run_serve(args),
+        Command::Model(args) => model::dispatch(*args),
     }
 }
 

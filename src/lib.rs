@@ -2,6 +2,7 @@
 //! fast its basic services are. Data flows one way: CLI → plan → runner → benchmarks → result
 //! record → statistics → sinks (terminal, exports). See README.md and `osgauge --help`.
 
+pub mod appmodel;
 pub mod bench;
 pub mod cli;
 pub mod compare;

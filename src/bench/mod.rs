@@ -10,6 +10,7 @@ use crate::units::{Better, Unit};
 pub mod cpu;
 pub mod example;
 pub mod fs;
+pub mod frame;
 #[cfg(test)]
 mod invariants;
 pub mod mem;
@@ -135,6 +136,11 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             name: "fs",
             description: "File system: cache-bypassed read latency (size sweep), file-cache size, contention, disk bandwidth with CPU cost, create/delete, fsync",
             benchmarks: fs::benchmarks(&opts.fs),
+        },
+        Suite {
+            name: "frame",
+            description: "Frame pacing: an absolute-time frame loop with a frame copy (60 fps 1 MP, 25 fps 5 MP); no display",
+            benchmarks: frame::benchmarks(),
         },
         Suite {
             name: "interactivity",

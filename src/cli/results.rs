@@ -596,7 +596,10 @@ fn list_text(rows: &[store::RunRow]) -> String {
 }
 
 /// Resolve compare/report arguments into named records: files first, else stored runs.
-fn load_runs(keys: &[String], sp: &StorePath) -> Result<Vec<(String, RunRecord)>, CliError> {
+pub(crate) fn load_runs(
+    keys: &[String],
+    sp: &StorePath,
+) -> Result<Vec<(String, RunRecord)>, CliError> {
     let mut out: Vec<(String, RunRecord)> = Vec::new();
     let mut store: Option<Store> = None;
     for k in keys {

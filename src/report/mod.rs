@@ -8,6 +8,7 @@
 //! the x axis, one bar per run); latency-vs-size curves for benchmarks with a `curve` parameter
 //! (`[{size_bytes, ns_per_load}]`, log x); warnings and errors.
 
+pub mod appmodel;
 mod charts;
 mod net;
 mod fs;

@@ -1,0 +1,685 @@
+//! The calculator: per-unit demand × per-run capacities → service demand per resource, then the
+//! operational laws (Denning & Buzen): utilisation U_r(X) = F_r + X·S_r, maximum rate
+//! X_max = min_r (1 − F_r)/S_r (the bottleneck is the argmin), rate at the ceiling
+//! X_ρ = min_r (ρ − F_r)/S_r. S_r is the fraction of resource r one unit per second takes.
+//! Pure: no I/O. A missing input drops its part (or its whole resource) and marks the prediction
+//! an upper bound; nothing is filled in.
+
+use serde::Serialize;
+
+use super::inputs::{Inputs, Origin};
+use super::profile::{Profile, QOS_KEYS};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Part {
+    pub label: String,
+    /// In the resource's demand unit (`ResourceCalc::unit`), or…
+    pub amount: Option<f64>,
+    /// …directly as a fraction of the capacity per unit/s (published per-unit figures).
+    pub fraction: Option<f64>,
+    pub source: String,
+    pub assumed: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ResourceCalc {
+    pub resource: &'static str,
+    pub title: &'static str,
+    /// Demand unit: "CPU-s", "MB", "disk-s".
+    pub unit: &'static str,
+    pub parts: Vec<Part>,
+    /// Demand per unit (sum of the absolute parts), in `unit`.
+    pub demand: f64,
+    /// Capacity per second, in `unit`/s; None when not needed (all parts direct) or missing.
+    pub capacity: Option<f64>,
+    pub capacity_source: Option<String>,
+    /// Service demand: fraction of the capacity one unit/s takes. None: cannot be computed.
+    pub s: Option<f64>,
+    pub background: f64,
+    pub util_at_target: Option<f64>,
+    /// Rate at which this resource saturates, (1 − F)/S.
+    pub x_sat: Option<f64>,
+    /// Inputs missing for this resource (its S is then a lower bound, or unknown).
+    pub missing: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QosCheck {
+    pub key: String,
+    pub what: String,
+    pub limit: f64,
+    pub measured: Option<f64>,
+    pub source: String,
+    /// None: not measured.
+    pub pass: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Prediction {
+    pub name: String,
+    pub os: String,
+    pub unit: String,
+    pub target_rate: f64,
+    pub ceiling: f64,
+    pub resources: Vec<ResourceCalc>,
+    pub x_max: Option<f64>,
+    pub bottleneck: Option<String>,
+    pub next_bottleneck: Option<String>,
+    pub x_ceiling: Option<f64>,
+    /// X_max with the bottleneck's capacity +10 %, and the relative gain.
+    pub x_max_plus10: Option<f64>,
+    pub gain_plus10: Option<f64>,
+    /// Some input was missing: X_max is an upper bound.
+    pub upper_bound: bool,
+    /// Missing input key → why.
+    pub missing: Vec<(String, String)>,
+    /// Assumed or stated inputs used (flagged).
+    pub flagged: Vec<(String, String)>,
+    pub qos: Vec<QosCheck>,
+    /// target_rate ≤ x_ceiling (None when no rate could be predicted).
+    pub target_ok: Option<bool>,
+}
+
+impl Prediction {
+    pub fn resource(&self, r: &str) -> Option<&ResourceCalc> {
+        self.resources.iter().find(|x| x.resource == r)
+    }
+    /// Utilisation of `r` at rate `x` (fraction).
+    pub fn util_at(&self, r: &str, x: f64) -> Option<f64> {
+        let rc = self.resource(r)?;
+        rc.s.map(|s| rc.background + x * s)
+    }
+}
+
+struct Builder<'a> {
+    inp: &'a Inputs,
+    missing: Vec<(String, String)>,
+    flagged: Vec<(String, String)>,
+}
+
+impl Builder<'_> {
+    /// Input value, recording use (flagged) or absence (missing, reason `for_what`).
+    fn get(&mut self, key: &str, missing_list: &mut Vec<String>) -> Option<f64> {
+        match self.inp.values.get(key) {
+            Some(v) => {
+                if matches!(v.origin, Origin::Assumed | Origin::Stated)
+                    && !self.flagged.iter().any(|(k, _)| k == key)
+                {
+                    self.flagged.push((key.to_string(), v.source.clone()));
+                }
+                Some(v.value)
+            }
+            None => {
+                let why = self
+                    .inp
+                    .missing
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| "no source for it in these inputs".into());
+                if !self.missing.iter().any(|(k, _)| k == key) {
+                    self.missing.push((key.to_string(), why));
+                }
+                missing_list.push(key.to_string());
+                None
+            }
+        }
+    }
+    fn src(&self, key: &str) -> String {
+        self.inp
+            .values
+            .get(key)
+            .map(|v| format!("{key} ← {}", v.source))
+            .unwrap_or_else(|| key.to_string())
+    }
+    fn assumed(&self, key: &str) -> bool {
+        self.inp
+            .values
+            .get(key)
+            .is_some_and(|v| matches!(v.origin, Origin::Assumed | Origin::Stated))
+    }
+}
+
+fn part(label: String, amount: f64, source: String, assumed: bool) -> Part {
+    Part {
+        label,
+        amount: Some(amount),
+        fraction: None,
+        source,
+        assumed,
+    }
+}
+
+/// Predict `profile` on `inputs`.
+pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
+    let d = &p.demand;
+    let mut b = Builder {
+        inp,
+        missing: Vec::new(),
+        flagged: Vec::new(),
+    };
+    let t = d.disk_threads;
+    let fv = d.frame_pacing.as_str();
+    let frame_mb = d.frames * d.frame_mb;
+    let mut resources = Vec::new();
+
+    // CPU (CPU-seconds per unit; capacity = logical CPUs).
+    {
+        let mut miss = Vec::new();
+        let mut parts = Vec::new();
+        if let Some(c) = d.app_cpu_s {
+            parts.push(part(
+                "application logic".into(),
+                c,
+                "profile demand.app_cpu_s".into(),
+                false,
+            ));
+        }
+        if let Some(pct) = d.app_cpu_pct {
+            parts.push(Part {
+                label: "application logic".into(),
+                amount: None,
+                fraction: Some(pct / 100.0),
+                source: "profile demand.app_cpu_pct".into(),
+                assumed: false,
+            });
+        }
+        if inp.values.contains_key("os_cpu_pct_per_unit") {
+            let v = b.get("os_cpu_pct_per_unit", &mut miss).unwrap();
+            parts.push(Part {
+                label: "OS work per unit (published total)".into(),
+                amount: None,
+                fraction: Some(v / 100.0),
+                source: b.src("os_cpu_pct_per_unit"),
+                assumed: false,
+            });
+        } else {
+            let rx_key = if d.net_protocol == "udp" {
+                "net_rx_cpu_s_per_mb_udp"
+            } else {
+                "net_rx_cpu_s_per_mb_tcp"
+            };
+            let w_key = format!("disk_write_cpu_s_per_mb_t{t}");
+            let r_key = format!("disk_read_cpu_s_per_mb_t{t}");
+            let f_key = format!("frame_copy_cpu_s_per_mb_{fv}");
+            let acts: [(&str, f64, &str); 4] = [
+                ("network receive", d.net_rx_mb, rx_key),
+                ("network send", d.net_tx_mb, "net_tx_cpu_s_per_mb"),
+                ("disk write", d.disk_write_mb, &w_key),
+                ("disk read", d.disk_read_mb, &r_key),
+            ];
+            for (label, mb, key) in
+                acts.into_iter()
+                    .chain(std::iter::once(("frame copy", frame_mb, f_key.as_str())))
+            {
+                if mb > 0.0
+                    && let Some(k) = b.get(key, &mut miss)
+                {
+                    parts.push(part(
+                        format!("{label} {} MB × {} CPU-s/MB", fmt(mb), fmt(k)),
+                        mb * k,
+                        b.src(key),
+                        false,
+                    ));
+                }
+            }
+            if d.context_switches > 0.0
+                && let Some(us) = b.get("ctx_switch_us", &mut miss)
+            {
+                parts.push(part(
+                    format!(
+                        "{} context switches × {} µs",
+                        fmt(d.context_switches),
+                        fmt(us)
+                    ),
+                    d.context_switches * us * 1e-6,
+                    b.src("ctx_switch_us"),
+                    false,
+                ));
+            }
+        }
+        let needs_cap = parts.iter().any(|x| x.amount.is_some());
+        let cap = if needs_cap {
+            b.get("cpus", &mut miss)
+        } else {
+            None
+        };
+        resources.push(finish(
+            "cpu",
+            "CPU",
+            "CPU-s",
+            parts,
+            cap,
+            needs_cap.then(|| b.src("cpus")),
+            needs_cap,
+            miss,
+            p,
+        ));
+    }
+
+    // Memory (MB of traffic per unit, STREAM convention; capacity = memory bandwidth).
+    {
+        let mut miss = Vec::new();
+        let mut parts = Vec::new();
+        if d.app_mem_mb > 0.0 {
+            parts.push(part(
+                "application logic".into(),
+                d.app_mem_mb,
+                "profile demand.app_mem_mb".into(),
+                false,
+            ));
+        }
+        if inp.values.contains_key("os_mem_mb_per_unit") {
+            let v = b.get("os_mem_mb_per_unit", &mut miss).unwrap();
+            parts.push(part(
+                "OS work per unit (published total)".into(),
+                v,
+                b.src("os_mem_mb_per_unit"),
+                false,
+            ));
+        } else {
+            let acts = [
+                ("network receive", d.net_rx_mb, "net_rx_mem_per_mb"),
+                ("network send", d.net_tx_mb, "net_tx_mem_per_mb"),
+                ("disk write", d.disk_write_mb, "disk_write_mem_per_mb"),
+                ("disk read", d.disk_read_mb, "disk_read_mem_per_mb"),
+                ("frame copy", frame_mb, "frame_mem_per_mb"),
+            ];
+            for (label, mb, key) in acts {
+                if mb > 0.0
+                    && let Some(k) = b.get(key, &mut miss)
+                {
+                    let assumed = b.assumed(key);
+                    parts.push(part(
+                        format!("{label} {} MB × {} MB/MB", fmt(mb), fmt(k)),
+                        mb * k,
+                        b.src(key),
+                        assumed,
+                    ));
+                }
+            }
+        }
+        let needs = !parts.is_empty();
+        let cap = if needs {
+            b.get("mem_bw_mb_s", &mut miss)
+        } else {
+            None
+        };
+        resources.push(finish(
+            "memory",
+            "Memory bandwidth",
+            "MB",
+            parts,
+            cap,
+            needs.then(|| b.src("mem_bw_mb_s")),
+            needs,
+            miss,
+            p,
+        ));
+    }
+
+    // Disk (disk-seconds per unit: MB / bandwidth of the profile's thread count; capacity 1).
+    {
+        let mut miss = Vec::new();
+        let mut parts = Vec::new();
+        if inp.values.contains_key("disk_pct_per_unit") {
+            let v = b.get("disk_pct_per_unit", &mut miss).unwrap();
+            parts.push(Part {
+                label: "disk I/O per unit (published)".into(),
+                amount: None,
+                fraction: Some(v / 100.0),
+                source: b.src("disk_pct_per_unit"),
+                assumed: false,
+            });
+        } else {
+            for (label, mb, key) in [
+                ("write", d.disk_write_mb, format!("disk_write_mb_s_t{t}")),
+                ("read", d.disk_read_mb, format!("disk_read_mb_s_t{t}")),
+            ] {
+                if mb > 0.0
+                    && let Some(bw) = b.get(&key, &mut miss)
+                    && bw > 0.0
+                {
+                    parts.push(part(
+                        format!("{label} {} MB at {} MB/s ({t} thread(s))", fmt(mb), fmt(bw)),
+                        mb / bw,
+                        b.src(&key),
+                        false,
+                    ));
+                }
+            }
+        }
+        let needs = parts.iter().any(|x| x.amount.is_some());
+        let any = d.disk_write_mb + d.disk_read_mb > 0.0 || !parts.is_empty();
+        resources.push(finish(
+            "disk",
+            "Disk",
+            "disk-s",
+            parts,
+            needs.then_some(1.0),
+            needs.then(|| "1 disk-second per second".to_string()),
+            any && needs,
+            miss,
+            p,
+        ));
+    }
+
+    // Network receive / send links (MB per unit; capacity = link MB/s).
+    for (res, title, mb) in [
+        ("net_rx", "Network receive", d.net_rx_mb),
+        ("net_tx", "Network send", d.net_tx_mb),
+    ] {
+        let mut miss = Vec::new();
+        let mut parts = Vec::new();
+        if mb > 0.0 {
+            parts.push(part(
+                format!("{} MB", fmt(mb)),
+                mb,
+                "profile demand".into(),
+                false,
+            ));
+        }
+        let cap = if mb > 0.0 {
+            b.get("net_link_mb_s", &mut miss)
+        } else {
+            None
+        };
+        resources.push(finish(
+            res,
+            title,
+            "MB",
+            parts,
+            cap,
+            (mb > 0.0).then(|| b.src("net_link_mb_s")),
+            mb > 0.0,
+            miss,
+            p,
+        ));
+    }
+
+    // Display upload link (MB per unit).
+    {
+        let mut miss = Vec::new();
+        let mut parts = Vec::new();
+        let mut needs = false;
+        if inp.values.contains_key("display_pct_per_unit") {
+            let v = b.get("display_pct_per_unit", &mut miss).unwrap();
+            parts.push(Part {
+                label: "display upload per unit (published)".into(),
+                amount: None,
+                fraction: Some(v / 100.0),
+                source: b.src("display_pct_per_unit"),
+                assumed: false,
+            });
+        } else if frame_mb > 0.0 {
+            parts.push(part(
+                format!("{} frame(s) × {} MB", fmt(d.frames), fmt(d.frame_mb)),
+                frame_mb,
+                "profile demand".into(),
+                false,
+            ));
+            needs = true;
+        }
+        let cap = if needs {
+            b.get("display_link_mb_s", &mut miss)
+        } else {
+            None
+        };
+        resources.push(finish(
+            "display",
+            "Display upload",
+            "MB",
+            parts,
+            cap,
+            needs.then(|| b.src("display_link_mb_s")),
+            needs,
+            miss,
+            p,
+        ));
+    }
+
+    // Drop resources with no demand at all.
+    resources.retain(|r| !r.parts.is_empty() || !r.missing.is_empty());
+
+    // The laws.
+    let mut sat: Vec<(f64, &str)> = resources
+        .iter()
+        .filter_map(|r| r.x_sat.map(|x| (x, r.resource)))
+        .collect();
+    sat.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let x_max = sat.first().map(|s| s.0);
+    let bottleneck = sat.first().map(|s| s.1.to_string());
+    let next_bottleneck = sat.get(1).map(|s| s.1.to_string());
+    let x_ceiling = resources
+        .iter()
+        .filter_map(|r| {
+            r.s.filter(|s| *s > 0.0)
+                .map(|s| ((p.ceiling - r.background) / s).max(0.0))
+        })
+        .min_by(f64::total_cmp);
+    let x_max_plus10 = sat.first().map(|(x, _)| {
+        let boosted = x * 1.1;
+        sat.get(1).map_or(boosted, |n| boosted.min(n.0))
+    });
+    let gain_plus10 = match (x_max, x_max_plus10) {
+        (Some(a), Some(b)) if a > 0.0 => Some(b / a - 1.0),
+        _ => None,
+    };
+    for r in resources.iter_mut() {
+        r.util_at_target = r.s.map(|s| r.background + p.target_rate * s);
+    }
+
+    // QoS limits.
+    let mut qos = Vec::new();
+    for q in QOS_KEYS {
+        let Some(limit) = p.qos.get(q.key) else {
+            continue;
+        };
+        let key = if q.input.starts_with("frame_") {
+            format!("{}_{fv}", q.input)
+        } else {
+            q.input.to_string()
+        };
+        let v = inp.values.get(&key);
+        qos.push(QosCheck {
+            key: q.key.to_string(),
+            what: q.what.to_string(),
+            limit: *limit,
+            measured: v.map(|v| v.value),
+            source: v
+                .map(|v| format!("{key} ← {}", v.source))
+                .unwrap_or_else(|| {
+                    format!(
+                        "{key}: {}",
+                        inp.missing
+                            .get(&key)
+                            .map_or("no source in these inputs", |s| s)
+                    )
+                }),
+            pass: v.map(|v| v.value <= *limit),
+        });
+    }
+
+    let upper_bound = !b.missing.is_empty();
+    Prediction {
+        name: inp.name.clone(),
+        os: inp.os.clone(),
+        unit: p.unit.clone(),
+        target_rate: p.target_rate,
+        ceiling: p.ceiling,
+        resources,
+        x_max,
+        bottleneck,
+        next_bottleneck,
+        x_ceiling,
+        x_max_plus10,
+        gain_plus10,
+        upper_bound,
+        missing: b.missing,
+        flagged: b.flagged,
+        qos,
+        target_ok: x_ceiling.map(|x| p.target_rate <= x),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    resource: &'static str,
+    title: &'static str,
+    unit: &'static str,
+    parts: Vec<Part>,
+    capacity: Option<f64>,
+    capacity_source: Option<String>,
+    needs_capacity: bool,
+    missing: Vec<String>,
+    p: &Profile,
+) -> ResourceCalc {
+    let demand: f64 = parts.iter().filter_map(|x| x.amount).sum();
+    let frac: f64 = parts.iter().filter_map(|x| x.fraction).sum();
+    let s = if needs_capacity {
+        capacity.filter(|c| *c > 0.0).map(|c| demand / c + frac)
+    } else if parts.is_empty() {
+        None
+    } else {
+        Some(frac)
+    };
+    let background = p.background.get(resource).copied().unwrap_or(0.0);
+    let x_sat = s
+        .filter(|s| *s > 0.0)
+        .map(|s| ((1.0 - background) / s).max(0.0));
+    ResourceCalc {
+        resource,
+        title,
+        unit,
+        parts,
+        demand,
+        capacity: capacity.filter(|_| needs_capacity),
+        capacity_source,
+        s,
+        background,
+        util_at_target: None,
+        x_sat,
+        missing,
+    }
+}
+
+/// Short number: up to 4 significant digits, no trailing zeros.
+pub fn fmt(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::appmodel::inputs::Value;
+    use std::collections::BTreeMap;
+
+    fn inputs(vals: &[(&str, f64)]) -> Inputs {
+        let mut i = Inputs {
+            name: "t".into(),
+            os: "test".into(),
+            values: BTreeMap::new(),
+            missing: BTreeMap::new(),
+        };
+        for (k, v) in vals {
+            i.values.insert(
+                k.to_string(),
+                Value {
+                    value: *v,
+                    origin: Origin::Measured,
+                    source: "test".into(),
+                },
+            );
+        }
+        i
+    }
+
+    const PROFILE: &str = "[app]\nname = \"t\"\nunit = \"req\"\ntarget_rate = 100\nutilisation_ceiling = 0.5\n\
+        [demand]\nnet_rx_mb = 1\ndisk_write_mb = 1\napp_cpu_s = 0.002\napp_mem_mb = 10\ncontext_switches = 100\n";
+
+    /// Hand-computed: CPU = 0.002 + 1 MB × 0.001 + 1 MB × 0.002 + 100 × 5 µs = 0.0055 CPU-s on
+    /// 2 CPUs → S = 0.00275; memory = 10 + 3 + 3 = 16 MB at 1000 MB/s → S = 0.016; disk =
+    /// 1 MB / 200 MB/s → S = 0.005; net rx = 1 MB / 125 MB/s → S = 0.008.
+    #[test]
+    fn hand_computed_service_demands_and_laws() {
+        let p = Profile::parse("p", PROFILE).unwrap();
+        let mut i = inputs(&[
+            ("cpus", 2.0),
+            ("net_rx_cpu_s_per_mb_tcp", 0.001),
+            ("disk_write_cpu_s_per_mb_t1", 0.002),
+            ("ctx_switch_us", 5.0),
+            ("mem_bw_mb_s", 1000.0),
+            ("disk_write_mb_s_t1", 200.0),
+            ("net_link_mb_s", 125.0),
+        ]);
+        i.apply_profile(&p);
+        let pr = predict(&p, &i);
+        let s = |r: &str| pr.resource(r).unwrap().s.unwrap();
+        assert!((s("cpu") - 0.00275).abs() < 1e-12);
+        assert!((s("memory") - 0.016).abs() < 1e-12);
+        assert!((s("disk") - 0.005).abs() < 1e-12);
+        assert!((s("net_rx") - 0.008).abs() < 1e-12);
+        assert!((pr.x_max.unwrap() - 62.5).abs() < 1e-9);
+        assert_eq!(pr.bottleneck.as_deref(), Some("memory"));
+        assert_eq!(pr.next_bottleneck.as_deref(), Some("net_rx"));
+        assert!((pr.x_ceiling.unwrap() - 31.25).abs() < 1e-9);
+        // +10 % memory bandwidth: 68.75 (< net_rx's 125).
+        assert!((pr.x_max_plus10.unwrap() - 68.75).abs() < 1e-9);
+        assert!((pr.gain_plus10.unwrap() - 0.1).abs() < 1e-9);
+        assert!((pr.resource("memory").unwrap().util_at_target.unwrap() - 1.6).abs() < 1e-12);
+        assert_eq!(pr.target_ok, Some(false));
+        assert!(!pr.upper_bound);
+        // The copy-count assumptions are flagged.
+        assert!(pr.flagged.iter().any(|(k, _)| k == "net_rx_mem_per_mb"));
+    }
+
+    #[test]
+    fn missing_input_is_listed_and_marks_an_upper_bound() {
+        let p = Profile::parse("p", PROFILE).unwrap();
+        let mut i = inputs(&[
+            ("cpus", 2.0),
+            ("mem_bw_mb_s", 1000.0),
+            ("net_link_mb_s", 125.0),
+        ]);
+        i.miss("disk_write_mb_s_t1", "fs/seq_write_t1 is not in this run");
+        i.apply_profile(&p);
+        let pr = predict(&p, &i);
+        assert!(pr.upper_bound);
+        assert!(
+            pr.missing
+                .iter()
+                .any(|(k, why)| k == "disk_write_mb_s_t1" && why.contains("not in this run"))
+        );
+        assert!(pr.resource("disk").unwrap().s.is_none());
+        // Nothing was filled in: CPU has only the parts it could compute.
+        let cpu = pr.resource("cpu").unwrap();
+        assert!((cpu.demand - 0.002).abs() < 1e-12, "{}", cpu.demand);
+    }
+
+    #[test]
+    fn background_load_reduces_capacity() {
+        let src = PROFILE.to_string() + "[background]\nmemory = 0.2\n";
+        let p = Profile::parse("p", &src).unwrap();
+        let mut i = inputs(&[
+            ("cpus", 2.0),
+            ("net_rx_cpu_s_per_mb_tcp", 0.001),
+            ("disk_write_cpu_s_per_mb_t1", 0.002),
+            ("ctx_switch_us", 5.0),
+            ("mem_bw_mb_s", 1000.0),
+            ("disk_write_mb_s_t1", 200.0),
+            ("net_link_mb_s", 125.0),
+        ]);
+        i.apply_profile(&p);
+        let pr = predict(&p, &i);
+        assert!((pr.x_max.unwrap() - 50.0).abs() < 1e-9); // (1 − 0.2) / 0.016
+        assert!((pr.x_ceiling.unwrap() - 18.75).abs() < 1e-9); // (0.5 − 0.2) / 0.016
+    }
+}

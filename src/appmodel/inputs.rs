@@ -1,0 +1,603 @@
+//! The model's inputs per run, in ONE mapping table ([`SPECS`]): each input's key, unit, and the
+//! benchmark id and metric it is read from (the across-run centre: median of per-run medians), or
+//! where else it comes from (the machine record, a stated copy-count assumption, the profile, or a
+//! published-figures file). An input a run lacks is listed as missing with the reason — never
+//! filled in.
+//!
+//! Units: MB = 10^6 bytes. Memory traffic follows the memory suite's STREAM convention (bytes
+//! read + bytes written), so a copy of 1 MB is 2 MB of traffic, and the memory demands below are
+//! counted the same way.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::profile::{Dir, Profile};
+use crate::model::RunRecord;
+
+/// Frame-pacing variants (benchmark `frame/pacing_<variant>`).
+pub const FRAME_VARIANTS: &[&str] = &["60fps_1mp", "25fps_5mp"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Read from a benchmark result of the run.
+    Measured,
+    /// A figure from a published-figures file (someone else's measurement).
+    Published,
+    /// A stated assumption (no counter measures it here): flagged in every output.
+    Assumed,
+    /// A capacity the profile states (no benchmark measures it): flagged.
+    Stated,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Source {
+    /// `bench` `metric` × `scale`.
+    Metric {
+        bench: &'static str,
+        metric: &'static str,
+        scale: f64,
+    },
+    /// The machine record's logical CPU count.
+    Cpus,
+    /// No counter: a copy count, stated and flagged; the profile may override it.
+    Assumed { default: f64, why: &'static str },
+    /// Only from a published-figures file or the profile's `[capacity]`.
+    Given,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    pub key: &'static str,
+    pub unit: &'static str,
+    pub better: Dir,
+    pub what: &'static str,
+    pub source: Source,
+}
+
+const fn m(
+    key: &'static str,
+    unit: &'static str,
+    better: Dir,
+    what: &'static str,
+    bench: &'static str,
+    metric: &'static str,
+    scale: f64,
+) -> Spec {
+    Spec {
+        key,
+        unit,
+        better,
+        what,
+        source: Source::Metric {
+            bench,
+            metric,
+            scale,
+        },
+    }
+}
+
+const fn a(key: &'static str, what: &'static str, default: f64, why: &'static str) -> Spec {
+    Spec {
+        key,
+        unit: "MB/MB",
+        better: Dir::Lower,
+        what,
+        source: Source::Assumed { default, why },
+    }
+}
+
+const fn g(key: &'static str, unit: &'static str, better: Dir, what: &'static str) -> Spec {
+    Spec {
+        key,
+        unit,
+        better,
+        what,
+        source: Source::Given,
+    }
+}
+
+use Dir::{Higher as H, Lower as L};
+
+/// µs per KiB → CPU-seconds per MB (10^6 B): × 10^6/1024 KiB per MB × 10^-6 s per µs.
+const US_PER_KIB_TO_S_PER_MB: f64 = 1.0 / 1024.0;
+
+/// THE mapping table.
+pub const SPECS: &[Spec] = &[
+    m(
+        "mem_bw_mb_s",
+        "MB/s",
+        H,
+        "memory bandwidth, all threads, copy kernel (STREAM convention: bytes read + written)",
+        "mem/bandwidth_all",
+        "copy",
+        1e-6,
+    ),
+    m(
+        "ctx_switch_us",
+        "µs",
+        L,
+        "context switch time (two processes, pinned, pipe ping-pong)",
+        "proc/ctx_switch_process_pinned",
+        "switch",
+        1e-3,
+    ),
+    Spec {
+        key: "cpus",
+        unit: "CPUs",
+        better: H,
+        what: "logical CPUs (CPU capacity, CPU-seconds per second)",
+        source: Source::Cpus,
+    },
+    m(
+        "net_link_mb_s",
+        "MB/s",
+        H,
+        "TCP stream throughput (the network capacity unless the profile states the link)",
+        "net/tcp_stream",
+        "throughput_gbit_s",
+        125.0,
+    ),
+    m(
+        "net_rx_cpu_s_per_mb_tcp",
+        "CPU-s/MB",
+        L,
+        "system CPU per MB received over TCP (service demand)",
+        "net/tcp_stream",
+        "rx_service_demand_us_per_kib",
+        US_PER_KIB_TO_S_PER_MB,
+    ),
+    m(
+        "net_tx_cpu_s_per_mb",
+        "CPU-s/MB",
+        L,
+        "system CPU per MB sent over TCP (service demand)",
+        "net/tcp_stream",
+        "tx_service_demand_us_per_kib",
+        US_PER_KIB_TO_S_PER_MB,
+    ),
+    m(
+        "net_rx_cpu_s_per_mb_udp",
+        "CPU-s/MB",
+        L,
+        "system CPU per MB received over UDP (service demand)",
+        "net/udp_stream",
+        "rx_service_demand_us_per_kib",
+        US_PER_KIB_TO_S_PER_MB,
+    ),
+    m(
+        "net_loss_pct",
+        "%",
+        L,
+        "UDP datagram loss",
+        "net/udp_stream",
+        "loss_pct",
+        1.0,
+    ),
+    m(
+        "net_jitter_p99_us",
+        "µs",
+        L,
+        "UDP inter-arrival jitter p99",
+        "net/udp_stream",
+        "jitter_p99_us",
+        1.0,
+    ),
+    m(
+        "net_rtt_p50_us",
+        "µs",
+        L,
+        "TCP 64-byte round trip, median",
+        "net/tcp_rtt_64b",
+        "rtt_p50_us",
+        1.0,
+    ),
+    m(
+        "disk_write_mb_s_t1",
+        "MB/s",
+        H,
+        "sequential write bandwidth, 1 thread",
+        "fs/seq_write_t1",
+        "mb_per_s",
+        1.0,
+    ),
+    m(
+        "disk_write_mb_s_t2",
+        "MB/s",
+        H,
+        "sequential write bandwidth, 2 threads",
+        "fs/seq_write_t2",
+        "mb_per_s",
+        1.0,
+    ),
+    m(
+        "disk_write_mb_s_t3",
+        "MB/s",
+        H,
+        "sequential write bandwidth, 3 threads",
+        "fs/seq_write_t3",
+        "mb_per_s",
+        1.0,
+    ),
+    m(
+        "disk_read_mb_s_t1",
+        "MB/s",
+        H,
+        "sequential read bandwidth, 1 thread",
+        "fs/seq_read_t1",
+        "mb_per_s",
+        1.0,
+    ),
+    m(
+        "disk_read_mb_s_t2",
+        "MB/s",
+        H,
+        "sequential read bandwidth, 2 threads",
+        "fs/seq_read_t2",
+        "mb_per_s",
+        1.0,
+    ),
+    m(
+        "disk_read_mb_s_t3",
+        "MB/s",
+        H,
+        "sequential read bandwidth, 3 threads",
+        "fs/seq_read_t3",
+        "mb_per_s",
+        1.0,
+    ),
+    m(
+        "disk_write_cpu_s_per_mb_t1",
+        "CPU-s/MB",
+        L,
+        "system CPU per MB written, 1 thread",
+        "fs/seq_write_t1",
+        "cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_write_cpu_s_per_mb_t2",
+        "CPU-s/MB",
+        L,
+        "system CPU per MB written, 2 threads",
+        "fs/seq_write_t2",
+        "cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_write_cpu_s_per_mb_t3",
+        "CPU-s/MB",
+        L,
+        "system CPU per MB written, 3 threads",
+        "fs/seq_write_t3",
+        "cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_read_cpu_s_per_mb_t1",
+        "CPU-s/MB",
+        L,
+        "system CPU per MB read, 1 thread",
+        "fs/seq_read_t1",
+        "cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_read_cpu_s_per_mb_t2",
+        "CPU-s/MB",
+        L,
+        "system CPU per MB read, 2 threads",
+        "fs/seq_read_t2",
+        "cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_read_cpu_s_per_mb_t3",
+        "CPU-s/MB",
+        L,
+        "system CPU per MB read, 3 threads",
+        "fs/seq_read_t3",
+        "cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "frame_copy_cpu_s_per_mb_60fps_1mp",
+        "CPU-s/MB",
+        L,
+        "CPU time to copy one MB of frame (60 fps, 1 MP)",
+        "frame/pacing_60fps_1mp",
+        "copy_time_per_mb",
+        1e-9,
+    ),
+    m(
+        "frame_p99_dev_ms_60fps_1mp",
+        "ms",
+        L,
+        "frame-period deviation p99 (60 fps, 1 MP)",
+        "frame/pacing_60fps_1mp",
+        "period_dev_p99",
+        1e-6,
+    ),
+    m(
+        "frame_late_pct_60fps_1mp",
+        "%",
+        L,
+        "frames late beyond half a period (60 fps, 1 MP)",
+        "frame/pacing_60fps_1mp",
+        "late_pct",
+        1.0,
+    ),
+    m(
+        "frame_copy_cpu_s_per_mb_25fps_5mp",
+        "CPU-s/MB",
+        L,
+        "CPU time to copy one MB of frame (25 fps, 5 MP)",
+        "frame/pacing_25fps_5mp",
+        "copy_time_per_mb",
+        1e-9,
+    ),
+    m(
+        "frame_p99_dev_ms_25fps_5mp",
+        "ms",
+        L,
+        "frame-period deviation p99 (25 fps, 5 MP)",
+        "frame/pacing_25fps_5mp",
+        "period_dev_p99",
+        1e-6,
+    ),
+    m(
+        "frame_late_pct_25fps_5mp",
+        "%",
+        L,
+        "frames late beyond half a period (25 fps, 5 MP)",
+        "frame/pacing_25fps_5mp",
+        "late_pct",
+        1.0,
+    ),
+    a(
+        "net_rx_mem_per_mb",
+        "memory traffic per MB received",
+        3.0,
+        "ASSUMED 3 copies: NIC DMA write + kernel-to-user copy (read + write); no memory-traffic counter read",
+    ),
+    a(
+        "net_tx_mem_per_mb",
+        "memory traffic per MB sent",
+        3.0,
+        "ASSUMED 3 copies: user-to-kernel copy (read + write) + NIC DMA read; no memory-traffic counter read",
+    ),
+    a(
+        "disk_write_mem_per_mb",
+        "memory traffic per MB written",
+        3.0,
+        "ASSUMED 3 copies: copy into the page cache (read + write) + device DMA read; no memory-traffic counter read",
+    ),
+    a(
+        "disk_read_mem_per_mb",
+        "memory traffic per MB read",
+        3.0,
+        "ASSUMED 3 copies: device DMA write + page-cache-to-user copy (read + write); no memory-traffic counter read",
+    ),
+    a(
+        "frame_mem_per_mb",
+        "memory traffic per MB of frame copied",
+        2.0,
+        "ASSUMED 2: the frame copy's read + write (presenting to a display not included); no memory-traffic counter read",
+    ),
+    g(
+        "display_link_mb_s",
+        "MB/s",
+        H,
+        "display upload link capacity (not measured: presenting is out of scope)",
+    ),
+    g(
+        "os_cpu_pct_per_unit",
+        "%",
+        L,
+        "OS CPU load per unit/s, % of all CPUs (published per-unit figure)",
+    ),
+    g(
+        "os_mem_mb_per_unit",
+        "MB",
+        L,
+        "OS memory traffic per unit (published per-unit figure)",
+    ),
+    g(
+        "disk_pct_per_unit",
+        "%",
+        L,
+        "disk utilisation per unit/s, % (published per-unit figure)",
+    ),
+    g(
+        "display_pct_per_unit",
+        "%",
+        L,
+        "display link utilisation per unit/s, % (published per-unit figure)",
+    ),
+];
+
+pub fn spec(key: &str) -> Option<&'static Spec> {
+    SPECS.iter().find(|s| s.key == key)
+}
+
+/// Keys a profile may state in `[capacity]`.
+pub fn capacity_keys() -> Vec<&'static str> {
+    vec!["display_link_mb_s", "net_link_mb_s"]
+}
+pub fn is_capacity_key(k: &str) -> bool {
+    capacity_keys().contains(&k)
+}
+pub fn assumption_keys() -> Vec<&'static str> {
+    SPECS
+        .iter()
+        .filter(|s| matches!(s.source, Source::Assumed { .. }))
+        .map(|s| s.key)
+        .collect()
+}
+pub fn is_assumption_key(k: &str) -> bool {
+    assumption_keys().contains(&k)
+}
+/// Keys a weight may score.
+pub fn scorable_keys() -> Vec<&'static str> {
+    SPECS
+        .iter()
+        .filter(|s| !matches!(s.source, Source::Assumed { .. }))
+        .map(|s| s.key)
+        .collect()
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Value {
+    pub value: f64,
+    pub origin: Origin,
+    /// Where it came from: "mem/bandwidth_all copy", "Table 5.8", the assumption stated, …
+    pub source: String,
+}
+
+/// One run's (or one published column's) inputs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Inputs {
+    pub name: String,
+    pub os: String,
+    pub values: BTreeMap<String, Value>,
+    /// Input key → why it is missing.
+    pub missing: BTreeMap<String, String>,
+}
+
+impl Inputs {
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.values.get(key).map(|v| v.value)
+    }
+
+    /// Record `key` as missing (keeps the first reason).
+    pub fn miss(&mut self, key: &str, why: impl Into<String>) {
+        self.missing
+            .entry(key.to_string())
+            .or_insert_with(|| why.into());
+    }
+
+    /// The stated copy-count assumptions (profile overrides first) and stated capacities, for
+    /// every key the source did not supply.
+    pub fn apply_profile(&mut self, p: &Profile) {
+        for s in SPECS {
+            if let Source::Assumed { default, why } = s.source
+                && !self.values.contains_key(s.key)
+            {
+                let (value, source) = match p.assumptions.get(s.key) {
+                    Some(v) => (*v, "ASSUMED by the profile's [assumptions]".to_string()),
+                    None => (default, why.to_string()),
+                };
+                self.values.insert(
+                    s.key.to_string(),
+                    Value {
+                        value,
+                        origin: Origin::Assumed,
+                        source,
+                    },
+                );
+            }
+        }
+        for (k, v) in &p.capacity {
+            self.missing.remove(k);
+            self.values.insert(
+                k.clone(),
+                Value {
+                    value: *v,
+                    origin: Origin::Stated,
+                    source: "stated by the profile's [capacity], not measured".into(),
+                },
+            );
+        }
+    }
+}
+
+/// A run record's inputs, read through [`SPECS`].
+pub fn from_record(name: &str, r: &RunRecord) -> Inputs {
+    let mut out = Inputs {
+        name: name.to_string(),
+        os: r.machine.os.clone(),
+        values: BTreeMap::new(),
+        missing: BTreeMap::new(),
+    };
+    for s in SPECS {
+        match s.source {
+            Source::Metric {
+                bench,
+                metric,
+                scale,
+            } => match metric_value(r, bench, metric) {
+                Ok(v) => {
+                    out.values.insert(
+                        s.key.to_string(),
+                        Value {
+                            value: v * scale,
+                            origin: Origin::Measured,
+                            source: format!("{bench} {metric}"),
+                        },
+                    );
+                }
+                Err(why) => out.miss(s.key, why),
+            },
+            Source::Cpus => match r.machine.cpu.logical_cpus {
+                Some(n) if n > 0 => {
+                    out.values.insert(
+                        s.key.to_string(),
+                        Value {
+                            value: n as f64,
+                            origin: Origin::Measured,
+                            source: "machine record: logical CPUs".into(),
+                        },
+                    );
+                }
+                _ => out.miss(s.key, "the machine record has no logical CPU count"),
+            },
+            Source::Assumed { .. } | Source::Given => {}
+        }
+    }
+    out
+}
+
+fn metric_value(r: &RunRecord, bench: &str, metric: &str) -> Result<f64, String> {
+    let Some(b) = r.benchmarks.iter().find(|b| b.id == bench) else {
+        return Err(format!("{bench} is not in this run"));
+    };
+    if let Some(e) = &b.error
+        && b.metrics.iter().all(|m| m.summary.is_none())
+    {
+        return Err(format!("{bench}: {e}"));
+    }
+    let Some(m) = b.metrics.iter().find(|m| m.name == metric) else {
+        return Err(format!("{bench} has no metric {metric}"));
+    };
+    match &m.summary {
+        Some(s) if s.center.is_finite() => Ok(s.center),
+        _ => Err(format!(
+            "{bench} {metric}: {}",
+            m.not_measured.as_deref().unwrap_or("not measured")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_keys_unique_and_metric_sources_named() {
+        let mut seen = std::collections::HashSet::new();
+        for s in SPECS {
+            assert!(seen.insert(s.key), "duplicate {}", s.key);
+            if let Source::Metric { bench, metric, .. } = s.source {
+                assert!(bench.contains('/') && !metric.is_empty());
+            }
+        }
+        assert!((US_PER_KIB_TO_S_PER_MB * 1024.0 - 1.0).abs() < 1e-12);
+        // 1 µs per KiB is 976.5625 µs per 10^6 bytes.
+        let s = spec("net_rx_cpu_s_per_mb_tcp").unwrap();
+        let Source::Metric { scale, .. } = s.source else {
+            panic!()
+        };
+        assert!((scale * 1e6 - 976.5625).abs() < 1e-9);
+    }
+}

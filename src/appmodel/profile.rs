@@ -1,0 +1,570 @@
+//! The application profile (TOML, written by the user): the unit of work, the target rate, the
+//! per-unit demand, the QoS limits and the weighted requirement list. Every number is validated;
+//! an error names the line and the key (`profile.toml:12: demand.net_rx_mb: must be ≥ 0`).
+//!
+//! ```toml
+//! [app]
+//! name = "imaging pipeline"
+//! unit = "frame"
+//! target_rate = 25            # units per second the application must sustain
+//! utilisation_ceiling = 0.8   # plan for no resource above 80 %
+//! inputs = "figures.toml"     # optional: published figures instead of stored runs
+//!
+//! [demand]                    # per unit, OS independent
+//! net_rx_mb = 2.0             # MB (10^6 B) received over the network
+//! net_tx_mb = 0.0             # MB sent
+//! net_protocol = "tcp"        # "tcp" or "udp": whose receive cost is used
+//! disk_write_mb = 2.0         # MB written to files (sequential)
+//! disk_read_mb = 0.0          # MB read from files (sequential)
+//! disk_threads = 1            # 1, 2 or 3 threads doing the file I/O
+//! frames = 1                  # frames copied for presentation per unit
+//! frame_mb = 2.0              # size of one frame, MB
+//! frame_pacing = "60fps_1mp"  # which frame-pacing benchmark's figures apply ("60fps_1mp", "25fps_5mp")
+//! app_cpu_s = 0.004           # the application's own CPU-seconds per unit (or app_cpu_pct)
+//! app_mem_mb = 125.0          # the application's own memory traffic per unit, MB
+//! context_switches = 10       # context switches per unit
+//!
+//! [capacity]                  # capacities no benchmark measures, stated by the user (flagged)
+//! display_link_mb_s = 6000
+//!
+//! [assumptions]               # memory traffic per MB of an activity (overrides the copy counts)
+//! net_rx_mem_per_mb = 3.0
+//!
+//! [background]                # fixed load on a resource, fraction of its capacity
+//! cpu = 0.05
+//!
+//! [qos]                       # limits checked against measured latency figures
+//! net_loss_pct_max = 0.1
+//! frame_p99_dev_ms_max = 8.0
+//!
+//! [[weights]]                 # the prioritised requirement list → 1–5 score table
+//! subsystem = "Memory bandwidth"
+//! weight = 26
+//! input = "mem_bw_mb_s"       # an input key (`osgauge model --inputs`) or "max_rate"
+//! require_min = 5000          # optional hard requirement (the gate)
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::inputs;
+
+type Num = Option<Spanned<f64>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    app: RawApp,
+    #[serde(default)]
+    demand: RawDemand,
+    #[serde(default)]
+    capacity: BTreeMap<String, Spanned<f64>>,
+    #[serde(default)]
+    assumptions: BTreeMap<String, Spanned<f64>>,
+    #[serde(default)]
+    background: BTreeMap<String, Spanned<f64>>,
+    #[serde(default)]
+    qos: BTreeMap<String, Spanned<f64>>,
+    #[serde(default)]
+    weights: Vec<RawWeight>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApp {
+    name: String,
+    unit: String,
+    target_rate: Spanned<f64>,
+    utilisation_ceiling: Num,
+    inputs: Option<String>,
+    description: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawDemand {
+    net_rx_mb: Num,
+    net_tx_mb: Num,
+    net_protocol: Option<Spanned<String>>,
+    disk_write_mb: Num,
+    disk_read_mb: Num,
+    disk_threads: Option<Spanned<i64>>,
+    frames: Num,
+    frame_mb: Num,
+    frame_pacing: Option<Spanned<String>>,
+    app_cpu_s: Num,
+    app_cpu_pct: Num,
+    app_mem_mb: Num,
+    context_switches: Num,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWeight {
+    subsystem: String,
+    weight: Spanned<f64>,
+    input: Spanned<String>,
+    better: Option<Spanned<String>>,
+    best: Num,
+    worst: Num,
+    require_min: Num,
+    require_max: Num,
+}
+
+/// Which way is better for a scored figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dir {
+    Higher,
+    Lower,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Weight {
+    pub subsystem: String,
+    pub weight: f64,
+    /// An input key or "max_rate".
+    pub input: String,
+    pub better: Dir,
+    /// Absolute scale: `best` scores 5, `worst` scores 1 (else scores are relative to the best run).
+    pub best: Option<f64>,
+    pub worst: Option<f64>,
+    pub require_min: Option<f64>,
+    pub require_max: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Demand {
+    pub net_rx_mb: f64,
+    pub net_tx_mb: f64,
+    pub net_protocol: String,
+    pub disk_write_mb: f64,
+    pub disk_read_mb: f64,
+    pub disk_threads: u32,
+    pub frames: f64,
+    pub frame_mb: f64,
+    pub frame_pacing: String,
+    pub app_cpu_s: Option<f64>,
+    pub app_cpu_pct: Option<f64>,
+    pub app_mem_mb: f64,
+    pub context_switches: f64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Profile {
+    pub name: String,
+    pub unit: String,
+    pub description: Option<String>,
+    pub target_rate: f64,
+    pub ceiling: f64,
+    /// Published-figures file named by the profile (resolved against the profile's folder).
+    pub inputs: Option<PathBuf>,
+    pub demand: Demand,
+    /// User-stated capacities (input key → value).
+    pub capacity: BTreeMap<String, f64>,
+    /// Memory-traffic-per-MB overrides (input key → value).
+    pub assumptions: BTreeMap<String, f64>,
+    /// Fixed background load per resource name, fraction of capacity.
+    pub background: BTreeMap<String, f64>,
+    /// QoS limit key → limit.
+    pub qos: BTreeMap<String, f64>,
+    pub weights: Vec<Weight>,
+}
+
+/// A QoS limit: profile key, the input it checks, and whether the limit is a maximum.
+pub struct QosKey {
+    pub key: &'static str,
+    pub input: &'static str,
+    pub what: &'static str,
+}
+
+/// Every QoS limit a profile may set; each is a maximum.
+pub const QOS_KEYS: &[QosKey] = &[
+    QosKey {
+        key: "net_loss_pct_max",
+        input: "net_loss_pct",
+        what: "UDP datagram loss, %",
+    },
+    QosKey {
+        key: "net_jitter_p99_us_max",
+        input: "net_jitter_p99_us",
+        what: "UDP inter-arrival jitter p99, µs",
+    },
+    QosKey {
+        key: "net_rtt_p50_us_max",
+        input: "net_rtt_p50_us",
+        what: "TCP 64-byte round trip median, µs",
+    },
+    QosKey {
+        key: "frame_p99_dev_ms_max",
+        input: "frame_p99_dev_ms",
+        what: "frame-period deviation p99, ms",
+    },
+    QosKey {
+        key: "frame_late_pct_max",
+        input: "frame_late_pct",
+        what: "frames late beyond half a period, %",
+    },
+    QosKey {
+        key: "ctx_switch_us_max",
+        input: "ctx_switch_us",
+        what: "context switch time, µs",
+    },
+];
+
+/// Background-load resource names.
+pub const RESOURCES: &[&str] = &["cpu", "memory", "disk", "net_rx", "net_tx", "display"];
+
+/// A profile error: where, which key, what is wrong.
+#[derive(Debug)]
+pub struct ProfileError(pub String);
+
+impl std::fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ProfileError {}
+
+/// 1-based line of byte offset `at` in `src`.
+pub fn line_of(src: &str, at: usize) -> usize {
+    src[..at.min(src.len())].matches('\n').count() + 1
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    src: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err<T>(
+        &self,
+        span: std::ops::Range<usize>,
+        key: &str,
+        msg: &str,
+    ) -> Result<T, ProfileError> {
+        Err(ProfileError(format!(
+            "{}:{}: {key}: {msg}",
+            self.file,
+            line_of(self.src, span.start)
+        )))
+    }
+    fn non_neg(&self, v: &Num, key: &str) -> Result<f64, ProfileError> {
+        match v {
+            None => Ok(0.0),
+            Some(s) => self.check(s, key, 0.0, f64::MAX),
+        }
+    }
+    fn check(&self, s: &Spanned<f64>, key: &str, lo: f64, hi: f64) -> Result<f64, ProfileError> {
+        let v = *s.get_ref();
+        if !v.is_finite() || v < lo || v > hi {
+            let range = if hi == f64::MAX {
+                format!("must be a number ≥ {lo}")
+            } else {
+                format!("must be a number from {lo} to {hi}")
+            };
+            return self.err(s.span(), key, &format!("{range} (got {v})"));
+        }
+        Ok(v)
+    }
+}
+
+impl Profile {
+    /// Read and validate a profile file.
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let src = std::fs::read_to_string(path)
+            .map_err(|e| ProfileError(format!("{}: {e}", path.display())))?;
+        let mut p = Profile::parse(&path.display().to_string(), &src)?;
+        if let Some(i) = &p.inputs {
+            let base = path.parent().unwrap_or(Path::new("."));
+            p.inputs = Some(base.join(i));
+        }
+        Ok(p)
+    }
+
+    /// Parse and validate profile text; `file` names it in errors.
+    pub fn parse(file: &str, src: &str) -> Result<Profile, ProfileError> {
+        let raw: Raw = toml::from_str(src).map_err(|e| {
+            let line = e.span().map(|s| line_of(src, s.start));
+            let msg = e.message().trim().to_string();
+            ProfileError(match line {
+                Some(l) => format!("{file}:{l}: {msg}"),
+                None => format!("{file}: {msg}"),
+            })
+        })?;
+        let c = Ctx { file, src };
+        let target_rate = c.check(&raw.app.target_rate, "app.target_rate", 0.0, f64::MAX)?;
+        if target_rate <= 0.0 {
+            return c.err(raw.app.target_rate.span(), "app.target_rate", "must be > 0");
+        }
+        let ceiling = match &raw.app.utilisation_ceiling {
+            Some(s) => {
+                let v = c.check(s, "app.utilisation_ceiling", 0.0, 1.0)?;
+                if v <= 0.0 {
+                    return c.err(s.span(), "app.utilisation_ceiling", "must be > 0");
+                }
+                v
+            }
+            None => 0.8,
+        };
+        let d = &raw.demand;
+        let disk_threads = match &d.disk_threads {
+            None => 1,
+            Some(s) => {
+                let v = *s.get_ref();
+                if !(1..=3).contains(&v) {
+                    return c.err(
+                        s.span(),
+                        "demand.disk_threads",
+                        &format!(
+                            "must be 1, 2 or 3 (the file-system suite measures those; got {v})"
+                        ),
+                    );
+                }
+                v as u32
+            }
+        };
+        let net_protocol = match &d.net_protocol {
+            None => "tcp".to_string(),
+            Some(s) if s.get_ref() == "tcp" || s.get_ref() == "udp" => s.get_ref().clone(),
+            Some(s) => {
+                return c.err(
+                    s.span(),
+                    "demand.net_protocol",
+                    "must be \"tcp\" or \"udp\"",
+                );
+            }
+        };
+        let frame_pacing = match &d.frame_pacing {
+            None => "60fps_1mp".to_string(),
+            Some(s) if inputs::FRAME_VARIANTS.contains(&s.get_ref().as_str()) => {
+                s.get_ref().clone()
+            }
+            Some(s) => {
+                return c.err(
+                    s.span(),
+                    "demand.frame_pacing",
+                    &format!("must be one of {}", inputs::FRAME_VARIANTS.join(", ")),
+                );
+            }
+        };
+        if let (Some(a), Some(_)) = (&d.app_cpu_s, &d.app_cpu_pct) {
+            return c.err(
+                a.span(),
+                "demand.app_cpu_s",
+                "give app_cpu_s (CPU-seconds per unit) or app_cpu_pct (percent of all CPUs per unit/s), not both",
+            );
+        }
+        let app_cpu_s = d
+            .app_cpu_s
+            .as_ref()
+            .map(|s| c.check(s, "demand.app_cpu_s", 0.0, f64::MAX))
+            .transpose()?;
+        let app_cpu_pct = d
+            .app_cpu_pct
+            .as_ref()
+            .map(|s| c.check(s, "demand.app_cpu_pct", 0.0, 100.0))
+            .transpose()?;
+        let demand = Demand {
+            net_rx_mb: c.non_neg(&d.net_rx_mb, "demand.net_rx_mb")?,
+            net_tx_mb: c.non_neg(&d.net_tx_mb, "demand.net_tx_mb")?,
+            net_protocol,
+            disk_write_mb: c.non_neg(&d.disk_write_mb, "demand.disk_write_mb")?,
+            disk_read_mb: c.non_neg(&d.disk_read_mb, "demand.disk_read_mb")?,
+            disk_threads,
+            frames: c.non_neg(&d.frames, "demand.frames")?,
+            frame_mb: c.non_neg(&d.frame_mb, "demand.frame_mb")?,
+            frame_pacing,
+            app_cpu_s,
+            app_cpu_pct,
+            app_mem_mb: c.non_neg(&d.app_mem_mb, "demand.app_mem_mb")?,
+            context_switches: c.non_neg(&d.context_switches, "demand.context_switches")?,
+        };
+        if demand.frames > 0.0 && demand.frame_mb == 0.0 {
+            let span = d.frames.as_ref().map(|s| s.span()).unwrap_or(0..0);
+            return c.err(span, "demand.frame_mb", "frames > 0 needs the frame size");
+        }
+        let keyed = |table: &BTreeMap<String, Spanned<f64>>,
+                     name: &str,
+                     allowed: &dyn Fn(&str) -> bool,
+                     hint: &str,
+                     hi: f64|
+         -> Result<BTreeMap<String, f64>, ProfileError> {
+            let mut out = BTreeMap::new();
+            for (k, v) in table {
+                let key = format!("{name}.{k}");
+                if !allowed(k) {
+                    return c.err(v.span(), &key, &format!("unknown key ({hint})"));
+                }
+                out.insert(k.clone(), c.check(v, &key, 0.0, hi)?);
+            }
+            Ok(out)
+        };
+        let capacity = keyed(
+            &raw.capacity,
+            "capacity",
+            &|k| inputs::is_capacity_key(k),
+            &format!("capacity keys: {}", inputs::capacity_keys().join(", ")),
+            f64::MAX,
+        )?;
+        let assumptions = keyed(
+            &raw.assumptions,
+            "assumptions",
+            &|k| inputs::is_assumption_key(k),
+            &format!("assumption keys: {}", inputs::assumption_keys().join(", ")),
+            f64::MAX,
+        )?;
+        let background = keyed(
+            &raw.background,
+            "background",
+            &|k| RESOURCES.contains(&k),
+            &format!("resources: {}", RESOURCES.join(", ")),
+            1.0,
+        )?;
+        let qos_names: Vec<&str> = QOS_KEYS.iter().map(|q| q.key).collect();
+        let qos = keyed(
+            &raw.qos,
+            "qos",
+            &|k| qos_names.contains(&k),
+            &format!("qos keys: {}", qos_names.join(", ")),
+            f64::MAX,
+        )?;
+        let mut weights = Vec::new();
+        for (i, w) in raw.weights.iter().enumerate() {
+            let key = format!("weights[{i}]");
+            let weight = c.check(&w.weight, &format!("{key}.weight"), 0.0, f64::MAX)?;
+            if weight <= 0.0 {
+                return c.err(w.weight.span(), &format!("{key}.weight"), "must be > 0");
+            }
+            let input = w.input.get_ref().clone();
+            let default_dir = if input == "max_rate" {
+                Some(Dir::Higher)
+            } else {
+                inputs::spec(&input).map(|s| s.better)
+            };
+            let Some(default_dir) = default_dir else {
+                return c.err(
+                    w.input.span(),
+                    &format!("{key}.input"),
+                    &format!(
+                        "unknown input '{input}' (\"max_rate\" or one of: {})",
+                        inputs::scorable_keys().join(", ")
+                    ),
+                );
+            };
+            let better = match &w.better {
+                None => default_dir,
+                Some(s) if s.get_ref() == "higher" => Dir::Higher,
+                Some(s) if s.get_ref() == "lower" => Dir::Lower,
+                Some(s) => {
+                    return c.err(
+                        s.span(),
+                        &format!("{key}.better"),
+                        "must be \"higher\" or \"lower\"",
+                    );
+                }
+            };
+            let opt = |n: &Num, k: &str| -> Result<Option<f64>, ProfileError> {
+                n.as_ref()
+                    .map(|s| c.check(s, &format!("{key}.{k}"), f64::MIN, f64::MAX))
+                    .transpose()
+            };
+            let best = opt(&w.best, "best")?;
+            let worst = opt(&w.worst, "worst")?;
+            if best.is_some() != worst.is_some() {
+                let span = w.best.as_ref().or(w.worst.as_ref()).unwrap().span();
+                return c.err(
+                    span,
+                    &key,
+                    "give both best and worst (an absolute scale) or neither",
+                );
+            }
+            if let (Some(b), Some(wo)) = (best, worst)
+                && b == wo
+            {
+                return c.err(
+                    w.best.as_ref().unwrap().span(),
+                    &key,
+                    "best and worst are equal",
+                );
+            }
+            weights.push(Weight {
+                subsystem: w.subsystem.clone(),
+                weight,
+                input,
+                better,
+                best,
+                worst,
+                require_min: opt(&w.require_min, "require_min")?,
+                require_max: opt(&w.require_max, "require_max")?,
+            });
+        }
+        Ok(Profile {
+            name: raw.app.name,
+            unit: raw.app.unit,
+            description: raw.app.description,
+            target_rate,
+            ceiling,
+            inputs: raw.app.inputs.map(PathBuf::from),
+            demand,
+            capacity,
+            assumptions,
+            background,
+            qos,
+            weights,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &str =
+        "[app]\nname = \"x\"\nunit = \"frame\"\ntarget_rate = 25\n\n[demand]\nnet_rx_mb = 2\n";
+
+    #[test]
+    fn minimal_profile_parses_with_defaults() {
+        let p = Profile::parse("p.toml", OK).unwrap();
+        assert_eq!(p.target_rate, 25.0);
+        assert_eq!(p.ceiling, 0.8);
+        assert_eq!(p.demand.net_rx_mb, 2.0);
+        assert_eq!(p.demand.disk_threads, 1);
+        assert_eq!(p.demand.net_protocol, "tcp");
+    }
+
+    #[test]
+    fn errors_name_the_line_and_key() {
+        let bad = OK.replace("net_rx_mb = 2", "net_rx_mb = -2");
+        let e = Profile::parse("p.toml", &bad).unwrap_err().0;
+        assert!(e.starts_with("p.toml:7: demand.net_rx_mb: must be"), "{e}");
+        let bad = format!("{OK}disk_threads = 4\n");
+        let e = Profile::parse("p.toml", &bad).unwrap_err().0;
+        assert!(e.starts_with("p.toml:8: demand.disk_threads"), "{e}");
+        let bad = format!("{OK}nonsense = 1\n");
+        let e = Profile::parse("p.toml", &bad).unwrap_err().0;
+        assert!(e.starts_with("p.toml:8:") && e.contains("nonsense"), "{e}");
+        let bad = format!("{OK}\n[[weights]]\nsubsystem = \"a\"\nweight = 3\ninput = \"nope\"\n");
+        let e = Profile::parse("p.toml", &bad).unwrap_err().0;
+        assert!(
+            e.starts_with("p.toml:12: weights[0].input: unknown input"),
+            "{e}"
+        );
+        let bad = format!("{OK}\n[qos]\nlatency = 3\n");
+        let e = Profile::parse("p.toml", &bad).unwrap_err().0;
+        assert!(e.starts_with("p.toml:10: qos.latency: unknown key"), "{e}");
+        let bad = OK.replace("target_rate = 25", "target_rate = 0");
+        let e = Profile::parse("p.toml", &bad).unwrap_err().0;
+        assert!(
+            e.starts_with("p.toml:4: app.target_rate: must be > 0"),
+            "{e}"
+        );
+        let bad = OK.replace("target_rate = 25", "");
+        let e = Profile::parse("p.toml", &bad).unwrap_err().0;
+        assert!(e.contains("target_rate"), "{e}");
+    }
+}

@@ -1,0 +1,227 @@
+//! The 1–5 score table per weighted subsystem (the thesis's Table 7.1 style) with a requirements
+//! gate: a run that fails a hard requirement (a weight's `require_min`/`require_max`, a QoS limit,
+//! or the target rate above the rate at the utilisation ceiling) is marked FAILED whatever its
+//! score, and is ranked after every run that passed. A requirement that could not be checked (a
+//! missing input) is "not verified", never a pass.
+//!
+//! Score: with `best`/`worst` in the profile, linear from worst (1) to best (5), clamped; without,
+//! relative to the best run shown: round(5 × value/best) for higher-is-better (best/value for
+//! lower), at least 1. With one run and no absolute scale every scored subsystem gets 5.
+
+use serde::Serialize;
+
+use super::calc::Prediction;
+use super::inputs::Inputs;
+use super::profile::{Dir, Profile};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub value: Option<f64>,
+    pub score: Option<u8>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub subsystem: String,
+    pub weight: f64,
+    pub input: String,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    Pass,
+    Failed,
+    NotVerified,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunGate {
+    pub gate: Gate,
+    /// Each failed or unverified requirement, in plain words.
+    pub reasons: Vec<String>,
+    /// Σ weight × score over scored rows.
+    pub weighted: f64,
+    /// 5 × Σ weight over the same rows.
+    pub weighted_max: f64,
+    pub rows_unscored: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Scores {
+    pub runs: Vec<String>,
+    pub rows: Vec<Row>,
+    pub gates: Vec<RunGate>,
+    /// Run indices, best first: passing runs by weighted score, then not verified, then failed.
+    pub ranking: Vec<usize>,
+}
+
+fn value(w_input: &str, pred: &Prediction, inp: &Inputs) -> Option<f64> {
+    if w_input == "max_rate" {
+        pred.x_max
+    } else {
+        inp.get(w_input)
+    }
+}
+
+pub fn scores(p: &Profile, preds: &[Prediction], inputs: &[Inputs]) -> Scores {
+    let mut rows = Vec::new();
+    let mut gates: Vec<RunGate> = preds
+        .iter()
+        .map(|pr| {
+            let mut reasons = Vec::new();
+            let mut failed = false;
+            let mut unverified = false;
+            match pr.target_ok {
+                Some(true) => {}
+                Some(false) => {
+                    failed = true;
+                    reasons.push(format!(
+                        "target {} {}/s above the rate at the {} % ceiling ({:.3})",
+                        super::calc::fmt(pr.target_rate),
+                        pr.unit,
+                        super::calc::fmt(pr.ceiling * 100.0),
+                        pr.x_ceiling.unwrap_or(0.0)
+                    ));
+                }
+                None => {
+                    unverified = true;
+                    reasons.push("no rate could be predicted".into());
+                }
+            }
+            if pr.upper_bound && pr.target_ok == Some(true) {
+                unverified = true;
+                reasons.push("rate is an upper bound (inputs missing)".into());
+            }
+            for q in &pr.qos {
+                match q.pass {
+                    Some(true) => {}
+                    Some(false) => {
+                        failed = true;
+                        reasons.push(format!(
+                            "{} {} > limit {}",
+                            q.what,
+                            super::calc::fmt(q.measured.unwrap_or(0.0)),
+                            super::calc::fmt(q.limit)
+                        ));
+                    }
+                    None => {
+                        unverified = true;
+                        reasons.push(format!("{}: not measured", q.what));
+                    }
+                }
+            }
+            RunGate {
+                gate: if failed {
+                    Gate::Failed
+                } else if unverified {
+                    Gate::NotVerified
+                } else {
+                    Gate::Pass
+                },
+                reasons,
+                weighted: 0.0,
+                weighted_max: 0.0,
+                rows_unscored: 0,
+            }
+        })
+        .collect();
+    for w in &p.weights {
+        let vals: Vec<Option<f64>> = preds
+            .iter()
+            .zip(inputs)
+            .map(|(pr, i)| value(&w.input, pr, i))
+            .collect();
+        let best = vals
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|v| *v > 0.0)
+            .reduce(|a, b| match w.better {
+                Dir::Higher => a.max(b),
+                Dir::Lower => a.min(b),
+            });
+        let cells: Vec<Cell> = vals
+            .iter()
+            .map(|v| {
+                let score = v.and_then(|v| match (w.best, w.worst) {
+                    (Some(b), Some(wo)) => {
+                        let f = ((v - wo) / (b - wo)).clamp(0.0, 1.0);
+                        Some((1.0 + 4.0 * f).round() as u8)
+                    }
+                    _ => best.filter(|_| v > 0.0).map(|b| {
+                        let r = match w.better {
+                            Dir::Higher => v / b,
+                            Dir::Lower => b / v,
+                        };
+                        ((5.0 * r).round() as u8).clamp(1, 5)
+                    }),
+                });
+                Cell { value: *v, score }
+            })
+            .collect();
+        for (k, c) in cells.iter().enumerate() {
+            let g = &mut gates[k];
+            match c.score {
+                Some(s) => {
+                    g.weighted += w.weight * s as f64;
+                    g.weighted_max += 5.0 * w.weight;
+                }
+                None => g.rows_unscored += 1,
+            }
+            let req = (w.require_min, w.require_max);
+            if req.0.is_some() || req.1.is_some() {
+                match c.value {
+                    None => {
+                        if g.gate == Gate::Pass {
+                            g.gate = Gate::NotVerified;
+                        }
+                        g.reasons.push(format!(
+                            "{}: requirement not verified (not measured)",
+                            w.subsystem
+                        ));
+                    }
+                    Some(v) => {
+                        let lo = req.0.is_some_and(|m| v < m);
+                        let hi = req.1.is_some_and(|m| v > m);
+                        if lo || hi {
+                            g.gate = Gate::Failed;
+                            g.reasons.push(format!(
+                                "{}: {} {} required {} {}",
+                                w.subsystem,
+                                w.input,
+                                super::calc::fmt(v),
+                                if lo { "≥" } else { "≤" },
+                                super::calc::fmt(if lo { req.0.unwrap() } else { req.1.unwrap() })
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        rows.push(Row {
+            subsystem: w.subsystem.clone(),
+            weight: w.weight,
+            input: w.input.clone(),
+            cells,
+        });
+    }
+    let rank = |g: &RunGate| match g.gate {
+        Gate::Pass => 0,
+        Gate::NotVerified => 1,
+        Gate::Failed => 2,
+    };
+    let mut ranking: Vec<usize> = (0..preds.len()).collect();
+    ranking.sort_by(|&a, &b| {
+        rank(&gates[a])
+            .cmp(&rank(&gates[b]))
+            .then(gates[b].weighted.total_cmp(&gates[a].weighted))
+    });
+    Scores {
+        runs: preds.iter().map(|p| p.name.clone()).collect(),
+        rows,
+        gates,
+        ranking,
+    }
+}

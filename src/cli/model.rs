@@ -1,0 +1,112 @@
+//! `osgauge model`: predict an application's capacity on stored runs (or published figures), and
+//! `osgauge model validate`: run the synthetic application and compare.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::results::{StorePath, load_runs};
+use super::{CliError, EXIT_OK};
+use crate::appmodel::{self, Profile, published};
+use crate::export::{check_writable, write_atomic};
+
+#[derive(Args, Debug)]
+pub struct ModelArgs {
+    /// The application profile (TOML), or `validate` followed by the profile
+    #[arg(value_name = "PROFILE")]
+    pub profile: String,
+    /// Runs to predict on: stored runs by label, id or id prefix, or JSON files (as `compare`).
+    /// None: the published figures the profile names in `app.inputs`
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub store: StorePath,
+    /// Write the analysis as JSON
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write the analysis as Markdown
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Write a self-contained HTML page (utilisation bars, capacity-vs-rate lines)
+    #[arg(long, value_name = "FILE")]
+    pub export_html: Option<PathBuf>,
+    /// validate: the highest rate tried, units/s [default: 4 × the prediction]
+    #[arg(long)]
+    pub max_rate: Option<f64>,
+    /// validate: seconds at each rate step
+    #[arg(long, default_value_t = 2.0)]
+    pub step_s: f64,
+}
+
+pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. Exit codes: 0 ok; 2 bad profile or usage; 1 failure.";
+
+pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
+    if a.profile == "validate" {
+        let [p] = a.runs.as_slice() else {
+            return Err(CliError::Usage(
+                "usage: osgauge model validate <PROFILE>".into(),
+            ));
+        };
+        return crate::appmodel::validate::run_cli(Path::new(p), a.max_rate, a.step_s);
+    }
+    let mut outputs: Vec<(&str, &Path)> = Vec::new();
+    for (p, flag) in [
+        (&a.export_json, "--export-json"),
+        (&a.export_markdown, "--export-markdown"),
+        (&a.export_html, "--export-html"),
+    ] {
+        if let Some(p) = p {
+            check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+            outputs.push((flag, p));
+        }
+    }
+    crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
+    let profile = Profile::load(Path::new(&a.profile)).map_err(|e| CliError::Usage(e.0))?;
+    let analysis = if a.runs.is_empty() {
+        let Some(src) = &profile.inputs else {
+            return Err(CliError::Usage(format!(
+                "{}: no runs given and the profile names no published figures (app.inputs); give runs by label, id or JSON file",
+                a.profile
+            )));
+        };
+        let pubd = published::load(src).map_err(|e| CliError::Usage(e.0))?;
+        let (ins, source, checks) = appmodel::from_published(pubd);
+        appmodel::analyse(&profile, ins, Some((source, checks)))
+    } else {
+        let runs = load_runs(&a.runs, &a.store)?;
+        let ins = runs
+            .iter()
+            .map(|(n, r)| appmodel::inputs::from_record(n, r))
+            .collect();
+        appmodel::analyse(&profile, ins, None)
+    };
+    crate::out!("{}", appmodel::render::text(&analysis));
+    let write = |p: &Option<PathBuf>, text: String, flag: &str| -> Result<(), CliError> {
+        if let Some(p) = p {
+            write_atomic(p, text.as_bytes()).map_err(|e| {
+                CliError::Other(anyhow::anyhow!("{flag}: writing {}: {e}", p.display()))
+            })?;
+        }
+        Ok(())
+    };
+    if a.export_json.is_some() {
+        write(
+            &a.export_json,
+            appmodel::render::json(&analysis)?,
+            "--export-json",
+        )?;
+    }
+    write(
+        &a.export_markdown,
+        appmodel::render::markdown(&analysis),
+        "--export-markdown",
+    )?;
+    if a.export_html.is_some() {
+        write(
+            &a.export_html,
+            crate::report::appmodel::page(&analysis),
+            "--export-html",
+        )?;
+    }
+    Ok(EXIT_OK)
+}

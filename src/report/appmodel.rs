@@ -1,0 +1,185 @@
+//! HTML page of an application-model analysis (`osgauge model … --export-html`): per run, a
+//! utilisation bar per resource at the target rate and the capacity-vs-rate lines U_r(X) with the
+//! ceiling and the target marked; then every table of the terminal view.
+
+use super::esc;
+use crate::appmodel::Analysis;
+use crate::appmodel::calc::{Prediction, fmt};
+use crate::appmodel::render::sections;
+
+const COLORS: [&str; 6] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+];
+
+fn bars(p: &Prediction, ceiling: f64) -> String {
+    let w = 520.0;
+    let row = 26.0;
+    let left = 150.0;
+    let h = row * p.resources.len() as f64 + 30.0;
+    let scale = |u: f64| left + (u.min(1.5) / 1.5) * (w - left - 60.0);
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' role='img' aria-label='utilisation at the target rate'>"
+    );
+    for (i, r) in p.resources.iter().enumerate() {
+        let y = 10.0 + i as f64 * row;
+        s.push_str(&format!(
+            "<text x='{}' y='{}' font-size='12' text-anchor='end'>{}</text>",
+            left - 6.0,
+            y + 14.0,
+            esc(r.title)
+        ));
+        match r.util_at_target {
+            Some(u) => {
+                let color = if u > 1.0 {
+                    "#d62728"
+                } else if u > ceiling {
+                    "#ff7f0e"
+                } else {
+                    "#2ca02c"
+                };
+                s.push_str(&format!(
+                    "<rect x='{left}' y='{y}' width='{:.1}' height='18' fill='{color}'/><text x='{:.1}' y='{}' font-size='12'>{:.1} %</text>",
+                    scale(u) - left,
+                    scale(u) + 4.0,
+                    y + 14.0,
+                    u * 100.0
+                ));
+            }
+            None => s.push_str(&format!(
+                "<text x='{left}' y='{}' font-size='12' fill='#888'>missing input</text>",
+                y + 14.0
+            )),
+        }
+    }
+    for (u, label) in [(ceiling, "ceiling"), (1.0, "100 %")] {
+        let x = scale(u);
+        s.push_str(&format!(
+            "<line x1='{x:.1}' y1='4' x2='{x:.1}' y2='{}' stroke='#444' stroke-dasharray='4 3'/><text x='{x:.1}' y='{}' font-size='10' text-anchor='middle'>{label}</text>",
+            h - 16.0,
+            h - 4.0
+        ));
+    }
+    s.push_str("</svg>");
+    s
+}
+
+fn lines(p: &Prediction, ceiling: f64) -> String {
+    let (w, h, l, b, t, r) = (560.0, 300.0, 50.0, 40.0, 10.0, 130.0);
+    let xmax = p.x_max.unwrap_or(p.target_rate).max(p.target_rate) * 1.25;
+    let px = |x: f64| l + x / xmax * (w - l - r);
+    let py = |u: f64| h - b - (u.min(1.2) / 1.2) * (h - b - t);
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' role='img' aria-label='utilisation versus rate'>"
+    );
+    s.push_str(&format!(
+        "<line x1='{l}' y1='{}' x2='{}' y2='{}' stroke='#000'/><line x1='{l}' y1='{t}' x2='{l}' y2='{}' stroke='#000'/>",
+        h - b, w - r, h - b, h - b
+    ));
+    for k in 0..=4 {
+        let x = xmax * k as f64 / 4.0;
+        s.push_str(&format!(
+            "<text x='{:.1}' y='{}' font-size='10' text-anchor='middle'>{}</text>",
+            px(x),
+            h - b + 14.0,
+            fmt(x)
+        ));
+    }
+    for u in [0.0, 0.5, 1.0] {
+        s.push_str(&format!(
+            "<text x='{}' y='{:.1}' font-size='10' text-anchor='end'>{:.0} %</text>",
+            l - 4.0,
+            py(u) + 3.0,
+            u * 100.0
+        ));
+    }
+    s.push_str(&format!(
+        "<text x='{:.1}' y='{}' font-size='11' text-anchor='middle'>rate ({}/s)</text>",
+        (l + w - r) / 2.0,
+        h - 6.0,
+        esc(&p.unit)
+    ));
+    for (u, label) in [(ceiling, "ceiling"), (1.0, "capacity")] {
+        s.push_str(&format!(
+            "<line x1='{l}' y1='{y:.1}' x2='{}' y2='{y:.1}' stroke='#444' stroke-dasharray='4 3'/><text x='{}' y='{:.1}' font-size='10'>{label}</text>",
+            w - r, w - r + 4.0, py(u) + 3.0, y = py(u)
+        ));
+    }
+    let xt = px(p.target_rate);
+    s.push_str(&format!(
+        "<line x1='{xt:.1}' y1='{t}' x2='{xt:.1}' y2='{}' stroke='#888' stroke-dasharray='2 2'/><text x='{xt:.1}' y='{}' font-size='10' text-anchor='middle'>target</text>",
+        h - b, t + 8.0
+    ));
+    let mut k = 0;
+    for res in &p.resources {
+        let Some(sv) = res.s else { continue };
+        let c = COLORS[k % COLORS.len()];
+        let x_end = if sv > 0.0 {
+            ((1.2 - res.background) / sv).min(xmax)
+        } else {
+            xmax
+        };
+        s.push_str(&format!(
+            "<line x1='{:.1}' y1='{:.1}' x2='{:.1}' y2='{:.1}' stroke='{c}' stroke-width='2'/><text x='{}' y='{}' font-size='11' fill='{c}'>{}</text>",
+            px(0.0), py(res.background), px(x_end), py(res.background + x_end * sv),
+            w - r + 4.0, t + 30.0 + 14.0 * k as f64, esc(res.title)
+        ));
+        k += 1;
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The whole page.
+pub fn page(a: &Analysis) -> String {
+    let mut h = String::from("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>");
+    h.push_str(&format!(
+        "<title>osgauge model: {}</title>",
+        esc(&a.profile.name)
+    ));
+    h.push_str("<style>body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}.note{font-size:13px;margin:2px 0}.warn{color:#b00}</style></head><body>");
+    h.push_str(&format!(
+        "<h1>Application model: {}</h1>",
+        esc(&a.profile.name)
+    ));
+    if let Some(s) = &a.published {
+        h.push_str(&format!(
+            "<p class='warn'><b>Published figures, not measured by osgauge:</b> {} — {}</p>",
+            esc(&s.title),
+            esc(&s.note)
+        ));
+    }
+    for p in &a.predictions {
+        h.push_str(&format!("<h2>{} ({})</h2>", esc(&p.name), esc(&p.os)));
+        if p.upper_bound {
+            h.push_str("<p class='warn'>Inputs missing: the maximum rate is an upper bound.</p>");
+        }
+        h.push_str(&format!(
+            "<p>Utilisation at the target rate ({} {}/s):</p>{}",
+            fmt(p.target_rate),
+            esc(&p.unit),
+            bars(p, a.profile.ceiling)
+        ));
+        h.push_str("<p>Utilisation of each resource versus rate (capacity-vs-rate lines):</p>");
+        h.push_str(&lines(p, a.profile.ceiling));
+    }
+    for t in sections(a) {
+        h.push_str(&format!("<h3>{}</h3><table><tr>", esc(&t.title)));
+        for c in &t.header {
+            h.push_str(&format!("<th>{}</th>", esc(c)));
+        }
+        h.push_str("</tr>");
+        for r in &t.rows {
+            h.push_str("<tr>");
+            for c in r {
+                h.push_str(&format!("<td>{}</td>", esc(c)));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</table>");
+        for n in &t.notes {
+            h.push_str(&format!("<p class='note'>{}</p>", esc(n)));
+        }
+    }
+    h.push_str("</body></html>\n");
+    h
+}
