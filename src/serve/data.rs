@@ -19,8 +19,8 @@ pub const UDP_HEADER: usize = 20;
 pub const UDP_MAGIC: [u8; 4] = *b"OGN1";
 /// Largest idle baseline a client may ask for.
 const MAX_IDLE_MS: u32 = 2000;
-/// Most datagrams timestamped per test (memory bound: 24 B each).
-const MAX_ARRIVALS: usize = 20_000_000;
+/// Most datagrams timestamped per test (memory bound: 24 B each, 48 MB per session).
+const MAX_ARRIVALS: usize = 2_000_000;
 
 pub(super) fn validate(sh: &Shared, t: &TestSpec) -> Result<(), String> {
     match *t {
@@ -163,7 +163,12 @@ pub(super) fn run_test(
             let t = std::thread::spawn(move || udp_receive(sock, client_ip, &stop2, budget));
             let fin = wait_finish(ctl, sh.cfg.max_test);
             stop.store(true, Ordering::SeqCst);
-            let arrivals = t.join().map_err(|_| "udp thread panicked".to_string())?;
+            let (arrivals, skipped) = t.join().map_err(|_| "udp thread panicked".to_string())?;
+            if skipped > 0 {
+                report.errors.push(format!(
+                    "{skipped} datagrams not timestamped (over {MAX_ARRIVALS} per test or the session's byte limit): loss and jitter would be wrong"
+                ));
+            }
             let (_, sent) = fin?;
             if let Some(m) = meter {
                 match m.stop() {
@@ -355,23 +360,34 @@ pub fn parse_datagram(b: &[u8]) -> Option<(u64, u64)> {
     Some((seq, sent))
 }
 
-fn udp_receive(sock: UdpSocket, from: IpAddr, stop: &AtomicBool, budget: u64) -> Vec<Arrival> {
+/// Timestamps datagrams until stopped; returns them and how many were skipped over the limits.
+fn udp_receive(
+    sock: UdpSocket,
+    from: IpAddr,
+    stop: &AtomicBool,
+    budget: u64,
+) -> (Vec<Arrival>, u64) {
     let base = Instant::now();
     let mut buf = vec![0u8; 65_536];
     let mut v = Vec::new();
     let mut bytes = 0u64;
     let mut stopped_at: Option<Instant> = None;
+    let mut skipped = 0u64;
     loop {
         // Past finish: drain what is in flight for at most 200 ms, whatever keeps arriving.
         if stop.load(Ordering::SeqCst)
             && stopped_at.get_or_insert_with(Instant::now).elapsed() > Duration::from_millis(200)
         {
-            return v;
+            return (v, skipped);
         }
         match sock.recv_from(&mut buf) {
             Ok((n, a)) => {
                 let recv_ns = base.elapsed().as_nanos() as u64;
-                if a.ip() != from || v.len() >= MAX_ARRIVALS || bytes >= budget {
+                if a.ip() != from {
+                    continue;
+                }
+                if v.len() >= MAX_ARRIVALS || bytes >= budget {
+                    skipped += 1;
                     continue;
                 }
                 if let Some((seq, sent_ns)) = parse_datagram(&buf[..n]) {
@@ -384,7 +400,7 @@ fn udp_receive(sock: UdpSocket, from: IpAddr, stop: &AtomicBool, budget: u64) ->
                 }
             }
             // Quiet for 20 ms: done once finish has arrived.
-            Err(_) if stop.load(Ordering::SeqCst) => return v,
+            Err(_) if stop.load(Ordering::SeqCst) => return (v, skipped),
             Err(_) => {}
         }
     }

@@ -130,6 +130,9 @@ pub fn udp_test(
         .client
         .finish(sent.bytes, used)
         .map_err(failed("udp"))?;
+    if let Some(e) = report.errors.first() {
+        return Err(BenchError::failed(format!("peer: {e}")));
+    }
     if report.udp.is_none() {
         return Err(BenchError::failed("the peer sent no UDP statistics"));
     }
