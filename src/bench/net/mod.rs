@@ -191,6 +191,42 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     Ok(v as u64)
 }
 
+/// Above this share of all CPUs busy in the idle baseline, a system-wide cost net of it means
+/// nothing (the test cannot use more than what is left): service demand is not measured.
+pub const MAX_BASELINE_SHARE: f64 = 0.5;
+
+/// Service demand (system-wide µs per KiB net of the baseline), or why it is not measured.
+pub fn service_demand(c: &crate::cpucost::CpuCost, bytes: u64) -> Result<f64, String> {
+    let b = &c.baseline;
+    let cpus = if b.wall_s > 0.0 {
+        b.total_cpu_s / b.wall_s
+    } else {
+        0.0
+    };
+    if cpus > 0.0 && b.busy_cpus() > MAX_BASELINE_SHARE * cpus {
+        return Err(format!(
+            "machine busy: the idle baseline already used {:.2} of {:.0} CPUs, so the system-wide cost net of it is meaningless (process-only figure beside it)",
+            b.busy_cpus(),
+            cpus
+        ));
+    }
+    c.us_per_kib(bytes)
+        .ok_or_else(|| "no bytes moved".to_string())
+}
+
+/// Adds a service-demand metric, or says why it is not measured.
+pub fn with_demand(
+    out: super::RunOutput,
+    name: &'static str,
+    c: &crate::cpucost::CpuCost,
+    bytes: u64,
+) -> super::RunOutput {
+    match service_demand(c, bytes) {
+        Ok(v) => out.metric(name, vec![v]),
+        Err(why) => out.not_measured(name, why),
+    }
+}
+
 /// The peer's CPU cost as facts (what it measured, or why not).
 pub fn peer_cpu_facts(mut out: super::RunOutput, r: &PeerReport, side: &str) -> super::RunOutput {
     match (&r.cpu, &r.cpu_error) {
@@ -222,6 +258,25 @@ mod tests {
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("1T").is_err());
         assert!(parse_rate("0").is_err());
+    }
+
+    #[test]
+    fn demand_is_refused_over_a_busy_baseline() {
+        use crate::cpucost::{CpuCost, Window};
+        let w = |busy: f64| Window {
+            wall_s: 1.0,
+            busy_cpu_s: busy,
+            total_cpu_s: 2.0,
+            process_cpu_s: 0.1,
+        };
+        let quiet = CpuCost::from_windows(w(0.1), w(0.6));
+        assert!((service_demand(&quiet, 1024 * 1000).unwrap() - 500.0).abs() < 1e-9);
+        let busy = CpuCost::from_windows(w(1.5), w(2.0));
+        assert!(
+            service_demand(&busy, 1024)
+                .unwrap_err()
+                .contains("machine busy")
+        );
     }
 
     #[test]
