@@ -644,6 +644,7 @@ const OBSERVED_PARAMS: &[&str] = &[
     "bytes_received",
     "connections",
     "peer_accepted",
+    "setup_max_us",
     "time_wait_before",
     "time_wait_after",
     "datagrams_sent",

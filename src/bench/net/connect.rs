@@ -41,7 +41,7 @@ impl Connect {
                      127.0.0.1 by default, or --peer): setup = socket() + connect() until it \
                      returns established; teardown = shutdown(write) + close(), an orderly close \
                      by the client first (FIN; the client's socket enters TIME_WAIT; no data \
-                     sent). The peer accepts, reads to the end and closes. At most {MAX_PER_RUN} \
+                     sent). The peer accepts and closes at once (backlog 1024). At most {MAX_PER_RUN} \
                      connections per run; TIME_WAIT sockets are counted before and after each \
                      run (Linux: /proc/net/tcp) and no run starts over {TIME_WAIT_LIMIT}. Per run: \
                      p50 of setup and of teardown, p99 of setup (µs)."
@@ -115,6 +115,7 @@ impl Benchmark for Connect {
         out = out
             .fact("connections", setup.len() as u64)
             .fact("peer_accepted", report.connections)
+            .fact("setup_max_us", setup.last().copied().unwrap_or(f64::NAN))
             .fact(
                 "close",
                 "orderly: shutdown(write) + close by the client first (client-side TIME_WAIT)",
