@@ -279,6 +279,80 @@ mod tests {
         );
     }
 
+    fn one(b: &dyn Benchmark) -> super::super::RunOutput {
+        crate::bench::testutil::with_ctx(
+            Duration::from_millis(60),
+            Duration::from_secs(30),
+            |ctx| b.run(ctx),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e:?}", b.info().id))
+    }
+
+    fn get(o: &super::super::RunOutput, name: &str) -> f64 {
+        o.samples
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| s[0])
+            .unwrap_or_else(|| panic!("no {name}"))
+    }
+
+    /// Every benchmark of the suite measures over loopback, and its figures keep their order.
+    #[test]
+    fn every_benchmark_measures_over_loopback() {
+        let opts = NetOptions::quick();
+        for b in benchmarks(&opts) {
+            let id = b.info().id.clone();
+            if id == "net/tcp_rtt_64b_pinned" && crate::platform::allowed_cpus().is_err() {
+                continue;
+            }
+            let o = one(b.as_ref());
+            // Every declared metric has a value or a reason.
+            for m in &b.info().metrics {
+                let has = o.samples.iter().any(|(n, s)| *n == m.name && !s.is_empty());
+                let why = o.not_measured.iter().any(|(n, _)| *n == m.name);
+                assert!(
+                    has || why,
+                    "{id}: {} neither measured nor explained",
+                    m.name
+                );
+            }
+            match id.as_str() {
+                i if i.starts_with("net/tcp_rtt_") && !i.ends_with("sweep") => {
+                    let (a, b, c) = (
+                        get(&o, "rtt_p50_us"),
+                        get(&o, "rtt_p99_us"),
+                        get(&o, "rtt_max_us"),
+                    );
+                    assert!(a > 0.0 && a <= b && b <= c, "{id}: {a} {b} {c}");
+                    assert!(o.facts["round_trips"].as_u64().unwrap() >= 10);
+                }
+                "net/tcp_stream" | "net/tcp_stream_n" => {
+                    assert!(get(&o, "throughput_gbit_s") > 0.0);
+                    assert!(o.facts["bytes_received"].as_u64() <= o.facts["bytes_sent"].as_u64());
+                }
+                "net/tcp_connect" => {
+                    assert!(get(&o, "setup_p50_us") > 0.0);
+                    assert!(get(&o, "setup_p50_us") <= get(&o, "setup_p99_us"));
+                    let n = o.facts["connections"].as_u64().unwrap();
+                    assert!((10..=connect::MAX_PER_RUN as u64).contains(&n));
+                }
+                "net/udp_stream" => {
+                    let l = get(&o, "loss_pct");
+                    assert!((0.0..=100.0).contains(&l));
+                    assert!(get(&o, "jitter_p50_us") <= get(&o, "jitter_p99_us"));
+                    assert!(get(&o, "jitter_p99_us") <= get(&o, "jitter_max_us"));
+                }
+                "net/udp_max_rate" => {
+                    let r = get(&o, "max_lossfree_gbit_s") * 1e9;
+                    assert!(
+                        r == 0.0 || udp_ramp::STEPS.iter().any(|s| (*s as f64 - r).abs() < 1.0)
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
     #[test]
     fn token_is_never_printed() {
         let o = NetOptions {
