@@ -168,7 +168,25 @@ mod linux {
         };
         assert!(metric("net/tcp_rtt_64b", "rtt_p50_us") > 0.0);
         assert!(metric("net/tcp_stream", "throughput_gbit_s") > 0.0);
-        assert!(metric("net/tcp_stream", "rx_service_demand_us_per_kib") >= 0.0);
+        // Service demand: a value, or not measured because the machine was busy (said so).
+        let demand = benches
+            .iter()
+            .find(|b| b["id"] == "net/tcp_stream")
+            .and_then(|b| b["metrics"].as_array())
+            .and_then(|m| {
+                m.iter()
+                    .find(|x| x["name"] == "rx_service_demand_us_per_kib")
+            })
+            .cloned()
+            .unwrap();
+        match demand["summary"]["center"].as_f64() {
+            Some(v) => assert!(v >= 0.0),
+            None => {
+                let why = demand["not_measured"].as_str().unwrap_or_default();
+                assert!(why.contains("machine busy"), "{demand}");
+                eprintln!("service demand not measured here: {why}");
+            }
+        }
         assert!(metric("net/udp_stream", "loss_pct") >= 0.0);
         assert!(metric("net/udp_stream", "jitter_p99_us") >= 0.0);
         // The token is required from outside: without it the client is refused clearly.

@@ -191,6 +191,42 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     Ok(v as u64)
 }
 
+/// Above this share of all CPUs busy in the idle baseline, a system-wide cost net of it means
+/// nothing (the test cannot use more than what is left): service demand is not measured.
+pub const MAX_BASELINE_SHARE: f64 = 0.5;
+
+/// Service demand (system-wide µs per KiB net of the baseline), or why it is not measured.
+pub fn service_demand(c: &crate::cpucost::CpuCost, bytes: u64) -> Result<f64, String> {
+    let b = &c.baseline;
+    let cpus = if b.wall_s > 0.0 {
+        b.total_cpu_s / b.wall_s
+    } else {
+        0.0
+    };
+    if cpus > 0.0 && b.busy_cpus() > MAX_BASELINE_SHARE * cpus {
+        return Err(format!(
+            "machine busy: the idle baseline already used {:.2} of {:.0} CPUs, so the system-wide cost net of it is meaningless (process-only figure beside it)",
+            b.busy_cpus(),
+            cpus
+        ));
+    }
+    c.us_per_kib(bytes)
+        .ok_or_else(|| "no bytes moved".to_string())
+}
+
+/// Adds a service-demand metric, or says why it is not measured.
+pub fn with_demand(
+    out: super::RunOutput,
+    name: &'static str,
+    c: &crate::cpucost::CpuCost,
+    bytes: u64,
+) -> super::RunOutput {
+    match service_demand(c, bytes) {
+        Ok(v) => out.metric(name, vec![v]),
+        Err(why) => out.not_measured(name, why),
+    }
+}
+
 /// The peer's CPU cost as facts (what it measured, or why not).
 pub fn peer_cpu_facts(mut out: super::RunOutput, r: &PeerReport, side: &str) -> super::RunOutput {
     match (&r.cpu, &r.cpu_error) {
@@ -222,6 +258,99 @@ mod tests {
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("1T").is_err());
         assert!(parse_rate("0").is_err());
+    }
+
+    #[test]
+    fn demand_is_refused_over_a_busy_baseline() {
+        use crate::cpucost::{CpuCost, Window};
+        let w = |busy: f64| Window {
+            wall_s: 1.0,
+            busy_cpu_s: busy,
+            total_cpu_s: 2.0,
+            process_cpu_s: 0.1,
+        };
+        let quiet = CpuCost::from_windows(w(0.1), w(0.6));
+        assert!((service_demand(&quiet, 1024 * 1000).unwrap() - 500.0).abs() < 1e-9);
+        let busy = CpuCost::from_windows(w(1.5), w(2.0));
+        assert!(
+            service_demand(&busy, 1024)
+                .unwrap_err()
+                .contains("machine busy")
+        );
+    }
+
+    fn one(b: &dyn Benchmark) -> super::super::RunOutput {
+        crate::bench::testutil::with_ctx(
+            Duration::from_millis(60),
+            Duration::from_secs(30),
+            |ctx| b.run(ctx),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e:?}", b.info().id))
+    }
+
+    fn get(o: &super::super::RunOutput, name: &str) -> f64 {
+        o.samples
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| s[0])
+            .unwrap_or_else(|| panic!("no {name}"))
+    }
+
+    /// Every benchmark of the suite measures over loopback, and its figures keep their order.
+    #[test]
+    fn every_benchmark_measures_over_loopback() {
+        let opts = NetOptions::quick();
+        for b in benchmarks(&opts) {
+            let id = b.info().id.clone();
+            if id == "net/tcp_rtt_64b_pinned" && crate::platform::allowed_cpus().is_err() {
+                continue;
+            }
+            let o = one(b.as_ref());
+            // Every declared metric has a value or a reason.
+            for m in &b.info().metrics {
+                let has = o.samples.iter().any(|(n, s)| *n == m.name && !s.is_empty());
+                let why = o.not_measured.iter().any(|(n, _)| *n == m.name);
+                assert!(
+                    has || why,
+                    "{id}: {} neither measured nor explained",
+                    m.name
+                );
+            }
+            match id.as_str() {
+                i if i.starts_with("net/tcp_rtt_") && !i.ends_with("sweep") => {
+                    let (a, b, c) = (
+                        get(&o, "rtt_p50_us"),
+                        get(&o, "rtt_p99_us"),
+                        get(&o, "rtt_max_us"),
+                    );
+                    assert!(a > 0.0 && a <= b && b <= c, "{id}: {a} {b} {c}");
+                    assert!(o.facts["round_trips"].as_u64().unwrap() >= 10);
+                }
+                "net/tcp_stream" | "net/tcp_stream_n" => {
+                    assert!(get(&o, "throughput_gbit_s") > 0.0);
+                    assert!(o.facts["bytes_received"].as_u64() <= o.facts["bytes_sent"].as_u64());
+                }
+                "net/tcp_connect" => {
+                    assert!(get(&o, "setup_p50_us") > 0.0);
+                    assert!(get(&o, "setup_p50_us") <= get(&o, "setup_p99_us"));
+                    let n = o.facts["connections"].as_u64().unwrap();
+                    assert!((10..=connect::MAX_PER_RUN as u64).contains(&n));
+                }
+                "net/udp_stream" => {
+                    let l = get(&o, "loss_pct");
+                    assert!((0.0..=100.0).contains(&l));
+                    assert!(get(&o, "jitter_p50_us") <= get(&o, "jitter_p99_us"));
+                    assert!(get(&o, "jitter_p99_us") <= get(&o, "jitter_max_us"));
+                }
+                "net/udp_max_rate" => {
+                    let r = get(&o, "max_lossfree_gbit_s") * 1e9;
+                    assert!(
+                        r == 0.0 || udp_ramp::STEPS.iter().any(|s| (*s as f64 - r).abs() < 1.0)
+                    );
+                }
+                _ => {}
+            }
+        }
     }
 
     #[test]

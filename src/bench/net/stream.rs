@@ -7,7 +7,7 @@ use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts};
+use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts, with_demand};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::CpuMeter;
 use crate::harness::RunContext;
@@ -186,27 +186,19 @@ impl Benchmark for Stream {
             .metric("throughput_gbit_s", vec![gbit])
             .metric("throughput_gbyte_s", vec![gbit / 8.0])
             .metric(
-                "tx_service_demand_us_per_kib",
-                tx.us_per_kib(sent).into_iter().collect(),
-            )
-            .metric(
                 "tx_process_us_per_kib",
                 tx.process_us_per_kib(sent).into_iter().collect(),
             );
         if let Some(b) = report.rcvbuf {
             out = out.fact("peer_rcvbuf_bytes", b);
         }
+        out = with_demand(out, "tx_service_demand_us_per_kib", &tx, sent);
         out = peer_cpu_facts(out, &report, "rx");
         Ok(match &report.cpu {
-            Some(c) => out
-                .metric(
-                    "rx_service_demand_us_per_kib",
-                    c.us_per_kib(report.bytes).into_iter().collect(),
-                )
-                .metric(
-                    "rx_process_us_per_kib",
-                    c.process_us_per_kib(report.bytes).into_iter().collect(),
-                ),
+            Some(c) => with_demand(out, "rx_service_demand_us_per_kib", c, report.bytes).metric(
+                "rx_process_us_per_kib",
+                c.process_us_per_kib(report.bytes).into_iter().collect(),
+            ),
             None => {
                 let why = report
                     .cpu_error

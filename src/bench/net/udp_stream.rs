@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::stream::demand_metrics;
 use super::udp_stats::UdpSummary;
-use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts, percentile};
+use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts, percentile, with_demand};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::{CpuCost, CpuMeter};
 use crate::harness::RunContext;
@@ -130,6 +130,9 @@ pub fn udp_test(
         .client
         .finish(sent.bytes, used)
         .map_err(failed("udp"))?;
+    if let Some(e) = report.errors.first() {
+        return Err(BenchError::failed(format!("peer: {e}")));
+    }
     if report.udp.is_none() {
         return Err(BenchError::failed("the peer sent no UDP statistics"));
     }
@@ -282,6 +285,7 @@ impl Benchmark for UdpStream {
         if let Some(p) = u.stall_period_s {
             out = out.fact("stall_period_s", p);
         }
+        out = with_demand(out, "tx_service_demand_us_per_kib", &tx, sent.bytes);
         out = peer_cpu_facts(out, &report, "rx");
         let gbit = if u.active_s > 0.0 {
             vec![u.bytes as f64 * 8.0 / u.active_s / 1e9]
@@ -298,23 +302,14 @@ impl Benchmark for UdpStream {
             .metric("stalls", vec![u.path_stalls as f64])
             .metric("received_gbit_s", gbit)
             .metric(
-                "tx_service_demand_us_per_kib",
-                tx.us_per_kib(sent.bytes).into_iter().collect(),
-            )
-            .metric(
                 "tx_process_us_per_kib",
                 tx.process_us_per_kib(sent.bytes).into_iter().collect(),
             );
         Ok(match &report.cpu {
-            Some(c) => out
-                .metric(
-                    "rx_service_demand_us_per_kib",
-                    c.us_per_kib(u.bytes).into_iter().collect(),
-                )
-                .metric(
-                    "rx_process_us_per_kib",
-                    c.process_us_per_kib(u.bytes).into_iter().collect(),
-                ),
+            Some(c) => with_demand(out, "rx_service_demand_us_per_kib", c, u.bytes).metric(
+                "rx_process_us_per_kib",
+                c.process_us_per_kib(u.bytes).into_iter().collect(),
+            ),
             None => {
                 let why = report
                     .cpu_error
