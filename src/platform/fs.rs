@@ -587,7 +587,7 @@ mod imp {
         let not_bypassed = super::super::compatibility_layer().map(|layer| {
             format!(
                 "under {layer}, FILE_FLAG_NO_BUFFERING is not honoured (the host file is read \
-                 through the host's page cache), so a cache-bypassed read would come from memory"
+                 through the host's page cache), so cache-bypassed I/O would be served by memory"
             )
         });
         Ok(Uncached {

@@ -22,7 +22,7 @@ use crate::units::{Better, Unit};
 pub const BLOCK: u64 = 4 * MIB;
 pub const DEFAULT_THREADS: [usize; 3] = [1, 2, 3];
 pub const DEFAULT_BYTES: u64 = 256 * MIB;
-pub const QUICK_BYTES: u64 = 32 * MIB;
+pub const QUICK_BYTES: u64 = 16 * MIB;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dir {
