@@ -21,7 +21,7 @@ use crate::units::{Better, Unit};
 
 pub const BLOCK: u64 = 4 * MIB;
 pub const DEFAULT_THREADS: [usize; 3] = [1, 2, 3];
-pub const DEFAULT_BYTES: u64 = 256 * MIB;
+pub const DEFAULT_BYTES: u64 = 64 * MIB;
 pub const QUICK_BYTES: u64 = 16 * MIB;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +130,7 @@ impl Bandwidth {
             dir,
             threads,
             bytes_per_thread: want,
-            idle: Duration::from_millis(if o.quick { 50 } else { 200 }),
+            idle: Duration::from_millis(if o.quick { 30 } else { 200 }),
         }
     }
 
