@@ -409,7 +409,7 @@ pub struct MemOpts {
     /// mem suite: only these parts, comma-separated (latency, bandwidth, page-faults)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PART")]
     pub only: Vec<MemPart>,
-    /// mem and fs suites. mem: largest latency working set and largest bandwidth footprint (all arrays), e.g. 256MiB, 1GiB [default: max(512MiB, 4× last-level cache) for latency, 4× LLC per array for bandwidth; never over 25 % of available memory]. fs: bandwidth bytes per thread [256MiB] and the cache-size sweep's cap [512MiB]
+    /// mem and fs suites. mem: largest latency working set and largest bandwidth footprint (all arrays), e.g. 256MiB, 1GiB [default: max(512MiB, 4× last-level cache) for latency, 4× LLC per array for bandwidth; never over 25 % of available memory]. fs: bandwidth bytes per thread [64MiB] and the cache-size sweep's cap [256MiB]
     #[arg(long, value_parser = parse_max_size, value_name = "SIZE")]
     pub max_size: Option<u64>,
     /// mem and fs suites: bandwidth thread counts, comma-separated numbers and/or 'all' [default: mem 1, powers of two below the CPU count, all; fs 1,2,3]

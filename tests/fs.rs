@@ -2,6 +2,8 @@
 //! refused with the reason, no file left after a run, after Ctrl-C and (at the next start) after a
 //! kill, and the suite on a real network file system (sshfs to an sshd inside a network
 //! namespace) with its type recorded.
+// The kill, Ctrl-C and network tests are Unix/Linux only.
+#![cfg_attr(not(unix), allow(unused_imports, dead_code))]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

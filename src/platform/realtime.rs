@@ -83,8 +83,9 @@ pub use imp::*;
 /// Open a file for reads that really come from storage, through the one cache-bypass mechanism
 /// ([`crate::platform::fs::open_uncached`]); returns the file and how the cache is bypassed.
 /// Where the method starts with `posix_fadvise`, call [`drop_file_cache`] before every pass.
+/// Under Wine the method says that the flag is not honoured (the load still runs).
 pub fn open_uncached_read(path: &Path) -> io::Result<(File, &'static str)> {
-    let u = super::fs::open_uncached(path, false)?;
+    let u = super::fs::open_uncached_lenient(path, false)?;
     Ok((u.file, u.method))
 }
 

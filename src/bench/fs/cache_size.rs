@@ -1,6 +1,6 @@
 //! `fs/cache_size`: seed 002 §6.1 — for growing sizes, read a file once (to cache it), then time
 //! a second read backwards page by page; the size where the time per block jumps is the file
-//! cache's size. The sweep is capped (default 512 MiB, quick 32 MiB, `--max-size` to go further,
+//! cache's size. The sweep is capped (default 256 MiB, quick 32 MiB, `--max-size` to go further,
 //! never over the free-space budget); when the cap is below the cache the result is the honest
 //! lower bound "cache ≥ cap (not reached)", next to the OS's own figure.
 
@@ -16,7 +16,7 @@ use crate::model::BenchError;
 use crate::platform::fs as pfs;
 use crate::units::{Better, Unit};
 
-pub const DEFAULT_CAP: u64 = 512 * MIB;
+pub const DEFAULT_CAP: u64 = 256 * MIB;
 pub const QUICK_CAP: u64 = 32 * MIB;
 /// A size whose re-read costs this many times the smallest size's is past the cache.
 pub const JUMP: f64 = 4.0;

@@ -57,7 +57,7 @@ impl CreateDelete {
                 metrics,
             },
             parent: o.parent(),
-            files: if o.quick { 200 } else { 1000 },
+            files: if o.quick { 100 } else { 250 },
         }
     }
 }

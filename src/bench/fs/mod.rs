@@ -231,3 +231,60 @@ pub fn device_counter_proves_storage() -> bool {
 pub fn median(v: &[f64]) -> f64 {
     crate::stats::median(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bandwidth_contract_ids_and_metrics_exist_in_both_presets() {
+        for o in [FsOptions::default(), FsOptions::quick()] {
+            let all = benchmarks(&o);
+            for id in [
+                "fs/seq_write_t1",
+                "fs/seq_write_t2",
+                "fs/seq_write_t3",
+                "fs/seq_read_t1",
+                "fs/seq_read_t2",
+                "fs/seq_read_t3",
+            ] {
+                let b = all
+                    .iter()
+                    .find(|b| b.info().id == id)
+                    .unwrap_or_else(|| panic!("no {id}"));
+                let m = &b.info().metrics;
+                let rate = m.iter().find(|m| m.name == "mb_per_s").unwrap();
+                assert_eq!(rate.better, crate::units::Better::Higher);
+                let cpu = m.iter().find(|m| m.name == "cpu_s_per_gb").unwrap();
+                assert_eq!(cpu.better, crate::units::Better::Lower);
+            }
+        }
+        let s = crate::bench::suites();
+        assert!(s.iter().any(|s| s.name == "fs"));
+    }
+
+    #[test]
+    fn page_orders_are_backwards_or_a_permutation_and_capped() {
+        let seq = read_latency::page_order(Pattern::Seq, 8, usize::MAX, 1);
+        assert_eq!(seq, vec![7, 6, 5, 4, 3, 2, 1, 0]);
+        let mut r = read_latency::page_order(Pattern::Random, 64, usize::MAX, 1);
+        assert_ne!(r, (0..64).collect::<Vec<_>>());
+        r.sort();
+        assert_eq!(r, (0..64).collect::<Vec<_>>());
+        assert_eq!(read_latency::page_order(Pattern::Seq, 100, 10, 1)[9], 90);
+        assert_eq!(
+            read_latency::page_order(Pattern::Random, 100, 10, 1).len(),
+            10
+        );
+    }
+
+    #[test]
+    fn the_cache_sweep_grows_by_four_and_ends_at_the_cap() {
+        assert_eq!(
+            cache_size::sweep(512 * MIB),
+            vec![8 * MIB, 32 * MIB, 128 * MIB, 512 * MIB]
+        );
+        assert_eq!(cache_size::sweep(20 * MIB), vec![8 * MIB, 20 * MIB]);
+        assert_eq!(cache_size::sweep(4 * MIB), vec![4 * MIB]);
+    }
+}
