@@ -3,9 +3,8 @@
 //! SIGTERM mid-study leave no child and no temp file, the process-limit check refuses clearly.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use osgauge::testing::not_run;
 use serde_json::Value;
 
 fn osgauge(dir: &Path, args: &[&str]) -> Output {
@@ -140,7 +139,7 @@ fn every_work_kind_measures_and_adds_up() {
 fn policies_read_back_as_requested() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        not_run(
+        osgauge::testing::not_run(
             "policies_read_back_as_requested",
             "setting fifo/rr/nice<0 needs root (CAP_SYS_NICE)",
         );
@@ -166,7 +165,7 @@ fn policies_read_back_as_requested() {
     for b in v["benchmarks"].as_array().unwrap() {
         let pol = b["id"].as_str().unwrap().split('/').nth(2).unwrap();
         if !b["error"].is_null() && b["error"].to_string().contains("RT throttling") {
-            not_run(
+            osgauge::testing::not_run(
                 "policies_read_back_as_requested",
                 "RT throttling is off here",
             );
@@ -282,8 +281,8 @@ fn a_signal_mid_study_leaves_no_child_and_no_file() {
             .env("OSGAUGE_STORE", d.path().join("store.sqlite"))
             .env("OSGAUGE_CACHE_DIR", d.path())
             .env("TMPDIR", d.path().join("tmp"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         // Wait until its children are running.

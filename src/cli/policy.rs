@@ -194,9 +194,10 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
         * specs.len() as f64
         * procs.iter().map(|&n| per_run(n)).sum::<f64>()
         * f64::from(runs + opts.warmup);
-    let max_cell = per_run(max) * 10.0 + 10.0;
+    // The bound of one run (see `policy::Cell::run`) for every run, + 60 s for the calibration.
+    let max_cell = per_run(max) * 10.0 + 10.0 + 0.05 * f64::from(max);
     let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
-        max_cell * f64::from(runs + opts.warmup) + 30.0,
+        max_cell * f64::from(runs + opts.warmup) + 60.0,
     ));
     let plan = crate::runner::Plan {
         benchmarks,

@@ -50,6 +50,7 @@ pub fn child_main(spec_json: &str) -> i32 {
     {
         return fail(format!("creating {}: {e}", dir.display()));
     }
+    say(serde_json::json!({ "pid": std::process::id(), "ready": true }));
     // Wait for the release: the parent closes the pipe (or dies).
     let mut sink = Vec::new();
     let _ = std::io::stdin().lock().read_to_end(&mut sink);

@@ -125,6 +125,9 @@ struct ChildLine {
     applied: Option<pp::Applied>,
     #[serde(default)]
     error: Option<String>,
+    /// The line a child sends once its policy is set and it waits for the release.
+    #[serde(default)]
+    ready: bool,
     /// The child's own usage at its release (start-up), subtracted from the reaped figures.
     #[serde(default)]
     before: Option<Before>,
@@ -136,6 +139,70 @@ struct Before {
     sys: u64,
     vol: Option<u64>,
     invol: Option<u64>,
+}
+
+fn child_error(c: &ChildLine) -> Option<BenchError> {
+    let e = c.error.as_ref()?;
+    Some(if let Some(i) = e.find("unsupported on ") {
+        BenchError::unsupported(e[i..].to_string())
+    } else {
+        BenchError::failed(format!("child {}: {e}", c.pid))
+    })
+}
+
+/// Wait until `n` children said they are ready (policy set, waiting for the release); fails on a
+/// child's error line, a child that ended, Ctrl-C or the time bound.
+fn wait_ready(
+    lines: &std::sync::mpsc::Receiver<String>,
+    set: &mut pp::ChildSet,
+    n: usize,
+    ctx: &RunContext,
+) -> Result<(), BenchError> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let mut ready = 0;
+    while ready < n {
+        match lines.recv_timeout(Duration::from_millis(20)) {
+            Ok(l) => {
+                let c: ChildLine = serde_json::from_str(&l).map_err(|_| {
+                    BenchError::failed(format!("unexpected line from a child: {l}"))
+                })?;
+                if let Some(e) = child_error(&c) {
+                    return Err(e);
+                }
+                if !c.ready {
+                    return Err(BenchError::failed(format!(
+                        "child {} reported before the release",
+                        c.pid
+                    )));
+                }
+                ready += 1;
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                ctx.check()?;
+                let ended = set.reap().map_err(|e| BenchError::os("wait4", e))?;
+                if let Some(u) = ended.first() {
+                    // Its last words (an error line) may still be in the pipe.
+                    if let Ok(l) = lines.recv_timeout(Duration::from_millis(500))
+                        && let Ok(c) = serde_json::from_str::<ChildLine>(&l)
+                        && let Some(e) = child_error(&c)
+                    {
+                        return Err(e);
+                    }
+                    return Err(BenchError::failed(format!(
+                        "child {} ended ({}) before the release",
+                        u.pid,
+                        u.code.map_or("killed".into(), |c| format!("exit {c}"))
+                    )));
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(BenchError::failed(
+                    "the children closed their output before all were ready",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One process's figures in a run.
@@ -199,7 +266,8 @@ pub struct Cell {
 
 pub const METHOD: &str = "N child processes (osgauge re-executed) each set their own scheduling policy \
 (read back: every child must report the requested one), then wait on one shared pipe; the parent \
-releases them all at once by closing it. Each does the same fixed work, calibrated once so one \
+releases them all at once by closing it once every child has said it is ready (so no start-up \
+is inside a turnaround). Each does the same fixed work, calibrated once so one \
 process alone takes the study's --work-time: cpu = digits of π (spigot, checked), io = write and read \
 back 4 KiB files in a rotating series of 8 in its own temp folder (removed on every exit path), \
 mixed = half of each, sleepy = π bursts with 1 ms sleeps. Each child stamps its own start and \
@@ -402,10 +470,12 @@ impl Benchmark for Cell {
         }
         drop(go_r);
         drop(res_w);
-        // Bound of this run: ten times the ideal (all work spread over the CPUs) + 10 s.
+        // Bound of this run: ten times the ideal (all work spread over the CPUs) + 10 s
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let ideal = alone.as_secs_f64() * f64::from(self.procs) / cpus;
-        let bound = Instant::now() + Duration::from_secs_f64(ideal * 10.0 + 10.0);
+        // (+ 50 ms per process for the time they take to become ready, Wine included)
+        let bound = Instant::now()
+            + Duration::from_secs_f64(ideal * 10.0 + 10.0 + 0.05 * f64::from(self.procs));
         let deadline = bound.min(ctx.deadline);
         let done = AtomicBool::new(false);
         let expired = AtomicBool::new(false);
@@ -413,12 +483,22 @@ impl Benchmark for Cell {
         let group = set.group();
         let rt = self.policy.name.is_realtime();
         let (lines, outcome, t_go, watchdog_note) = std::thread::scope(|s| {
+            let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
             let reader = s.spawn(move || {
-                BufReader::new(res_r)
-                    .lines()
-                    .map_while(Result::ok)
-                    .collect::<Vec<String>>()
+                for l in BufReader::new(res_r).lines().map_while(Result::ok) {
+                    if line_tx.send(l).is_err() {
+                        break;
+                    }
+                }
             });
+            // Every child has set its policy and waits on the go pipe before the release, so no
+            // start-up is inside a turnaround.
+            if let Err(e) = wait_ready(&line_rx, &mut set, self.procs as usize, ctx) {
+                set.kill_and_reap();
+                drop(go_w);
+                let _ = reader.join();
+                return (Vec::new(), Err(e), 0, None);
+            }
             let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
             let (done, expired, late_max) = (&done, &expired, &late_max);
             let watchdog = s.spawn(move || {
@@ -482,7 +562,8 @@ impl Benchmark for Cell {
             };
             done.store(true, Ordering::Release);
             let _ = watchdog.join();
-            let lines = reader.join().unwrap_or_default();
+            let _ = reader.join();
+            let lines: Vec<String> = line_rx.try_iter().collect();
             (lines, outcome, t_go, note)
         });
         drop(dir);
@@ -492,14 +573,12 @@ impl Benchmark for Cell {
         for l in &lines {
             let c: ChildLine = serde_json::from_str(l)
                 .map_err(|_| BenchError::failed(format!("unexpected line from a child: {l}")))?;
-            if let Some(e) = &c.error {
-                return Err(if let Some(i) = e.find("unsupported on ") {
-                    BenchError::unsupported(e[i..].to_string())
-                } else {
-                    BenchError::failed(format!("child {}: {e}", c.pid))
-                });
+            if let Some(e) = child_error(&c) {
+                return Err(e);
             }
-            by_pid.insert(c.pid, c);
+            if !c.ready {
+                by_pid.insert(c.pid, c);
+            }
         }
         let mut procs = Vec::new();
         let mut applied: Option<pp::Applied> = None;
