@@ -30,6 +30,30 @@ use crate::platform::realtime::{now_ns, sleep_until_ns, thread_cpu_time_ns};
 
 const MB: usize = 1_000_000;
 
+/// Set by Ctrl-C (SIGINT/SIGTERM/SIGHUP): the current step stops, files are removed, exit 130/143.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+const DIR_PREFIX: &str = "osgauge-validate-";
+
+/// Remove the temp folders of validate runs whose process is gone (killed before cleaning up).
+fn remove_stale() {
+    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(DIR_PREFIX) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !crate::platform::process_alive(pid) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 fn other(e: impl std::fmt::Display) -> CliError {
     CliError::Other(anyhow::anyhow!("model validate: {e}"))
 }
@@ -280,6 +304,9 @@ fn run_app(
                     } else if now_ns() >= end {
                         break;
                     }
+                    if INTERRUPTED.load(Ordering::Relaxed) {
+                        break;
+                    }
                     j += 1;
                     if let Some(r) = rx.as_mut() {
                         read_exact_mb(r, &mut net, (d.net_rx_mb * MB as f64) as usize)
@@ -374,15 +401,35 @@ fn ratio_text(measured: f64, predicted: f64) -> String {
 }
 
 pub fn run_cli(path: &Path, max_rate: Option<f64>, step_s: f64) -> Result<i32, CliError> {
-    let mut p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
+    let p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
     if !(0.2..=60.0).contains(&step_s) {
         return Err(CliError::Usage("--step-s: from 0.2 to 60 seconds".into()));
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    remove_stale();
+    crate::platform::install_interrupt_handler(&INTERRUPTED).map_err(other)?;
     let dir = tempfile::Builder::new()
-        .prefix("osgauge-validate-")
+        .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
         .tempdir()
         .map_err(other)?;
+    let r = validate(p, cpus, dir.path(), max_rate, step_s);
+    drop(dir);
+    match crate::platform::interrupt_exit_code() {
+        Some(code) if INTERRUPTED.load(Ordering::Relaxed) => {
+            crate::errln!("osgauge: model validate interrupted; temporary files removed");
+            Ok(code)
+        }
+        _ => r,
+    }
+}
+
+fn validate(
+    mut p: Profile,
+    cpus: usize,
+    dir: &Path,
+    max_rate: Option<f64>,
+    step_s: f64,
+) -> Result<i32, CliError> {
     if p.demand.context_switches > 0.0 {
         crate::outln!(
             "note: the synthetic application does not force context switches; the profile's {} per unit are left out of the prediction",
@@ -396,9 +443,7 @@ pub fn run_cli(path: &Path, max_rate: Option<f64>, step_s: f64) -> Result<i32, C
     );
     let meter = CpuMeter::start(Duration::from_millis(500)).map_err(other)?;
     let base = meter.stop().map_err(other)?.baseline.busy_cpus();
-    p.background
-        .insert("cpu".into(), (base / cpus as f64).min(0.95));
-    let mut inp = probe(&p, cpus, dir.path())?;
+    let mut inp = probe(&p, cpus, dir)?;
     inp.apply_profile(&p);
     let pred: Prediction = predict(&p, &inp);
     let a = super::analyse(&p, vec![inp], None);
@@ -432,7 +477,7 @@ pub fn run_cli(path: &Path, max_rate: Option<f64>, step_s: f64) -> Result<i32, C
         let r = (top * f / 1.25).max(0.01);
         // Long enough for ~20 units, within [step_s, 4 × step_s].
         let secs = (20.0 / r).clamp(step_s, 4.0 * step_s);
-        let st = run_app(&p, cpus, Some(r), secs, dir.path())?;
+        let st = run_app(&p, cpus, Some(r), secs, dir)?;
         crate::outln!(
             "  {:>14.2}  {:>15.2}  {:>17.1} %  {:>12.1} %",
             r,
@@ -442,7 +487,7 @@ pub fn run_cli(path: &Path, max_rate: Option<f64>, step_s: f64) -> Result<i32, C
         );
         steps.push(st);
     }
-    let sat = run_app(&p, cpus, None, step_s, dir.path())?;
+    let sat = run_app(&p, cpus, None, step_s, dir)?;
     crate::outln!(
         "  {:>14}  {:>15.2}  {:>17.1} %  {:>12.1} %",
         "flat out",
