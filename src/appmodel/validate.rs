@@ -253,15 +253,15 @@ fn run_app(
     let d = &p.demand;
     let app_cpu = d.app_cpu_s.unwrap_or(0.0) + d.app_cpu_pct.unwrap_or(0.0) / 100.0 * cpus as f64;
     let done = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let start = now_ns() + 20_000_000;
+    // Workers set up before `start`; CPU is read at `start` and at `end` (setup not counted).
+    let start = now_ns() + 200_000_000;
     let end = start + (secs * 1e9) as u64;
-    let c0 = proc_cpu_s()?;
-    let res: Result<(), CliError> = std::thread::scope(|s| {
+    let res: Result<f64, CliError> = std::thread::scope(|s| {
         let mut hs = Vec::new();
         for k in 0..cpus {
             let done = done.clone();
-            let stop = stop.clone();
+            // Each worker stops its own helpers (another worker may still be mid-unit).
+            let stop = Arc::new(AtomicBool::new(false));
             let dir = dir.to_path_buf();
             hs.push(s.spawn(move || -> Result<(), CliError> {
                 let mut helpers = Vec::new();
@@ -294,6 +294,9 @@ fn run_app(
                 let fbytes = (d.frame_mb * MB as f64) as usize;
                 let (fsrc, mut fdst) = (vec![2u8; fbytes.max(1)], vec![0u8; fbytes.max(1)]);
                 let mut j = 0u64;
+                if rate.is_none() {
+                    sleep_until_ns(start).map_err(other)?;
+                }
                 loop {
                     if let Some(r) = rate {
                         let t = start + (((k as u64 + j * cpus as u64) as f64 / r) * 1e9) as u64;
@@ -301,8 +304,9 @@ fn run_app(
                             break;
                         }
                         sleep_until_ns(t).map_err(other)?;
-                    } else if now_ns() >= end {
-                        break;
+                    }
+                    if now_ns() >= end {
+                        break; // a unit behind schedule at the end is not started
                     }
                     if INTERRUPTED.load(Ordering::Relaxed) {
                         break;
@@ -360,7 +364,9 @@ fn run_app(
                             left -= n;
                         }
                     }
-                    done.fetch_add(1, Ordering::Relaxed);
+                    if now_ns() <= end {
+                        done.fetch_add(1, Ordering::Relaxed); // only units finished in the step
+                    }
                 }
                 stop.store(true, Ordering::Relaxed);
                 drop(rx);
@@ -373,13 +379,18 @@ fn run_app(
                 Ok(())
             }));
         }
+        let cpu = (|| -> Result<f64, CliError> {
+            sleep_until_ns(start).map_err(other)?;
+            let c0 = proc_cpu_s()?;
+            sleep_until_ns(end).map_err(other)?;
+            Ok(proc_cpu_s()? - c0)
+        })();
         for h in hs {
             h.join().map_err(|_| other("a worker panicked"))??;
         }
-        Ok(())
+        cpu
     });
-    res?;
-    let cpu = proc_cpu_s()? - c0;
+    let cpu = res?;
     Ok(Step {
         offered: rate,
         achieved: done.load(Ordering::Relaxed) as f64 / secs,
