@@ -231,3 +231,42 @@ fn cli_missing_inputs_are_listed_and_mark_an_upper_bound() {
             .contains("| resource |")
     );
 }
+
+/// `model validate` runs the synthetic application and prints the prediction beside what it
+/// measured, per step; agreement itself depends on the machine and is reported, not asserted.
+#[test]
+fn cli_validate_runs_the_synthetic_application_and_compares() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("small.toml");
+    std::fs::write(
+        &p,
+        "[app]\nname = \"small\"\nunit = \"req\"\ntarget_rate = 50\n[demand]\nnet_rx_mb = 0.2\n\
+         disk_write_mb = 0.2\nframes = 1\nframe_mb = 0.5\napp_cpu_s = 0.004\napp_mem_mb = 2\n\
+         [capacity]\ndisplay_link_mb_s = 5000\n",
+    )
+    .unwrap();
+    let out = osgauge()
+        .args(["model", "validate", p.to_str().unwrap(), "--step-s", "0.3"])
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("validate probe: 64 MB over loopback TCP"),
+        "{text}"
+    );
+    assert!(text.contains("flat out"), "{text}");
+    assert!(text.contains("maximum rate: predicted"), "{text}");
+    assert_eq!(text.matches("CPU utilisation at").count(), 5, "{text}");
+    // Nothing left behind in the temp folder by this run.
+    let ours = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("osgauge-validate-")
+        })
+        .count();
+    assert_eq!(ours, 0);
+}

@@ -225,3 +225,61 @@ pub fn scores(p: &Profile, preds: &[Prediction], inputs: &[Inputs]) -> Scores {
         ranking,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::appmodel::inputs::{Origin, Value};
+    use std::collections::BTreeMap;
+
+    fn inputs(name: &str, bw: f64, cs: f64) -> Inputs {
+        let mut values = BTreeMap::new();
+        for (k, v) in [("mem_bw_mb_s", bw), ("ctx_switch_us", cs), ("cpus", 4.0)] {
+            values.insert(
+                k.to_string(),
+                Value {
+                    value: v,
+                    origin: Origin::Measured,
+                    source: "test".into(),
+                },
+            );
+        }
+        Inputs {
+            name: name.into(),
+            os: "test".into(),
+            values,
+            missing: BTreeMap::new(),
+        }
+    }
+
+    /// The faster-memory run scores higher but fails its hard context-switch requirement: it is
+    /// marked FAILED and ranked after the slower run that passes.
+    #[test]
+    fn a_failed_requirement_is_never_hidden_by_a_high_score() {
+        let p = Profile::parse(
+            "p",
+            "[app]\nname = \"t\"\nunit = \"u\"\ntarget_rate = 1\n[demand]\napp_mem_mb = 10\n\
+             [[weights]]\nsubsystem = \"mem\"\nweight = 50\ninput = \"mem_bw_mb_s\"\n\
+             [[weights]]\nsubsystem = \"cs\"\nweight = 1\ninput = \"ctx_switch_us\"\nrequire_max = 5\n",
+        )
+        .unwrap();
+        let ins = vec![inputs("fast", 10000.0, 9.0), inputs("slow", 5000.0, 2.0)];
+        let preds: Vec<_> = ins
+            .iter()
+            .map(|i| crate::appmodel::predict(&p, i))
+            .collect();
+        let s = scores(&p, &preds, &ins);
+        assert_eq!(s.rows[0].cells[0].score, Some(5));
+        assert_eq!(s.rows[0].cells[1].score, Some(3)); // round(5 × 0.5) = 2.5 → 3
+        assert!(s.gates[0].weighted > s.gates[1].weighted);
+        assert_eq!(s.gates[0].gate, Gate::Failed);
+        assert!(
+            s.gates[0]
+                .reasons
+                .iter()
+                .any(|r| r.contains("required ≤ 5"))
+        );
+        assert_eq!(s.gates[1].gate, Gate::Pass);
+        assert_eq!(s.ranking, vec![1, 0]);
+    }
+}
