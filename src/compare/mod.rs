@@ -643,6 +643,7 @@ const OBSERVED_PARAMS: &[&str] = &[
     "work_alone_ns",
     "wall_mean_ns",
     "rt_safety",
+    "startup_switches",
     "sched_runtime_ns",
 ];
 
