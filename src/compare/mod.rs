@@ -654,6 +654,7 @@ const OBSERVED_PARAMS: &[&str] = &[
     "work_alone_ns",
     "wall_mean_ns",
     "rt_safety",
+    "startup_switches",
     "sched_runtime_ns",
     // Observed by the net suite (counts, CPU readings, derived curves and series).
     "rtt_curve",

@@ -582,6 +582,9 @@ impl Benchmark for Cell {
         }
         let mut procs = Vec::new();
         let mut applied: Option<pp::Applied> = None;
+        // Switches before the release (exec, start-up, policy, the wait), kept apart as a fact so
+        // the totals can be checked against a whole-process counter (perf stat).
+        let mut startup_switches: Option<u64> = Some(0);
         for u in &usage {
             let c = by_pid.get(&u.pid).ok_or_else(|| {
                 BenchError::failed(format!(
@@ -610,6 +613,7 @@ impl Benchmark for Cell {
                 BenchError::failed(format!("child {} did not report its start-up usage", u.pid))
             })?;
             let minus = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
+            startup_switches = (|| Some(startup_switches? + b.vol? + b.invol?))();
             procs.push(ProcFigures {
                 turnaround_ns: c.end.saturating_sub(t_go) as f64,
                 wall_ns: c.end.saturating_sub(c.start) as f64,
@@ -657,6 +661,10 @@ impl Benchmark for Cell {
             .fact("work_units_io", size.io_units)
             .fact("work_bursts", size.bursts)
             .fact("work_alone_ns", alone.as_nanos() as u64)
+            .fact(
+                "startup_switches",
+                startup_switches.map(Value::from).unwrap_or(Value::Null),
+            )
             .fact(
                 "wall_mean_ns",
                 procs.iter().map(|p| p.wall_ns).sum::<f64>() / procs.len() as f64,
