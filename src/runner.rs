@@ -18,6 +18,8 @@ use crate::stats;
 
 /// Scale for HDR histograms of ns metrics: picoseconds, so sub-ns values keep 3 digits.
 const NS_HISTOGRAM_SCALE: f64 = 1000.0;
+/// Histogram scale of units whose values are often fractional (six decimal places kept).
+const FRACTIONAL_HISTOGRAM_SCALE: f64 = 1e6;
 
 /// Everything the runner needs, validated.
 pub struct Plan {
@@ -237,8 +239,17 @@ fn summarize_metric(
     runs: Vec<Vec<f64>>,
     warnings: &mut Vec<String>,
 ) -> MetricResult {
+    use crate::units::Unit;
     let scale = match spec.unit {
-        crate::units::Unit::Nanoseconds => NS_HISTOGRAM_SCALE,
+        Unit::Nanoseconds => NS_HISTOGRAM_SCALE,
+        // Units whose values are often fractional (0.56 µs/KiB, 10.85 Gbit/s): a histogram of
+        // integers needs them scaled up to keep their precision.
+        Unit::Microseconds
+        | Unit::MegabytesPerSecond
+        | Unit::GigabitsPerSecond
+        | Unit::GigabytesPerSecond
+        | Unit::MicrosecondsPerKib
+        | Unit::CpuSecondsPerGb => FRACTIONAL_HISTOGRAM_SCALE,
         _ => 1.0,
     };
     let mut run_metrics = Vec::new();

@@ -24,6 +24,24 @@ pub enum Unit {
     /// operations per second
     #[serde(rename = "op/s")]
     OpsPerSecond,
+    /// microseconds (figures named `…_us`, e.g. network round trips)
+    #[serde(rename = "µs")]
+    Microseconds,
+    /// megabytes (10^6 bytes) per second
+    #[serde(rename = "MB/s")]
+    MegabytesPerSecond,
+    /// gigabits (10^9 bits) per second
+    #[serde(rename = "Gbit/s")]
+    GigabitsPerSecond,
+    /// gigabytes (10^9 bytes) per second
+    #[serde(rename = "GB/s")]
+    GigabytesPerSecond,
+    /// microseconds of CPU time per KiB (1024 bytes) moved: netperf's service demand
+    #[serde(rename = "µs/KiB")]
+    MicrosecondsPerKib,
+    /// CPU-seconds per GB (10^9 bytes) moved
+    #[serde(rename = "CPU·s/GB")]
+    CpuSecondsPerGb,
 }
 
 impl Unit {
@@ -35,6 +53,12 @@ impl Unit {
             Unit::Bytes => "B",
             Unit::Count => "count",
             Unit::OpsPerSecond => "op/s",
+            Unit::Microseconds => "µs",
+            Unit::MegabytesPerSecond => "MB/s",
+            Unit::GigabitsPerSecond => "Gbit/s",
+            Unit::GigabytesPerSecond => "GB/s",
+            Unit::MicrosecondsPerKib => "µs/KiB",
+            Unit::CpuSecondsPerGb => "CPU·s/GB",
         }
     }
 }
@@ -85,6 +109,11 @@ pub fn format_value(v: f64, unit: Unit) -> String {
         Unit::Bytes => format_scaled(v, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB"]),
         Unit::Count => sig(v),
         Unit::OpsPerSecond => format_scaled(v, 1000.0, &["op/s", "kop/s", "Mop/s", "Gop/s"]),
+        Unit::Microseconds => format_time_ns(v * 1e3),
+        Unit::MegabytesPerSecond => format_scaled(v * 1e6, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]),
+        Unit::GigabytesPerSecond => format_scaled(v * 1e9, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]),
+        Unit::GigabitsPerSecond => format_scaled(v * 1e9, 1000.0, &["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"]),
+        u @ (Unit::MicrosecondsPerKib | Unit::CpuSecondsPerGb) => format!("{} {}", sig(v), u.symbol()),
     }
 }
 
@@ -178,6 +207,13 @@ mod tests {
         assert_eq!(format_value(35e9, Unit::BytesPerSecond), "35.00 GB/s");
         assert_eq!(format_value(2048.0, Unit::Bytes), "2.000 KiB");
         assert_eq!(format_value(99.5, Unit::Percent), "99.50 %");
+        assert_eq!(format_value(65.5, Unit::Microseconds), "65.50 µs");
+        assert_eq!(format_value(1500.0, Unit::Microseconds), "1.500 ms");
+        assert_eq!(format_value(917.0, Unit::MegabytesPerSecond), "917.0 MB/s");
+        assert_eq!(format_value(2310.0, Unit::MegabytesPerSecond), "2.310 GB/s");
+        assert_eq!(format_value(0.5, Unit::GigabitsPerSecond), "500.0 Mbit/s");
+        assert_eq!(format_value(1.25, Unit::GigabytesPerSecond), "1.250 GB/s");
+        assert_eq!(format_value(0.25, Unit::MicrosecondsPerKib), "0.2500 µs/KiB");
     }
 
     #[test]
@@ -189,6 +225,12 @@ mod tests {
             Unit::Bytes,
             Unit::Count,
             Unit::OpsPerSecond,
+            Unit::Microseconds,
+            Unit::MegabytesPerSecond,
+            Unit::GigabitsPerSecond,
+            Unit::GigabytesPerSecond,
+            Unit::MicrosecondsPerKib,
+            Unit::CpuSecondsPerGb,
         ] {
             assert_eq!(
                 serde_json::to_string(&u).unwrap(),
