@@ -16,8 +16,8 @@ use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
 mod fs;
-pub mod policy;
 mod model;
+pub mod policy;
 mod results;
 mod serve;
 pub use fs::FsOpts;

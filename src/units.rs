@@ -63,6 +63,27 @@ impl Unit {
     }
 }
 
+/// The unit a metric name's suffix promises (`rtt_p50_us` → µs, `mb_per_s` → MB/s): suites that
+/// name figures in their unit use it, and a test holds every metric to its suffix.
+pub fn unit_of_suffix(name: &str) -> Option<Unit> {
+    const SUFFIXES: &[(&str, Unit)] = &[
+        ("_us_per_kib", Unit::MicrosecondsPerKib),
+        ("_cpu_s_per_gb", Unit::CpuSecondsPerGb),
+        ("cpu_s_per_gb", Unit::CpuSecondsPerGb),
+        ("_us", Unit::Microseconds),
+        ("_gbit_s", Unit::GigabitsPerSecond),
+        ("_gbyte_s", Unit::GigabytesPerSecond),
+        ("mb_per_s", Unit::MegabytesPerSecond),
+        ("_pct", Unit::Percent),
+    ];
+    // A suffix followed by a variant tag (`mb_per_s_buffered`) still names the unit.
+    let base = name.strip_suffix("_buffered").unwrap_or(name);
+    SUFFIXES
+        .iter()
+        .find(|(suffix, _)| base.ends_with(suffix))
+        .map(|&(_, u)| u)
+}
+
 /// Whether a larger or a smaller value of a metric is better, or neither.
 ///
 /// Serialised as `"lower"`, `"higher"` or `"neutral"`; records written before `neutral` existed
@@ -110,10 +131,20 @@ pub fn format_value(v: f64, unit: Unit) -> String {
         Unit::Count => sig(v),
         Unit::OpsPerSecond => format_scaled(v, 1000.0, &["op/s", "kop/s", "Mop/s", "Gop/s"]),
         Unit::Microseconds => format_time_ns(v * 1e3),
-        Unit::MegabytesPerSecond => format_scaled(v * 1e6, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]),
-        Unit::GigabytesPerSecond => format_scaled(v * 1e9, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"]),
-        Unit::GigabitsPerSecond => format_scaled(v * 1e9, 1000.0, &["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"]),
-        u @ (Unit::MicrosecondsPerKib | Unit::CpuSecondsPerGb) => format!("{} {}", sig(v), u.symbol()),
+        Unit::MegabytesPerSecond => {
+            format_scaled(v * 1e6, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"])
+        }
+        Unit::GigabytesPerSecond => {
+            format_scaled(v * 1e9, 1000.0, &["B/s", "kB/s", "MB/s", "GB/s", "TB/s"])
+        }
+        Unit::GigabitsPerSecond => format_scaled(
+            v * 1e9,
+            1000.0,
+            &["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"],
+        ),
+        u @ (Unit::MicrosecondsPerKib | Unit::CpuSecondsPerGb) => {
+            format!("{} {}", sig(v), u.symbol())
+        }
     }
 }
 
@@ -203,6 +234,27 @@ mod tests {
     }
 
     #[test]
+    fn suffixes_name_their_unit() {
+        assert_eq!(unit_of_suffix("rtt_p50_us"), Some(Unit::Microseconds));
+        assert_eq!(
+            unit_of_suffix("rx_service_demand_us_per_kib"),
+            Some(Unit::MicrosecondsPerKib)
+        );
+        assert_eq!(
+            unit_of_suffix("throughput_gbit_s"),
+            Some(Unit::GigabitsPerSecond)
+        );
+        assert_eq!(
+            unit_of_suffix("mb_per_s_buffered"),
+            Some(Unit::MegabytesPerSecond)
+        );
+        assert_eq!(unit_of_suffix("cpu_s_per_gb"), Some(Unit::CpuSecondsPerGb));
+        assert_eq!(unit_of_suffix("loss_pct"), Some(Unit::Percent));
+        assert_eq!(unit_of_suffix("stalls"), None);
+        assert_eq!(unit_of_suffix("switch"), None);
+    }
+
+    #[test]
     fn scaled_units() {
         assert_eq!(format_value(35e9, Unit::BytesPerSecond), "35.00 GB/s");
         assert_eq!(format_value(2048.0, Unit::Bytes), "2.000 KiB");
@@ -213,7 +265,10 @@ mod tests {
         assert_eq!(format_value(2310.0, Unit::MegabytesPerSecond), "2.310 GB/s");
         assert_eq!(format_value(0.5, Unit::GigabitsPerSecond), "500.0 Mbit/s");
         assert_eq!(format_value(1.25, Unit::GigabytesPerSecond), "1.250 GB/s");
-        assert_eq!(format_value(0.25, Unit::MicrosecondsPerKib), "0.2500 µs/KiB");
+        assert_eq!(
+            format_value(0.25, Unit::MicrosecondsPerKib),
+            "0.2500 µs/KiB"
+        );
     }
 
     #[test]

@@ -600,4 +600,27 @@ mod tests {
         };
         assert!((scale * 1e6 - 976.5625).abs() < 1e-9);
     }
+
+    #[test]
+    fn every_measured_input_names_a_benchmark_metric_that_exists() {
+        let suites = crate::bench::suites();
+        let metric = |id: &str, name: &str| {
+            suites
+                .iter()
+                .flat_map(|s| &s.benchmarks)
+                .any(|b| b.info().id == id && b.info().metrics.iter().any(|m| m.name == name))
+        };
+        for s in SPECS {
+            if let Source::Metric {
+                bench, metric: m, ..
+            } = s.source
+            {
+                assert!(
+                    metric(bench, m),
+                    "input {} reads {bench} {m}, which no benchmark reports",
+                    s.key
+                );
+            }
+        }
+    }
 }

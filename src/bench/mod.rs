@@ -9,8 +9,8 @@ use crate::units::{Better, Unit};
 
 pub mod cpu;
 pub mod example;
-pub mod fs;
 pub mod frame;
+pub mod fs;
 #[cfg(test)]
 mod invariants;
 pub mod mem;
@@ -168,6 +168,27 @@ pub fn os_err(call: &str, e: std::io::Error) -> BenchError {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn metrics_named_in_a_unit_are_stored_in_it() {
+        for s in suites() {
+            for b in &s.benchmarks {
+                for m in &b.info().metrics {
+                    if let Some(u) = crate::units::unit_of_suffix(m.name) {
+                        assert_eq!(
+                            m.unit,
+                            u,
+                            "{}/{}: the name promises {}, the unit is {}",
+                            b.info().id,
+                            m.name,
+                            u.symbol(),
+                            m.unit.symbol()
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn ids_are_unique_and_prefixed_by_their_suite() {

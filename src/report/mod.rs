@@ -10,8 +10,8 @@
 
 pub mod appmodel;
 mod charts;
-mod net;
 mod fs;
+mod net;
 mod policy;
 
 use std::fmt::Write as _;

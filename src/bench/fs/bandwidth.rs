@@ -57,13 +57,13 @@ fn metrics() -> Vec<MetricSpec> {
     vec![
         MetricSpec {
             name: "mb_per_s",
-            unit: Unit::Count,
+            unit: Unit::MegabytesPerSecond,
             better: Better::Higher,
             description: "MB/s (10^6 bytes per second), all threads together, cache bypassed",
         },
         MetricSpec {
             name: "cpu_s_per_gb",
-            unit: Unit::Count,
+            unit: Unit::CpuSecondsPerGb,
             better: Better::Lower,
             description: "CPU-seconds per GB (10^9 bytes), system-wide net of the idle \
                           baseline, cache bypassed",
@@ -76,7 +76,7 @@ fn metrics() -> Vec<MetricSpec> {
         },
         MetricSpec {
             name: "mb_per_s_buffered",
-            unit: Unit::Count,
+            unit: Unit::MegabytesPerSecond,
             better: Better::Higher,
             description: "MB/s (10^6 bytes per second), all threads together, through the OS \
                           cache (write: fsync+close included; read: the file's cache dropped \
@@ -84,7 +84,7 @@ fn metrics() -> Vec<MetricSpec> {
         },
         MetricSpec {
             name: "cpu_s_per_gb_buffered",
-            unit: Unit::Count,
+            unit: Unit::CpuSecondsPerGb,
             better: Better::Lower,
             description: "CPU-seconds per GB (10^9 bytes), system-wide net of the idle \
                           baseline, buffered",

@@ -27,7 +27,7 @@ impl Connect {
     pub fn new(opts: &NetOptions) -> Connect {
         let m = |name, description| MetricSpec {
             name,
-            unit: Unit::Count,
+            unit: crate::units::unit_of_suffix(name).unwrap_or(Unit::Count),
             better: Better::Lower,
             description,
         };
@@ -88,8 +88,7 @@ impl Benchmark for Connect {
             let t0 = Instant::now();
             // A plain blocking connect (socket + connect in one call): a non-blocking connect with
             // a poll, as connect_timeout does, fails under Wine when the peer closes at once.
-            let s = match std::net::TcpStream::connect(addr)
-            {
+            let s = match std::net::TcpStream::connect(addr) {
                 Ok(s) => s,
                 Err(e) => {
                     err = Some(BenchError::os("connect", e));

@@ -51,19 +51,19 @@ impl Rtt {
                 metrics: vec![
                     MetricSpec {
                         name: "rtt_p50_us",
-                        unit: Unit::Count,
+                        unit: Unit::Microseconds,
                         better: Better::Lower,
                         description: "median round trip of the run, µs",
                     },
                     MetricSpec {
                         name: "rtt_p99_us",
-                        unit: Unit::Count,
+                        unit: Unit::Microseconds,
                         better: Better::Lower,
                         description: "99th percentile round trip of the run, µs",
                     },
                     MetricSpec {
                         name: "rtt_max_us",
-                        unit: Unit::Count,
+                        unit: Unit::Microseconds,
                         better: Better::Lower,
                         description: "longest round trip of the run, µs",
                     },

@@ -46,7 +46,7 @@ impl RttSweep {
                     .iter()
                     .map(|&(_, name)| MetricSpec {
                         name,
-                        unit: Unit::Count,
+                        unit: crate::units::unit_of_suffix(name).unwrap_or(Unit::Count),
                         better: Better::Lower,
                         description: "median round trip at this message size, µs",
                     })

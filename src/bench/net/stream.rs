@@ -27,7 +27,7 @@ pub fn demand_metrics() -> Vec<MetricSpec> {
     vec![
         MetricSpec {
             name: "rx_service_demand_us_per_kib",
-            unit: Unit::Count,
+            unit: Unit::MicrosecondsPerKib,
             better: Better::Lower,
             description: "receiving end: system-wide CPU µs per KiB received, net of its idle \
                           baseline (on loopback both ends share the machine, so this includes \
@@ -35,14 +35,14 @@ pub fn demand_metrics() -> Vec<MetricSpec> {
         },
         MetricSpec {
             name: "tx_service_demand_us_per_kib",
-            unit: Unit::Count,
+            unit: Unit::MicrosecondsPerKib,
             better: Better::Lower,
             description: "sending end (this machine): system-wide CPU µs per KiB sent, net of \
                           its idle baseline (on loopback this includes the receiver's work too)",
         },
         MetricSpec {
             name: "rx_process_us_per_kib",
-            unit: Unit::Count,
+            unit: Unit::MicrosecondsPerKib,
             better: Better::Lower,
             description: "receiving end: the peer process's own CPU µs per KiB received (misses \
                           kernel receive work charged to no process; in-process peer: the \
@@ -50,7 +50,7 @@ pub fn demand_metrics() -> Vec<MetricSpec> {
         },
         MetricSpec {
             name: "tx_process_us_per_kib",
-            unit: Unit::Count,
+            unit: Unit::MicrosecondsPerKib,
             better: Better::Lower,
             description: "sending end: this osgauge process's own CPU µs per KiB sent (with the \
                           in-process peer it includes the receiver threads)",
@@ -76,13 +76,13 @@ impl Stream {
         let mut metrics = vec![
             MetricSpec {
                 name: "throughput_gbit_s",
-                unit: Unit::Count,
+                unit: Unit::GigabitsPerSecond,
                 better: Better::Higher,
                 description: "bytes the receiver counted × 8 / its first-to-last-byte time, Gbit/s (10^9 bit/s)",
             },
             MetricSpec {
                 name: "throughput_gbyte_s",
-                unit: Unit::Count,
+                unit: Unit::GigabytesPerSecond,
                 better: Better::Higher,
                 description: "the same in GB/s (10^9 bytes/s)",
             },

@@ -52,7 +52,7 @@ impl UdpRamp {
                         .into(),
                 metrics: vec![MetricSpec {
                     name: "max_lossfree_gbit_s",
-                    unit: Unit::Count,
+                    unit: Unit::GigabitsPerSecond,
                     better: Better::Higher,
                     description: "highest offered rate received without loss, Gbit/s",
                 }],

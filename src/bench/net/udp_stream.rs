@@ -143,7 +143,7 @@ impl UdpStream {
     pub fn new(opts: &NetOptions) -> UdpStream {
         let m = |name, better, description| MetricSpec {
             name,
-            unit: Unit::Count,
+            unit: crate::units::unit_of_suffix(name).unwrap_or(Unit::Count),
             better,
             description,
         };
