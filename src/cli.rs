@@ -70,10 +70,11 @@ pub enum Command {
         opts: RunOpts,
         #[command(flatten)]
         mem: MemOpts,
+        // Boxed: the suite option groups would make every Command as large as this variant.
         #[command(flatten)]
-        net: serve::NetOpts,
+        net: Box<serve::NetOpts>,
         #[command(flatten)]
-        fs: FsOpts,
+        fs: Box<FsOpts>,
     },
     /// The network suite's peer: serve round-trip, bandwidth, connection and UDP tests to osgauge clients
     #[command(
