@@ -19,7 +19,20 @@ fn osgauge() -> Command {
     c
 }
 
-const UNITS: [&str; 6] = ["ns", "%", "B/s", "B", "count", "op/s"];
+const UNITS: [&str; 12] = [
+    "ns",
+    "%",
+    "B/s",
+    "B",
+    "count",
+    "op/s",
+    "µs",
+    "MB/s",
+    "Gbit/s",
+    "GB/s",
+    "µs/KiB",
+    "CPU·s/GB",
+];
 
 #[test]
 fn list_names_every_suite_with_units_and_direction() {
