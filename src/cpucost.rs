@@ -116,6 +116,46 @@ impl CpuCost {
     }
 }
 
+/// Above this share of all CPUs busy in the idle baseline, a system-wide cost net of it means
+/// nothing (the test cannot use more than what is left): the cost is not measured.
+pub const MAX_BASELINE_SHARE: f64 = 0.5;
+
+impl CpuCost {
+    /// Why the system-wide net cost is meaningless for this test (a baseline that already used
+    /// over [`MAX_BASELINE_SHARE`] of all CPUs), or Ok.
+    pub fn usable(&self) -> Result<(), String> {
+        let b = &self.baseline;
+        let cpus = if b.wall_s > 0.0 {
+            b.total_cpu_s / b.wall_s
+        } else {
+            0.0
+        };
+        if cpus > 0.0 && b.busy_cpus() > MAX_BASELINE_SHARE * cpus {
+            return Err(format!(
+                "machine busy: the idle baseline already used {:.2} of {:.0} CPUs, so the \
+                 system-wide cost net of it is meaningless (process-only figure beside it)",
+                b.busy_cpus(),
+                cpus
+            ));
+        }
+        Ok(())
+    }
+
+    /// Service demand in µs per KiB, or why it is not measured (busy baseline, no bytes).
+    pub fn checked_us_per_kib(&self, bytes: u64) -> Result<f64, String> {
+        self.usable()?;
+        self.us_per_kib(bytes)
+            .ok_or_else(|| "no bytes moved".to_string())
+    }
+
+    /// CPU-seconds per GB, or why it is not measured (busy baseline, no bytes).
+    pub fn checked_cpu_s_per_gb(&self, bytes: u64) -> Result<f64, String> {
+        self.usable()?;
+        self.cpu_s_per_gb(bytes)
+            .ok_or_else(|| "no bytes moved".to_string())
+    }
+}
+
 /// Measures the idle baseline, then a test.
 pub struct CpuMeter {
     baseline: Window,
@@ -193,6 +233,24 @@ mod tests {
         let c = CpuCost::from_windows(w(1.0, 1.5, 2.0, 0.0), w(1.0, 0.2, 2.0, 0.1));
         assert_eq!(c.net_cpu_s, 0.0);
         assert_eq!(w(0.0, 1.0, 0.0, 0.0).busy_cpus(), 0.0);
+    }
+
+    #[test]
+    fn a_busy_baseline_makes_the_cost_unusable() {
+        let quiet = CpuCost::from_windows(w(1.0, 0.1, 2.0, 0.0), w(1.0, 0.6, 2.0, 0.1));
+        assert!((quiet.checked_us_per_kib(1024 * 1000).unwrap() - 500.0).abs() < 1e-9);
+        assert_eq!(quiet.checked_cpu_s_per_gb(0).unwrap_err(), "no bytes moved");
+        let busy = CpuCost::from_windows(w(1.0, 1.5, 2.0, 0.0), w(1.0, 2.0, 2.0, 0.1));
+        assert!(
+            busy.checked_us_per_kib(1024)
+                .unwrap_err()
+                .contains("machine busy")
+        );
+        assert!(
+            busy.checked_cpu_s_per_gb(1 << 30)
+                .unwrap_err()
+                .contains("1.50 of 2 CPUs")
+        );
     }
 
     #[test]

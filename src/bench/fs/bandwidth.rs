@@ -328,11 +328,22 @@ impl Benchmark for Bandwidth {
             out = out.metric(rate, vec![bytes as f64 / t / 1e6]);
             match cost {
                 Ok(c) => {
-                    out = out.metric(cpu, vec![c.cpu_s_per_gb(bytes).unwrap_or(0.0)]);
+                    match c.checked_cpu_s_per_gb(bytes) {
+                        Ok(v) => {
+                            out = out.metric(cpu, vec![v]);
+                            if direct {
+                                out = out.metric("pct_all_cpus", vec![c.pct_all_cpus()]);
+                            }
+                        }
+                        Err(why) => {
+                            out = out.not_measured(cpu, why.clone());
+                            if direct {
+                                out = out.not_measured("pct_all_cpus", why);
+                            }
+                        }
+                    }
                     if direct {
-                        out = out
-                            .metric("pct_all_cpus", vec![c.pct_all_cpus()])
-                            .fact("process_cpu_s", c.process_cpu_s);
+                        out = out.fact("process_cpu_s", c.process_cpu_s);
                     }
                 }
                 Err(e) => {

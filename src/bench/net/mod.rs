@@ -191,27 +191,9 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     Ok(v as u64)
 }
 
-/// Above this share of all CPUs busy in the idle baseline, a system-wide cost net of it means
-/// nothing (the test cannot use more than what is left): service demand is not measured.
-pub const MAX_BASELINE_SHARE: f64 = 0.5;
-
 /// Service demand (system-wide µs per KiB net of the baseline), or why it is not measured.
 pub fn service_demand(c: &crate::cpucost::CpuCost, bytes: u64) -> Result<f64, String> {
-    let b = &c.baseline;
-    let cpus = if b.wall_s > 0.0 {
-        b.total_cpu_s / b.wall_s
-    } else {
-        0.0
-    };
-    if cpus > 0.0 && b.busy_cpus() > MAX_BASELINE_SHARE * cpus {
-        return Err(format!(
-            "machine busy: the idle baseline already used {:.2} of {:.0} CPUs, so the system-wide cost net of it is meaningless (process-only figure beside it)",
-            b.busy_cpus(),
-            cpus
-        ));
-    }
-    c.us_per_kib(bytes)
-        .ok_or_else(|| "no bytes moved".to_string())
+    c.checked_us_per_kib(bytes)
 }
 
 /// Adds a service-demand metric, or says why it is not measured.

@@ -46,7 +46,7 @@ impl RttSweep {
                     .iter()
                     .map(|&(_, name)| MetricSpec {
                         name,
-                        unit: crate::units::unit_of_suffix(name).unwrap_or(Unit::Count),
+                        unit: Unit::Microseconds,
                         better: Better::Lower,
                         description: "median round trip at this message size, µs",
                     })
