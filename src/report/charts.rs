@@ -17,7 +17,7 @@ fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 }
 
 /// A 0..n axis whose ticks sit at the category centres i + 0.5.
-struct Categories(usize);
+pub(super) struct Categories(pub(super) usize);
 
 impl Ranged for Categories {
     type FormatOption = DefaultFormatting;

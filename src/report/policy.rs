@@ -5,9 +5,9 @@
 use std::fmt::Write;
 
 use anyhow::{Result, anyhow};
-use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 
+use super::charts::Categories;
 use super::{Figure, esc};
 use crate::model::{BenchmarkResult, RunRecord};
 use crate::stats;
@@ -16,23 +16,6 @@ const FONT: &str = "sans-serif";
 
 fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing a policy chart: {e:?}")
-}
-
-struct Cats(usize);
-
-impl Ranged for Cats {
-    type FormatOption = DefaultFormatting;
-    type ValueType = f64;
-    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
-        let span = f64::from(limit.1 - limit.0);
-        limit.0 + (v / self.0.max(1) as f64 * span).round() as i32
-    }
-    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
-        (0..self.0).map(|i| i as f64 + 0.5).collect()
-    }
-    fn range(&self) -> std::ops::Range<f64> {
-        0.0..self.0 as f64
-    }
 }
 
 /// Median of per-run medians and its CI, of metric `name`.
@@ -85,7 +68,7 @@ fn bars(
             .margin(8)
             .x_label_area_size(34)
             .y_label_area_size(60)
-            .build_cartesian_2d(Cats(n), 0.0..top)
+            .build_cartesian_2d(Categories(n), 0.0..top)
             .map_err(pe)?;
         let label = |x: &f64| cats.get(x.floor() as usize).cloned().unwrap_or_default();
         chart
@@ -171,7 +154,7 @@ fn distribution(cats: &[String], d: &[Option<[f64; 5]>]) -> Result<String> {
             .margin(8)
             .x_label_area_size(34)
             .y_label_area_size(60)
-            .build_cartesian_2d(Cats(n), 0.0..(max / div * 1.08).max(1e-9))
+            .build_cartesian_2d(Categories(n), 0.0..(max / div * 1.08).max(1e-9))
             .map_err(pe)?;
         let label = |x: &f64| cats.get(x.floor() as usize).cloned().unwrap_or_default();
         chart
