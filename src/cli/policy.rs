@@ -230,6 +230,23 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
             "median of {} (95 % bootstrap CI). Method: `osgauge list --long`.",
             crate::output::runs_kept_text(record)
         );
+        // Which policies differ within each workload × process count (compare cannot: the
+        // policy is part of the benchmark id).
+        let rows =
+            crate::policy::significance::pairwise(record, crate::policy::significance::METRICS);
+        let unit_of = |name: &str| {
+            record
+                .benchmarks
+                .iter()
+                .flat_map(|b| &b.metrics)
+                .find(|m| m.name == name)
+                .map_or(crate::units::Unit::Count, |m| m.unit)
+        };
+        let table = crate::policy::significance::render(&rows, unit_of);
+        if !table.is_empty() {
+            crate::outln!();
+            crate::out!("{table}");
+        }
         print_warnings(record, opts.quiet);
     })
 }

@@ -5,6 +5,7 @@
 //! `compare` and `report` treat it like every other suite. Children are `osgauge __policy_child`.
 
 pub mod child;
+pub mod significance;
 pub mod work;
 
 use std::io::{BufRead, BufReader};
