@@ -209,6 +209,25 @@ pub fn with_demand(
     }
 }
 
+/// The receiving peer's service demand and process-only cost for `bytes` it received, or why the
+/// peer could not measure them.
+pub fn with_peer_demand(out: super::RunOutput, r: &PeerReport, bytes: u64) -> super::RunOutput {
+    match &r.cpu {
+        Some(c) => with_demand(out, "rx_service_demand_us_per_kib", c, bytes).metric(
+            "rx_process_us_per_kib",
+            c.process_us_per_kib(bytes).into_iter().collect(),
+        ),
+        None => {
+            let why = r
+                .cpu_error
+                .clone()
+                .unwrap_or_else(|| "the peer sent no CPU cost".into());
+            out.not_measured("rx_service_demand_us_per_kib", why.clone())
+                .not_measured("rx_process_us_per_kib", why)
+        }
+    }
+}
+
 /// The peer's CPU cost as facts (what it measured, or why not).
 pub fn peer_cpu_facts(mut out: super::RunOutput, r: &PeerReport, side: &str) -> super::RunOutput {
     match (&r.cpu, &r.cpu_error) {

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts, with_demand};
+use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts, with_demand, with_peer_demand};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::CpuMeter;
 use crate::harness::RunContext;
@@ -194,20 +194,7 @@ impl Benchmark for Stream {
         }
         out = with_demand(out, "tx_service_demand_us_per_kib", &tx, sent);
         out = peer_cpu_facts(out, &report, "rx");
-        Ok(match &report.cpu {
-            Some(c) => with_demand(out, "rx_service_demand_us_per_kib", c, report.bytes).metric(
-                "rx_process_us_per_kib",
-                c.process_us_per_kib(report.bytes).into_iter().collect(),
-            ),
-            None => {
-                let why = report
-                    .cpu_error
-                    .clone()
-                    .unwrap_or_else(|| "the peer sent no CPU cost".into());
-                out.not_measured("rx_service_demand_us_per_kib", why.clone())
-                    .not_measured("rx_process_us_per_kib", why)
-            }
-        })
+        Ok(with_peer_demand(out, &report, report.bytes))
     }
 }
 

@@ -10,7 +10,9 @@ use serde_json::json;
 
 use super::stream::demand_metrics;
 use super::udp_stats::UdpSummary;
-use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts, percentile, with_demand};
+use super::{
+    NetOptions, Peer, failed, peer_cpu_facts, peer_facts, percentile, with_demand, with_peer_demand,
+};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::{CpuCost, CpuMeter};
 use crate::harness::RunContext;
@@ -305,19 +307,6 @@ impl Benchmark for UdpStream {
                 "tx_process_us_per_kib",
                 tx.process_us_per_kib(sent.bytes).into_iter().collect(),
             );
-        Ok(match &report.cpu {
-            Some(c) => with_demand(out, "rx_service_demand_us_per_kib", c, u.bytes).metric(
-                "rx_process_us_per_kib",
-                c.process_us_per_kib(u.bytes).into_iter().collect(),
-            ),
-            None => {
-                let why = report
-                    .cpu_error
-                    .clone()
-                    .unwrap_or_else(|| "the peer sent no CPU cost".into());
-                out.not_measured("rx_service_demand_us_per_kib", why.clone())
-                    .not_measured("rx_process_us_per_kib", why)
-            }
-        })
+        Ok(with_peer_demand(out, &report, u.bytes))
     }
 }
