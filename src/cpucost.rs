@@ -77,6 +77,11 @@ pub struct CpuCost {
     pub net_cpu_s: f64,
     /// This process's CPU-seconds during the test (user + system), not baseline-corrected.
     pub process_cpu_s: f64,
+    /// The largest error the system counters' granularity can put on `net_cpu_s`: one counter
+    /// step per CPU ([`cputime::system_cpu_resolution_s`] × CPUs). 0 when unknown (a peer of an
+    /// older version): no resolution check then.
+    #[serde(default)]
+    pub resolution_cpu_s: f64,
 }
 
 impl CpuCost {
@@ -88,7 +93,20 @@ impl CpuCost {
             test,
             net_cpu_s: (test.busy_cpu_s - background).max(0.0),
             process_cpu_s: test.process_cpu_s,
+            resolution_cpu_s: 0.0,
         }
+    }
+
+    /// The same cost, knowing the counters' resolution: `per_cpu_s` per CPU step, over as many
+    /// CPUs as the test window saw.
+    pub fn with_resolution(mut self, per_cpu_s: f64) -> CpuCost {
+        let cpus = if self.test.wall_s > 0.0 {
+            (self.test.total_cpu_s / self.test.wall_s).round()
+        } else {
+            0.0
+        };
+        self.resolution_cpu_s = per_cpu_s * cpus.max(1.0);
+        self
     }
 
     /// Net system CPU as a percentage of all CPUs over the test.
@@ -120,6 +138,11 @@ impl CpuCost {
 /// nothing (the test cannot use more than what is left): the cost is not measured.
 pub const MAX_BASELINE_SHARE: f64 = 0.5;
 
+/// A net cost below this many counter steps (one step per CPU) is not measured: its error could
+/// exceed 1/this (10 %). A coarse counter (USER_HZ ticks of 10 ms) once turned a short file
+/// write's cost into a plain 0 CPU·s/GB.
+pub const MIN_RESOLUTION_STEPS: f64 = 10.0;
+
 impl CpuCost {
     /// Why the system-wide net cost is meaningless for this test (a baseline that already used
     /// over [`MAX_BASELINE_SHARE`] of all CPUs), or Ok.
@@ -136,6 +159,17 @@ impl CpuCost {
                  system-wide cost net of it is meaningless (process-only figure beside it)",
                 b.busy_cpus(),
                 cpus
+            ));
+        }
+        let floor = MIN_RESOLUTION_STEPS * self.resolution_cpu_s;
+        if self.net_cpu_s < floor {
+            return Err(format!(
+                "below the counters' resolution: the test's net CPU was {:.1} ms, and the system \
+                 counters step by {:.1} ms over all CPUs, so at least {:.0} ms is needed for a \
+                 figure within 10 %; move more bytes (a larger size or a longer run)",
+                self.net_cpu_s * 1e3,
+                self.resolution_cpu_s * 1e3,
+                floor * 1e3
             ));
         }
         Ok(())
@@ -194,10 +228,10 @@ impl CpuMeter {
     /// Ends the test window.
     pub fn stop(&self) -> io::Result<CpuCost> {
         let end = CpuSample::now()?;
-        Ok(CpuCost::from_windows(
-            self.baseline,
-            Window::between(&self.start, &end),
-        ))
+        Ok(
+            CpuCost::from_windows(self.baseline, Window::between(&self.start, &end))
+                .with_resolution(cputime::system_cpu_resolution_s()),
+        )
     }
 }
 
@@ -233,6 +267,29 @@ mod tests {
         let c = CpuCost::from_windows(w(1.0, 1.5, 2.0, 0.0), w(1.0, 0.2, 2.0, 0.1));
         assert_eq!(c.net_cpu_s, 0.0);
         assert_eq!(w(0.0, 1.0, 0.0, 0.0).busy_cpus(), 0.0);
+    }
+
+    #[test]
+    fn a_cost_below_the_counters_resolution_is_not_measured() {
+        // 2 CPUs counting in 10 ms steps: 20 ms of error, so 200 ms are needed.
+        let c = CpuCost::from_windows(w(0.5, 0.0, 1.0, 0.0), w(0.1, 0.1, 0.2, 0.05))
+            .with_resolution(0.01);
+        assert!((c.resolution_cpu_s - 0.02).abs() < 1e-12);
+        let why = c.checked_cpu_s_per_gb(1 << 26).unwrap_err();
+        assert!(why.contains("below the counters' resolution"), "{why}");
+        assert!(why.contains("100.0 ms") && why.contains("200 ms"), "{why}");
+        // Enough CPU: measured, and the same figure as without the check.
+        let c = CpuCost::from_windows(w(0.5, 0.0, 1.0, 0.0), w(1.0, 0.5, 2.0, 0.4))
+            .with_resolution(0.01);
+        assert!((c.checked_cpu_s_per_gb(1_000_000_000).unwrap() - 0.5).abs() < 1e-12);
+        // Unknown resolution (an older peer's report): no check.
+        let c = CpuCost::from_windows(w(0.5, 0.0, 1.0, 0.0), w(0.1, 0.001, 0.2, 0.0));
+        assert!(c.checked_cpu_s_per_gb(1 << 20).is_ok());
+        // An older peer's JSON without the field still loads.
+        let mut v = serde_json::to_value(c).unwrap();
+        v.as_object_mut().unwrap().remove("resolution_cpu_s");
+        let back: CpuCost = serde_json::from_value(v).unwrap();
+        assert_eq!(back.resolution_cpu_s, 0.0);
     }
 
     #[test]

@@ -183,7 +183,10 @@ mod linux {
             Some(v) => assert!(v >= 0.0),
             None => {
                 let why = demand["not_measured"].as_str().unwrap_or_default();
-                assert!(why.contains("machine busy"), "{demand}");
+                assert!(
+                    why.contains("machine busy") || why.contains("below the counters' resolution"),
+                    "{demand}"
+                );
                 eprintln!("service demand not measured here: {why}");
             }
         }

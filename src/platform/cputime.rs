@@ -27,9 +27,23 @@ pub fn system_cpu() -> io::Result<SystemCpu> {
     imp::system_cpu()
 }
 
+/// How coarsely [`system_cpu`] counts, per CPU, in seconds: one counter step. A difference of two
+/// readings can be off by up to one step per CPU.
+pub fn system_cpu_resolution_s() -> f64 {
+    imp::system_cpu_resolution_s()
+}
+
 /// This process's cumulative user + system CPU time (all its threads), ns.
 pub fn process_cpu_ns() -> io::Result<u64> {
     imp::process_cpu_ns()
+}
+
+/// One CLK_TCK tick in seconds (the unit of /proc/stat and host_statistics).
+#[cfg(unix)]
+fn clk_tck_step_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    1.0 / hz as f64
 }
 
 #[cfg(unix)]
@@ -85,6 +99,10 @@ mod imp {
 
     pub fn process_cpu_ns() -> io::Result<u64> {
         super::rusage_self_ns()
+    }
+
+    pub fn system_cpu_resolution_s() -> f64 {
+        super::clk_tck_step_s()
     }
 }
 
@@ -142,6 +160,10 @@ mod imp {
     pub fn process_cpu_ns() -> io::Result<u64> {
         super::rusage_self_ns()
     }
+
+    pub fn system_cpu_resolution_s() -> f64 {
+        super::clk_tck_step_s()
+    }
 }
 
 #[cfg(windows)]
@@ -190,6 +212,12 @@ mod imp {
             return Err(io::Error::last_os_error());
         }
         Ok(ft(k) + ft(u))
+    }
+
+    /// GetSystemTimes counts in 100 ns units but accrues busy time per clock interrupt: the
+    /// default interval, 15.625 ms (64 Hz), is its step.
+    pub fn system_cpu_resolution_s() -> f64 {
+        0.015_625
     }
 }
 
