@@ -580,15 +580,8 @@ pub fn fmt(v: f64) -> String {
 mod tests {
     use super::*;
     use crate::appmodel::inputs::Value;
-    use std::collections::BTreeMap;
-
     fn inputs(vals: &[(&str, f64)]) -> Inputs {
-        let mut i = Inputs {
-            name: "t".into(),
-            os: "test".into(),
-            values: BTreeMap::new(),
-            missing: BTreeMap::new(),
-        };
+        let mut i = Inputs::new("t", "test");
         for (k, v) in vals {
             i.values.insert(
                 k.to_string(),

@@ -463,9 +463,29 @@ pub struct Inputs {
     pub values: BTreeMap<String, Value>,
     /// Input key → why it is missing.
     pub missing: BTreeMap<String, String>,
+    /// Input key → 95 % CI of a measured value (the run's median over runs), where the record
+    /// has one: lets the score table tell a real difference between runs from run-to-run noise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ci95: BTreeMap<String, [f64; 2]>,
 }
 
 impl Inputs {
+    /// No values yet.
+    pub fn new(name: impl Into<String>, os: impl Into<String>) -> Inputs {
+        Inputs {
+            name: name.into(),
+            os: os.into(),
+            values: BTreeMap::new(),
+            missing: BTreeMap::new(),
+            ci95: BTreeMap::new(),
+        }
+    }
+
+    /// The 95 % CI of `key`'s value, where known.
+    pub fn ci(&self, key: &str) -> Option<[f64; 2]> {
+        self.ci95.get(key).copied()
+    }
+
     pub fn get(&self, key: &str) -> Option<f64> {
         self.values.get(key).map(|v| v.value)
     }
@@ -514,12 +534,7 @@ impl Inputs {
 
 /// A run record's inputs, read through [`SPECS`].
 pub fn from_record(name: &str, r: &RunRecord) -> Inputs {
-    let mut out = Inputs {
-        name: name.to_string(),
-        os: r.machine.os.clone(),
-        values: BTreeMap::new(),
-        missing: BTreeMap::new(),
-    };
+    let mut out = Inputs::new(name, r.machine.os.clone());
     for s in SPECS {
         match s.source {
             Source::Metric {
@@ -527,7 +542,11 @@ pub fn from_record(name: &str, r: &RunRecord) -> Inputs {
                 metric,
                 scale,
             } => match metric_value(r, bench, metric) {
-                Ok(v) => {
+                Ok((v, ci)) => {
+                    if let Some([lo, hi]) = ci {
+                        let (a, b) = (lo * scale, hi * scale);
+                        out.ci95.insert(s.key.to_string(), [a.min(b), a.max(b)]);
+                    }
                     out.values.insert(
                         s.key.to_string(),
                         Value {
@@ -558,7 +577,12 @@ pub fn from_record(name: &str, r: &RunRecord) -> Inputs {
     out
 }
 
-fn metric_value(r: &RunRecord, bench: &str, metric: &str) -> Result<f64, String> {
+/// A metric's centre over runs and its 95 % CI (None for a single run, where it is a point).
+fn metric_value(
+    r: &RunRecord,
+    bench: &str,
+    metric: &str,
+) -> Result<(f64, Option<[f64; 2]>), String> {
     let Some(b) = r.benchmarks.iter().find(|b| b.id == bench) else {
         return Err(format!("{bench} is not in this run"));
     };
@@ -571,7 +595,10 @@ fn metric_value(r: &RunRecord, bench: &str, metric: &str) -> Result<f64, String>
         return Err(format!("{bench} has no metric {metric}"));
     };
     match &m.summary {
-        Some(s) if s.center.is_finite() => Ok(s.center),
+        Some(s) if s.center.is_finite() => Ok((
+            s.center,
+            (s.runs > 1 && s.ci95.iter().all(|x| x.is_finite())).then_some(s.ci95),
+        )),
         _ => Err(format!(
             "{bench} {metric}: {}",
             m.not_measured.as_deref().unwrap_or("not measured")

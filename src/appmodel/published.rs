@@ -117,12 +117,7 @@ pub fn parse(file: &str, src: &str) -> Result<Published, ProfileError> {
     })?;
     let mut columns = Vec::new();
     for c in raw.column {
-        let mut inp = Inputs {
-            name: c.name.clone(),
-            os: c.os.clone(),
-            values: BTreeMap::new(),
-            missing: BTreeMap::new(),
-        };
+        let mut inp = Inputs::new(c.name.clone(), c.os.clone());
         for (k, v) in c.inputs {
             let line = line_of(src, v.span().start);
             let v = v.into_inner();

@@ -265,6 +265,7 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
             .map(|r| {
                 let mut row = vec![r.subsystem.clone(), fmt(r.weight)];
                 row.extend(r.cells.iter().map(|c| match (c.score, c.value) {
+                    (Some(s), Some(v)) if c.within_noise => format!("{s}≈ ({})", fmt(v)),
                     (Some(s), Some(v)) => format!("{s} ({})", fmt(v)),
                     _ => "— (not measured)".into(),
                 }));
@@ -307,7 +308,7 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
             }
         }
         notes.push(
-            "Scores 1–5: linear between the profile's worst and best where given, else relative to the best run shown."
+            "Scores 1–5: linear between the profile's worst and best where given, else relative to the best run shown; ≈: this run's 95 % CI overlaps the best run's, so the runs do not resolve the difference and it scores as the best."
                 .into(),
         );
         out.push(Table {

@@ -6,7 +6,10 @@
 //!
 //! Score: with `best`/`worst` in the profile, linear from worst (1) to best (5), clamped; without,
 //! relative to the best run shown: round(5 × value/best) for higher-is-better (best/value for
-//! lower), at least 1. With one run and no absolute scale every scored subsystem gets 5.
+//! lower), at least 1. With one run and no absolute scale every scored subsystem gets 5. Where
+//! both runs' inputs carry a 95 % CI (measured over several runs) and the CIs overlap, the runs
+//! do not resolve the difference: the run scores as the best, marked "within noise" — a shared
+//! machine's run-to-run swing must not pass for a difference between OSes.
 
 use serde::Serialize;
 
@@ -18,6 +21,10 @@ use super::profile::{Dir, Profile};
 pub struct Cell {
     pub value: Option<f64>,
     pub score: Option<u8>,
+    /// Scored relative to the best run, and this run's 95 % CI overlaps the best run's: the runs
+    /// do not resolve a difference, so it scores as the best (shown as "≈").
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub within_noise: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -142,9 +149,27 @@ pub fn scores(p: &Profile, preds: &[Prediction], inputs: &[Inputs]) -> Scores {
                 Dir::Higher => a.max(b),
                 Dir::Lower => a.min(b),
             });
+        let best_ci = best.and_then(|b| {
+            vals.iter()
+                .position(|v| *v == Some(b))
+                .and_then(|k| inputs[k].ci(&w.input))
+        });
+        let relative = w.best.is_none() || w.worst.is_none();
         let cells: Vec<Cell> = vals
             .iter()
-            .map(|v| {
+            .zip(inputs)
+            .map(|(v, inp)| {
+                let within_noise = relative
+                    && v.is_some_and(|v| v > 0.0 && Some(v) != best)
+                    && matches!((inp.ci(&w.input), best_ci),
+                        (Some([lo, hi]), Some([blo, bhi])) if lo <= bhi && blo <= hi);
+                if within_noise {
+                    return Cell {
+                        value: *v,
+                        score: Some(5),
+                        within_noise,
+                    };
+                }
                 let score = v.and_then(|v| match (w.best, w.worst) {
                     (Some(b), Some(wo)) => {
                         let f = ((v - wo) / (b - wo)).clamp(0.0, 1.0);
@@ -158,7 +183,11 @@ pub fn scores(p: &Profile, preds: &[Prediction], inputs: &[Inputs]) -> Scores {
                         ((5.0 * r).round() as u8).clamp(1, 5)
                     }),
                 });
-                Cell { value: *v, score }
+                Cell {
+                    value: *v,
+                    score,
+                    within_noise,
+                }
             })
             .collect();
         for (k, c) in cells.iter().enumerate() {
@@ -249,7 +278,53 @@ mod tests {
             os: "test".into(),
             values,
             missing: BTreeMap::new(),
+            ci95: BTreeMap::new(),
         }
+    }
+
+    /// Two runs whose memory bandwidths differ by 2× but whose CIs overlap: the slower one is not
+    /// scored down (it cannot be told apart); with CIs apart it is; with an absolute scale the
+    /// CIs do not matter.
+    #[test]
+    fn a_difference_inside_the_runs_noise_is_not_scored_as_one() {
+        let prof = |scale: &str| {
+            Profile::parse(
+                "p",
+                &format!(
+                    "[app]\nname = \"t\"\nunit = \"u\"\ntarget_rate = 1\n[demand]\napp_mem_mb = 10\n\
+                     [[weights]]\nsubsystem = \"mem\"\nweight = 10\ninput = \"mem_bw_mb_s\"\n{scale}"
+                ),
+            )
+            .unwrap()
+        };
+        let with_ci = |name: &str, bw: f64, ci: [f64; 2]| {
+            let mut i = inputs(name, bw, 1.0);
+            i.ci95.insert("mem_bw_mb_s".into(), ci);
+            i
+        };
+        let score = |p: &Profile, ins: &[Inputs]| {
+            let preds: Vec<_> = ins.iter().map(|i| crate::appmodel::predict(p, i)).collect();
+            let s = scores(p, &preds, ins);
+            let c = &s.rows[0].cells;
+            (c[0].score, c[1].score, c[1].within_noise)
+        };
+        let p = prof("");
+        let overlap = [
+            with_ci("a", 10000.0, [4000.0, 16000.0]),
+            with_ci("b", 5000.0, [3000.0, 12000.0]),
+        ];
+        assert_eq!(score(&p, &overlap), (Some(5), Some(5), true));
+        let apart = [
+            with_ci("a", 10000.0, [9000.0, 11000.0]),
+            with_ci("b", 5000.0, [4500.0, 5500.0]),
+        ];
+        assert_eq!(score(&p, &apart), (Some(5), Some(3), false));
+        // Without CIs (one run each, or published figures): the plain relative score.
+        let plain = [inputs("a", 10000.0, 1.0), inputs("b", 5000.0, 1.0)];
+        assert_eq!(score(&p, &plain), (Some(5), Some(3), false));
+        // An absolute scale scores each value on its own.
+        let p = prof("best = 10000\nworst = 0\n");
+        assert_eq!(score(&p, &overlap), (Some(5), Some(3), false));
     }
 
     /// The faster-memory run scores higher but fails its hard context-switch requirement: it is

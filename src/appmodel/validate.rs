@@ -113,12 +113,7 @@ fn measured(inp: &mut Inputs, key: &str, value: f64, how: &str) {
 
 /// The probes: fresh inputs for the prediction.
 fn probe(p: &Profile, cpus: usize, dir: &Path) -> Result<Inputs, CliError> {
-    let mut inp = Inputs {
-        name: "this machine (probes)".into(),
-        os: std::env::consts::OS.into(),
-        values: Default::default(),
-        missing: Default::default(),
-    };
+    let mut inp = Inputs::new("this machine (probes)", std::env::consts::OS);
     measured(&mut inp, "cpus", cpus as f64, "logical CPUs");
     // Loopback TCP: 64 MB, CPU of this process (sender + receiver threads) per MB.
     {
