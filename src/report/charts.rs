@@ -527,6 +527,7 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::BenchmarkResult;
 
     #[test]
     fn power_of_two_sizes_are_named() {
@@ -548,5 +549,158 @@ mod tests {
         assert_eq!(curve_of(&p).unwrap(), vec![(1024.0, 1.0), (8192.0, 4.0)]);
         p.insert("curve".into(), serde_json::json!([{"size": 1}]));
         assert!(curve_of(&p).is_none());
+    }
+
+    // ---- Pins: the SVG/HTML of every chart kind for a fixed input, byte for byte. ----
+    // Golden files in tests/fixtures/report_pins/; `OSGAUGE_BLESS=1 cargo test --lib report`
+    // rewrites them after an intended change of a chart (review the diff).
+
+    fn metric(
+        name: &str,
+        unit: &str,
+        better: &str,
+        per_run: &[(f64, f64, f64, f64)],
+    ) -> serde_json::Value {
+        // per run: (mean, p50, p99, max)
+        let runs: Vec<serde_json::Value> = per_run
+            .iter()
+            .map(|&(mean, p50, p99, max)| {
+                serde_json::json!({"summary": {"count": 100, "mean": mean, "sd": mean / 10.0,
+                    "min": p50 / 2.0, "p50": p50, "p90": (p50 + p99) / 2.0, "p99": p99,
+                    "p999": max, "max": max, "cv": 0.1}})
+            })
+            .collect();
+        let c = per_run.iter().map(|r| r.1).fold(0.0, f64::max);
+        serde_json::json!({"name": name, "unit": unit, "better": better, "description": "pin",
+            "runs": runs, "summary": {"runs": per_run.len(), "center": c,
+            "ci95": [c * 0.9, c * 1.1], "p99": null, "min": c * 0.9, "max": c * 1.1, "cv": 0.05}})
+    }
+
+    fn bench(
+        id: &str,
+        params: serde_json::Value,
+        metrics: Vec<serde_json::Value>,
+        facts: serde_json::Value,
+    ) -> BenchmarkResult {
+        serde_json::from_value(
+            serde_json::json!({"id": id, "suite": id.split('/').next().unwrap(),
+            "title": id, "params": params, "metrics": metrics, "warnings": [], "error": null,
+            "wall_s": 1.0, "run_facts": facts}),
+        )
+        .unwrap()
+    }
+
+    fn pin_runs() -> Vec<(String, RunRecord)> {
+        let base: RunRecord = serde_json::from_str(
+            &std::fs::read_to_string(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cpu-a.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        (0..2)
+            .map(|k| {
+                let s = 1.0 + 0.5 * k as f64;
+                let mut r = base.clone();
+                r.benchmarks.clear();
+                let lat: Vec<_> = [("seq_byte", 1.0), ("random_block", 3.0)]
+                    .iter()
+                    .flat_map(|(n, f)| {
+                        ["4KiB", "1MiB", "64MiB"].iter().enumerate().map(move |(i, sz)| {
+                            let v = f * s * 1000.0 * (i + 1) as f64;
+                            metric(&format!("{n}_{sz}"), "ns", "lower", &[(v, v, v * 2.0, v * 3.0)])
+                        })
+                    })
+                    .collect();
+                r.benchmarks.push(bench("fs/read_latency", serde_json::json!({}), lat, serde_json::json!([])));
+                let cont: Vec<_> = [1, 2, 4, 8]
+                    .iter()
+                    .map(|t| {
+                        let v = s * 5000.0 * *t as f64;
+                        metric(&format!("t{t}"), "ns", "lower", &[(v, v, v, v)])
+                    })
+                    .collect();
+                r.benchmarks.push(bench("fs/contention", serde_json::json!({}), cont, serde_json::json!([])));
+                for (t, v) in [("1t", 300.0), ("4t", 900.0)] {
+                    let ms = vec![
+                        metric("mb_per_s", "MB/s", "higher", &[(v * s, v * s, v * s, v * s)]),
+                        metric("mb_per_s_buffered", "MB/s", "higher", &[(v * 2.0, v * 2.0, v * 2.0, v * 2.0)]),
+                    ];
+                    r.benchmarks.push(bench(&format!("fs/seq_{t}"), serde_json::json!({}), ms, serde_json::json!([])));
+                }
+                let curve: Vec<_> = (6..14)
+                    .map(|e| serde_json::json!({"size_bytes": 1u64 << e, "rtt_p50_us": 20.0 * s + e as f64,
+                        "rtt_p99_us": 40.0 * s + 3.0 * e as f64}))
+                    .collect();
+                r.benchmarks.push(bench("net/tcp_rtt_sweep", serde_json::json!({"rtt_curve": curve}), vec![], serde_json::json!([])));
+                let series: Vec<_> = (0..50).map(|i| serde_json::json!([i as f64 * 0.1, (i % 7) as f64 * 10.0 * s])).collect();
+                let jitter = serde_json::json!({"series": series, "stalls": [{"at_s": 2.0, "excess_us": 900.0, "sender": false},
+                    {"at_s": 3.5, "excess_us": 700.0, "sender": true}], "stall_threshold_us": 500.0, "period_us": 1000.0,
+                    "dev_p50_us": 12.0, "dev_p99_us": 80.0, "dev_p999_us": 400.0, "dev_max_us": 900.0 * s, "stall_period_s": 1.5});
+                r.benchmarks.push(bench("net/udp_stream", serde_json::json!({}), vec![], serde_json::json!([{"jitter": jitter}])));
+                let mcurve: Vec<_> = (10..28)
+                    .map(|e| serde_json::json!({"size_bytes": 1u64 << e, "ns_per_load": s * (1.0 + e as f64).powf(1.5)}))
+                    .collect();
+                r.benchmarks.push(bench("mem/latency_random", serde_json::json!({"curve": mcurve}), vec![], serde_json::json!([])));
+                for load in ["none", "burn"] {
+                    let f = if load == "none" { 1.0 } else { 4.0 };
+                    let ms = vec![
+                        metric("latency", "ns", "lower", &[(5e4 * f * s, 4e4 * f, 2e5 * f, 9e5 * f), (6e4 * f, 4.5e4 * f * s, 3e5 * f, 1e6 * f)]),
+                        serde_json::json!({"name": "deadlines_met", "unit": "%", "better": "higher", "description": "pin",
+                            "runs": [{"summary": {"count": 1, "mean": 100.0 - f, "sd": 0.0, "min": 100.0 - f, "p50": 100.0 - f,
+                            "p90": 100.0 - f, "p99": 100.0 - f, "p999": 100.0 - f, "max": 100.0 - f, "cv": 0.0}}],
+                            "summary": {"runs": 1, "center": 100.0 - f, "ci95": [95.0 - f, 100.0], "p99": null,
+                            "min": 100.0 - f, "max": 100.0 - f, "cv": 0.0}}),
+                    ];
+                    r.benchmarks.push(bench(&format!("interactivity/audio/{load}"), serde_json::json!({}), ms, serde_json::json!([])));
+                }
+                (format!("sys{k}"), r)
+            })
+            .collect()
+    }
+
+    fn pinned(name: &str, got: &str) {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report_pins")
+            .join(name);
+        if std::env::var_os("OSGAUGE_BLESS").is_some() {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, got).unwrap();
+            return;
+        }
+        let want = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(
+            got == want,
+            "{name}: the chart output changed (OSGAUGE_BLESS=1 rewrites {} after an intended change)",
+            p.display()
+        );
+    }
+
+    #[test]
+    fn charts_render_byte_for_byte_as_pinned() {
+        let runs = pin_runs();
+        let net = super::super::net::section(&runs).unwrap();
+        assert!(net.matches("<svg").count() == 3, "net figures");
+        pinned("net.html", &net);
+        let fs = super::super::fs::section(&runs).unwrap();
+        assert!(fs.matches("<svg").count() == 4, "fs figures");
+        pinned("fs.html", &fs);
+        let grouped: String = grouped_suites(&runs)
+            .unwrap()
+            .into_iter()
+            .flat_map(|(s, figs)| {
+                figs.into_iter()
+                    .map(move |f| format!("{s}\n{}\n{}\n", f.title, f.svg))
+            })
+            .collect();
+        assert!(grouped.matches("<svg").count() >= 4, "grouped figures");
+        pinned("grouped.txt", &grouped);
+        let curves: String = curves(&runs)
+            .unwrap()
+            .into_iter()
+            .map(|f| format!("{}\n{}\n", f.title, f.svg))
+            .collect();
+        assert_eq!(curves.matches("<svg").count(), 1, "curve figures");
+        pinned("curves.txt", &curves);
     }
 }
