@@ -1,6 +1,8 @@
 //! Charts of the HTML report, drawn as SVG strings with plotters' SVG backend.
 
 use anyhow::{Result, anyhow};
+use plotters::chart::MeshStyle;
+use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 
@@ -10,10 +12,76 @@ use crate::model::{MetricResult, RunRecord};
 use crate::stats;
 use crate::units::Unit;
 
-const FONT: &str = "sans-serif";
+pub(super) const FONT: &str = "sans-serif";
 
-fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+pub(super) fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing a chart: {e:?}")
+}
+
+/// The SVG of a `size` chart: a white canvas handed to `draw`, then presented.
+pub(super) fn svg_chart(
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
+) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(pe)?;
+        draw(&root)?;
+        root.present().map_err(pe)?;
+    }
+    Ok(svg)
+}
+
+/// A chart on `root` with the report's margins: `margin`, and label areas `x_area` (below) and
+/// `y_area` (left).
+pub(super) fn chart_on<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    margin: u32,
+    x_area: u32,
+    y_area: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.margin(margin)
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area);
+    b
+}
+
+/// The report's mesh style: 16 px labels and axis descriptions, light grey grid lines.
+pub(super) fn house_mesh<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB> {
+    mesh.label_style((FONT, 16))
+        .axis_desc_style((FONT, 16))
+        .light_line_style(RGBColor(240, 240, 240))
+}
+
+/// Bar `i` of `nruns` in category `c` of a grouped bar chart: its x extent.
+pub(super) fn bar_x(c: usize, i: usize, nruns: usize) -> (f64, f64) {
+    let w = 0.8 / nruns.max(1) as f64;
+    let x0 = c as f64 + 0.1 + w * i as f64;
+    (x0, x0 + w * 0.92)
+}
+
+/// A line through `pts` with a dot on each point, in colour `c`.
+pub(super) fn line_with_dots<DB: DrawingBackend, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    pts: &[(f64, f64)],
+    c: RGBColor,
+    width: u32,
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(LineSeries::new(pts.to_vec(), c.stroke_width(width)))
+        .map_err(pe)?;
+    chart
+        .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
+        .map_err(pe)?;
+    Ok(())
 }
 
 /// A 0..n axis whose ticks sit at the category centres i + 0.5.
@@ -67,7 +135,7 @@ fn pow2_bytes(k: f64) -> String {
     format!("{} {unit}", 1u64 << (k - e).clamp(0, 62))
 }
 
-fn rgb(i: usize) -> RGBColor {
+pub(super) fn rgb(i: usize) -> RGBColor {
     let (r, g, b) = color(i);
     RGBColor(r, g, b)
 }
@@ -238,36 +306,25 @@ fn bar_chart(
         1.0
     };
     let n = cats.len();
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (640, 300)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .x_label_area_size(34)
-            .y_label_area_size(56)
+    let svg = svg_chart((640, 300), |root| {
+        let mut chart = chart_on(root, 8, 34, 56)
             .build_cartesian_2d(Categories(n), 0.0..top)
             .map_err(pe)?;
         let label = |x: &f64| -> String {
             let i = x.floor() as usize;
             cats.get(i).cloned().unwrap_or_default()
         };
-        chart
-            .configure_mesh()
+        house_mesh(&mut chart.configure_mesh())
             .disable_x_mesh()
             .y_desc(axis.as_str())
             .x_label_formatter(&label)
             .light_line_style(RGBColor(242, 242, 242))
-            .label_style((FONT, 16))
-            .axis_desc_style((FONT, 16))
             .draw()
             .map_err(pe)?;
-        let w = 0.8 / nruns as f64;
         for (c, row) in values.iter().enumerate() {
             for (i, v) in row.iter().enumerate() {
                 let Some((v, ci)) = v else { continue };
-                let x0 = c as f64 + 0.1 + w * i as f64;
-                let x1 = x0 + w * 0.92;
+                let (x0, x1) = bar_x(c, i, nruns);
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
                         [(x0, 0.0), (x1, v / div)],
@@ -288,8 +345,8 @@ fn bar_chart(
                 }
             }
         }
-        root.present().map_err(pe)?;
-    }
+        Ok(())
+    })?;
     Ok((svg, axis))
 }
 
@@ -344,14 +401,8 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
         .collect();
     let label_w = names.iter().map(|s| s.chars().count()).max().unwrap_or(10) as u32 * 7 + 16;
     let height = 70 + 22 * n as u32;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1260, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(label_w)
+    let svg = svg_chart((1260, height), |root| {
+        let mut chart = chart_on(root, 10, 36, label_w)
             .build_cartesian_2d(lo..hi, Categories(n))
             .map_err(pe)?;
         let ylabel = |y: &f64| -> String {
@@ -361,14 +412,10 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
                 .unwrap_or_default()
         };
         let xlabel = |x: &f64| format!("{x:.2}");
-        chart
-            .configure_mesh()
+        house_mesh(&mut chart.configure_mesh())
             .y_label_formatter(&ylabel)
             .x_label_formatter(&xlabel)
             .x_desc("normalised ratio to the baseline (> 1 = worse)")
-            .label_style((FONT, 16))
-            .axis_desc_style((FONT, 16))
-            .light_line_style(RGBColor(240, 240, 240))
             .draw()
             .map_err(pe)?;
         chart
@@ -414,8 +461,8 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
                     .map_err(pe)?;
             }
         }
-        root.present().map_err(pe)?;
-    }
+        Ok(())
+    })?;
     Ok(Figure {
         title: "Ratio to the baseline per metric (filled dot = significant difference, hollow = ~)"
             .into(),
@@ -473,14 +520,8 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
         } else {
             (0.1, 1000.0)
         };
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, (1260, 400)).into_drawing_area();
-            root.fill(&WHITE).map_err(pe)?;
-            let mut chart = ChartBuilder::on(&root)
-                .margin(10)
-                .x_label_area_size(40)
-                .y_label_area_size(95)
+        let svg = svg_chart((1260, 400), |root| {
+            let mut chart = chart_on(root, 10, 40, 95)
                 .build_cartesian_2d(
                     Log2Bytes(xmin.log2() - 0.3, xmax.log2() + 0.3),
                     (ylo..yhi).log_scale(),
@@ -488,15 +529,11 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
                 .map_err(pe)?;
             let xfmt = |x: &f64| pow2_bytes(*x);
             let yfmt = |y: &f64| crate::units::format_value(*y, Unit::Nanoseconds);
-            chart
-                .configure_mesh()
+            house_mesh(&mut chart.configure_mesh())
                 .x_label_formatter(&xfmt)
                 .y_label_formatter(&yfmt)
                 .x_desc("working-set size (log scale, powers of two)")
                 .y_desc("latency per load (log scale)")
-                .label_style((FONT, 16))
-                .axis_desc_style((FONT, 16))
-                .light_line_style(RGBColor(240, 240, 240))
                 .draw()
                 .map_err(pe)?;
             for (i, s) in series.iter().enumerate() {
@@ -506,15 +543,10 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
                     .filter(|(_, y)| *y > 0.0)
                     .map(|(x, y)| (x.log2(), *y))
                     .collect();
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), rgb(i).stroke_width(2)))
-                    .map_err(pe)?;
-                chart
-                    .draw_series(pts.iter().map(|p| Circle::new(*p, 3, rgb(i).filled())))
-                    .map_err(pe)?;
+                line_with_dots(&mut chart, &pts, rgb(i), 2)?;
             }
-            root.present().map_err(pe)?;
-        }
+            Ok(())
+        })?;
         figs.push(Figure {
             title: format!("{id}: latency vs working-set size (ns, log-log)"),
             svg,
