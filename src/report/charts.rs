@@ -713,10 +713,10 @@ mod tests {
         let runs = pin_runs();
         let net = super::super::net::section(&runs).unwrap();
         assert!(net.matches("<svg").count() == 3, "net figures");
-        pinned("net.html", &net);
+        pinned("net.golden", &net);
         let fs = super::super::fs::section(&runs).unwrap();
         assert!(fs.matches("<svg").count() == 4, "fs figures");
-        pinned("fs.html", &fs);
+        pinned("fs.golden", &fs);
         let grouped: String = grouped_suites(&runs)
             .unwrap()
             .into_iter()
@@ -726,13 +726,13 @@ mod tests {
             })
             .collect();
         assert!(grouped.matches("<svg").count() >= 4, "grouped figures");
-        pinned("grouped.txt", &grouped);
+        pinned("grouped.golden", &grouped);
         let curves: String = curves(&runs)
             .unwrap()
             .into_iter()
             .map(|f| format!("{}\n{}\n", f.title, f.svg))
             .collect();
         assert_eq!(curves.matches("<svg").count(), 1, "curve figures");
-        pinned("curves.txt", &curves);
+        pinned("curves.golden", &curves);
     }
 }
