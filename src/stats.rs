@@ -583,24 +583,7 @@ pub fn bootstrap_ratio_ci(
     resamples: usize,
     seed: u64,
 ) -> (f64, f64) {
-    if a.is_empty() || b.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    if resamples == 0 {
-        let r = median(b) / median(a);
-        return (r, r);
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut buf_a = Vec::with_capacity(a.len());
-    let mut buf_b = Vec::with_capacity(b.len());
-    let ratios = (0..resamples)
-        .map(|_| {
-            resample_into(&mut rng, a, &mut buf_a);
-            resample_into(&mut rng, b, &mut buf_b);
-            median_in_place(&mut buf_b) / median_in_place(&mut buf_a)
-        })
-        .collect();
-    percentile_interval(ratios, level)
+    bootstrap_medians_ci(a, b, level, resamples, seed, |mb, ma| mb / ma)
 }
 
 /// Bootstrap CI (percentile method) of the difference `median(b) - median(a)`, resampling each
@@ -614,24 +597,38 @@ pub fn bootstrap_diff_ci(
     resamples: usize,
     seed: u64,
 ) -> (f64, f64) {
+    bootstrap_medians_ci(a, b, level, resamples, seed, |mb, ma| mb - ma)
+}
+
+/// The resampling both bootstrap CIs share: percentile interval of `f(median(b*), median(a*))`
+/// over `resamples` draws (a's resample then b's, one seeded stream).
+fn bootstrap_medians_ci(
+    a: &[f64],
+    b: &[f64],
+    level: f64,
+    resamples: usize,
+    seed: u64,
+    f: impl Fn(f64, f64) -> f64,
+) -> (f64, f64) {
     if a.is_empty() || b.is_empty() {
         return (f64::NAN, f64::NAN);
     }
     if resamples == 0 {
-        let d = median(b) - median(a);
-        return (d, d);
+        let r = f(median(b), median(a));
+        return (r, r);
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut buf_a = Vec::with_capacity(a.len());
     let mut buf_b = Vec::with_capacity(b.len());
-    let diffs = (0..resamples)
+    let stats = (0..resamples)
         .map(|_| {
             resample_into(&mut rng, a, &mut buf_a);
             resample_into(&mut rng, b, &mut buf_b);
-            median_in_place(&mut buf_b) - median_in_place(&mut buf_a)
+            let mb = median_in_place(&mut buf_b);
+            f(mb, median_in_place(&mut buf_a))
         })
         .collect();
-    percentile_interval(diffs, level)
+    percentile_interval(stats, level)
 }
 
 #[cfg(test)]
