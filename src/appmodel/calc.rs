@@ -596,12 +596,8 @@ mod tests {
     const PROFILE: &str = "[app]\nname = \"t\"\nunit = \"req\"\ntarget_rate = 100\nutilisation_ceiling = 0.5\n\
         [demand]\nnet_rx_mb = 1\ndisk_write_mb = 1\napp_cpu_s = 0.002\napp_mem_mb = 10\ncontext_switches = 100\n";
 
-    /// Hand-computed: CPU = 0.002 + 1 MB × 0.001 + 1 MB × 0.002 + 100 × 5 µs = 0.0055 CPU-s on
-    /// 2 CPUs → S = 0.00275; memory = 10 + 3 + 3 = 16 MB at 1000 MB/s → S = 0.016; disk =
-    /// 1 MB / 200 MB/s → S = 0.005; net rx = 1 MB / 125 MB/s → S = 0.008.
-    #[test]
-    fn hand_computed_service_demands_and_laws() {
-        let p = Profile::parse("p", PROFILE).unwrap();
+    /// Every input PROFILE needs, with the profile's assumptions applied.
+    fn every_input(p: &Profile) -> Inputs {
         let mut i = inputs(&[
             ("cpus", 2.0),
             ("net_rx_cpu_s_per_mb_tcp", 0.001),
@@ -611,8 +607,17 @@ mod tests {
             ("disk_write_mb_s_t1", 200.0),
             ("net_link_mb_s", 125.0),
         ]);
-        i.apply_profile(&p);
-        let pr = predict(&p, &i);
+        i.apply_profile(p);
+        i
+    }
+
+    /// Hand-computed: CPU = 0.002 + 1 MB × 0.001 + 1 MB × 0.002 + 100 × 5 µs = 0.0055 CPU-s on
+    /// 2 CPUs → S = 0.00275; memory = 10 + 3 + 3 = 16 MB at 1000 MB/s → S = 0.016; disk =
+    /// 1 MB / 200 MB/s → S = 0.005; net rx = 1 MB / 125 MB/s → S = 0.008.
+    #[test]
+    fn hand_computed_service_demands_and_laws() {
+        let p = Profile::parse("p", PROFILE).unwrap();
+        let pr = predict(&p, &every_input(&p));
         let s = |r: &str| pr.resource(r).unwrap().s.unwrap();
         assert!((s("cpu") - 0.00275).abs() < 1e-12);
         assert!((s("memory") - 0.016).abs() < 1e-12);
@@ -659,17 +664,7 @@ mod tests {
     fn background_load_reduces_capacity() {
         let src = PROFILE.to_string() + "[background]\nmemory = 0.2\n";
         let p = Profile::parse("p", &src).unwrap();
-        let mut i = inputs(&[
-            ("cpus", 2.0),
-            ("net_rx_cpu_s_per_mb_tcp", 0.001),
-            ("disk_write_cpu_s_per_mb_t1", 0.002),
-            ("ctx_switch_us", 5.0),
-            ("mem_bw_mb_s", 1000.0),
-            ("disk_write_mb_s_t1", 200.0),
-            ("net_link_mb_s", 125.0),
-        ]);
-        i.apply_profile(&p);
-        let pr = predict(&p, &i);
+        let pr = predict(&p, &every_input(&p));
         assert!((pr.x_max.unwrap() - 50.0).abs() < 1e-9); // (1 − 0.2) / 0.016
         assert!((pr.x_ceiling.unwrap() - 18.75).abs() < 1e-9); // (0.5 − 0.2) / 0.016
     }
