@@ -2,6 +2,7 @@
 
 mod common;
 
+#[cfg(unix)]
 use std::path::Path;
 #[cfg(unix)]
 use std::time::{Duration, Instant};
