@@ -583,24 +583,7 @@ pub fn bootstrap_ratio_ci(
     resamples: usize,
     seed: u64,
 ) -> (f64, f64) {
-    if a.is_empty() || b.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    if resamples == 0 {
-        let r = median(b) / median(a);
-        return (r, r);
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut buf_a = Vec::with_capacity(a.len());
-    let mut buf_b = Vec::with_capacity(b.len());
-    let ratios = (0..resamples)
-        .map(|_| {
-            resample_into(&mut rng, a, &mut buf_a);
-            resample_into(&mut rng, b, &mut buf_b);
-            median_in_place(&mut buf_b) / median_in_place(&mut buf_a)
-        })
-        .collect();
-    percentile_interval(ratios, level)
+    bootstrap_medians_ci(a, b, level, resamples, seed, |mb, ma| mb / ma)
 }
 
 /// Bootstrap CI (percentile method) of the difference `median(b) - median(a)`, resampling each
@@ -614,24 +597,38 @@ pub fn bootstrap_diff_ci(
     resamples: usize,
     seed: u64,
 ) -> (f64, f64) {
+    bootstrap_medians_ci(a, b, level, resamples, seed, |mb, ma| mb - ma)
+}
+
+/// The resampling both bootstrap CIs share: percentile interval of `f(median(b*), median(a*))`
+/// over `resamples` draws (a's resample then b's, one seeded stream).
+fn bootstrap_medians_ci(
+    a: &[f64],
+    b: &[f64],
+    level: f64,
+    resamples: usize,
+    seed: u64,
+    f: impl Fn(f64, f64) -> f64,
+) -> (f64, f64) {
     if a.is_empty() || b.is_empty() {
         return (f64::NAN, f64::NAN);
     }
     if resamples == 0 {
-        let d = median(b) - median(a);
-        return (d, d);
+        let r = f(median(b), median(a));
+        return (r, r);
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut buf_a = Vec::with_capacity(a.len());
     let mut buf_b = Vec::with_capacity(b.len());
-    let diffs = (0..resamples)
+    let stats = (0..resamples)
         .map(|_| {
             resample_into(&mut rng, a, &mut buf_a);
             resample_into(&mut rng, b, &mut buf_b);
-            median_in_place(&mut buf_b) - median_in_place(&mut buf_a)
+            let mb = median_in_place(&mut buf_b);
+            f(mb, median_in_place(&mut buf_a))
         })
         .collect();
-    percentile_interval(diffs, level)
+    percentile_interval(stats, level)
 }
 
 #[cfg(test)]
@@ -1026,13 +1023,9 @@ mod tests {
         // Completely separated 5 vs 5: p = 2 / C(10, 5).
         let a = [1.1, 2.2, 3.3, 4.4, 5.5];
         let b = [6.6, 7.7, 8.8, 9.9, 11.0];
-        let (u, p) = mann_whitney_u(&a, &b);
-        assert_eq!(u, 0.0);
-        assert_close!(p, 2.0 / 252.0);
-        assert_close!(p, 0.007936507936507936);
-        let (u, p) = mann_whitney_u(&b, &a);
-        assert_eq!(u, 25.0);
-        assert_close!(p, 0.007936507936507936);
+        both_ways(mann_whitney_u, &a, &b, (0.0, 25.0), 2.0 / 252.0);
+        // scipy's figure.
+        assert_close!(2.0 / 252.0, 0.007936507936507936);
 
         let (u, p) = mann_whitney_u(&[19.0, 22.0, 16.0, 29.0, 24.0], &[20.0, 11.0, 17.0, 12.0]);
         assert_eq!(u, 17.0);
@@ -1043,15 +1036,19 @@ mod tests {
         let b = [
             2.0, 5.5, 6.1, 8.8, 9.3, 10.2, 4.4, 0.5, 11.9, 12.5, 13.0, 3.3,
         ];
-        let (u, p) = mann_whitney_u(&a, &b);
-        assert_eq!(u, 9.0);
-        assert_close!(p, 0.232967032967033);
-        let (u, p) = mann_whitney_u(&b, &a);
-        assert_eq!(u, 27.0);
-        assert_close!(p, 0.232967032967033);
+        both_ways(mann_whitney_u, &a, &b, (9.0, 27.0), 0.232967032967033);
 
         // One value each: p = 1.
         assert_eq!(mann_whitney_u(&[1.0], &[2.0]), (0.0, 1.0));
+    }
+
+    /// `f(a, b)` gives U = `u.0` and p-value `p`, and `f(b, a)` gives U = `u.1` and the same p.
+    fn both_ways(f: fn(&[f64], &[f64]) -> (f64, f64), a: &[f64], b: &[f64], u: (f64, f64), p: f64) {
+        for ((x, y), want) in [((a, b), u.0), ((b, a), u.1)] {
+            let (got, q) = f(x, y);
+            assert_eq!(got, want);
+            assert_close!(q, p);
+        }
     }
 
     /// The normal approximation on its own (what [`mann_whitney`] uses above 40 values).
@@ -1075,12 +1072,7 @@ mod tests {
             2.2, 3.1, 4.9, 5.8, 6.6, 7.3, 8.8, 9.9, 10.4, 11.7, 12.1, 13.6,
         ];
         // scipy.stats.mannwhitneyu(a, b) (auto => asymptotic for 10 vs 12).
-        let (u, p) = mwu_asymptotic(&a, &b);
-        assert_eq!(u, 31.0);
-        assert_close!(p, 0.06021250140377914);
-        let (u, p) = mwu_asymptotic(&b, &a);
-        assert_eq!(u, 89.0);
-        assert_close!(p, 0.06021250140377914);
+        both_ways(mwu_asymptotic, &a, &b, (31.0, 89.0), 0.06021250140377914);
         // 22 values: the public test is exact. Brute force: p = 19120 / 323323.
         let r = mann_whitney(&a, &b);
         assert!(r.exact);
@@ -1104,19 +1096,9 @@ mod tests {
 
         let a = [1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 5.0, 6.0, 6.0, 7.0];
         let b = [3.0, 4.0, 4.0, 5.0, 7.0, 8.0, 9.0, 9.0, 10.0, 10.0, 11.0];
-        let (u, p) = mwu_asymptotic(&a, &b);
-        assert_eq!(u, 22.0);
-        assert_close!(p, 0.02150180624552059);
-        let (u, p) = mwu_asymptotic(&b, &a);
-        assert_eq!(u, 88.0);
-        assert_close!(p, 0.02150180624552059);
+        both_ways(mwu_asymptotic, &a, &b, (22.0, 88.0), 0.02150180624552059);
         // Exact (brute force): 3221 / 176358.
-        let (u, p) = mann_whitney_u(&a, &b);
-        assert_eq!(u, 22.0);
-        assert_close!(p, 3221.0 / 176358.0);
-        let (u, p) = mann_whitney_u(&b, &a);
-        assert_eq!(u, 88.0);
-        assert_close!(p, 3221.0 / 176358.0);
+        both_ways(mann_whitney_u, &a, &b, (22.0, 88.0), 3221.0 / 176358.0);
     }
 
     #[test]

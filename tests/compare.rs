@@ -13,14 +13,29 @@ fn named(v: Vec<(&str, osgauge::model::RunRecord)>) -> Vec<(String, osgauge::mod
     v.into_iter().map(|(n, r)| (n.to_string(), r)).collect()
 }
 
+/// The runs `v` (first = baseline) compared with the default options.
+fn compared(v: Vec<(&str, RunRecord)>) -> compare::Comparison {
+    compare::compare(&named(v), Options::default())
+}
+
+/// The row of benchmark `id` (its first metric).
+fn bench_row<'a>(c: &'a compare::Comparison, id: &str) -> &'a compare::Row {
+    c.rows
+        .iter()
+        .find(|r| r.benchmark == id)
+        .unwrap_or_else(|| panic!("no row of {id}"))
+}
+
+/// The second column's comparison with the baseline.
+fn vs_base(r: &compare::Row) -> &compare::Delta {
+    r.cells[1].vs_base.as_ref().expect("compared")
+}
+
 #[test]
 fn a_run_compared_with_itself_is_the_same_everywhere() {
     for f in ["cpu-a.json", "cpu-10runs.json"] {
         let a = fixture(f);
-        let c = compare::compare(
-            &named(vec![("a", a.clone()), ("a2", a)]),
-            Options::default(),
-        );
+        let c = compared(vec![("a", a.clone()), ("a2", a)]);
         assert!(!c.rows.is_empty());
         for r in &c.rows {
             let d = r.cells[1].vs_base.as_ref().expect("compared");
@@ -43,36 +58,32 @@ fn a_run_compared_with_itself_is_the_same_everywhere() {
 fn exactly_the_slowed_benchmark_is_flagged_worse() {
     let a = fixture("cpu-10runs.json");
     let b = slowed(&a, "cpu/timer_read", 1.3);
-    let c = compare::compare(
-        &named(vec![("base", a.clone()), ("new", b.clone())]),
-        Options::default(),
-    );
+    let c = compared(vec![("base", a.clone()), ("new", b.clone())]);
     let worse: Vec<&str> = c
         .rows
         .iter()
-        .filter(|r| r.cells[1].vs_base.as_ref().unwrap().verdict == Verdict::Worse)
+        .filter(|r| vs_base(r).verdict == Verdict::Worse)
         .map(|r| r.benchmark.as_str())
         .collect();
     assert_eq!(worse, vec!["cpu/timer_read"]);
-    let row = c
-        .rows
-        .iter()
-        .find(|r| r.benchmark == "cpu/timer_read")
-        .unwrap();
-    let d = row.cells[1].vs_base.as_ref().unwrap();
+    let row = bench_row(&c, "cpu/timer_read");
+    let d = vs_base(row);
     assert!((d.ratio - 1.3).abs() < 1e-9, "{}", d.ratio);
     assert!(d.ci95[0] > 1.02 && d.q < 0.05);
-    assert!(c.rows.iter().all(|r| r.benchmark == "cpu/timer_read"
-        || r.cells[1].vs_base.as_ref().unwrap().verdict == Verdict::Same));
+    assert!(
+        c.rows
+            .iter()
+            .all(|r| r.benchmark == "cpu/timer_read" || vs_base(r).verdict == Verdict::Same)
+    );
     // The regression threshold is respected.
     assert_eq!(c.regressions(0.05).len(), 1);
     assert_eq!(c.regressions(0.5).len(), 0);
     // Reversed: the same benchmark is better, nothing else.
-    let c = compare::compare(&named(vec![("new", b), ("base", a)]), Options::default());
+    let c = compared(vec![("new", b), ("base", a)]);
     let better: Vec<&str> = c
         .rows
         .iter()
-        .filter(|r| r.cells[1].vs_base.as_ref().unwrap().verdict == Verdict::Better)
+        .filter(|r| vs_base(r).verdict == Verdict::Better)
         .map(|r| r.benchmark.as_str())
         .collect();
     assert_eq!(better, vec!["cpu/timer_read"]);
@@ -86,16 +97,9 @@ fn three_runs_per_side_cannot_detect_anything_and_say_so() {
     assert_eq!(runs_needed(), 4);
     let a = truncated(&fixture("cpu-10runs.json"), 3);
     let b = slowed(&a, "cpu/timer_read", 2.0);
-    let c = compare::compare(&named(vec![("a", a), ("b", b)]), Options::default());
-    let row = c
-        .rows
-        .iter()
-        .find(|r| r.benchmark == "cpu/timer_read")
-        .unwrap();
-    assert_eq!(
-        row.cells[1].vs_base.as_ref().unwrap().verdict,
-        Verdict::TooFewRuns
-    );
+    let c = compared(vec![("a", a), ("b", b)]);
+    let row = bench_row(&c, "cpu/timer_read");
+    assert_eq!(vs_base(row).verdict, Verdict::TooFewRuns);
     assert!(
         c.footnotes
             .iter()
@@ -111,28 +115,14 @@ fn three_runs_per_side_cannot_detect_anything_and_say_so() {
 fn noise_band_hides_small_significant_differences() {
     let a = fixture("cpu-10runs.json");
     let b = slowed(&a, "cpu/timer_read", 1.01);
-    let c = compare::compare(
-        &named(vec![("a", a.clone()), ("b", b.clone())]),
-        Options::default(),
-    );
-    let row = c
-        .rows
-        .iter()
-        .find(|r| r.benchmark == "cpu/timer_read")
-        .unwrap();
-    let d = row.cells[1].vs_base.as_ref().unwrap();
+    let c = compared(vec![("a", a.clone()), ("b", b.clone())]);
+    let row = bench_row(&c, "cpu/timer_read");
+    let d = vs_base(row);
     assert!(d.q < 0.05, "the shift is significant: {d:?}");
     assert_eq!(d.verdict, Verdict::Same, "but inside ±2 %");
     let c = compare::compare(&named(vec![("a", a), ("b", b)]), Options { noise: 0.001 });
-    let row = c
-        .rows
-        .iter()
-        .find(|r| r.benchmark == "cpu/timer_read")
-        .unwrap();
-    assert_eq!(
-        row.cells[1].vs_base.as_ref().unwrap().verdict,
-        Verdict::Worse
-    );
+    let row = bench_row(&c, "cpu/timer_read");
+    assert_eq!(vs_base(row).verdict, Verdict::Worse);
 }
 
 #[test]
@@ -141,16 +131,9 @@ fn n_runs_geomean_and_missing_benchmarks() {
     let mut b = slowed(&a, "cpu/io_syscall", 1.5);
     b.benchmarks.retain(|x| x.id != "cpu/null_syscall");
     let c2 = slowed(&a, "cpu/timer_read", 1.2);
-    let c = compare::compare(
-        &named(vec![("a", a.clone()), ("b", b), ("c", c2)]),
-        Options::default(),
-    );
+    let c = compared(vec![("a", a.clone()), ("b", b), ("c", c2)]);
     assert_eq!(c.columns.len(), 3);
-    let row = c
-        .rows
-        .iter()
-        .find(|r| r.benchmark == "cpu/null_syscall")
-        .unwrap();
+    let row = bench_row(&c, "cpu/null_syscall");
     assert!(row.cells[1].center.is_none() && row.cells[1].vs_base.is_none());
     assert_eq!(row.cells[1].note.as_deref(), Some("not in this run"));
     let s = &c.suites[0];
@@ -171,7 +154,7 @@ fn differing_machine_fields_are_listed() {
     b.machine.os = "windows".into();
     b.machine.kernel_release = Some("10.0.26100".into());
     b.tool.profile = "debug".into();
-    let c = compare::compare(&named(vec![("a", a), ("b", b)]), Options::default());
+    let c = compared(vec![("a", a), ("b", b)]);
     let fields: Vec<&str> = c.differences.iter().map(|d| d.field.as_str()).collect();
     for f in ["machine.os", "machine.kernel_release", "tool.profile"] {
         assert!(fields.contains(&f), "{f} not in {fields:?}");
@@ -371,10 +354,7 @@ fn delta<'a>(c: &'a compare::Comparison, metric: &str) -> &'a compare::Delta {
 fn zero_dropped_frames_to_five_is_worse_and_a_regression() {
     let a = audio_record("zero", &[0.0; 5], &[10.0; 5]);
     let b = audio_record("five", &[5.0, 4.0, 5.0, 6.0, 5.0], &[10.0; 5]);
-    let c = compare::compare(
-        &named(vec![("a", a.clone()), ("b", b.clone())]),
-        Options::default(),
-    );
+    let c = compared(vec![("a", a.clone()), ("b", b.clone())]);
     let d = delta(&c, "dropped_frames");
     // No ratio from 0: judged by the difference, in the metric's unit.
     assert_eq!(d.basis, Basis::Difference);
@@ -406,7 +386,7 @@ fn zero_dropped_frames_to_five_is_worse_and_a_regression() {
     assert!(text.contains("Δ +5.000 [+"), "{text}");
     assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
     // Reversed: 5 → 0 is better, no regression.
-    let c = compare::compare(&named(vec![("b", b), ("a", a)]), Options::default());
+    let c = compared(vec![("b", b), ("a", a)]);
     assert_eq!(delta(&c, "dropped_frames").verdict, Verdict::Better);
     assert_eq!(delta(&c, "dropped_frames").difference, -5.0);
     assert!(c.regressions(0.0).is_empty());
@@ -420,7 +400,7 @@ fn regs_row(c: &compare::Comparison) -> &compare::Row {
 fn three_vs_three_ties_give_the_exact_p_and_no_verdict() {
     let a = audio_record("zero", &[0.0; 3], &[10.0; 3]);
     let b = audio_record("five", &[5.0; 3], &[10.0; 3]);
-    let c = compare::compare(&named(vec![("a", a), ("b", b)]), Options::default());
+    let c = compared(vec![("a", a), ("b", b)]);
     let d = delta(&c, "dropped_frames");
     // Normal approximation: p = 0.047; exact permutation distribution: 2 / C(6, 3) = 0.1.
     assert!(d.p_exact);
@@ -469,16 +449,9 @@ fn negative_values_get_the_right_direction() {
         };
         let a = with_values(&base, "cpu/timer_read", better, &neg);
         let b = with_values(&base, "cpu/timer_read", better, &pos);
-        let c = compare::compare(
-            &named(vec![("a", a.clone()), ("b", b.clone())]),
-            Options::default(),
-        );
-        let r = c
-            .rows
-            .iter()
-            .find(|r| r.benchmark == "cpu/timer_read")
-            .unwrap();
-        let d = r.cells[1].vs_base.as_ref().unwrap();
+        let c = compared(vec![("a", a.clone()), ("b", b.clone())]);
+        let r = bench_row(&c, "cpu/timer_read");
+        let d = vs_base(r);
         assert_eq!(d.basis, Basis::Difference);
         assert!((d.difference - 15.9).abs() < 1e-9, "{}", d.difference);
         assert_eq!(d.verdict, up, "{better:?} −5.45 → +10.45");
@@ -491,13 +464,9 @@ fn negative_values_get_the_right_direction() {
         } else {
             assert!(c.regressions(0.0).is_empty());
         }
-        let c = compare::compare(&named(vec![("b", b), ("a", a)]), Options::default());
-        let r = c
-            .rows
-            .iter()
-            .find(|r| r.benchmark == "cpu/timer_read")
-            .unwrap();
-        assert_eq!(r.cells[1].vs_base.as_ref().unwrap().verdict, down);
+        let c = compared(vec![("b", b), ("a", a)]);
+        let r = bench_row(&c, "cpu/timer_read");
+        assert_eq!(vs_base(r).verdict, down);
     }
 }
 
@@ -506,10 +475,10 @@ fn neutral_metrics_are_shown_but_never_judged() {
     // task_cpu doubles (significant: 5 vs 5 fully separated) — it is a verification figure.
     let a = audio_record("a", &[0.0; 5], &[10.0, 10.1, 10.2, 10.3, 10.4]);
     let b = audio_record("b", &[0.0; 5], &[20.0, 20.2, 20.4, 20.6, 20.8]);
-    let c = compare::compare(&named(vec![("a", a.clone()), ("b", b)]), Options::default());
+    let c = compared(vec![("a", a.clone()), ("b", b)]);
     let r = row(&c, "task_cpu");
     assert_eq!(r.better, Better::Neutral);
-    let d = r.cells[1].vs_base.as_ref().unwrap();
+    let d = vs_base(r);
     assert!((d.ratio - 2.0).abs() < 1e-12 && d.p < 0.01);
     assert_eq!(d.verdict, Verdict::Neutral);
     assert_eq!(d.q, d.p, "not in the BH family");
@@ -565,7 +534,7 @@ fn neutral_metrics_are_shown_but_never_judged() {
             m.better = Better::Higher;
         }
     }
-    let c = compare::compare(&named(vec![("a", a), ("old", old)]), Options::default());
+    let c = compared(vec![("a", a), ("old", old)]);
     assert_eq!(row(&c, "task_cpu").better, Better::Neutral);
     assert_eq!(delta(&c, "task_cpu").verdict, Verdict::Neutral);
 }
@@ -580,10 +549,7 @@ fn settings_differences_are_listed_and_the_cells_marked() {
         .params
         .insert("realtime_denied".into(), "no CAP_SYS_NICE".into());
     b.config.command_line.push("--policy=fifo".into());
-    let c = compare::compare(
-        &named(vec![("a", a.clone()), ("b", b.clone())]),
-        Options::default(),
-    );
+    let c = compared(vec![("a", a.clone()), ("b", b.clone())]);
     let fields: Vec<(&str, &[String])> = c
         .settings
         .iter()

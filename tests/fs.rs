@@ -33,6 +33,19 @@ fn run(store: &Path, args: &[&str]) -> Output {
     osgauge(store).args(args).output().unwrap()
 }
 
+/// `osgauge micro <args> --runs 1 --warmup 0 --quiet --export-json …` with store and cache in
+/// `store`: it succeeds; its record.
+fn micro_record(store: &Path, args: &[&str]) -> Value {
+    let json = store.join("r.json");
+    let mut all = vec!["micro"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--runs", "1", "--warmup", "0", "--quiet", "--export-json"]);
+    all.push(json.to_str().unwrap());
+    let o = run(store, &all);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
 fn entries(d: &Path) -> Vec<String> {
     std::fs::read_dir(d)
         .unwrap()
@@ -91,28 +104,17 @@ fn a_bypassed_read_on_tmpfs_is_unsupported_with_the_reason() {
         return;
     }
     let store = tempfile::tempdir().unwrap();
-    let json = store.path().join("r.json");
-    let o = run(
+    let rec = micro_record(
         store.path(),
         &[
-            "micro",
             "fs/read_latency",
             "fs/contention",
             "--dir",
             "/dev/shm",
             "--sizes",
             "32KiB",
-            "--runs",
-            "1",
-            "--warmup",
-            "0",
-            "--quiet",
-            "--export-json",
-            json.to_str().unwrap(),
         ],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     for id in ["fs/read_latency", "fs/contention"] {
         let e = &bench(&rec, id)["error"];
         assert_eq!(e["kind"], "unsupported", "{id}: {e}");
@@ -125,11 +127,9 @@ fn a_bypassed_read_on_tmpfs_is_unsupported_with_the_reason() {
 fn a_run_leaves_no_file_and_records_where_it_ran() {
     let d = disk_tmp("clean");
     let store = tempfile::tempdir().unwrap();
-    let json = store.path().join("r.json");
-    let o = run(
+    let rec = micro_record(
         store.path(),
         &[
-            "micro",
             "fs/read_latency",
             "fs/seq_write_t1",
             "fs/seq_read_t2",
@@ -141,20 +141,11 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
             "32KiB,256KiB",
             "--max-size",
             "8MiB",
-            "--runs",
-            "1",
-            "--warmup",
-            "0",
             "--run-time",
             "20ms",
-            "--quiet",
-            "--export-json",
-            json.to_str().unwrap(),
         ],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(entries(&d).is_empty(), "left behind: {:?}", entries(&d));
-    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     for id in [
         "fs/read_latency",
         "fs/seq_write_t1",
@@ -449,11 +440,9 @@ fn the_suite_runs_on_a_network_file_system_and_says_so() {
         }
     };
     let store = tempfile::tempdir().unwrap();
-    let json = store.path().join("r.json");
-    let o = run(
+    let rec = micro_record(
         store.path(),
         &[
-            "micro",
             "fs/read_latency",
             "fs/seq_read_t1",
             "fs/create_delete",
@@ -463,20 +452,10 @@ fn the_suite_runs_on_a_network_file_system_and_says_so() {
             "32KiB,256KiB",
             "--max-size",
             "4MiB",
-            "--runs",
-            "1",
-            "--warmup",
-            "0",
             "--run-time",
             "20ms",
-            "--quiet",
-            "--export-json",
-            json.to_str().unwrap(),
         ],
     );
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{err}");
-    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     for id in ["fs/read_latency", "fs/seq_read_t1", "fs/create_delete"] {
         let b = bench(&rec, id);
         measured_or_reasoned(b);

@@ -2,23 +2,13 @@
 
 mod common;
 
+#[cfg(unix)]
 use std::path::Path;
 #[cfg(unix)]
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
-use common::{fixture, fixture_path};
+use common::{TINY_MICRO, fixture, fixture_path, osgauge_on as osgauge};
 use osgauge::store::{self, ImportOutcome, Origin, Resolved, Store};
-
-fn osgauge(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("osgauge").unwrap();
-    c.env("OSGAUGE_STORE", store);
-    c.env(
-        "OSGAUGE_CACHE_DIR",
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("store-tests-cache"),
-    );
-    c
-}
 
 #[test]
 fn records_round_trip_exactly() {
@@ -218,31 +208,13 @@ fn a_run_is_stored_and_no_store_skips_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
     osgauge(&db)
-        .args([
-            "micro",
-            "cpu/timer_read",
-            "--runs",
-            "2",
-            "--run-time",
-            "10ms",
-            "--quiet",
-            "--label",
-            "tiny",
-        ])
+        .args(TINY_MICRO)
+        .args(["--quiet", "--label", "tiny"])
         .assert()
         .success();
     osgauge(&db)
-        .args([
-            "micro",
-            "cpu/timer_read",
-            "--runs",
-            "2",
-            "--run-time",
-            "10ms",
-            "--quiet",
-            "--no-store",
-            "--export-html",
-        ])
+        .args(TINY_MICRO)
+        .args(["--quiet", "--no-store", "--export-html"])
         .arg(dir.path().join("r.html"))
         .assert()
         .success();

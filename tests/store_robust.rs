@@ -7,19 +7,8 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use assert_cmd::Command;
-use common::fixture_path;
+use common::{TINY_MICRO, fixture_path, osgauge_on as osgauge};
 use osgauge::store::{self, APPLICATION_ID, Origin, Store};
-
-fn osgauge(store: &Path) -> Command {
-    let mut c = Command::cargo_bin("osgauge").unwrap();
-    c.env("OSGAUGE_STORE", store);
-    c.env(
-        "OSGAUGE_CACHE_DIR",
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("store-tests-cache"),
-    );
-    c
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -78,17 +67,7 @@ fn a_damaged_store_is_refused_for_writing_with_a_recovery_hint() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(!stdout(&o).contains("imported"), "{}", stdout(&o));
     assert!(stderr(&o).contains(".recover"), "{}", stderr(&o));
-    let o = osgauge(&db)
-        .args([
-            "micro",
-            "cpu/timer_read",
-            "--runs",
-            "2",
-            "--run-time",
-            "10ms",
-        ])
-        .output()
-        .unwrap();
+    let o = osgauge(&db).args(TINY_MICRO).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(!stderr(&o).contains("stored as run"), "{}", stderr(&o));
     assert!(stderr(&o).contains("damaged"), "{}", stderr(&o));
@@ -374,6 +353,22 @@ struct Tmpfs(std::path::PathBuf);
 
 #[cfg(target_os = "linux")]
 impl Tmpfs {
+    /// A `size` tmpfs on a new folder `mnt` in `dir`, or None after saying `test` could not run.
+    fn mnt_in(dir: &Path, size: &str, test: &str) -> Option<(std::path::PathBuf, Tmpfs)> {
+        let mnt = dir.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        match Tmpfs::mount(&mnt, size) {
+            Ok(m) => Some((mnt, m)),
+            Err(e) => {
+                osgauge::testing::not_run(
+                    test,
+                    &format!("cannot mount a {size} tmpfs ({e}); needs root on Linux"),
+                );
+                None
+            }
+        }
+    }
+
     fn mount(dir: &Path, size: &str) -> Result<Tmpfs, String> {
         let out = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -399,14 +394,12 @@ impl Drop for Tmpfs {
 fn a_full_disk_mid_run_says_what_was_kept_exports_everything_and_exits_1() {
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
-    let mnt = dir.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let _fs = match Tmpfs::mount(&mnt, "2m") {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("SKIPPED: cannot mount a small tmpfs to fill ({e}); needs root on Linux");
-            return;
-        }
+    let Some((mnt, _fs)) = Tmpfs::mnt_in(
+        dir.path(),
+        "2m",
+        "a_full_disk_mid_run_says_what_was_kept_exports_everything_and_exits_1",
+    ) else {
+        return;
     };
     let db = mnt.join("s.db");
     let export = dir.path().join("r.json");
@@ -586,14 +579,12 @@ fn import_of_nothing_or_of_too_much_is_refused() {
 #[test]
 fn a_store_on_read_only_media_can_be_read_and_refuses_writes_with_a_hint() {
     let dir = tempfile::tempdir().unwrap();
-    let mnt = dir.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let _fs = match Tmpfs::mount(&mnt, "4m") {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("SKIPPED: cannot mount a tmpfs to make read-only ({e}); needs root on Linux");
-            return;
-        }
+    let Some((mnt, _fs)) = Tmpfs::mnt_in(
+        dir.path(),
+        "4m",
+        "a_store_on_read_only_media_can_be_read_and_refuses_writes_with_a_hint",
+    ) else {
+        return;
     };
     // Characters a SQLite URI would misread.
     let db = mnt.join("s?#%.db");
@@ -607,17 +598,7 @@ fn a_store_on_read_only_media_can_be_read_and_refuses_writes_with_a_hint() {
     let o = osgauge(&db).args(["results", "list"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("3 run(s)"), "{}", stdout(&o));
-    let o = osgauge(&db)
-        .args([
-            "micro",
-            "cpu/timer_read",
-            "--runs",
-            "2",
-            "--run-time",
-            "10ms",
-        ])
-        .output()
-        .unwrap();
+    let o = osgauge(&db).args(TINY_MICRO).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(

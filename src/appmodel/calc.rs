@@ -137,6 +137,55 @@ impl Builder<'_> {
             .get(key)
             .is_some_and(|v| matches!(v.origin, Origin::Assumed | Origin::Stated))
     }
+    /// The part `label` of a published total `key` (% of the resource per unit), when the
+    /// inputs have one.
+    fn published(&mut self, key: &str, label: &str, miss: &mut Vec<String>) -> Option<Part> {
+        if !self.inp.values.contains_key(key) {
+            return None;
+        }
+        let v = self.get(key, miss)?;
+        Some(Part {
+            label: label.into(),
+            amount: None,
+            fraction: Some(v / 100.0),
+            source: self.src(key),
+            assumed: false,
+        })
+    }
+    /// One part per activity with traffic: its MB × the cost per MB `key` (in `unit` per MB).
+    fn per_mb(
+        &mut self,
+        acts: &[(&str, f64, &str)],
+        unit: &str,
+        miss: &mut Vec<String>,
+        parts: &mut Vec<Part>,
+    ) {
+        for &(label, mb, key) in acts {
+            if mb > 0.0
+                && let Some(k) = self.get(key, miss)
+            {
+                parts.push(part(
+                    format!("{label} {} MB × {} {unit}/MB", fmt(mb), fmt(k)),
+                    mb * k,
+                    self.src(key),
+                    self.assumed(key),
+                ));
+            }
+        }
+    }
+    /// Capacity `key` of a resource and where it comes from, read only when it has demand.
+    fn capacity(
+        &mut self,
+        needs: bool,
+        key: &str,
+        miss: &mut Vec<String>,
+    ) -> (Option<f64>, Option<String>) {
+        if needs {
+            (self.get(key, miss), Some(self.src(key)))
+        } else {
+            (None, None)
+        }
+    }
 }
 
 fn part(label: String, amount: f64, source: String, assumed: bool) -> Part {
@@ -183,15 +232,12 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                 assumed: false,
             });
         }
-        if inp.values.contains_key("os_cpu_pct_per_unit") {
-            let v = b.get("os_cpu_pct_per_unit", &mut miss).unwrap();
-            parts.push(Part {
-                label: "OS work per unit (published total)".into(),
-                amount: None,
-                fraction: Some(v / 100.0),
-                source: b.src("os_cpu_pct_per_unit"),
-                assumed: false,
-            });
+        if let Some(pub_part) = b.published(
+            "os_cpu_pct_per_unit",
+            "OS work per unit (published total)",
+            &mut miss,
+        ) {
+            parts.push(pub_part);
         } else {
             let rx_key = if d.net_protocol == "udp" {
                 "net_rx_cpu_s_per_mb_udp"
@@ -201,27 +247,14 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             let w_key = format!("disk_write_cpu_s_per_mb_t{t}");
             let r_key = format!("disk_read_cpu_s_per_mb_t{t}");
             let f_key = format!("frame_copy_cpu_s_per_mb_{fv}");
-            let acts: [(&str, f64, &str); 4] = [
+            let acts = [
                 ("network receive", d.net_rx_mb, rx_key),
                 ("network send", d.net_tx_mb, "net_tx_cpu_s_per_mb"),
                 ("disk write", d.disk_write_mb, &w_key),
                 ("disk read", d.disk_read_mb, &r_key),
+                ("frame copy", frame_mb, &f_key),
             ];
-            for (label, mb, key) in
-                acts.into_iter()
-                    .chain(std::iter::once(("frame copy", frame_mb, f_key.as_str())))
-            {
-                if mb > 0.0
-                    && let Some(k) = b.get(key, &mut miss)
-                {
-                    parts.push(part(
-                        format!("{label} {} MB × {} CPU-s/MB", fmt(mb), fmt(k)),
-                        mb * k,
-                        b.src(key),
-                        false,
-                    ));
-                }
-            }
+            b.per_mb(&acts, "CPU-s", &mut miss, &mut parts);
             if d.context_switches > 0.0
                 && let Some(us) = b.get("ctx_switch_us", &mut miss)
             {
@@ -238,21 +271,9 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             }
         }
         let needs_cap = parts.iter().any(|x| x.amount.is_some());
-        let cap = if needs_cap {
-            b.get("cpus", &mut miss)
-        } else {
-            None
-        };
+        let (cap, cap_src) = b.capacity(needs_cap, "cpus", &mut miss);
         resources.push(finish(
-            "cpu",
-            "CPU",
-            "CPU-s",
-            parts,
-            cap,
-            needs_cap.then(|| b.src("cpus")),
-            needs_cap,
-            miss,
-            p,
+            "cpu", "CPU", "CPU-s", parts, cap, cap_src, needs_cap, miss, p,
         ));
     }
 
@@ -284,33 +305,17 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                 ("disk read", d.disk_read_mb, "disk_read_mem_per_mb"),
                 ("frame copy", frame_mb, "frame_mem_per_mb"),
             ];
-            for (label, mb, key) in acts {
-                if mb > 0.0
-                    && let Some(k) = b.get(key, &mut miss)
-                {
-                    let assumed = b.assumed(key);
-                    parts.push(part(
-                        format!("{label} {} MB × {} MB/MB", fmt(mb), fmt(k)),
-                        mb * k,
-                        b.src(key),
-                        assumed,
-                    ));
-                }
-            }
+            b.per_mb(&acts, "MB", &mut miss, &mut parts);
         }
         let needs = !parts.is_empty();
-        let cap = if needs {
-            b.get("mem_bw_mb_s", &mut miss)
-        } else {
-            None
-        };
+        let (cap, cap_src) = b.capacity(needs, "mem_bw_mb_s", &mut miss);
         resources.push(finish(
             "memory",
             "Memory bandwidth",
             "MB",
             parts,
             cap,
-            needs.then(|| b.src("mem_bw_mb_s")),
+            cap_src,
             needs,
             miss,
             p,
@@ -321,15 +326,12 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
     {
         let mut miss = Vec::new();
         let mut parts = Vec::new();
-        if inp.values.contains_key("disk_pct_per_unit") {
-            let v = b.get("disk_pct_per_unit", &mut miss).unwrap();
-            parts.push(Part {
-                label: "disk I/O per unit (published)".into(),
-                amount: None,
-                fraction: Some(v / 100.0),
-                source: b.src("disk_pct_per_unit"),
-                assumed: false,
-            });
+        if let Some(pub_part) = b.published(
+            "disk_pct_per_unit",
+            "disk I/O per unit (published)",
+            &mut miss,
+        ) {
+            parts.push(pub_part);
         } else {
             for (label, mb, key) in [
                 ("write", d.disk_write_mb, format!("disk_write_mb_s_t{t}")),
@@ -378,18 +380,14 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                 false,
             ));
         }
-        let cap = if mb > 0.0 {
-            b.get("net_link_mb_s", &mut miss)
-        } else {
-            None
-        };
+        let (cap, cap_src) = b.capacity(mb > 0.0, "net_link_mb_s", &mut miss);
         resources.push(finish(
             res,
             title,
             "MB",
             parts,
             cap,
-            (mb > 0.0).then(|| b.src("net_link_mb_s")),
+            cap_src,
             mb > 0.0,
             miss,
             p,
@@ -401,15 +399,12 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
         let mut miss = Vec::new();
         let mut parts = Vec::new();
         let mut needs = false;
-        if inp.values.contains_key("display_pct_per_unit") {
-            let v = b.get("display_pct_per_unit", &mut miss).unwrap();
-            parts.push(Part {
-                label: "display upload per unit (published)".into(),
-                amount: None,
-                fraction: Some(v / 100.0),
-                source: b.src("display_pct_per_unit"),
-                assumed: false,
-            });
+        if let Some(pub_part) = b.published(
+            "display_pct_per_unit",
+            "display upload per unit (published)",
+            &mut miss,
+        ) {
+            parts.push(pub_part);
         } else if frame_mb > 0.0 {
             parts.push(part(
                 format!("{} frame(s) × {} MB", fmt(d.frames), fmt(d.frame_mb)),
@@ -419,18 +414,14 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             ));
             needs = true;
         }
-        let cap = if needs {
-            b.get("display_link_mb_s", &mut miss)
-        } else {
-            None
-        };
+        let (cap, cap_src) = b.capacity(needs, "display_link_mb_s", &mut miss);
         resources.push(finish(
             "display",
             "Display upload",
             "MB",
             parts,
             cap,
-            needs.then(|| b.src("display_link_mb_s")),
+            cap_src,
             needs,
             miss,
             p,
@@ -598,12 +589,8 @@ mod tests {
     const PROFILE: &str = "[app]\nname = \"t\"\nunit = \"req\"\ntarget_rate = 100\nutilisation_ceiling = 0.5\n\
         [demand]\nnet_rx_mb = 1\ndisk_write_mb = 1\napp_cpu_s = 0.002\napp_mem_mb = 10\ncontext_switches = 100\n";
 
-    /// Hand-computed: CPU = 0.002 + 1 MB × 0.001 + 1 MB × 0.002 + 100 × 5 µs = 0.0055 CPU-s on
-    /// 2 CPUs → S = 0.00275; memory = 10 + 3 + 3 = 16 MB at 1000 MB/s → S = 0.016; disk =
-    /// 1 MB / 200 MB/s → S = 0.005; net rx = 1 MB / 125 MB/s → S = 0.008.
-    #[test]
-    fn hand_computed_service_demands_and_laws() {
-        let p = Profile::parse("p", PROFILE).unwrap();
+    /// Every input PROFILE needs, with the profile's assumptions applied.
+    fn every_input(p: &Profile) -> Inputs {
         let mut i = inputs(&[
             ("cpus", 2.0),
             ("net_rx_cpu_s_per_mb_tcp", 0.001),
@@ -613,8 +600,17 @@ mod tests {
             ("disk_write_mb_s_t1", 200.0),
             ("net_link_mb_s", 125.0),
         ]);
-        i.apply_profile(&p);
-        let pr = predict(&p, &i);
+        i.apply_profile(p);
+        i
+    }
+
+    /// Hand-computed: CPU = 0.002 + 1 MB × 0.001 + 1 MB × 0.002 + 100 × 5 µs = 0.0055 CPU-s on
+    /// 2 CPUs → S = 0.00275; memory = 10 + 3 + 3 = 16 MB at 1000 MB/s → S = 0.016; disk =
+    /// 1 MB / 200 MB/s → S = 0.005; net rx = 1 MB / 125 MB/s → S = 0.008.
+    #[test]
+    fn hand_computed_service_demands_and_laws() {
+        let p = Profile::parse("p", PROFILE).unwrap();
+        let pr = predict(&p, &every_input(&p));
         let s = |r: &str| pr.resource(r).unwrap().s.unwrap();
         assert!((s("cpu") - 0.00275).abs() < 1e-12);
         assert!((s("memory") - 0.016).abs() < 1e-12);
@@ -661,17 +657,7 @@ mod tests {
     fn background_load_reduces_capacity() {
         let src = PROFILE.to_string() + "[background]\nmemory = 0.2\n";
         let p = Profile::parse("p", &src).unwrap();
-        let mut i = inputs(&[
-            ("cpus", 2.0),
-            ("net_rx_cpu_s_per_mb_tcp", 0.001),
-            ("disk_write_cpu_s_per_mb_t1", 0.002),
-            ("ctx_switch_us", 5.0),
-            ("mem_bw_mb_s", 1000.0),
-            ("disk_write_mb_s_t1", 200.0),
-            ("net_link_mb_s", 125.0),
-        ]);
-        i.apply_profile(&p);
-        let pr = predict(&p, &i);
+        let pr = predict(&p, &every_input(&p));
         assert!((pr.x_max.unwrap() - 50.0).abs() < 1e-9); // (1 − 0.2) / 0.016
         assert!((pr.x_ceiling.unwrap() - 18.75).abs() < 1e-9); // (0.5 − 0.2) / 0.016
     }

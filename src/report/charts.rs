@@ -1,6 +1,8 @@
 //! Charts of the HTML report, drawn as SVG strings with plotters' SVG backend.
 
 use anyhow::{Result, anyhow};
+use plotters::chart::MeshStyle;
+use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
 
@@ -10,10 +12,76 @@ use crate::model::{MetricResult, RunRecord};
 use crate::stats;
 use crate::units::Unit;
 
-const FONT: &str = "sans-serif";
+pub(super) const FONT: &str = "sans-serif";
 
-fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+pub(super) fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing a chart: {e:?}")
+}
+
+/// The SVG of a `size` chart: a white canvas handed to `draw`, then presented.
+pub(super) fn svg_chart(
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
+) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(pe)?;
+        draw(&root)?;
+        root.present().map_err(pe)?;
+    }
+    Ok(svg)
+}
+
+/// A chart on `root` with the report's margins: `margin`, and label areas `x_area` (below) and
+/// `y_area` (left).
+pub(super) fn chart_on<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    margin: u32,
+    x_area: u32,
+    y_area: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.margin(margin)
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area);
+    b
+}
+
+/// The report's mesh style: 16 px labels and axis descriptions, light grey grid lines.
+pub(super) fn house_mesh<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB> {
+    mesh.label_style((FONT, 16))
+        .axis_desc_style((FONT, 16))
+        .light_line_style(RGBColor(240, 240, 240))
+}
+
+/// Bar `i` of `nruns` in category `c` of a grouped bar chart: its x extent.
+pub(super) fn bar_x(c: usize, i: usize, nruns: usize) -> (f64, f64) {
+    let w = 0.8 / nruns.max(1) as f64;
+    let x0 = c as f64 + 0.1 + w * i as f64;
+    (x0, x0 + w * 0.92)
+}
+
+/// A line through `pts` with a dot on each point, in colour `c`.
+pub(super) fn line_with_dots<DB: DrawingBackend, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    pts: &[(f64, f64)],
+    c: RGBColor,
+    width: u32,
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(LineSeries::new(pts.to_vec(), c.stroke_width(width)))
+        .map_err(pe)?;
+    chart
+        .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
+        .map_err(pe)?;
+    Ok(())
 }
 
 /// A 0..n axis whose ticks sit at the category centres i + 0.5.
@@ -67,7 +135,7 @@ fn pow2_bytes(k: f64) -> String {
     format!("{} {unit}", 1u64 << (k - e).clamp(0, 62))
 }
 
-fn rgb(i: usize) -> RGBColor {
+pub(super) fn rgb(i: usize) -> RGBColor {
     let (r, g, b) = color(i);
     RGBColor(r, g, b)
 }
@@ -238,36 +306,25 @@ fn bar_chart(
         1.0
     };
     let n = cats.len();
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (640, 300)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .x_label_area_size(34)
-            .y_label_area_size(56)
+    let svg = svg_chart((640, 300), |root| {
+        let mut chart = chart_on(root, 8, 34, 56)
             .build_cartesian_2d(Categories(n), 0.0..top)
             .map_err(pe)?;
         let label = |x: &f64| -> String {
             let i = x.floor() as usize;
             cats.get(i).cloned().unwrap_or_default()
         };
-        chart
-            .configure_mesh()
+        house_mesh(&mut chart.configure_mesh())
             .disable_x_mesh()
             .y_desc(axis.as_str())
             .x_label_formatter(&label)
             .light_line_style(RGBColor(242, 242, 242))
-            .label_style((FONT, 16))
-            .axis_desc_style((FONT, 16))
             .draw()
             .map_err(pe)?;
-        let w = 0.8 / nruns as f64;
         for (c, row) in values.iter().enumerate() {
             for (i, v) in row.iter().enumerate() {
                 let Some((v, ci)) = v else { continue };
-                let x0 = c as f64 + 0.1 + w * i as f64;
-                let x1 = x0 + w * 0.92;
+                let (x0, x1) = bar_x(c, i, nruns);
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
                         [(x0, 0.0), (x1, v / div)],
@@ -288,8 +345,8 @@ fn bar_chart(
                 }
             }
         }
-        root.present().map_err(pe)?;
-    }
+        Ok(())
+    })?;
     Ok((svg, axis))
 }
 
@@ -344,14 +401,8 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
         .collect();
     let label_w = names.iter().map(|s| s.chars().count()).max().unwrap_or(10) as u32 * 7 + 16;
     let height = 70 + 22 * n as u32;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1260, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(label_w)
+    let svg = svg_chart((1260, height), |root| {
+        let mut chart = chart_on(root, 10, 36, label_w)
             .build_cartesian_2d(lo..hi, Categories(n))
             .map_err(pe)?;
         let ylabel = |y: &f64| -> String {
@@ -361,14 +412,10 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
                 .unwrap_or_default()
         };
         let xlabel = |x: &f64| format!("{x:.2}");
-        chart
-            .configure_mesh()
+        house_mesh(&mut chart.configure_mesh())
             .y_label_formatter(&ylabel)
             .x_label_formatter(&xlabel)
             .x_desc("normalised ratio to the baseline (> 1 = worse)")
-            .label_style((FONT, 16))
-            .axis_desc_style((FONT, 16))
-            .light_line_style(RGBColor(240, 240, 240))
             .draw()
             .map_err(pe)?;
         chart
@@ -414,8 +461,8 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
                     .map_err(pe)?;
             }
         }
-        root.present().map_err(pe)?;
-    }
+        Ok(())
+    })?;
     Ok(Figure {
         title: "Ratio to the baseline per metric (filled dot = significant difference, hollow = ~)"
             .into(),
@@ -473,14 +520,8 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
         } else {
             (0.1, 1000.0)
         };
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, (1260, 400)).into_drawing_area();
-            root.fill(&WHITE).map_err(pe)?;
-            let mut chart = ChartBuilder::on(&root)
-                .margin(10)
-                .x_label_area_size(40)
-                .y_label_area_size(95)
+        let svg = svg_chart((1260, 400), |root| {
+            let mut chart = chart_on(root, 10, 40, 95)
                 .build_cartesian_2d(
                     Log2Bytes(xmin.log2() - 0.3, xmax.log2() + 0.3),
                     (ylo..yhi).log_scale(),
@@ -488,15 +529,11 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
                 .map_err(pe)?;
             let xfmt = |x: &f64| pow2_bytes(*x);
             let yfmt = |y: &f64| crate::units::format_value(*y, Unit::Nanoseconds);
-            chart
-                .configure_mesh()
+            house_mesh(&mut chart.configure_mesh())
                 .x_label_formatter(&xfmt)
                 .y_label_formatter(&yfmt)
                 .x_desc("working-set size (log scale, powers of two)")
                 .y_desc("latency per load (log scale)")
-                .label_style((FONT, 16))
-                .axis_desc_style((FONT, 16))
-                .light_line_style(RGBColor(240, 240, 240))
                 .draw()
                 .map_err(pe)?;
             for (i, s) in series.iter().enumerate() {
@@ -506,15 +543,10 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
                     .filter(|(_, y)| *y > 0.0)
                     .map(|(x, y)| (x.log2(), *y))
                     .collect();
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), rgb(i).stroke_width(2)))
-                    .map_err(pe)?;
-                chart
-                    .draw_series(pts.iter().map(|p| Circle::new(*p, 3, rgb(i).filled())))
-                    .map_err(pe)?;
+                line_with_dots(&mut chart, &pts, rgb(i), 2)?;
             }
-            root.present().map_err(pe)?;
-        }
+            Ok(())
+        })?;
         figs.push(Figure {
             title: format!("{id}: latency vs working-set size (ns, log-log)"),
             svg,
@@ -527,6 +559,7 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::BenchmarkResult;
 
     #[test]
     fn power_of_two_sizes_are_named() {
@@ -548,5 +581,158 @@ mod tests {
         assert_eq!(curve_of(&p).unwrap(), vec![(1024.0, 1.0), (8192.0, 4.0)]);
         p.insert("curve".into(), serde_json::json!([{"size": 1}]));
         assert!(curve_of(&p).is_none());
+    }
+
+    // ---- Pins: the SVG/HTML of every chart kind for a fixed input, byte for byte. ----
+    // Golden files in tests/fixtures/report_pins/; `OSGAUGE_BLESS=1 cargo test --lib report`
+    // rewrites them after an intended change of a chart (review the diff).
+
+    fn metric(
+        name: &str,
+        unit: &str,
+        better: &str,
+        per_run: &[(f64, f64, f64, f64)],
+    ) -> serde_json::Value {
+        // per run: (mean, p50, p99, max)
+        let runs: Vec<serde_json::Value> = per_run
+            .iter()
+            .map(|&(mean, p50, p99, max)| {
+                serde_json::json!({"summary": {"count": 100, "mean": mean, "sd": mean / 10.0,
+                    "min": p50 / 2.0, "p50": p50, "p90": (p50 + p99) / 2.0, "p99": p99,
+                    "p999": max, "max": max, "cv": 0.1}})
+            })
+            .collect();
+        let c = per_run.iter().map(|r| r.1).fold(0.0, f64::max);
+        serde_json::json!({"name": name, "unit": unit, "better": better, "description": "pin",
+            "runs": runs, "summary": {"runs": per_run.len(), "center": c,
+            "ci95": [c * 0.9, c * 1.1], "p99": null, "min": c * 0.9, "max": c * 1.1, "cv": 0.05}})
+    }
+
+    fn bench(
+        id: &str,
+        params: serde_json::Value,
+        metrics: Vec<serde_json::Value>,
+        facts: serde_json::Value,
+    ) -> BenchmarkResult {
+        serde_json::from_value(
+            serde_json::json!({"id": id, "suite": id.split('/').next().unwrap(),
+            "title": id, "params": params, "metrics": metrics, "warnings": [], "error": null,
+            "wall_s": 1.0, "run_facts": facts}),
+        )
+        .unwrap()
+    }
+
+    fn pin_runs() -> Vec<(String, RunRecord)> {
+        let base: RunRecord = serde_json::from_str(
+            &std::fs::read_to_string(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cpu-a.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        (0..2)
+            .map(|k| {
+                let s = 1.0 + 0.5 * k as f64;
+                let mut r = base.clone();
+                r.benchmarks.clear();
+                let lat: Vec<_> = [("seq_byte", 1.0), ("random_block", 3.0)]
+                    .iter()
+                    .flat_map(|(n, f)| {
+                        ["4KiB", "1MiB", "64MiB"].iter().enumerate().map(move |(i, sz)| {
+                            let v = f * s * 1000.0 * (i + 1) as f64;
+                            metric(&format!("{n}_{sz}"), "ns", "lower", &[(v, v, v * 2.0, v * 3.0)])
+                        })
+                    })
+                    .collect();
+                r.benchmarks.push(bench("fs/read_latency", serde_json::json!({}), lat, serde_json::json!([])));
+                let cont: Vec<_> = [1, 2, 4, 8]
+                    .iter()
+                    .map(|t| {
+                        let v = s * 5000.0 * *t as f64;
+                        metric(&format!("t{t}"), "ns", "lower", &[(v, v, v, v)])
+                    })
+                    .collect();
+                r.benchmarks.push(bench("fs/contention", serde_json::json!({}), cont, serde_json::json!([])));
+                for (t, v) in [("1t", 300.0), ("4t", 900.0)] {
+                    let ms = vec![
+                        metric("mb_per_s", "MB/s", "higher", &[(v * s, v * s, v * s, v * s)]),
+                        metric("mb_per_s_buffered", "MB/s", "higher", &[(v * 2.0, v * 2.0, v * 2.0, v * 2.0)]),
+                    ];
+                    r.benchmarks.push(bench(&format!("fs/seq_{t}"), serde_json::json!({}), ms, serde_json::json!([])));
+                }
+                let curve: Vec<_> = (6..14)
+                    .map(|e| serde_json::json!({"size_bytes": 1u64 << e, "rtt_p50_us": 20.0 * s + e as f64,
+                        "rtt_p99_us": 40.0 * s + 3.0 * e as f64}))
+                    .collect();
+                r.benchmarks.push(bench("net/tcp_rtt_sweep", serde_json::json!({"rtt_curve": curve}), vec![], serde_json::json!([])));
+                let series: Vec<_> = (0..50).map(|i| serde_json::json!([i as f64 * 0.1, (i % 7) as f64 * 10.0 * s])).collect();
+                let jitter = serde_json::json!({"series": series, "stalls": [{"at_s": 2.0, "excess_us": 900.0, "sender": false},
+                    {"at_s": 3.5, "excess_us": 700.0, "sender": true}], "stall_threshold_us": 500.0, "period_us": 1000.0,
+                    "dev_p50_us": 12.0, "dev_p99_us": 80.0, "dev_p999_us": 400.0, "dev_max_us": 900.0 * s, "stall_period_s": 1.5});
+                r.benchmarks.push(bench("net/udp_stream", serde_json::json!({}), vec![], serde_json::json!([{"jitter": jitter}])));
+                let mcurve: Vec<_> = (10..28)
+                    .map(|e| serde_json::json!({"size_bytes": 1u64 << e, "ns_per_load": s * (1.0 + e as f64).powf(1.5)}))
+                    .collect();
+                r.benchmarks.push(bench("mem/latency_random", serde_json::json!({"curve": mcurve}), vec![], serde_json::json!([])));
+                for load in ["none", "burn"] {
+                    let f = if load == "none" { 1.0 } else { 4.0 };
+                    let ms = vec![
+                        metric("latency", "ns", "lower", &[(5e4 * f * s, 4e4 * f, 2e5 * f, 9e5 * f), (6e4 * f, 4.5e4 * f * s, 3e5 * f, 1e6 * f)]),
+                        serde_json::json!({"name": "deadlines_met", "unit": "%", "better": "higher", "description": "pin",
+                            "runs": [{"summary": {"count": 1, "mean": 100.0 - f, "sd": 0.0, "min": 100.0 - f, "p50": 100.0 - f,
+                            "p90": 100.0 - f, "p99": 100.0 - f, "p999": 100.0 - f, "max": 100.0 - f, "cv": 0.0}}],
+                            "summary": {"runs": 1, "center": 100.0 - f, "ci95": [95.0 - f, 100.0], "p99": null,
+                            "min": 100.0 - f, "max": 100.0 - f, "cv": 0.0}}),
+                    ];
+                    r.benchmarks.push(bench(&format!("interactivity/audio/{load}"), serde_json::json!({}), ms, serde_json::json!([])));
+                }
+                (format!("sys{k}"), r)
+            })
+            .collect()
+    }
+
+    fn pinned(name: &str, got: &str) {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/report_pins")
+            .join(name);
+        if std::env::var_os("OSGAUGE_BLESS").is_some() {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, got).unwrap();
+            return;
+        }
+        let want = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(
+            got == want,
+            "{name}: the chart output changed (OSGAUGE_BLESS=1 rewrites {} after an intended change)",
+            p.display()
+        );
+    }
+
+    #[test]
+    fn charts_render_byte_for_byte_as_pinned() {
+        let runs = pin_runs();
+        let net = super::super::net::section(&runs).unwrap();
+        assert!(net.matches("<svg").count() == 3, "net figures");
+        pinned("net.golden", &net);
+        let fs = super::super::fs::section(&runs).unwrap();
+        assert!(fs.matches("<svg").count() == 4, "fs figures");
+        pinned("fs.golden", &fs);
+        let grouped: String = grouped_suites(&runs)
+            .unwrap()
+            .into_iter()
+            .flat_map(|(s, figs)| {
+                figs.into_iter()
+                    .map(move |f| format!("{s}\n{}\n{}\n", f.title, f.svg))
+            })
+            .collect();
+        assert!(grouped.matches("<svg").count() >= 4, "grouped figures");
+        pinned("grouped.golden", &grouped);
+        let curves: String = curves(&runs)
+            .unwrap()
+            .into_iter()
+            .map(|f| format!("{}\n{}\n", f.title, f.svg))
+            .collect();
+        assert_eq!(curves.matches("<svg").count(), 1, "curve figures");
+        pinned("curves.golden", &curves);
     }
 }

@@ -4,20 +4,10 @@
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
-use super::{Figure, color, figures, legend};
+use super::charts::{FONT, bar_x, chart_on, house_mesh, pe, rgb, svg_chart};
+use super::{Figure, figures, legend};
 use crate::model::{MetricResult, RunRecord};
 use crate::units::{Unit, format_value};
-
-const FONT: &str = "sans-serif";
-
-fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
-    anyhow!("drawing an fs chart: {e:?}")
-}
-
-fn rgb(i: usize) -> RGBColor {
-    let (r, g, b) = color(i);
-    RGBColor(r, g, b)
-}
 
 /// Median of the per-run medians of a metric, if measured.
 fn center(m: &MetricResult) -> Option<f64> {
@@ -57,29 +47,19 @@ fn log_log(
     if !xmin.is_finite() || !ymin.is_finite() || ymax <= 0.0 {
         return Err(anyhow!("no points"));
     }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1260, 420)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(95)
+    svg_chart((1260, 420), |root| {
+        let mut chart = chart_on(root, 10, 40, 95)
             .build_cartesian_2d(
                 (xmin - 0.3)..(xmax + 0.3).max(xmin + 1.0),
                 (ymin / 1.5..ymax * 1.5).log_scale(),
             )
             .map_err(pe)?;
         let yfmt = |y: &f64| format_value(*y, Unit::Nanoseconds);
-        chart
-            .configure_mesh()
+        house_mesh(&mut chart.configure_mesh())
             .x_label_formatter(x_fmt)
             .y_label_formatter(&yfmt)
             .x_desc(x_desc)
             .y_desc(y_desc)
-            .label_style((FONT, 16))
-            .axis_desc_style((FONT, 16))
-            .light_line_style(RGBColor(240, 240, 240))
             .draw()
             .map_err(pe)?;
         for (label, c, dashed, p) in series {
@@ -100,9 +80,8 @@ fn log_log(
             .label_font((FONT, 14))
             .draw()
             .map_err(pe)?;
-        root.present().map_err(pe)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// Label whole powers of two only (the axis may put ticks between them).
@@ -253,14 +232,8 @@ fn bars(cats: &[String], values: &[Vec<Option<f64>>], nruns: usize) -> Result<St
         .fold(0.0_f64, |a, b| a.max(*b));
     let top = if max > 0.0 { max * 1.12 } else { 1.0 };
     let n = cats.len();
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (640, 300)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .x_label_area_size(34)
-            .y_label_area_size(56)
+    svg_chart((640, 300), |root| {
+        let mut chart = chart_on(root, 8, 34, 56)
             .build_cartesian_2d(0.0..n as f64, 0.0..top)
             .map_err(pe)?;
         let label = |x: &f64| {
@@ -271,33 +244,29 @@ fn bars(cats: &[String], values: &[Vec<Option<f64>>], nruns: usize) -> Result<St
                 String::new()
             }
         };
-        chart
-            .configure_mesh()
+        house_mesh(&mut chart.configure_mesh())
             .disable_x_mesh()
             .x_labels(2 * n + 1)
             .y_desc("MB/s")
             .x_label_formatter(&label)
             .label_style((FONT, 14))
-            .axis_desc_style((FONT, 16))
             .light_line_style(RGBColor(242, 242, 242))
             .draw()
             .map_err(pe)?;
-        let w = 0.8 / nruns.max(1) as f64;
         for (c, row) in values.iter().enumerate() {
             for (i, v) in row.iter().enumerate() {
                 let Some(v) = v else { continue };
-                let x0 = c as f64 + 0.1 + w * i as f64;
+                let (x0, x1) = bar_x(c, i, nruns);
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
-                        [(x0, 0.0), (x0 + w * 0.92, *v)],
+                        [(x0, 0.0), (x1, *v)],
                         rgb(i).filled(),
                     )))
                     .map_err(pe)?;
             }
         }
-        root.present().map_err(pe)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -3,23 +3,13 @@
 //! deviation over time with stalls marked (`net/udp_stream`'s per-run `jitter` fact; the run with
 //! the largest deviation is drawn) and its distribution in the caption.
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use plotters::prelude::*;
 use serde_json::Value;
 
-use super::{Figure, color, esc};
+use super::charts::{chart_on, house_mesh, line_with_dots, pe, rgb, svg_chart};
+use super::{Figure, esc};
 use crate::model::RunRecord;
-
-const FONT: &str = "sans-serif";
-
-fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
-    anyhow!("drawing a chart: {e:?}")
-}
-
-fn rgb(i: usize) -> RGBColor {
-    let (r, g, b) = color(i);
-    RGBColor(r, g, b)
-}
 
 fn size_label(log2: f64) -> String {
     let b = 2f64.powf(log2).round() as u64;
@@ -83,40 +73,25 @@ fn rtt_figure(runs: &[(String, RunRecord)]) -> Result<Option<Figure>> {
         .fold(f64::NEG_INFINITY, f64::max);
     let ymin = all.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let ymax = all.iter().map(|p| p.1).fold(0.0, f64::max);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1260, 400)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
+    let svg = svg_chart((1260, 400), |root| {
+        let mut chart = chart_on(root, 10, 40, 80)
             .build_cartesian_2d(
                 (xmin - 0.5)..(xmax + 0.5),
                 ((ymin / 1.5)..(ymax * 1.5)).log_scale(),
             )
             .map_err(pe)?;
-        chart
-            .configure_mesh()
+        house_mesh(&mut chart.configure_mesh())
             .x_label_formatter(&|x| size_label(x.round()))
             .x_labels(((xmax - xmin) as usize + 2).min(24))
             .y_label_formatter(&|y| format!("{} µs", crate::units::sig(*y)))
             .x_desc("message size (log scale)")
             .y_desc("round trip (log scale)")
-            .label_style((FONT, 16))
-            .axis_desc_style((FONT, 16))
-            .light_line_style(RGBColor(240, 240, 240))
             .draw()
             .map_err(pe)?;
         for (i, c) in curves.iter().enumerate() {
             let Some(c) = c else { continue };
             let p50: Vec<(f64, f64)> = c.iter().map(|p| (p.0.log2(), p.1)).collect();
-            chart
-                .draw_series(LineSeries::new(p50.clone(), rgb(i).stroke_width(2)))
-                .map_err(pe)?;
-            chart
-                .draw_series(p50.iter().map(|p| Circle::new(*p, 3, rgb(i).filled())))
-                .map_err(pe)?;
+            line_with_dots(&mut chart, &p50, rgb(i), 2)?;
             let p99: Vec<(f64, f64)> = c
                 .iter()
                 .filter_map(|p| p.2.filter(|y| *y > 0.0).map(|y| (p.0.log2(), y)))
@@ -131,8 +106,8 @@ fn rtt_figure(runs: &[(String, RunRecord)]) -> Result<Option<Figure>> {
                 .draw_series(p99.iter().map(|p| Cross::new(*p, 4, rgb(i).mix(0.7))))
                 .map_err(pe)?;
         }
-        root.present().map_err(pe)?;
-    }
+        Ok(())
+    })?;
     Ok(Some(Figure {
         title: "net/tcp_rtt_sweep: TCP round trip vs message size — p50 (solid, dots) and p99 \
                 (thin, crosses), median over runs, µs, log-log"
@@ -179,23 +154,13 @@ fn jitter_figure(i: usize, name: &str, j: &Value) -> Result<Figure> {
         .chain(stalls.iter().map(|s| s.1))
         .fold(threshold, f64::max)
         .max(1.0);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1260, 360)).into_drawing_area();
-        root.fill(&WHITE).map_err(pe)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
+    let svg = svg_chart((1260, 360), |root| {
+        let mut chart = chart_on(root, 10, 40, 80)
             .build_cartesian_2d(0.0..tmax * 1.02, 0.0..ymax * 1.1)
             .map_err(pe)?;
-        chart
-            .configure_mesh()
+        house_mesh(&mut chart.configure_mesh())
             .x_desc("time since the first datagram (s)")
             .y_desc("largest |inter-arrival − period| per bin (µs)")
-            .label_style((FONT, 16))
-            .axis_desc_style((FONT, 16))
-            .light_line_style(RGBColor(240, 240, 240))
             .draw()
             .map_err(pe)?;
         chart
@@ -219,8 +184,8 @@ fn jitter_figure(i: usize, name: &str, j: &Value) -> Result<Figure> {
                 TriangleMarker::new((s.0, s.1), 7, c.filled())
             }))
             .map_err(pe)?;
-        root.present().map_err(pe)?;
-    }
+        Ok(())
+    })?;
     let period = f("stall_period_s")
         .map(|p| format!("; stalls recur every {} s", crate::units::sig(p)))
         .unwrap_or_default();

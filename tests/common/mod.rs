@@ -7,6 +7,28 @@ use osgauge::model::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
 use osgauge::stats;
 use osgauge::units::{Better, Unit};
 
+/// `osgauge` on the result store `store`, with the store tests' own calibration cache (never the
+/// user's store or cache).
+pub fn osgauge_on(store: &std::path::Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("osgauge").unwrap();
+    c.env("OSGAUGE_STORE", store);
+    c.env(
+        "OSGAUGE_CACHE_DIR",
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("store-tests-cache"),
+    );
+    c
+}
+
+/// The arguments of a tiny real measurement (two 10 ms runs of the clock read).
+pub const TINY_MICRO: [&str; 6] = [
+    "micro",
+    "cpu/timer_read",
+    "--runs",
+    "2",
+    "--run-time",
+    "10ms",
+];
+
 pub fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
