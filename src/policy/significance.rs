@@ -464,7 +464,7 @@ pub fn to_csv(record: &RunRecord) -> anyhow::Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -481,7 +481,7 @@ mod tests {
         assert_eq!(parse_id("policy/cpu/fifo/100/x"), None);
     }
 
-    fn record(cells: &[(&str, Vec<f64>)]) -> RunRecord {
+    pub(crate) fn record(cells: &[(&str, Vec<f64>)]) -> RunRecord {
         // A real stored record, its first benchmark cloned per cell with the given run medians.
         let mut v: serde_json::Value =
             serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap();
@@ -534,5 +534,107 @@ mod tests {
         assert!(text.contains("other vs fifo") && text.contains("differ"));
         assert!(text.contains("fifo vs rr") && text.contains("~ same"));
         assert!(render(&[], |_| crate::units::Unit::Count).is_empty());
+    }
+
+    #[test]
+    fn notes_say_why_cells_were_not_compared() {
+        let r = record(&[
+            ("policy/cpu/other/10", vec![10.0, 11.0, 12.0]),
+            ("policy/cpu/fifo/10", vec![20.0, 21.0, 22.0]),
+            ("policy/cpu/rr/10", vec![20.0]),
+            ("policy/io/other/100", vec![1.0, 2.0, 3.0]),
+        ]);
+        let a = analyse(&r).unwrap();
+        assert_eq!(a.rows.len(), 1, "{:?}", a.rows);
+        let all = a.notes.join("\n");
+        assert!(
+            all.contains("One policy only") && all.contains("io/100 (other)"),
+            "{all}"
+        );
+        assert!(
+            all.contains("Too few runs") && all.contains("cpu/rr/10 (1 run)"),
+            "{all}"
+        );
+        // 3 vs 3: the smallest possible p is 2/20 = 0.1.
+        assert!(all.contains("no difference can be significant") && all.contains("0.1000"));
+        assert!(all.contains("All 1 p-values exact"), "{all}");
+        assert_eq!(a.unit("makespan"), crate::units::Unit::Nanoseconds);
+        // Not a policy study: no analysis at all.
+        let other: RunRecord =
+            serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap();
+        assert!(analyse(&other).is_none());
+        assert_eq!(render_markdown(&other), "");
+    }
+
+    #[test]
+    fn large_samples_use_and_say_the_normal_approximation() {
+        let a: Vec<f64> = (0..25).map(|i| f64::from(i % 5)).collect();
+        let b: Vec<f64> = (0..25).map(|i| f64::from(i % 5) + 3.0).collect();
+        let r = record(&[("policy/cpu/other/10", a), ("policy/cpu/fifo/10", b)]);
+        let an = analyse(&r).unwrap();
+        assert!(!an.rows[0].exact);
+        let all = an.notes.join("\n");
+        assert!(
+            all.contains("1 of 1 p-values from the normal approximation"),
+            "{all}"
+        );
+        assert!(!all.contains("no difference can be significant"), "{all}");
+        assert!(render_markdown(&r).contains(" approx. |"));
+    }
+
+    #[test]
+    fn markdown_marks_significant_rows_and_escapes_names() {
+        let r = record(&[
+            ("policy/cpu/oth|er/10", vec![10.0, 11.0, 12.0, 13.0, 14.0]),
+            ("policy/cpu/fifo/10", vec![20.0, 21.0, 22.0, 23.0, 24.0]),
+            ("policy/cpu/rr/10", vec![20.5, 21.5, 22.5, 23.5, 24.5]),
+        ]);
+        let md = render_markdown(&r);
+        assert!(
+            md.starts_with("## Which policy differences are significant"),
+            "{md}"
+        );
+        assert!(md.contains("Mann-Whitney") && md.contains("Benjamini-Hochberg"));
+        let row = md
+            .lines()
+            .find(|l| l.contains("oth\\|er vs fifo"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert!(row.contains("**differ: fifo higher**"), "{row}");
+        assert!(row.contains("| 1.833× | 0.0079 | 0.0119 |"), "{row}");
+        let same = md.lines().find(|l| l.contains("fifo vs rr")).unwrap();
+        assert!(
+            same.contains("| ~ same |") && !same.contains("**"),
+            "{same}"
+        );
+    }
+
+    #[test]
+    fn json_and_csv_exports_carry_every_row() {
+        let r = record(&[
+            ("policy/cpu/other/10", vec![10.0, 11.0, 12.0, 13.0, 14.0]),
+            ("policy/cpu/fifo/10", vec![20.0, 21.0, 22.0, 23.0, 24.0]),
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&to_json(&r).unwrap()).unwrap();
+        assert_eq!(v["schema"], "osgauge.policy-significance/1");
+        let row = &v["rows"][0];
+        assert_eq!(row["group"], "cpu/10");
+        assert_eq!(
+            (row["a"].as_str(), row["b"].as_str()),
+            (Some("other"), Some("fifo"))
+        );
+        assert_eq!(row["median_b"], 22.0);
+        assert_eq!(row["significant"], true);
+        assert!((row["p"].as_f64().unwrap() - 2.0 / 252.0).abs() < 1e-12);
+        let csv = to_csv(&r).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 2, "{csv}");
+        assert!(lines[0].starts_with("run_id,group,metric,unit,a,b"));
+        assert!(
+            lines[1].contains(",cpu/10,makespan,ns,other,fifo,12,22,"),
+            "{csv}"
+        );
+        let other: RunRecord =
+            serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap();
+        assert!(to_json(&other).is_err());
     }
 }

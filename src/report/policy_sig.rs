@@ -256,4 +256,68 @@ mod tests {
             serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap();
         assert_eq!(section(&[("a".into(), r)]), "");
     }
+
+    #[test]
+    fn table_and_grid_mark_significant_pairs_and_escape() {
+        let r = crate::policy::significance::tests::record(&[
+            ("policy/cpu/<other>/10", vec![10.0, 11.0, 12.0, 13.0, 14.0]),
+            ("policy/cpu/fifo/10", vec![20.0, 21.0, 22.0, 23.0, 24.0]),
+            ("policy/cpu/rr/10", vec![20.5, 21.5, 22.5, 23.5, 24.5]),
+            ("policy/io/fifo/10", vec![5.0, 6.0, 7.0, 8.0, 9.0]),
+            ("policy/io/rr/10", vec![1.0, 2.0, 3.0, 4.0, 4.5]),
+        ]);
+        let h = section(&[("run \"1\"".into(), r)]);
+        assert!(
+            h.contains("<h2>Which policy differences are significant</h2>"),
+            "{h}"
+        );
+        assert!(h.contains("Mann-Whitney") && h.contains("Benjamini-Hochberg"));
+        assert!(
+            !h.contains("<other>") && h.contains("&lt;other&gt;"),
+            "not escaped"
+        );
+        // Table: the separated pair is marked, the overlapping one is not.
+        let row = |needle: &str| {
+            h.lines()
+                .find(|l| l.starts_with("<tr") && l.contains(needle))
+                .unwrap_or_else(|| panic!("no row {needle}: {h}"))
+                .to_string()
+        };
+        let of = row("&lt;other&gt; vs fifo");
+        assert!(
+            of.contains("class=\"sig\"") && of.contains("✱ differ: fifo higher"),
+            "{of}"
+        );
+        let fr = row("<td>fifo vs rr</td>");
+        assert!(
+            !fr.contains("class=\"sig\"") && fr.contains("~ same"),
+            "{fr}"
+        );
+        // Grid: one figure per metric, a cell per group × pair with p and q in its tooltip; pairs
+        // a group does not have are drawn as "not tested".
+        assert_eq!(h.matches("<svg").count(), 1);
+        assert!(h.contains("<title>cpu/10 · makespan: fifo / &lt;other&gt; = 1.833× (22.00 ns vs 12.00 ns), p = 0.0079"), "{h}");
+        assert!(
+            h.contains("q = 0.0106 — differ: fifo higher</title>"),
+            "{h}"
+        );
+        assert!(
+            h.contains("io/10 · makespan · &lt;other&gt; vs fifo: not tested"),
+            "{h}"
+        );
+        // io: rr lower than fifo and significant → the "lower" colour, saturated.
+        let (r0, g0, b0) = color(0);
+        assert!(h.contains(&format!("fill=\"rgb({r0},{g0},{b0})\" fill-opacity=\"1\"")));
+    }
+
+    #[test]
+    fn one_policy_only_says_so_instead_of_an_empty_table() {
+        let r = crate::policy::significance::tests::record(&[
+            ("policy/cpu/other/10", vec![10.0, 11.0]),
+            ("policy/cpu/other/100", vec![20.0, 21.0]),
+        ]);
+        let h = section(&[("a".into(), r)]);
+        assert!(h.contains("One policy only, nothing to compare: cpu/10 (other), cpu/100 (other)"));
+        assert!(!h.contains("<table") && !h.contains("<svg"), "{h}");
+    }
 }
