@@ -243,7 +243,15 @@ pub fn analyse(record: &RunRecord) -> Option<Analysis> {
     if groups.is_empty() {
         return None;
     }
-    let rows = pairwise(record, METRICS);
+    let mut rows = pairwise(record, METRICS);
+    // Read by workload × process count, then metric (pairs stay in record order).
+    let rank = |r: &PairTest| {
+        (
+            groups.iter().position(|(g, _)| *g == r.group),
+            METRICS.iter().position(|m| *m == r.metric),
+        )
+    };
+    rows.sort_by_key(rank);
     let mut notes = Vec::new();
     let single: Vec<String> = groups
         .iter()

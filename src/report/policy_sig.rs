@@ -47,7 +47,14 @@ fn grid(a: &Analysis, metric: &str) -> Option<String> {
     let label_w = groups.iter().map(|g| text_w(g)).max().unwrap_or(40).max(80);
     let col_w = pairs.iter().map(|p| text_w(p)).max().unwrap_or(60).max(84);
     let (head_h, cell_h, legend_h) = (24, 26, 28);
-    let w = label_w + pairs.len() * col_w + 8;
+    const LEGEND: [(bool, bool, &str); 4] = [
+        (true, true, "b higher, significant"),
+        (true, false, "b higher, not significant"),
+        (false, true, "b lower, significant"),
+        (false, false, "b lower, not significant"),
+    ];
+    let legend_w: usize = 8 + LEGEND.iter().map(|l| text_w(l.2) + 24).sum::<usize>();
+    let w = (label_w + pairs.len() * col_w + 8).max(legend_w);
     let h = head_h + groups.len() * cell_h + legend_h;
     let mut s = String::new();
     let _ = write!(
@@ -130,12 +137,7 @@ fn grid(a: &Analysis, metric: &str) -> Option<String> {
     // Legend: the four cell kinds.
     let y = head_h + groups.len() * cell_h + 8;
     let mut x = 8;
-    for (higher, sig, text) in [
-        (true, true, "b higher, significant"),
-        (true, false, "b higher, not significant"),
-        (false, true, "b lower, significant"),
-        (false, false, "b lower, not significant"),
-    ] {
+    for (higher, sig, text) in LEGEND {
         let (cr, cg, cb) = dir_color(higher);
         let _ = write!(
             s,
