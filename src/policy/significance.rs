@@ -237,10 +237,13 @@ impl Analysis {
     }
 }
 
-/// The analysis of a record's policy cells (`None` when it has none: not a policy study).
+/// The analysis of a record's policy cells: `None` when there is nothing to say — no policy cells,
+/// or only the single-policy cells another command ran (`osgauge run` has cpu & io × other × 10);
+/// an `osgauge policy` study always gets one, saying why when nothing could be compared.
 pub fn analyse(record: &RunRecord) -> Option<Analysis> {
     let groups = groups(record);
-    if groups.is_empty() {
+    let study = record.config.preset == "policy" || groups.iter().any(|(_, v)| v.len() > 1);
+    if groups.is_empty() || !study {
         return None;
     }
     let mut rows = pairwise(record, METRICS);
@@ -516,6 +519,7 @@ pub(crate) mod tests {
             })
             .collect();
         v["benchmarks"] = serde_json::Value::Array(benchmarks);
+        v["config"]["preset"] = "policy".into();
         serde_json::from_value(v).unwrap()
     }
 
@@ -572,6 +576,14 @@ pub(crate) mod tests {
             serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap();
         assert!(analyse(&other).is_none());
         assert_eq!(render_markdown(&other), "");
+        // `osgauge run`'s single-policy cells are not a study: no section there.
+        let mut run = record(&[
+            ("policy/cpu/other/10", vec![1.0, 2.0]),
+            ("policy/io/other/10", vec![1.0, 2.0]),
+        ]);
+        assert!(analyse(&run).is_some_and(|a| a.rows.is_empty()));
+        run.config.preset = "standard".into();
+        assert!(analyse(&run).is_none());
     }
 
     #[test]
