@@ -2,7 +2,11 @@
 //! pair of policies is compared on the per-run medians of a metric with the two-sided
 //! Mann-Whitney U test (runs are the unit, as in `compare`), and the p-values of the whole table
 //! are adjusted with Benjamini-Hochberg. `compare` cannot do this: it matches benchmarks by id
-//! across runs, and here the policy is part of the id. Pure: reads a record, returns rows.
+//! across runs, and here the policy is part of the id. Pure: reads a record, returns rows
+//! ([`analyse`]: rows + notes) and renders them for the terminal ([`render`]), the Markdown export
+//! ([`render_markdown`]) and `--export-significance` ([`to_json`], [`to_csv`]); the HTML section
+//! is `crate::report::policy_sig`. Derived, so not in the run record (osgauge.run/1 holds what
+//! was measured; these rows are recomputed from it by every reader).
 
 use std::fmt::Write as _;
 
