@@ -131,7 +131,8 @@ if find "$FSDIR" -mindepth 1 | grep -q .; then echo "micro fs left files in $FSD
 rm -rf "$FSDIR"
 wine_run policy --work cpu,io,mixed,sleepy \
     --policy other,idle,below-normal,above-normal,high,realtime,fifo \
-    --procs 2 --runs 2 --warmup 0 --work-time 5ms --export-json policy.json
+    --procs 2 --runs 2 --warmup 0 --work-time 5ms --export-json policy.json \
+    --export-significance policy-sig.json --export-markdown policy.md
 # The application model: the thesis reproduced from its published figures, and a prediction on
 # the record just measured (the inputs it lacks are listed as missing).
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" model "$ROOT/examples/thesis-2009.toml" >model-thesis.txt)
@@ -203,6 +204,19 @@ for b in json.load(open(f"{out}/policy.json"))["benchmarks"]:
         if got == want or (want == "realtime" and got == "high" and f.get("policy_downgraded")):
             continue
         bad.append(f"{b['id']}: priority class {want} requested, {got} read back")
+# Which policy differences are significant: a makespan row for every pair of measured cells of
+# a workload (2 runs each), in the --export-significance file and the Markdown export.
+sig = json.load(open(f"{out}/policy-sig.json"))
+measured = [b["id"] for b in json.load(open(f"{out}/policy.json"))["benchmarks"] if not b.get("error")]
+for w in works:
+    got = {(r["a"], r["b"]) for r in sig["rows"] if r["group"] == f"{w}/2" and r["metric"] == "makespan"}
+    mine = [i.split("/")[2] for i in measured if i.split("/")[1] == w]
+    want = {(a, b) for i, a in enumerate(mine) for b in mine[i + 1:]}
+    if got != want:
+        bad.append(f"policy significance {w}/2: pairs {sorted(got)}, expected {sorted(want)}")
+if "## Which policy differences are significant" not in open(f"{out}/policy.md", encoding="utf-8").read():
+    bad.append("policy.md: no significance section")
+print(f"  policy significance: {len(sig['rows'])} rows, {sum(r['significant'] for r in sig['rows'])} significant")
 print("  policy cells: priority classes read back " + ", ".join(sorted({
     f"{b['id'].split('/')[2]}→{b['run_facts'][0].get('policy_applied')}"
     for b in json.load(open(f"{out}/policy.json"))["benchmarks"] if not b.get("error")})))

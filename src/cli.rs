@@ -462,6 +462,12 @@ impl RunOpts {
     /// Before running: the label is valid, every output can be written, and no two name the
     /// same file (exit 2). The label is checked here, not by clap, whose message would echo it raw.
     fn check_outputs(&self) -> Result<(), CliError> {
+        self.check_outputs_with(&[])
+    }
+
+    /// [`Self::check_outputs`] with a command's own outputs (option name, path) besides the
+    /// common ones.
+    fn check_outputs_with(&self, extra: &[(&str, &Path)]) -> Result<(), CliError> {
         if let Some(l) = &self.label {
             crate::output::parse_label(l).map_err(|e| CliError::Usage(format!("--label: {e}")))?;
         }
@@ -472,6 +478,10 @@ impl RunOpts {
         }
         if let Some(p) = &self.store.export_html {
             all.push(("--export-html", p));
+        }
+        for &(flag, path) in extra {
+            check_writable(path).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+            all.push((flag, path));
         }
         // An export over the result store would destroy it.
         let store = match (&self.store.store, self.store.no_store) {

@@ -1,5 +1,6 @@
 //! `osgauge policy`: the scheduling-policy study (see `crate::policy`).
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ pub const AFTER_HELP: &str = "Examples:
   osgauge policy --work sleepy --policy other --slice 1ms --procs 10
   osgauge policy --policy deadline --dl-runtime 2ms --dl-period 10ms --procs 10
   osgauge policy --export-html policy.html         stacked time and context-switch charts with CIs
+  osgauge policy --work cpu --procs 10 --runs 9 --export-significance sig.json
+                                                   which policy differences are significant (.csv: CSV)
 
 Policies: other batch idle fifo rr deadline (Linux; nice with other/batch/idle), Windows priority
 classes other idle below-normal above-normal high realtime (REALTIME without privilege is granted
@@ -58,6 +61,10 @@ pub struct PolicyArgs {
     /// SCHED_DEADLINE period [default: 100ms]
     #[arg(long, value_parser = parse_duration)]
     pub dl_period: Option<Duration>,
+    /// Write which policy differences are significant (every pair's medians, ratio, p, BH q,
+    /// verdict) as JSON, or CSV when FILE ends in .csv
+    #[arg(long, value_name = "FILE")]
+    pub export_significance: Option<PathBuf>,
     /// Work per process: the time one process takes alone (calibrated once), 1ms..10s
     #[arg(long, value_parser = parse_duration, default_value = "5ms")]
     pub work_time: Duration,
@@ -157,7 +164,11 @@ pub fn specs(a: &PolicyArgs) -> Result<Vec<PolicySpec>, CliError> {
 
 pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
     let opts = a.opts.clone();
-    opts.check_outputs()?;
+    let sig_out = a.export_significance.clone();
+    match &sig_out {
+        Some(p) => opts.check_outputs_with(&[("--export-significance", p)])?,
+        None => opts.check_outputs()?,
+    }
     if a.work_time < Duration::from_millis(1) || a.work_time > Duration::from_secs(10) {
         return Err(CliError::Usage("--work-time: expected 1ms..10s".into()));
     }
@@ -224,7 +235,8 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
             est
         );
     }
-    execute_and_keep(plan, &opts, |record| {
+    let mut sig_written: Result<(), CliError> = Ok(());
+    let code = execute_and_keep(plan, &opts, |record| {
         crate::out!("{}", crate::output::render_tables(record));
         crate::outln!(
             "median of {} (95 % bootstrap CI). Method: `osgauge list --long`.",
@@ -232,21 +244,40 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
         );
         // Which policies differ within each workload × process count (compare cannot: the
         // policy is part of the benchmark id).
-        let rows =
-            crate::policy::significance::pairwise(record, crate::policy::significance::METRICS);
-        let unit_of = |name: &str| {
-            record
-                .benchmarks
-                .iter()
-                .flat_map(|b| &b.metrics)
-                .find(|m| m.name == name)
-                .map_or(crate::units::Unit::Count, |m| m.unit)
-        };
-        let table = crate::policy::significance::render(&rows, unit_of);
-        if !table.is_empty() {
+        if let Some(an) = crate::policy::significance::analyse(record) {
+            let table = crate::policy::significance::render(&an.rows, |m| an.unit(m));
             crate::outln!();
             crate::out!("{table}");
+            for n in &an.notes {
+                crate::outln!("note: {n}");
+            }
         }
         print_warnings(record, opts.quiet);
+        if let Some(p) = &sig_out {
+            sig_written = write_significance(p, record);
+        }
+    })?;
+    sig_written?;
+    Ok(code)
+}
+
+/// `--export-significance`: the pairwise rows of `record` as JSON, or CSV for a `.csv` path.
+fn write_significance(path: &Path, record: &crate::model::RunRecord) -> Result<(), CliError> {
+    let csv = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    let text = if csv {
+        crate::policy::significance::to_csv(record)
+    } else {
+        crate::policy::significance::to_json(record)
+    };
+    text.and_then(|t| {
+        crate::export::write_atomic(path, t.as_bytes()).map_err(|e| anyhow::anyhow!("{e}"))
+    })
+    .map_err(|e| {
+        CliError::Other(anyhow::anyhow!(
+            "--export-significance: writing {}: {e}",
+            path.display()
+        ))
     })
 }

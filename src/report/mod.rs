@@ -13,6 +13,7 @@ mod charts;
 mod fs;
 mod net;
 mod policy;
+mod policy_sig;
 
 use std::fmt::Write as _;
 

@@ -300,11 +300,13 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
             }
         }
     }
+    // Which policy differences are significant (tables and grids), after the charts.
+    let sig = super::policy_sig::section(runs);
     if figs.is_empty() {
-        return Ok(String::new());
+        return Ok(sig);
     }
     Ok(format!(
-        "<section>\n<h2>Scheduling-policy study</h2>\n<p class=\"note\">Per workload: categories are policy/processes. Runs are the unit: each bar is the median over runs, whiskers its 95 % bootstrap CI; the comparison table above tests differences (Mann-Whitney).</p>\n{}</section>\n",
+        "<section>\n<h2>Scheduling-policy study</h2>\n<p class=\"note\">Per workload: categories are policy/processes. Runs are the unit: each bar is the median over runs, whiskers its 95 % bootstrap CI; the section below tests which differences between policies are significant (Mann-Whitney, Benjamini-Hochberg).</p>\n{}</section>\n{sig}",
         figures_html(&figs)
     ))
 }
