@@ -69,6 +69,14 @@ pub fn own_switches() -> OwnSwitches {
     imp::own_switches()
 }
 
+/// Running under Wine (ntdll exports `wine_get_version`); false off Windows.
+pub fn under_wine() -> bool {
+    #[cfg(windows)]
+    return imp::under_wine();
+    #[cfg(not(windows))]
+    false
+}
+
 /// This process's switches (all its threads, live and ended) and those of all its reaped
 /// children, since it started: (self, children), each vol + invol. Linux only (getrusage
 /// RUSAGE_SELF / RUSAGE_CHILDREN); elsewhere the reason.
@@ -199,7 +207,6 @@ mod imp {
     const _: () = assert!(std::mem::size_of::<ThreadInfo>() == 0x50);
     const _: () = assert!(std::mem::offset_of!(ThreadInfo, context_switches) == 64);
 
-    /// Running under Wine (ntdll exports `wine_get_version`).
     pub fn under_wine() -> bool {
         use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
         // SAFETY: NUL-terminated names; ntdll is always loaded.
