@@ -249,8 +249,9 @@ mod imp {
                 if off + std::mem::size_of::<ProcInfo>() > end {
                     break;
                 }
-                // SAFETY: in bounds (checked above); the system writes 8-aligned entries.
-                let p = unsafe { &*base.add(off).cast::<ProcInfo>() };
+                // SAFETY: in bounds (checked above). Entries need not be aligned (Wine packs
+                // them after odd-length image names): copied out unaligned.
+                let p = unsafe { base.add(off).cast::<ProcInfo>().read_unaligned() };
                 if p.unique_process_id == pid as usize {
                     let n = p.number_of_threads as usize;
                     let first = off + std::mem::size_of::<ProcInfo>();
@@ -261,9 +262,9 @@ mod imp {
                         .map(|i| {
                             // SAFETY: in bounds (checked above).
                             let t = unsafe {
-                                &*base
-                                    .add(first + i * std::mem::size_of::<ThreadInfo>())
+                                base.add(first + i * std::mem::size_of::<ThreadInfo>())
                                     .cast::<ThreadInfo>()
+                                    .read_unaligned()
                             };
                             u64::from(t.context_switches)
                         })
