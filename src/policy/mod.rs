@@ -341,7 +341,9 @@ the child's wait4 counters and records, per run, the widest difference per count
 that a warning). Reconciliation with perf stat -e context-switches (which counts the whole \
 command): parent_switches_total (getrusage RUSAGE_SELF, all threads of this process) + \
 children_switches_total (RUSAGE_CHILDREN: every reaped child, start-up included) since the start, \
-and the same over this run (parent_switches_run, children_switches_run).";
+and the same over this run (parent_switches_run, children_switches_run). perf counts about one \
+switch fewer per child: an inherited counter is folded into the parent's at exit, before the \
+dying task's last switch, which wait4 still counts (the voluntary gap of 1 above).";
 
 impl Cell {
     pub fn new(study: Arc<Study>, work: WorkKind, policy: PolicySpec, procs: u32) -> Cell {
