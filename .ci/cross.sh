@@ -217,6 +217,22 @@ for w in works:
 if "## Which policy differences are significant" not in open(f"{out}/policy.md", encoding="utf-8").read():
     bad.append("policy.md: no significance section")
 print(f"  policy significance: {len(sig['rows'])} rows, {sum(r['significant'] for r in sig['rows'])} significant")
+# The total context switches: measured, or unsupported with the reason (Wine's counter reads 0);
+# the voluntary/involuntary split is unsupported on Windows, never a 0.
+for b in json.load(open(f"{out}/policy.json"))["benchmarks"]:
+    if b.get("error"):
+        continue
+    ms = {m["name"]: m for m in b["metrics"]}
+    for name in ("switches", "voluntary", "involuntary"):
+        m = ms.get(name)
+        why = (m or {}).get("not_measured") or ""
+        if m is None or (name != "switches" and not why.startswith("unsupported on Windows: ")) \
+                or (name == "switches" and why and not why.startswith("unsupported ")):
+            bad.append(f"{b['id']}: {name}: {why or 'measured' if m else 'missing'}")
+print("  policy cells: switches " + ", ".join(sorted({
+    (b_ms.get("not_measured") or "measured")
+    for b in json.load(open(f"{out}/policy.json"))["benchmarks"] if not b.get("error")
+    for b_ms in b["metrics"] if b_ms["name"] == "switches"})))
 print("  policy cells: priority classes read back " + ", ".join(sorted({
     f"{b['id'].split('/')[2]}→{b['run_facts'][0].get('policy_applied')}"
     for b in json.load(open(f"{out}/policy.json"))["benchmarks"] if not b.get("error")})))

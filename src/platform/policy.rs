@@ -284,6 +284,13 @@ pub fn own_usage() -> io::Result<ChildUsage> {
     imp::own_usage()
 }
 
+#[path = "policy_switches.rs"]
+mod switches;
+pub use switches::{
+    OWN_SWITCHES_METHOD, OwnSwitches, command_switches, own_switches, parse_status,
+    split_unsupported, under_wine,
+};
+
 pub use imp::{
     ChildSet, apply_process, apply_thread_for_interactivity, deadline_server, kill_group,
     process_limit, rt_throttle_settings, set_watchdog_priority, user_process_count,
@@ -296,6 +303,9 @@ mod unix_children {
     use std::io;
     use std::os::unix::process::CommandExt;
     use std::process::Command;
+
+    /// rusage carries voluntary/involuntary switch counts (not on macOS).
+    const SPLIT: bool = !cfg!(target_os = "macos");
 
     /// Children in one process group: killed together, reaped with `wait4` (rusage).
     pub struct ChildSet {
@@ -367,8 +377,9 @@ mod unix_children {
                     code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
                     user_ns: tv(ru.ru_utime),
                     sys_ns: tv(ru.ru_stime),
-                    voluntary: Some(ru.ru_nvcsw as u64),
-                    involuntary: Some(ru.ru_nivcsw as u64),
+                    // macOS fills no switch counts in rusage: no split there (never a 0).
+                    voluntary: SPLIT.then_some(ru.ru_nvcsw as u64),
+                    involuntary: SPLIT.then_some(ru.ru_nivcsw as u64),
                     // Linux: KiB; macOS: bytes.
                     max_rss_bytes: Some(if cfg!(target_os = "macos") {
                         ru.ru_maxrss as u64
@@ -420,8 +431,8 @@ mod unix_children {
             code: None,
             user_ns: tv(ru.ru_utime),
             sys_ns: tv(ru.ru_stime),
-            voluntary: Some(ru.ru_nvcsw as u64),
-            involuntary: Some(ru.ru_nivcsw as u64),
+            voluntary: SPLIT.then_some(ru.ru_nvcsw as u64),
+            involuntary: SPLIT.then_some(ru.ru_nivcsw as u64),
             max_rss_bytes: None,
         })
     }
@@ -570,7 +581,7 @@ mod imp {
     use super::*;
     use crate::platform::realtime::{Policy, SchedRequest};
 
-    pub const USAGE_METHOD: &str = "wait4 rusage of each child (user, system time; macOS often reports 0 voluntary/involuntary switches)";
+    pub const USAGE_METHOD: &str = "wait4 rusage of each child (user, system time; its switch counts are 0 on macOS, so not used: the total comes from the child's own proc_pidinfo)";
 
     const QOS_USER_INTERACTIVE: u32 = 0x21;
     const QOS_USER_INITIATED: u32 = 0x19;
@@ -792,7 +803,7 @@ mod imp {
         THREAD_PRIORITY_NORMAL, THREAD_PRIORITY_TIME_CRITICAL,
     };
 
-    pub const USAGE_METHOD: &str = "GetProcessTimes of each child (user, kernel time); Windows gives no per-process voluntary/involuntary context-switch split";
+    pub const USAGE_METHOD: &str = "GetProcessTimes of each child (user, kernel time); the total context switches from the child's own reading, no voluntary/involuntary split";
 
     pub fn rt_throttle_settings() -> (Option<i64>, Option<i64>) {
         (None, None)
@@ -940,15 +951,68 @@ mod imp {
         Ok(())
     }
 
-    /// Children kept as handles; killed one by one (TerminateProcess through `Child::kill`).
+    /// A job object that kills its processes when its last handle closes (this process
+    /// ending in any way, killed included): the Windows counterpart of PR_SET_PDEATHSIG.
+    struct Job(HANDLE);
+
+    impl Job {
+        fn kill_on_close() -> io::Result<Job> {
+            use windows_sys::Win32::System::JobObjects::{
+                CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+                JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectExtendedLimitInformation,
+                SetInformationJobObject,
+            };
+            // SAFETY: no name, default (non-inheritable) security.
+            let h = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+            if h.is_null() {
+                return Err(io::Error::last_os_error());
+            }
+            let job = Job(h);
+            // SAFETY: zeroed is a valid "no limits" structure; size is its size.
+            let mut info: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+            info.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+            let ok = unsafe {
+                SetInformationJobObject(
+                    job.0,
+                    JobObjectExtendedLimitInformation,
+                    (&info as *const JOBOBJECT_EXTENDED_LIMIT_INFORMATION).cast(),
+                    std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                )
+            };
+            if ok == 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(job)
+        }
+    }
+
+    impl Drop for Job {
+        fn drop(&mut self) {
+            // SAFETY: our own handle, closed once.
+            unsafe { windows_sys::Win32::Foundation::CloseHandle(self.0) };
+        }
+    }
+
+    // SAFETY: a job handle may be used from any thread.
+    unsafe impl Send for Job {}
+
+    /// Children kept as handles, all in one kill-on-close job object (a killed parent takes
+    /// them along); killed one by one (TerminateProcess through `Child::kill`).
     #[derive(Default)]
     pub struct ChildSet {
         children: Vec<Child>,
+        job: Option<Job>,
     }
 
     impl ChildSet {
         pub fn new() -> ChildSet {
             ChildSet::default()
+        }
+        /// Close the job handle without killing anything first: what the system does when this
+        /// process ends (the job then kills the children). For tests.
+        #[doc(hidden)]
+        pub fn close_job(&mut self) {
+            self.job = None;
         }
         pub fn group(&self) -> Option<i32> {
             None
@@ -957,8 +1021,24 @@ mod imp {
             self.children.len()
         }
         pub fn spawn(&mut self, mut cmd: Command) -> io::Result<u32> {
-            let c = cmd.spawn()?;
+            use windows_sys::Win32::System::JobObjects::AssignProcessToJobObject;
+            if self.job.is_none() {
+                self.job = Some(Job::kill_on_close().map_err(|e| {
+                    io::Error::other(format!("creating a kill-on-close job object: {e}"))
+                })?);
+            }
+            let mut c = cmd.spawn()?;
             let pid = c.id();
+            let job = self.job.as_ref().map_or(std::ptr::null_mut(), |j| j.0);
+            // SAFETY: both handles are open (c owns the process handle).
+            if unsafe { AssignProcessToJobObject(job, c.as_raw_handle() as HANDLE) } == 0 {
+                let e = io::Error::last_os_error();
+                let _ = c.kill();
+                let _ = c.wait();
+                return Err(io::Error::other(format!(
+                    "putting child {pid} in the job object: {e}"
+                )));
+            }
             self.children.push(c);
             Ok(pid)
         }

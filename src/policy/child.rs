@@ -1,6 +1,6 @@
 //! Body of a study child (`osgauge __policy_child <json>`): apply the policy and read it back,
-//! wait for the release (end of standard input), do the work, stamp start and finish, and write
-//! one short JSON line (shorter than PIPE_BUF, so lines of many children never interleave).
+//! wait for the release (end of standard input), do the work, stamp start and finish, read its own
+//! context-switch counters, and write one short JSON line (shorter than PIPE_BUF, so lines of many children never interleave).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -59,6 +59,7 @@ pub fn child_main(spec_json: &str) -> i32 {
         return 4;
     }
     let before = pp::own_usage().ok();
+    let before_sw = pp::own_switches();
     let start = now_ns();
     let r = work::run(&spec.work, &dir);
     let end = now_ns();
@@ -66,6 +67,9 @@ pub fn child_main(spec_json: &str) -> i32 {
     if let Err(e) = r {
         return fail(format!("{} work: {e}", spec.work.kind.name()));
     }
+    // The last thing before the result line: the own counters, for the parent to set beside
+    // the reaped ones (the difference is the exit path's few switches).
+    let switches = pp::own_switches();
     say(serde_json::json!({
         "pid": std::process::id(),
         "start": start,
@@ -73,7 +77,9 @@ pub fn child_main(spec_json: &str) -> i32 {
         "applied": applied,
         "before": before.map(|u| serde_json::json!({
             "user": u.user_ns, "sys": u.sys_ns, "vol": u.voluntary, "invol": u.involuntary,
+            "csw": before_sw.total,
         })),
+        "switches": switches,
     }));
     0
 }

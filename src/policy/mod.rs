@@ -132,6 +132,9 @@ struct ChildLine {
     /// The child's own usage at its release (start-up), subtracted from the reaped figures.
     #[serde(default)]
     before: Option<Before>,
+    /// The child's own context-switch counters, read just before its result line.
+    #[serde(default)]
+    switches: Option<pp::OwnSwitches>,
 }
 
 #[derive(Debug, Default, Clone, serde::Deserialize)]
@@ -140,6 +143,9 @@ struct Before {
     sys: u64,
     vol: Option<u64>,
     invol: Option<u64>,
+    /// Own total switches at the release (macOS / Windows: the only figure there).
+    #[serde(default)]
+    csw: Option<u64>,
 }
 
 fn child_error(c: &ChildLine) -> Option<BenchError> {
@@ -215,6 +221,8 @@ pub struct ProcFigures {
     pub sys_ns: f64,
     pub voluntary: Option<u64>,
     pub involuntary: Option<u64>,
+    /// All switches (voluntary + involuntary where split, the OS's total elsewhere).
+    pub switches: Option<u64>,
 }
 
 /// Per-run figures from per-process ones (pure).
@@ -227,6 +235,7 @@ pub struct RunFigures {
     pub sys_ns: f64,
     pub voluntary: Option<u64>,
     pub involuntary: Option<u64>,
+    pub switches: Option<u64>,
     pub fairness_pct: f64,
 }
 
@@ -252,7 +261,49 @@ pub fn run_figures(procs: &[ProcFigures]) -> RunFigures {
         sys_ns: procs.iter().map(|p| p.sys_ns).sum(),
         voluntary: sum_opt(|p| p.voluntary),
         involuntary: sum_opt(|p| p.involuntary),
+        switches: sum_opt(|p| p.switches),
         fairness_pct: 100.0 * jain(&shares),
+    }
+}
+
+/// Largest allowed difference per counter between a child's reaped (`wait4`) switches and its own
+/// `/proc/self/status` reading just before its result line: what the exit path can add (writing
+/// the line, exit, a preemption or two on a loaded machine). Beyond it the record gets a warning.
+pub const SWITCH_GAP_BOUND: i64 = 10;
+
+/// Reaped minus own-reading switches of one child (or the widest over a run), per counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SwitchGap {
+    pub vol: i64,
+    pub invol: i64,
+}
+
+impl SwitchGap {
+    /// `reaped` and `own` are (voluntary, involuntary), both counted from the child's start.
+    pub fn of(reaped: (u64, u64), own: (u64, u64)) -> SwitchGap {
+        SwitchGap {
+            vol: reaped.0 as i64 - own.0 as i64,
+            invol: reaped.1 as i64 - own.1 as i64,
+        }
+    }
+    /// Keep, per counter, the difference of larger magnitude.
+    pub fn widest(self, o: SwitchGap) -> SwitchGap {
+        let w = |a: i64, b: i64| if b.abs() > a.abs() { b } else { a };
+        SwitchGap {
+            vol: w(self.vol, o.vol),
+            invol: w(self.invol, o.invol),
+        }
+    }
+    /// A warning when the reaped counters are below the own reading (impossible for one task)
+    /// or above it by more than [`SWITCH_GAP_BOUND`].
+    pub fn warning(self) -> Option<String> {
+        let bad = |g: i64| !(0..=SWITCH_GAP_BOUND).contains(&g);
+        (bad(self.vol) || bad(self.invol)).then(|| {
+            format!(
+                "context-switch cross-check: wait4 minus /proc/self/status differs by {} voluntary, {} involuntary for one child (expected 0..={SWITCH_GAP_BOUND}: the exit path)",
+                self.vol, self.invol
+            )
+        })
     }
 }
 
@@ -282,6 +333,18 @@ CPU shares (CPU time / turnaround per process). A watchdog thread at a priority 
 Ctrl-C, and records its own worst wake-up lateness (how responsive the machine stayed). Real-time \
 policies are refused unless RT throttling (or the deadline server) leaves CPU time to normal tasks.";
 
+/// How the switch counts are checked (part of every cell's method).
+pub const SWITCH_CHECK_METHOD: &str = "Linux cross-check: each child reads its own \
+/proc/self/status counters as the last thing before its result line; the parent sets them beside \
+the child's wait4 counters and records, per run, the widest difference per counter \
+(switch_check_vol_gap_max, switch_check_invol_gap_max; expected 0..=10, the exit path; outside \
+that a warning). Reconciliation with perf stat -e context-switches (which counts the whole \
+command): parent_switches_total (getrusage RUSAGE_SELF, all threads of this process) + \
+children_switches_total (RUSAGE_CHILDREN: every reaped child, start-up included) since the start, \
+and the same over this run (parent_switches_run, children_switches_run). perf counts about one \
+switch fewer per child: an inherited counter is folded into the parent's at exit, before the \
+dying task's last switch, which wait4 still counts (the voluntary gap of 1 above).";
+
 impl Cell {
     pub fn new(study: Arc<Study>, work: WorkKind, policy: PolicySpec, procs: u32) -> Cell {
         let mut label = policy.name.name().to_string();
@@ -300,7 +363,11 @@ impl Cell {
                 id,
                 suite: "policy",
                 title: format!("{} × {procs} processes under {label}", work.name()),
-                method: format!("{METHOD} Per-process usage: {}.", pp::usage_method()),
+                method: format!(
+                    "{METHOD} Per-process usage: {}. Own counters: {}. {SWITCH_CHECK_METHOD}",
+                    pp::usage_method(),
+                    pp::OWN_SWITCHES_METHOD
+                ),
                 metrics: vec![
                     m(
                         "makespan",
@@ -343,6 +410,12 @@ impl Cell {
                         Unit::Count,
                         Better::Neutral,
                         "involuntary context switches (preemptions) of all processes",
+                    ),
+                    m(
+                        "switches",
+                        Unit::Count,
+                        Better::Neutral,
+                        "all context switches of all processes: voluntary + involuntary where the OS splits them (wait4), else the total each child reads itself (release → its result line)",
                     ),
                     m(
                         "fairness",
@@ -439,6 +512,8 @@ impl Benchmark for Cell {
         let json = self.spec_json(&size, dir.path());
         let (go_r, go_w) = std::io::pipe().map_err(|e| BenchError::os("pipe", e))?;
         let (res_r, res_w) = std::io::pipe().map_err(|e| BenchError::os("pipe", e))?;
+        // This process's and its reaped children's switches so far (to set beside perf stat).
+        let command_before = pp::command_switches();
         let mut set = pp::ChildSet::new();
         let mut pids = Vec::with_capacity(self.procs as usize);
         // Spawn every child (each applies its policy and blocks on the go pipe).
@@ -569,6 +644,7 @@ impl Benchmark for Cell {
         });
         drop(dir);
         let usage = outcome?;
+        let command_after = pp::command_switches();
         // Match result lines to reaped children.
         let mut by_pid = std::collections::HashMap::new();
         for l in &lines {
@@ -586,6 +662,10 @@ impl Benchmark for Cell {
         // Switches before the release (exec, start-up, policy, the wait), kept apart as a fact so
         // the totals can be checked against a whole-process counter (perf stat).
         let mut startup_switches: Option<u64> = Some(0);
+        // Cross-check of the reaped counters against each child's own reading.
+        let mut gap: Option<SwitchGap> = None;
+        let mut check_missing: Option<String> = None;
+        let mut total_missing: Option<String> = None;
         for u in &usage {
             let c = by_pid.get(&u.pid).ok_or_else(|| {
                 BenchError::failed(format!(
@@ -615,13 +695,48 @@ impl Benchmark for Cell {
             })?;
             let minus = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
             startup_switches = (|| Some(startup_switches? + b.vol? + b.invol?))();
+            let own = c.switches.clone().unwrap_or_default();
+            let why_own = || {
+                own.why
+                    .clone()
+                    .or_else(pp::split_unsupported)
+                    .unwrap_or_else(|| format!("child {} sent no own counters", u.pid))
+            };
+            match (u.voluntary, u.involuntary, own.vol, own.invol) {
+                (Some(rv), Some(ri), Some(ov), Some(oi)) if own.threads == Some(1) => {
+                    let g = SwitchGap::of((rv, ri), (ov, oi));
+                    gap = Some(gap.map_or(g, |w| w.widest(g)));
+                }
+                (Some(_), Some(_), Some(_), Some(_)) => {
+                    check_missing.get_or_insert_with(|| {
+                        format!(
+                            "child {} had {:?} threads: /proc/self/status counts only its main task",
+                            u.pid, own.threads
+                        )
+                    });
+                }
+                _ => {
+                    check_missing.get_or_insert_with(why_own);
+                }
+            }
+            let voluntary = minus(u.voluntary, b.vol);
+            let involuntary = minus(u.involuntary, b.invol);
+            let switches = match (voluntary, involuntary, own.total, b.csw) {
+                (Some(v), Some(i), _, _) => Some(v + i),
+                (_, _, Some(end), Some(start)) => Some(end.saturating_sub(start)),
+                _ => {
+                    total_missing.get_or_insert_with(why_own);
+                    None
+                }
+            };
             procs.push(ProcFigures {
                 turnaround_ns: c.end.saturating_sub(t_go) as f64,
                 wall_ns: c.end.saturating_sub(c.start) as f64,
                 user_ns: u.user_ns.saturating_sub(b.user) as f64,
                 sys_ns: u.sys_ns.saturating_sub(b.sys) as f64,
-                voluntary: minus(u.voluntary, b.vol),
-                involuntary: minus(u.involuntary, b.invol),
+                voluntary,
+                involuntary,
+                switches,
             });
         }
         if procs.len() != self.procs as usize {
@@ -677,14 +792,50 @@ impl Benchmark for Cell {
                     .metric("involuntary", vec![i as f64])
             }
             _ => {
-                let why = format!(
-                    "unsupported on {}: no voluntary/involuntary split per process",
-                    crate::platform::OS_NAME
-                );
+                let why = pp::split_unsupported().unwrap_or_else(|| {
+                    format!(
+                        "unsupported on {}: no voluntary/involuntary split per process",
+                        crate::platform::OS_NAME
+                    )
+                });
                 out = out
                     .not_measured("voluntary", why.clone())
                     .not_measured("involuntary", why);
             }
+        }
+        out = match f.switches {
+            Some(t) => out.metric("switches", vec![t as f64]),
+            None => out.not_measured(
+                "switches",
+                total_missing.unwrap_or_else(|| "no switch counts".into()),
+            ),
+        };
+        match gap {
+            Some(g) => {
+                if let Some(w) = g.warning() {
+                    out.warnings.push(w);
+                }
+                out = out
+                    .fact("switch_check_vol_gap_max", g.vol)
+                    .fact("switch_check_invol_gap_max", g.invol)
+                    .fact("switch_check_bound", SWITCH_GAP_BOUND);
+            }
+            None => {
+                out = out.fact(
+                    "switch_check",
+                    check_missing.unwrap_or_else(|| "no children".into()),
+                )
+            }
+        }
+        match (command_before, command_after) {
+            (Ok((s0, c0)), Ok((s1, c1))) => {
+                out = out
+                    .fact("parent_switches_run", s1.saturating_sub(s0))
+                    .fact("children_switches_run", c1.saturating_sub(c0))
+                    .fact("parent_switches_total", s1)
+                    .fact("children_switches_total", c1);
+            }
+            (Err(e), _) | (_, Err(e)) => out = out.fact("command_switches", e),
         }
         for n in notes {
             out = out.fact("rt_safety", n);
@@ -753,6 +904,7 @@ mod tests {
             sys_ns: s,
             voluntary: Some(v),
             involuntary: Some(i),
+            switches: Some(v + i),
         };
         let f = run_figures(&[p(10.0, 4.0, 1.0, 3, 1), p(20.0, 8.0, 2.0, 5, 2)]);
         assert_eq!(f.makespan_ns, 20.0);
@@ -760,11 +912,35 @@ mod tests {
         assert_eq!(f.sys_ns, 3.0);
         assert_eq!(f.voluntary, Some(8));
         assert_eq!(f.involuntary, Some(3));
+        assert_eq!(f.switches, Some(11));
         // Both got half their turnaround as CPU: perfectly fair.
         assert!((f.fairness_pct - 100.0).abs() < 1e-9);
         let mut q = p(5.0, 1.0, 0.0, 0, 0);
         q.voluntary = None;
-        assert_eq!(run_figures(&[q]).voluntary, None);
+        assert_eq!(run_figures(&[q.clone()]).voluntary, None);
+        // One process without a total: no total for the run (never a partial sum).
+        q.switches = None;
+        assert_eq!(run_figures(&[q, p(1.0, 1.0, 0.0, 1, 1)]).switches, None);
+    }
+
+    #[test]
+    fn switch_gap_keeps_the_widest_and_warns_outside_the_bound() {
+        let g = SwitchGap::of((12, 3), (10, 3));
+        assert_eq!(g, SwitchGap { vol: 2, invol: 0 });
+        assert_eq!(g.warning(), None);
+        let w = g.widest(SwitchGap::of((5, 9), (5, 4)));
+        assert_eq!(w, SwitchGap { vol: 2, invol: 5 });
+        // The reaped counters below the own reading: impossible for one task, a warning.
+        let neg = w.widest(SwitchGap::of((4, 0), (7, 0)));
+        assert_eq!(neg.vol, -3);
+        assert!(neg.warning().unwrap().contains("-3 voluntary"));
+        let big = SwitchGap::of((10 + SWITCH_GAP_BOUND as u64 + 1, 0), (10, 0));
+        assert!(big.warning().is_some());
+        assert!(
+            SwitchGap::of((10 + SWITCH_GAP_BOUND as u64, 0), (10, 0))
+                .warning()
+                .is_none()
+        );
     }
 
     #[test]

@@ -1,0 +1,215 @@
+//! Context-switch counts of the policy study, checked: each child's own reading against the
+//! reaped (wait4) counters on Linux, the reconciliation facts (this process + its reaped children,
+//! to set beside `perf stat`), the total `switches` metric on every OS (measured or unsupported
+//! with the reason), and on Windows the kill-on-close job object that takes the children along.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn tiny_study(dir: &Path) -> Value {
+    let json = dir.join("r.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_osgauge"))
+        .args([
+            "policy",
+            "--work",
+            "cpu,io",
+            "--policy",
+            "other",
+            "--procs",
+            "2",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--work-time",
+            "1ms",
+            "--quiet",
+            "--no-store",
+            "--export-json",
+        ])
+        .arg(&json)
+        .env("OSGAUGE_STORE", dir.join("store.sqlite"))
+        .env("OSGAUGE_CACHE_DIR", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+fn metric<'a>(b: &'a Value, name: &str) -> &'a Value {
+    b["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("{}: no metric {name}", b["id"]))
+}
+
+/// The single sample of each run (these metrics have one value per run).
+fn per_run(b: &Value, name: &str) -> Vec<u64> {
+    metric(b, name)["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["summary"]["p50"].as_f64().unwrap() as u64)
+        .collect()
+}
+
+fn u(f: &Value, k: &str) -> i64 {
+    f[k].as_i64()
+        .unwrap_or_else(|| panic!("fact {k} missing or not a number: {f}"))
+}
+
+#[test]
+fn switch_counts_are_cross_checked_and_reconciled() {
+    let d = tempfile::tempdir().unwrap();
+    let v = tiny_study(d.path());
+    let benches = v["benchmarks"].as_array().unwrap();
+    assert_eq!(benches.len(), 2);
+    let mut children_total_seen = Vec::new();
+    for b in benches {
+        assert!(b["error"].is_null(), "{}: {}", b["id"], b["error"]);
+        let sw = metric(b, "switches");
+        if cfg!(target_os = "linux") {
+            // The total is the sum of the split, run by run.
+            let (vol, invol, total) = (
+                per_run(b, "voluntary"),
+                per_run(b, "involuntary"),
+                per_run(b, "switches"),
+            );
+            for r in 0..2 {
+                assert_eq!(vol[r] + invol[r], total[r], "{}", b["id"]);
+            }
+            for (r, f) in b["run_facts"].as_array().unwrap().iter().enumerate() {
+                // Own /proc/self/status reading vs wait4: only the exit path between them.
+                for k in ["switch_check_vol_gap_max", "switch_check_invol_gap_max"] {
+                    let g = u(f, k);
+                    assert!(
+                        (0..=u(f, "switch_check_bound")).contains(&g),
+                        "{}: {k} = {g}",
+                        b["id"]
+                    );
+                }
+                // RUSAGE_CHILDREN over the run is exactly the reaped children's switches:
+                // the work part (the metric) plus the start-up part.
+                assert_eq!(
+                    u(f, "children_switches_run"),
+                    total[r] as i64 + u(f, "startup_switches"),
+                    "{}: {f}",
+                    b["id"]
+                );
+                // This process waited for them (its threads switched) and totals only grow.
+                assert!(u(f, "parent_switches_run") > 0, "{f}");
+                assert!(u(f, "parent_switches_total") >= u(f, "parent_switches_run"));
+                children_total_seen.push(u(f, "children_switches_total"));
+            }
+            let w = b["warnings"].to_string();
+            assert!(!w.contains("cross-check"), "{}: {w}", b["id"]);
+        } else {
+            // Elsewhere: the split is unsupported with the reason (never 0), the total measured
+            // or unsupported with the reason.
+            for name in ["voluntary", "involuntary"] {
+                let why = metric(b, name)["not_measured"].as_str().unwrap_or("");
+                assert!(why.starts_with("unsupported on "), "{name}: {why}");
+            }
+            match sw["not_measured"].as_str() {
+                Some(why) => assert!(why.starts_with("unsupported "), "{why}"),
+                None => assert!(per_run(b, "switches").iter().all(|&t| t > 0)),
+            }
+            let f = &b["run_facts"][0];
+            assert!(
+                f["switch_check"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("unsupported ")),
+                "{f}"
+            );
+            println!(
+                "{}: switches {}",
+                b["id"],
+                sw["not_measured"]
+                    .as_str()
+                    .map_or(format!("{:?}", per_run(b, "switches")), String::from)
+            );
+        }
+    }
+    assert!(
+        children_total_seen.windows(2).all(|w| w[0] <= w[1]),
+        "{children_total_seen:?}"
+    );
+}
+
+#[test]
+fn a_closed_job_takes_the_children_along() {
+    if !cfg!(windows) {
+        osgauge::testing::not_run(
+            "a_closed_job_takes_the_children_along",
+            "job objects are Windows-only (Linux children get PR_SET_PDEATHSIG, tested by tests/policy.rs a_signal_mid_study_leaves_no_child_and_no_file)",
+        );
+        return;
+    }
+    job_test();
+}
+
+#[cfg(not(windows))]
+fn job_test() {}
+
+#[cfg(windows)]
+fn job_test() {
+    use osgauge::platform::policy::{ChildSet, under_wine};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let d = tempfile::tempdir().unwrap();
+    // A study child that sets its policy and then waits for the release on its stdin, which
+    // this test keeps open: it lives until something kills it.
+    let spec = serde_json::json!({
+        "work": {"kind": "cpu", "cpu_units": 1, "io_units": 0, "bursts": 0},
+        "dir": d.path(),
+        "policy": {"name": "other"},
+        "parent": std::process::id(),
+    });
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_osgauge"));
+    cmd.arg("__policy_child")
+        .arg(spec.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut set = ChildSet::new();
+    match set.spawn(cmd) {
+        Ok(_) => {}
+        Err(e) if under_wine() => {
+            osgauge::testing::not_run(
+                "a_closed_job_takes_the_children_along",
+                &format!("Wine refused the job object: {e}"),
+            );
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        set.reap().unwrap().is_empty(),
+        "the child should wait for its release"
+    );
+    // What the system does when this process dies: the job's last handle closes.
+    set.close_job();
+    let t = Instant::now();
+    while set.running() > 0 && t.elapsed() < Duration::from_secs(10) {
+        set.reap().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if set.running() > 0 && under_wine() {
+        set.kill_and_reap();
+        osgauge::testing::not_run(
+            "a_closed_job_takes_the_children_along",
+            "Wine did not kill the job's process when its last handle closed (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE not honoured)",
+        );
+        return;
+    }
+    assert_eq!(set.running(), 0, "the job did not kill its child");
+}
