@@ -276,6 +276,16 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
                     svg: bars(&cats, &Vec::new(), &beside, 1.0, "switches")?,
                     wide: true,
                 });
+            } else if get("switches").iter().any(Option::is_some) {
+                // macOS and Windows give a total only (the split is unsupported there).
+                let beside: Series = vec![("switches", RGBColor(200, 70, 70), get("switches"))];
+                figs.push(Figure {
+                    title: format!(
+                        "{name} · {w}: context switches of all processes — total (this OS gives no voluntary/involuntary split); medians, 95 % CI whiskers"
+                    ),
+                    svg: bars(&cats, &Vec::new(), &beside, 1.0, "switches")?,
+                    wide: true,
+                });
             }
             let dist: Vec<Option<[f64; 5]>> = mine
                 .iter()
