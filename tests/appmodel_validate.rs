@@ -41,6 +41,8 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("tiny.toml");
     std::fs::write(&p, TINY).unwrap();
+    // A stored run (a cpu-suite record): its prediction is printed beside the probes' one.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cpu-a.json");
     let (j, m, h) = (
         dir.path().join("v.json"),
         dir.path().join("v.md"),
@@ -52,6 +54,7 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
         .args(["--export-json", j.to_str().unwrap()])
         .args(["--export-markdown", m.to_str().unwrap()])
         .args(["--export-html", h.to_str().unwrap()])
+        .args(["--inputs", fixture.to_str().unwrap()])
         .timeout(std::time::Duration::from_secs(180))
         .output()
         .unwrap();
@@ -65,6 +68,7 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     assert!(text.contains("flat out"), "{text}");
     assert!(text.contains("maximum rate: predicted"), "{text}");
     assert!(text.contains("ping-pong round trip"), "{text}");
+    assert!(text.contains("from the run "), "{text}");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
     assert_eq!(v["schema"], "osgauge.appmodel.validate/1");
     assert_eq!(v["exit_code"], code);
@@ -88,6 +92,7 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     let ws = &v["working_set"];
     assert!(ws["ring_bytes"].as_u64().unwrap() >= 4 * ws["llc_bytes"].as_u64().unwrap());
     // The prediction includes the context switches and the loopback memory-traffic inputs.
+    assert_eq!(v["analysis"]["predictions"].as_array().unwrap().len(), 2);
     let inp = &v["analysis"]["inputs"][0]["values"];
     assert!(inp["ctx_switch_us"]["value"].as_f64().unwrap() > 0.0);
     assert_eq!(inp["net_rx_mem_per_mb"]["value"], 4.0);

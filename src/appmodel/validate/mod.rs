@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::calc::{Prediction, fmt};
+use super::inputs::{Inputs, Origin, Value};
 use super::profile::Profile;
 use crate::cli::CliError;
 use crate::cpucost::CpuMeter;
@@ -87,6 +88,7 @@ pub fn run_cli(
     max_rate: Option<f64>,
     step_s: f64,
     exports: &Exports,
+    run: Option<Inputs>,
 ) -> Result<i32, CliError> {
     let p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
     if !(0.2..=60.0).contains(&step_s) {
@@ -117,7 +119,7 @@ pub fn run_cli(
         .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
         .tempdir()
         .map_err(other)?;
-    let r = validate(p, path, cpus, dir.path(), max_rate, step_s);
+    let r = validate(p, path, cpus, dir.path(), max_rate, step_s, run);
     drop(dir);
     match crate::platform::interrupt_exit_code() {
         Some(code) if INTERRUPTED.load(Ordering::Relaxed) => {
@@ -156,6 +158,7 @@ fn validate(
     dir: &Path,
     max_rate: Option<f64>,
     step_s: f64,
+    run: Option<Inputs>,
 ) -> Result<Validation, CliError> {
     let mut p = p;
     let mut notes = Vec::new();
@@ -187,8 +190,30 @@ fn validate(
     );
     let meter = CpuMeter::start(Duration::from_millis(500)).map_err(other)?;
     let base = meter.stop().map_err(other)?.baseline.busy_cpus();
-    let inp = probe::probe(&p, cpus, dir, ws)?;
-    let a = super::analyse(&p, vec![inp], None);
+    let mut ins = vec![probe::probe(&p, cpus, dir, ws)?];
+    if let Some(mut r) = run {
+        // The app runs over loopback: the run's inputs get the same loopback traffic statements
+        // where the run measured none.
+        for (k, v, why) in probe::LOOPBACK_TRAFFIC {
+            if !r.values.contains_key(*k) {
+                r.values.insert(
+                    k.to_string(),
+                    Value {
+                        value: *v,
+                        origin: Origin::Assumed,
+                        source: why.to_string(),
+                    },
+                );
+            }
+        }
+        notes.push(format!(
+            "also predicted from the stored run \"{}\" (its suite figures, the loopback traffic statements where it measured none); the verdict judges the probes' prediction",
+            r.name
+        ));
+        crate::outln!("note: {}", notes.last().map_or("", |s| s.as_str()));
+        ins.push(r);
+    }
+    let a = super::analyse(&p, ins, None);
     let pred: Prediction = a.predictions[0].clone();
     crate::out!("{}", super::render::text(&a));
     let busy = base > 0.25;
@@ -286,6 +311,21 @@ fn validate(
         })
         .unwrap_or_default();
     let sat_cpu = sat.cpu_util;
+    if let Some(rp) = a.predictions.get(1) {
+        crate::outln!(
+            "  from the run \"{}\": maximum rate {} {}/s (bottleneck {}){}; CPU at the flat-out rate {:.1} % predicted vs {:.1} % measured",
+            rp.name,
+            rp.x_max.map_or("—".into(), |x| format!("{x:.2}")),
+            p.unit,
+            rp.bottleneck.as_deref().unwrap_or("—"),
+            rp.x_max.map_or(String::new(), |x| format!(
+                ": {}",
+                ratio_text(measured_max, x)
+            )),
+            rp.resource("cpu").and_then(|r| r.s).unwrap_or(0.0) * sat.achieved * 100.0,
+            sat.cpu_util * 100.0
+        );
+    }
     crate::outln!(
         "  bottleneck: predicted {bottleneck}; flat out this process used {:.1} % of all CPUs",
         sat_cpu * 100.0
