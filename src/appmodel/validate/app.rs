@@ -88,16 +88,29 @@ impl Worker {
             .write(true)
             .open(path)
             .map_err(other)?;
+        let mut ring = Ring::new(ws);
+        // The file is filled to its full size before the step (not measured): writes then
+        // overwrite cached pages in place, as the probe's timed pass does, and reads stream
+        // through ≥ the working set instead of the few bytes written so far.
+        let mut held = 0;
+        if d.disk_write_mb > 0.0 || d.disk_read_mb > 0.0 {
+            let mut file = &file;
+            while held < file_cap(ws) {
+                file.write_all(ring.take(CHUNK)).map_err(other)?;
+                held += CHUNK;
+            }
+            file.seek(SeekFrom::Start(0)).map_err(other)?;
+        }
         Ok(Worker {
-            ring: Ring::new(ws),
+            ring,
             rx,
             tx,
             helpers,
             pp,
             file,
             wpos: 0,
-            held: 0,
-            rpos: 0,
+            held,
+            rpos: held / 2,
         })
     }
 
