@@ -320,4 +320,93 @@ mod tests {
         assert_eq!(v.exit_code(), 0);
         assert!(v.text.starts_with("NOT JUDGED"), "{}", v.text);
     }
+
+    /// Every export carries every step (offered, achieved, CPU measured vs predicted, per-resource
+    /// MB/s) and the verdict.
+    #[test]
+    fn the_exports_contain_the_prediction_every_step_and_the_verdict() {
+        use crate::appmodel::inputs::{Inputs, Origin, Value};
+        use crate::appmodel::{Profile, analyse};
+        let p = Profile::parse(
+            "p",
+            "[app]\nname = \"t\"\nunit = \"req\"\ntarget_rate = 10\n[demand]\nnet_rx_mb = 1\napp_cpu_s = 0.01\napp_mem_mb = 4\n",
+        )
+        .unwrap();
+        let mut i = Inputs {
+            name: "probes".into(),
+            os: "linux".into(),
+            values: Default::default(),
+            missing: Default::default(),
+        };
+        for (k, v) in [
+            ("cpus", 2.0),
+            ("net_rx_cpu_s_per_mb_tcp", 0.001),
+            ("mem_bw_mb_s", 1000.0),
+            ("net_link_mb_s", 500.0),
+        ] {
+            i.values.insert(
+                k.into(),
+                Value {
+                    value: v,
+                    origin: Origin::Measured,
+                    source: "test".into(),
+                },
+            );
+        }
+        let a = analyse(&p, vec![i], None);
+        let pred = a.predictions[0].clone();
+        let step = |offered, achieved, cpu_util| {
+            StepRow::new(
+                &Step {
+                    offered,
+                    duration_s: 1.0,
+                    achieved,
+                    cpu_util,
+                },
+                &pred,
+                0.0,
+            )
+        };
+        let steps = vec![step(Some(12.5), 12.4, 0.068), step(None, 77.7, 0.42)];
+        // S_cpu = (0.01 + 0.001) / 2 = 0.0055 → at 12.4/s, 6.82 %.
+        assert!((steps[0].cpu_predicted_pct - 6.82).abs() < 1e-9);
+        assert_eq!(steps[0].cpu_agrees, Some(true));
+        assert!((steps[1].achieved_mb_s["net_rx"] - 77.7).abs() < 1e-9);
+        let verdict = judge(false, pred.x_max.unwrap(), 77.7, true, "memory", "x", 0.42);
+        let v = Validation {
+            schema: "osgauge.appmodel.validate/1",
+            profile_path: "p.toml".into(),
+            working_set: WorkingSet {
+                llc_bytes: 32 << 20,
+                llc_source: "test".into(),
+                ring_bytes: 128 << 20,
+            },
+            background_cpus: 0.0,
+            shared_machine: false,
+            notes: vec!["a note".into()],
+            exit_code: verdict.exit_code(),
+            analysis: a,
+            steps,
+            verdict,
+        };
+        let j: serde_json::Value = serde_json::from_str(&json(&v).unwrap()).unwrap();
+        assert_eq!(j["steps"].as_array().unwrap().len(), 2);
+        assert_eq!(j["steps"][0]["offered"], 12.5);
+        assert!(j["steps"][1]["offered"].is_null());
+        assert_eq!(j["verdict"]["x_measured"], 77.7);
+        assert!(j["analysis"]["predictions"][0]["x_max"].is_f64());
+        let md = markdown(&v);
+        assert!(
+            md.contains("| 12.50 | 1.0 | 12.40 | 6.8 | 6.8 | yes |"),
+            "{md}"
+        );
+        assert!(md.contains("| flat out | 1.0 | 77.70 |"), "{md}");
+        assert!(md.contains(&v.verdict.text), "{md}");
+        let h = html(&v);
+        assert!(
+            h.contains("<td>12.50</td>") && h.contains("<td>flat out</td>"),
+            "{h}"
+        );
+        assert!(h.contains("Memory bandwidth"), "{h}");
+    }
 }
