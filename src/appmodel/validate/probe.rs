@@ -74,8 +74,11 @@ pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, 
         missing: Default::default(),
     };
     measured(&mut inp, "cpus", cpus as f64, "logical CPUs");
+    // The profile's own [assumptions] win (they are how a user tests another copy count).
     for (k, v, why) in LOOPBACK_TRAFFIC {
-        put(&mut inp, k, *v, Origin::Assumed, why);
+        if !p.assumptions.contains_key(*k) {
+            put(&mut inp, k, *v, Origin::Assumed, why);
+        }
     }
     // Loopback TCP: 64 MB, CPU of this process (sender + receiver threads) per MB.
     {
