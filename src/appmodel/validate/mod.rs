@@ -195,7 +195,7 @@ fn validate(
         // The app runs over loopback: the run's inputs get the same loopback traffic statements
         // where the run measured none.
         for (k, v, why) in probe::LOOPBACK_TRAFFIC {
-            if !r.values.contains_key(*k) {
+            if !r.values.contains_key(*k) && !p.assumptions.contains_key(*k) {
                 r.values.insert(
                     k.to_string(),
                     Value {
