@@ -30,15 +30,19 @@ pub struct ModelArgs {
     /// Write a self-contained HTML page (utilisation bars, capacity-vs-rate lines)
     #[arg(long, value_name = "FILE")]
     pub export_html: Option<PathBuf>,
-    /// validate: the highest rate tried, units/s [default: 4 × the prediction]
+    /// validate: the highest rate tried, units/s [default: 1.25 × the prediction]
     #[arg(long)]
     pub max_rate: Option<f64>,
+    /// validate: also predict from this stored run's suite figures (label, id, id prefix or JSON
+    /// file), printed beside the probes' prediction and the measured figures
+    #[arg(long, value_name = "RUN")]
+    pub inputs: Option<String>,
     /// validate: seconds at each rate step
     #[arg(long, default_value_t = 2.0)]
     pub step_s: f64,
 }
 
-pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. Exit codes: 0 ok; 2 bad profile or usage; 1 failure.";
+pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n  osgauge model validate examples/audio-workstation.toml --export-json v.json\n  osgauge model validate examples/imaging-pipeline.toml --inputs linux-6.18   also predict from a run\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. Exit codes: 0 ok; 2 bad profile or usage; 1 failure.\n\n`model validate` runs a synthetic application doing the profile's per-unit work (loopback TCP,\na temp file, memory copies through rings of 4 × the last-level cache, compute, frame copies,\na pipe ping-pong for the context switches) at rising rates and flat out, and compares it with\na prediction from fresh probes; --export-json/--export-markdown/--export-html write the\nprediction, every step and the verdict. Exit codes of validate: 0 when the maximum rate and the\nCPU per unit agree within 15 %, or when the machine was shared (\"not judged\"); 1 when a quiet\nmachine's measurement disagrees (the verdict names the law or input that is off) or on failure;\n2 bad profile or usage; 130/143 interrupted.";
 
 pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
     if a.profile == "validate" {
@@ -47,7 +51,26 @@ pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
                 "usage: osgauge model validate <PROFILE>".into(),
             ));
         };
-        return crate::appmodel::validate::run_cli(Path::new(p), a.max_rate, a.step_s);
+        let run = match &a.inputs {
+            Some(k) => {
+                let runs = load_runs(std::slice::from_ref(k), &a.store)?;
+                runs.first()
+                    .map(|(n, r)| appmodel::inputs::from_record(n, r))
+            }
+            None => None,
+        };
+        let ex = crate::appmodel::validate::Exports {
+            json: a.export_json,
+            markdown: a.export_markdown,
+            html: a.export_html,
+        };
+        return crate::appmodel::validate::run_cli(Path::new(p), a.max_rate, a.step_s, &ex, run);
+    }
+    if a.inputs.is_some() {
+        return Err(CliError::Usage(
+            "--inputs: only with `model validate` (give runs as positional arguments otherwise)"
+                .into(),
+        ));
     }
     let mut outputs: Vec<(&str, &Path)> = Vec::new();
     for (p, flag) in [

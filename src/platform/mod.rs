@@ -39,6 +39,9 @@ pub mod fs;
 /// System-wide and whole-process CPU time counters (CPU cost of network and disk I/O).
 pub mod cputime;
 
+/// The last-level cache size (working sets larger than it: `model validate`).
+pub mod cache;
+
 // Absolute-time sleeps, thread CPU clocks, scheduling policy read-back (interactivity suite).
 pub mod realtime;
 

@@ -1,0 +1,363 @@
+//! `osgauge model validate <profile>`: a synthetic application doing exactly the profile's
+//! per-unit work (`app.rs`: receive over loopback TCP, write and read a temp file, copy memory,
+//! compute, copy frames, send over loopback, ping-pong with a partner thread for the context
+//! switches), run at rising offered rates and then flat out, measuring the achieved rate and this
+//! process's CPU utilisation. The prediction it is compared with is made from a fresh measurement
+//! of the inputs by probes (`probe.rs`) that do the same work the same way (the network and
+//! file-system suites may not be present). Every buffer whose bytes the model counts as memory
+//! traffic streams through a ring of ≥ 4 × the last-level cache (`work.rs`), so that traffic
+//! really reaches memory. CPU is this process's own CPU time (`crate::cpucost`'s process
+//! counter); other work is measured in an idle baseline first, and a shared machine's maximum
+//! rate and bottleneck are shown but not judged.
+//!
+//! Not exercised: presenting to a display, a real NIC (loopback: both ends are this process),
+//! memory traffic counters (memory utilisation is predicted only).
+
+mod app;
+mod probe;
+pub mod report;
+pub mod work;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::calc::{Prediction, fmt};
+use super::inputs::{Inputs, Origin, Value};
+use super::profile::Profile;
+use crate::cli::CliError;
+use crate::cpucost::CpuMeter;
+use crate::platform::cputime;
+use report::{StepRow, Validation, WorkingSet};
+
+/// Set by Ctrl-C (SIGINT/SIGTERM/SIGHUP): the current step stops, files are removed, exit 130/143.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+const DIR_PREFIX: &str = "osgauge-validate-";
+
+/// Where to write the validation (each optional).
+#[derive(Debug, Default, Clone)]
+pub struct Exports {
+    pub json: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+}
+
+/// Remove the temp folders of validate runs whose process is gone (killed before cleaning up).
+fn remove_stale() {
+    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(DIR_PREFIX) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !crate::platform::process_alive(pid) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+fn other(e: impl std::fmt::Display) -> CliError {
+    CliError::Other(anyhow::anyhow!("model validate: {e}"))
+}
+
+fn proc_cpu_s() -> Result<f64, CliError> {
+    Ok(cputime::process_cpu_ns().map_err(other)? as f64 / 1e9)
+}
+
+fn ratio_text(measured: f64, predicted: f64) -> String {
+    let r = measured / predicted - 1.0;
+    format!(
+        "{:+.1} % ({})",
+        r * 100.0,
+        if r.abs() <= report::TOLERANCE {
+            "agrees within 15 %"
+        } else {
+            "DISAGREES (> 15 %)"
+        }
+    )
+}
+
+pub fn run_cli(
+    path: &Path,
+    max_rate: Option<f64>,
+    step_s: f64,
+    exports: &Exports,
+    run: Option<Inputs>,
+) -> Result<i32, CliError> {
+    let p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
+    if !(0.2..=60.0).contains(&step_s) {
+        return Err(CliError::Usage("--step-s: from 0.2 to 60 seconds".into()));
+    }
+    if let Some(m) = max_rate
+        && !(m.is_finite() && m > 0.0)
+    {
+        return Err(CliError::Usage("--max-rate: a rate above 0".into()));
+    }
+    let mut outputs: Vec<(&str, &Path)> = Vec::new();
+    for (p, flag) in [
+        (&exports.json, "--export-json"),
+        (&exports.markdown, "--export-markdown"),
+        (&exports.html, "--export-html"),
+    ] {
+        if let Some(p) = p {
+            crate::export::check_writable(p)
+                .map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+            outputs.push((flag, p));
+        }
+    }
+    crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    remove_stale();
+    crate::platform::install_interrupt_handler(&INTERRUPTED).map_err(other)?;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
+        .tempdir()
+        .map_err(other)?;
+    let r = validate(p, path, cpus, dir.path(), max_rate, step_s, run);
+    drop(dir);
+    match crate::platform::interrupt_exit_code() {
+        Some(code) if INTERRUPTED.load(Ordering::Relaxed) => {
+            crate::errln!("osgauge: model validate interrupted; temporary files removed");
+            Ok(code)
+        }
+        _ => {
+            let v = r?;
+            write_exports(&v, exports)?;
+            Ok(v.exit_code)
+        }
+    }
+}
+
+fn write_exports(v: &Validation, ex: &Exports) -> Result<(), CliError> {
+    let write = |p: &Option<PathBuf>, text: String, flag: &str| -> Result<(), CliError> {
+        if let Some(p) = p {
+            crate::export::write_atomic(p, text.as_bytes()).map_err(|e| {
+                CliError::Other(anyhow::anyhow!("{flag}: writing {}: {e}", p.display()))
+            })?;
+        }
+        Ok(())
+    };
+    if ex.json.is_some() {
+        write(&ex.json, report::json(v)?, "--export-json")?;
+    }
+    write(&ex.markdown, report::markdown(v), "--export-markdown")?;
+    write(&ex.html, report::html(v), "--export-html")?;
+    Ok(())
+}
+
+fn validate(
+    p: Profile,
+    path: &Path,
+    cpus: usize,
+    dir: &Path,
+    max_rate: Option<f64>,
+    step_s: f64,
+    run: Option<Inputs>,
+) -> Result<Validation, CliError> {
+    let mut p = p;
+    let mut notes = Vec::new();
+    let llc = crate::platform::cache::llc();
+    let ws = (4 * llc.bytes) as usize;
+    notes.push(format!(
+        "every buffer the model counts as memory traffic streams through a ring of {} MiB = 4 × the last-level cache ({} MiB, {})",
+        ws >> 20,
+        llc.bytes >> 20,
+        llc.source
+    ));
+    if p.demand.context_switches > 0.0 {
+        let rt = app::round_trips(p.demand.context_switches);
+        notes.push(format!(
+            "the profile's {} context switches per unit: {rt} ping-pong round trip(s) with a partner thread over two pipes (2 switches per round trip), costed by the probe's per-switch CPU of the same ping-pong",
+            fmt(p.demand.context_switches)
+        ));
+    }
+    if p.capacity.remove("net_link_mb_s").is_some() {
+        notes.push(
+            "the profile's stated NIC capacity is replaced by the loopback throughput the probe measures (the app runs over loopback)".into(),
+        );
+    }
+    for n in &notes {
+        crate::outln!("note: {n}");
+    }
+    crate::outln!(
+        "validate: measuring the inputs with probes (loopback TCP, temp file, copies, ping-pong) …"
+    );
+    let meter = CpuMeter::start(Duration::from_millis(500)).map_err(other)?;
+    let base = meter.stop().map_err(other)?.baseline.busy_cpus();
+    let mut ins = vec![probe::probe(&p, cpus, dir, ws)?];
+    if let Some(mut r) = run {
+        // The app runs over loopback: the run's inputs get the same loopback traffic statements
+        // where the run measured none.
+        for (k, v, why) in probe::LOOPBACK_TRAFFIC {
+            if !r.values.contains_key(*k) && !p.assumptions.contains_key(*k) {
+                r.values.insert(
+                    k.to_string(),
+                    Value {
+                        value: *v,
+                        origin: Origin::Assumed,
+                        source: why.to_string(),
+                    },
+                );
+            }
+        }
+        notes.push(format!(
+            "also predicted from the stored run \"{}\" (its suite figures, the loopback traffic statements where it measured none); the verdict judges the probes' prediction",
+            r.name
+        ));
+        crate::outln!("note: {}", notes.last().map_or("", |s| s.as_str()));
+        ins.push(r);
+    }
+    let a = super::analyse(&p, ins, None);
+    let pred: Prediction = a.predictions[0].clone();
+    crate::out!("{}", super::render::text(&a));
+    let busy = base > 0.25;
+    crate::outln!(
+        "Other work on this machine during a 0.5 s idle baseline: {:.2} CPUs{}",
+        base,
+        if busy {
+            " — the machine is SHARED: the maximum rate and bottleneck are shown but not judged (CPU per unit is this process's own)."
+        } else {
+            "."
+        }
+    );
+    let Some(x_pred) = pred.x_max else {
+        return Err(other(
+            "no maximum rate could be predicted (nothing limits the profile's work)",
+        ));
+    };
+    let top = max_rate.unwrap_or(1.25 * x_pred);
+    let disk_mb = p.demand.disk_write_mb + p.demand.disk_read_mb;
+    let mut steps = Vec::new();
+    crate::outln!(
+        "\nvalidate: the synthetic application on {cpus} worker thread(s), {step_s} s per step"
+    );
+    crate::outln!(
+        "  offered ({u}/s)  achieved ({u}/s)  CPU (this process)  CPU predicted  achieved MB/s (per-unit MB × rate)",
+        u = p.unit
+    );
+    let show = |r: &StepRow| {
+        crate::outln!(
+            "  {:>14}  {:>15.2}  {:>17.1} %  {:>12.1} %  {}",
+            r.offered.map_or("flat out".into(), |o| format!("{o:.2}")),
+            r.achieved,
+            r.cpu_measured_pct,
+            r.cpu_predicted_pct,
+            r.achieved_mb_s
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    for f in [0.25, 0.5, 0.75, 1.0] {
+        let r = (top * f / 1.25).max(0.01);
+        // Long enough for ~20 units, within [step_s, 4 × step_s].
+        let secs = (20.0 / r).clamp(step_s, 4.0 * step_s);
+        let st = app::run_app(&p, cpus, Some(r), secs, dir, ws)?;
+        let row = StepRow::new(&st, &pred, disk_mb);
+        show(&row);
+        steps.push(row);
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            return Err(other("interrupted"));
+        }
+    }
+    let sat = app::run_app(&p, cpus, None, step_s, dir, ws)?;
+    let sat_row = StepRow::new(&sat, &pred, disk_mb);
+    show(&sat_row);
+    steps.push(sat_row);
+    let measured_max = steps.iter().map(|s| s.achieved).fold(0.0, f64::max);
+    crate::outln!("\nComparison (prediction from the probes vs the synthetic application):");
+    crate::outln!(
+        "  maximum rate: predicted {:.2}, measured {:.2} {}/s: {}",
+        x_pred,
+        measured_max,
+        p.unit,
+        ratio_text(measured_max, x_pred)
+    );
+    let mut cpu_ok = pred.resource("cpu").and_then(|r| r.s).unwrap_or(0.0) > 0.0;
+    for st in &steps {
+        match st.cpu_agrees {
+            Some(ok) => {
+                crate::outln!(
+                    "  CPU utilisation at {:.2} {}/s ({}): predicted {:.1} %, measured {:.1} %: {}",
+                    st.achieved,
+                    p.unit,
+                    st.offered
+                        .map_or("flat out".to_string(), |o| format!("offered {o:.2}")),
+                    st.cpu_predicted_pct,
+                    st.cpu_measured_pct,
+                    ratio_text(st.cpu_measured_pct, st.cpu_predicted_pct)
+                );
+                cpu_ok &= ok;
+            }
+            None => cpu_ok = false,
+        }
+    }
+    let bottleneck = pred.bottleneck.clone().unwrap_or_default();
+    let b_inputs = pred
+        .resource(&bottleneck)
+        .map(|r| {
+            r.parts
+                .iter()
+                .map(|x| format!("{}{}", x.label, if x.assumed { " [assumed]" } else { "" }))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .unwrap_or_default();
+    let sat_cpu = sat.cpu_util;
+    if let Some(rp) = a.predictions.get(1) {
+        crate::outln!(
+            "  from the run \"{}\": maximum rate {} {}/s (bottleneck {}){}; CPU at the flat-out rate {:.1} % predicted vs {:.1} % measured",
+            rp.name,
+            rp.x_max.map_or("—".into(), |x| format!("{x:.2}")),
+            p.unit,
+            rp.bottleneck.as_deref().unwrap_or("—"),
+            rp.x_max.map_or(String::new(), |x| format!(
+                ": {}",
+                ratio_text(measured_max, x)
+            )),
+            rp.resource("cpu").and_then(|r| r.s).unwrap_or(0.0) * sat.achieved * 100.0,
+            sat.cpu_util * 100.0
+        );
+    }
+    crate::outln!(
+        "  bottleneck: predicted {bottleneck}; flat out this process used {:.1} % of all CPUs",
+        sat_cpu * 100.0
+    );
+    crate::outln!(
+        "  memory, disk and network utilisations are predicted only (no counter measures them here)."
+    );
+    let verdict = report::judge(
+        busy,
+        x_pred,
+        measured_max,
+        cpu_ok,
+        &bottleneck,
+        &b_inputs,
+        sat_cpu,
+    );
+    crate::outln!("{}", verdict.text);
+    let exit_code = verdict.exit_code();
+    Ok(Validation {
+        schema: "osgauge.appmodel.validate/1",
+        profile_path: path.display().to_string(),
+        working_set: WorkingSet {
+            llc_bytes: llc.bytes,
+            llc_source: llc.source,
+            ring_bytes: ws,
+        },
+        background_cpus: base,
+        shared_machine: busy,
+        notes,
+        analysis: a,
+        steps,
+        verdict,
+        exit_code,
+    })
+}

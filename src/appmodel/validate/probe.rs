@@ -1,0 +1,218 @@
+//! The probes: fresh inputs for the prediction, each measured the way the synthetic application
+//! does the same work (same chunk size, buffers streaming through rings of ≥ 4 × the LLC), plus
+//! the memory traffic per MB each activity causes ON LOOPBACK (stated assumptions, not the
+//! NIC/DMA wording meant for a real network).
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use super::work::{CHUNK, MB, PingPong, Ring, SWITCHES_PER_ROUND_TRIP, pump, recv, tcp_pair};
+use super::{other, proc_cpu_s};
+use crate::appmodel::inputs::{FRAME_VARIANTS, Inputs, Origin, Value};
+use crate::appmodel::profile::Profile;
+use crate::cli::CliError;
+use crate::platform::realtime::thread_cpu_time_ns;
+
+fn put(inp: &mut Inputs, key: &str, value: f64, origin: Origin, how: &str) {
+    inp.values.insert(
+        key.to_string(),
+        Value {
+            value,
+            origin,
+            source: if origin == Origin::Measured {
+                format!("validate probe: {how}")
+            } else {
+                how.to_string()
+            },
+        },
+    );
+}
+
+fn measured(inp: &mut Inputs, key: &str, value: f64, how: &str) {
+    put(inp, key, value, Origin::Measured, how);
+}
+
+/// The memory traffic per MB of each activity as the synthetic application does it on this
+/// machine (no memory-traffic counter is read: stated, flagged as assumed).
+pub const LOOPBACK_TRAFFIC: &[(&str, f64, &str)] = &[
+    (
+        "net_rx_mem_per_mb",
+        4.0,
+        "ASSUMED 4 copies on loopback: the in-process sender's user-to-kernel copy (read + write) + the app's kernel-to-user copy (read + write); no NIC, no DMA; no memory-traffic counter read",
+    ),
+    (
+        "net_tx_mem_per_mb",
+        4.0,
+        "ASSUMED 4 copies on loopback: the app's user-to-kernel copy (read + write) + the in-process receiver's kernel-to-user copy (read + write); no NIC, no DMA; no memory-traffic counter read",
+    ),
+    (
+        "disk_write_mem_per_mb",
+        2.0,
+        "ASSUMED 2: the copy into the page cache (read + write); the temp file is rewritten in place and not expected to be written back during a step (no device DMA counted); no memory-traffic counter read",
+    ),
+    (
+        "disk_read_mem_per_mb",
+        2.0,
+        "ASSUMED 2: the page-cache-to-user copy (read + write) of data the app wrote (cached: no device DMA); no memory-traffic counter read",
+    ),
+    (
+        "frame_mem_per_mb",
+        2.0,
+        "ASSUMED 2: the frame copy's read + write; no memory-traffic counter read",
+    ),
+];
+
+/// Measure the inputs. `ws`: the working-set size of every ring.
+pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, CliError> {
+    let mut inp = Inputs::new("this machine (probes)", std::env::consts::OS);
+    measured(&mut inp, "cpus", cpus as f64, "logical CPUs");
+    // The profile's own [assumptions] win (they are how a user tests another copy count).
+    for (k, v, why) in LOOPBACK_TRAFFIC {
+        if !p.assumptions.contains_key(*k) {
+            put(&mut inp, k, *v, Origin::Assumed, why);
+        }
+    }
+    // Loopback TCP: 64 MB, CPU of this process (sender + receiver threads) per MB.
+    {
+        let (mut r, w) = tcp_pair().map_err(other)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let h = pump(w, Ring::new(ws), stop.clone());
+        let mut ring = Ring::new(ws);
+        recv(&mut r, &mut ring, 8 * MB).map_err(other)?; // warm-up
+        let (c0, t0) = (proc_cpu_s()?, Instant::now());
+        recv(&mut r, &mut ring, 64 * MB).map_err(other)?;
+        let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
+        stop.store(true, Ordering::Relaxed);
+        drop(r);
+        let _ = h.join();
+        let how =
+            "64 MB over loopback TCP in 1 MB chunks, this process's CPU (sender + receiver) per MB";
+        measured(&mut inp, "net_rx_cpu_s_per_mb_tcp", cpu / 64.0, how);
+        measured(&mut inp, "net_rx_cpu_s_per_mb_udp", cpu / 64.0, how);
+        measured(&mut inp, "net_tx_cpu_s_per_mb", cpu / 64.0, how);
+        measured(
+            &mut inp,
+            "net_link_mb_s",
+            64.0 / wall,
+            "64 MB over loopback TCP, MB/s",
+        );
+    }
+    // File write then read (buffered, the page cache), 1 MB chunks, a file of ≥ the working set.
+    {
+        let total = ws.max(128 * MB).div_ceil(MB);
+        let path = dir.join("probe.bin");
+        let mut ring = Ring::new(ws);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(other)?;
+        // A first pass allocates the cached pages (not timed); the timed pass overwrites them in
+        // place, as the app does with its pre-filled file.
+        for _ in 0..total {
+            f.write_all(ring.take(CHUNK)).map_err(other)?;
+        }
+        f.seek(SeekFrom::Start(0)).map_err(other)?;
+        let (c0, t0) = (proc_cpu_s()?, Instant::now());
+        for _ in 0..total {
+            f.write_all(ring.take(CHUNK)).map_err(other)?;
+        }
+        let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
+        let t = p.demand.disk_threads;
+        let how = format!(
+            "{total} MB buffered writes of 1 MB overwriting a cached temp file in place, this process's CPU"
+        );
+        let tf = total as f64;
+        measured(&mut inp, &format!("disk_write_mb_s_t{t}"), tf / wall, &how);
+        measured(
+            &mut inp,
+            &format!("disk_write_cpu_s_per_mb_t{t}"),
+            cpu / tf,
+            &how,
+        );
+        f.seek(SeekFrom::Start(0)).map_err(other)?;
+        let (c0, t0) = (proc_cpu_s()?, Instant::now());
+        for _ in 0..total {
+            f.read_exact(ring.take(CHUNK)).map_err(other)?;
+        }
+        let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
+        let how = format!("{total} MB buffered reads of 1 MB from the temp file (page cache)");
+        measured(&mut inp, &format!("disk_read_mb_s_t{t}"), tf / wall, &how);
+        measured(
+            &mut inp,
+            &format!("disk_read_cpu_s_per_mb_t{t}"),
+            cpu / tf,
+            &how,
+        );
+        drop(f);
+        let _ = std::fs::remove_file(&path);
+    }
+    // Copies in 1 MB chunks through a ring: one thread (frame copy CPU per MB), then all
+    // threads at once (bandwidth, bytes read + written).
+    {
+        let mut ring = Ring::new(ws);
+        ring.copy(ws); // warm-up
+        let bytes = 2 * ws;
+        let t0 = thread_cpu_time_ns().map_err(other)?;
+        ring.copy(bytes);
+        let cpu = (thread_cpu_time_ns().map_err(other)? - t0) as f64 / 1e9;
+        let v = cpu / (bytes as f64 / 1e6);
+        let how = format!(
+            "{} MB copied in 1 MB chunks through a {} MiB ring, thread CPU per MB copied",
+            bytes / MB,
+            ws >> 20
+        );
+        for var in FRAME_VARIANTS {
+            measured(&mut inp, &format!("frame_copy_cpu_s_per_mb_{var}"), v, &how);
+        }
+        drop(ring);
+        let barrier = Barrier::new(cpus + 1);
+        let t0 = std::thread::scope(|s| {
+            for _ in 0..cpus {
+                s.spawn(|| {
+                    let mut ring = Ring::new(ws);
+                    barrier.wait();
+                    ring.copy(bytes);
+                });
+            }
+            barrier.wait();
+            Instant::now()
+        });
+        let traffic = cpus as f64 * 2.0 * bytes as f64;
+        measured(
+            &mut inp,
+            "mem_bw_mb_s",
+            traffic / 1e6 / t0.elapsed().as_secs_f64(),
+            &format!(
+                "{cpus} thread(s) each copying {} MB in 1 MB chunks through its own {} MiB ring, bytes read + written / wall",
+                bytes / MB,
+                ws >> 20
+            ),
+        );
+    }
+    // Context switches: the app's own ping-pong with a partner thread, this process's CPU per
+    // switch (2 per round trip, the pipe write + read of both sides included).
+    {
+        let mut pp = PingPong::start().map_err(other)?;
+        pp.round_trips(2000).map_err(other)?;
+        let n = 20_000;
+        let c0 = proc_cpu_s()?;
+        pp.round_trips(n).map_err(other)?;
+        let cpu = proc_cpu_s()? - c0;
+        drop(pp);
+        measured(
+            &mut inp,
+            "ctx_switch_us",
+            cpu / (n as f64 * SWITCHES_PER_ROUND_TRIP) * 1e6,
+            &format!(
+                "{n} round trips of a 1-byte pipe ping-pong with a partner thread (the app's own), this process's CPU per switch (2 per round trip, pipe write + read included)"
+            ),
+        );
+    }
+    Ok(inp)
+}

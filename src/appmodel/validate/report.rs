@@ -1,0 +1,407 @@
+//! What `model validate` found: the prediction, every step, the verdict (which law or input is
+//! off when it disagrees), the exit status, and its JSON / Markdown / HTML exports.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::app::Step;
+use crate::appmodel::Analysis;
+use crate::appmodel::calc::Prediction;
+use crate::cli::{EXIT_OK, EXIT_WARN};
+use crate::report::esc;
+
+/// Relative agreement required.
+pub const TOLERANCE: f64 = 0.15;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRow {
+    /// Offered rate, units/s (None: flat out).
+    pub offered: Option<f64>,
+    pub duration_s: f64,
+    pub achieved: f64,
+    pub cpu_measured_pct: f64,
+    pub cpu_predicted_pct: f64,
+    pub cpu_agrees: Option<bool>,
+    /// Resource → MB/s the app moved at the achieved rate (per-unit MB × rate; no counter).
+    pub achieved_mb_s: BTreeMap<String, f64>,
+}
+
+impl StepRow {
+    pub fn new(st: &Step, pred: &Prediction, disk_mb: f64) -> Self {
+        let s_cpu = pred.resource("cpu").and_then(|r| r.s).unwrap_or(0.0);
+        let pr = st.achieved * s_cpu;
+        let mut achieved_mb_s = BTreeMap::new();
+        for rc in &pred.resources {
+            if rc.unit == "MB" {
+                achieved_mb_s.insert(rc.resource.to_string(), st.achieved * rc.demand);
+            }
+        }
+        if disk_mb > 0.0 {
+            achieved_mb_s.insert("disk".into(), st.achieved * disk_mb);
+        }
+        StepRow {
+            offered: st.offered,
+            duration_s: st.duration_s,
+            achieved: st.achieved,
+            cpu_measured_pct: st.cpu_util * 100.0,
+            cpu_predicted_pct: pr * 100.0,
+            cpu_agrees: (st.achieved > 0.0 && pr > 0.0)
+                .then(|| (st.cpu_util / pr - 1.0).abs() <= TOLERANCE),
+            achieved_mb_s,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// False: the machine was shared, the figures are shown but not judged.
+    pub judged: bool,
+    pub agrees: bool,
+    pub x_predicted: f64,
+    pub x_measured: f64,
+    pub x_agrees: bool,
+    pub cpu_agrees: bool,
+    pub bottleneck: String,
+    pub flat_out_cpu_pct: f64,
+    /// When it disagrees: the law or input that is off.
+    pub off: Option<String>,
+    pub text: String,
+}
+
+impl Verdict {
+    /// 0: agrees, or not judged (shared machine); 1: a quiet machine's measurement disagrees.
+    pub fn exit_code(&self) -> i32 {
+        if !self.judged || self.agrees {
+            EXIT_OK
+        } else {
+            EXIT_WARN
+        }
+    }
+}
+
+/// The verdict from the figures. `bottleneck_inputs`: what the bottleneck's demand is made of.
+pub fn judge(
+    busy: bool,
+    x_predicted: f64,
+    x_measured: f64,
+    cpu_agrees: bool,
+    bottleneck: &str,
+    bottleneck_inputs: &str,
+    flat_out_cpu: f64,
+) -> Verdict {
+    let x_agrees = (x_measured / x_predicted - 1.0).abs() <= TOLERANCE;
+    let cpu_saturated = flat_out_cpu >= 0.85;
+    let off = if cpu_agrees && x_agrees {
+        None
+    } else if !cpu_agrees {
+        Some(
+            "the utilisation law / additivity: the CPU per unit measured in the app differs from the sum of the per-MB costs the probes measured alone (the same work mixed behaves differently, or the app does work the profile does not count)"
+                .to_string(),
+        )
+    } else if bottleneck == "cpu" && cpu_saturated {
+        Some("the capacity of the bottleneck (cpu): the CPUs this process gets flat out differ from the logical CPU count".to_string())
+    } else if bottleneck == "cpu" {
+        Some(format!(
+            "the CPU (the predicted bottleneck) did not saturate flat out ({:.0} %): another resource limits first — its demand is underestimated, or the model lacks it",
+            flat_out_cpu * 100.0
+        ))
+    } else if x_measured > x_predicted {
+        Some(format!(
+            "the demand of the bottleneck ({bottleneck}): it did not saturate at its predicted rate, so its per-unit demand ({bottleneck_inputs}) is overestimated or the capacity probed for it is too low"
+        ))
+    } else {
+        Some(format!(
+            "the capacity of the bottleneck ({bottleneck}): the app reaches less than the probe measured (the activities share it), or its demand ({bottleneck_inputs}) is underestimated"
+        ))
+    };
+    let agrees = off.is_none();
+    let text = match (&off, busy) {
+        (_, true) => format!(
+            "NOT JUDGED: the machine was shared (other work during the idle baseline), so the maximum rate and the bottleneck cannot be validated here; figures shown for information (maximum rate {:+.1} %, CPU per unit {}).",
+            (x_measured / x_predicted - 1.0) * 100.0,
+            if cpu_agrees { "within 15 %" } else { "off by > 15 %" }
+        ),
+        (None, false) => "AGREES within 15 %: the utilisation law (CPU per unit) and the bottleneck law (maximum rate) hold on this machine.".to_string(),
+        (Some(o), false) => format!("DISAGREES (> 15 %): off is {o}."),
+    };
+    Verdict {
+        judged: !busy,
+        agrees,
+        x_predicted,
+        x_measured,
+        x_agrees,
+        cpu_agrees,
+        bottleneck: bottleneck.to_string(),
+        flat_out_cpu_pct: flat_out_cpu * 100.0,
+        off,
+        text,
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkingSet {
+    pub llc_bytes: u64,
+    pub llc_source: String,
+    pub ring_bytes: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Validation {
+    pub schema: &'static str,
+    pub profile_path: String,
+    pub working_set: WorkingSet,
+    /// Other work during the idle baseline, CPUs.
+    pub background_cpus: f64,
+    pub shared_machine: bool,
+    pub notes: Vec<String>,
+    /// The prediction from the probes (inputs, per-resource demands, laws).
+    pub analysis: Analysis,
+    pub steps: Vec<StepRow>,
+    pub verdict: Verdict,
+    pub exit_code: i32,
+}
+
+fn opt(o: Option<f64>) -> String {
+    o.map_or("flat out".into(), |v| format!("{v:.2}"))
+}
+
+fn rates(r: &BTreeMap<String, f64>) -> String {
+    r.iter()
+        .map(|(k, v)| format!("{k} {v:.1}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn json(v: &Validation) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(v)? + "\n")
+}
+
+pub fn markdown(v: &Validation) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "# model validate: {}\n\n",
+        v.analysis.profile.name
+    ));
+    o.push_str(&format!(
+        "Working set per ring: {} MiB (LLC {} MiB: {}). Other work during the idle baseline: {:.2} CPUs{}.\n\n",
+        v.working_set.ring_bytes >> 20,
+        v.working_set.llc_bytes >> 20,
+        v.working_set.llc_source,
+        v.background_cpus,
+        if v.shared_machine { " (shared machine)" } else { "" }
+    ));
+    for n in &v.notes {
+        o.push_str(&format!("- {n}\n"));
+    }
+    o.push_str("\n## Prediction (from the probes)\n\n");
+    o.push_str(&crate::appmodel::render::markdown(&v.analysis));
+    o.push_str(&format!(
+        "\n## Steps\n\n| offered ({u}/s) | s | achieved ({u}/s) | CPU measured % | CPU predicted % | CPU agrees | achieved MB/s (per-unit MB × rate) |\n|---|---|---|---|---|---|---|\n",
+        u = v.analysis.profile.unit
+    ));
+    for s in &v.steps {
+        o.push_str(&format!(
+            "| {} | {:.1} | {:.2} | {:.1} | {:.1} | {} | {} |\n",
+            opt(s.offered),
+            s.duration_s,
+            s.achieved,
+            s.cpu_measured_pct,
+            s.cpu_predicted_pct,
+            s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
+            rates(&s.achieved_mb_s)
+        ));
+    }
+    let vd = &v.verdict;
+    o.push_str(&format!(
+        "\n## Verdict\n\nMaximum rate: predicted {:.2}, measured {:.2} ({:+.1} %). Bottleneck predicted: {}; flat out this process used {:.1} % of all CPUs.\n\n**{}** (exit status {})\n",
+        vd.x_predicted,
+        vd.x_measured,
+        (vd.x_measured / vd.x_predicted - 1.0) * 100.0,
+        vd.bottleneck,
+        vd.flat_out_cpu_pct,
+        vd.text,
+        v.exit_code
+    ));
+    o
+}
+
+pub fn html(v: &Validation) -> String {
+    let mut rows = String::new();
+    for s in &v.steps {
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&opt(s.offered)),
+            s.duration_s,
+            s.achieved,
+            s.cpu_measured_pct,
+            s.cpu_predicted_pct,
+            s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
+            esc(&rates(&s.achieved_mb_s))
+        ));
+    }
+    let mut res = String::new();
+    if let Some(pr) = v.analysis.predictions.first() {
+        for rc in &pr.resources {
+            res.push_str(&format!(
+                "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td></tr>\n",
+                esc(rc.title),
+                crate::appmodel::calc::fmt(rc.demand),
+                esc(rc.unit),
+                rc.capacity.map_or("—".into(), |c| esc(&format!(
+                    "{} {}/s",
+                    crate::appmodel::calc::fmt(c),
+                    rc.unit
+                ))),
+                rc.x_sat.map_or("—".into(), |x| format!("{x:.2}"))
+            ));
+        }
+    }
+    let notes: String = v
+        .notes
+        .iter()
+        .map(|n| format!("<li>{}</li>", esc(n)))
+        .collect();
+    let vd = &v.verdict;
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>model validate: {name}</title>\n<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}</style></head><body>\n<h1>model validate: {name}</h1>\n<p>Working set per ring: {ring} MiB (LLC {llc} MiB: {llcs}). Other work during the idle baseline: {bg:.2} CPUs{shared}.</p>\n<ul>{notes}</ul>\n<h2>Prediction (from the probes)</h2>\n<table><tr><th>resource</th><th>demand per {unit}</th><th>capacity</th><th>saturates at ({unit}/s)</th></tr>\n{res}</table>\n<h2>Steps</h2>\n<table><tr><th>offered ({unit}/s)</th><th>s</th><th>achieved ({unit}/s)</th><th>CPU measured %</th><th>CPU predicted %</th><th>CPU agrees</th><th>achieved MB/s (per-unit MB × rate)</th></tr>\n{rows}</table>\n<h2>Verdict</h2>\n<p>Maximum rate: predicted {xp:.2}, measured {xm:.2} {unit}/s. Bottleneck predicted: {bn}; flat out this process used {fo:.1} % of all CPUs.</p>\n<p><b>{text}</b> (exit status {code})</p>\n</body></html>\n",
+        name = esc(&v.analysis.profile.name),
+        ring = v.working_set.ring_bytes >> 20,
+        llc = v.working_set.llc_bytes >> 20,
+        llcs = esc(&v.working_set.llc_source),
+        bg = v.background_cpus,
+        shared = if v.shared_machine {
+            " (shared machine)"
+        } else {
+            ""
+        },
+        unit = esc(&v.analysis.profile.unit),
+        xp = vd.x_predicted,
+        xm = vd.x_measured,
+        bn = esc(&vd.bottleneck),
+        fo = vd.flat_out_cpu_pct,
+        text = esc(&vd.text),
+        code = v.exit_code,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_rule() {
+        // Agrees: 0.
+        let v = judge(false, 100.0, 110.0, true, "cpu", "", 0.95);
+        assert!(v.agrees && v.judged);
+        assert_eq!(v.exit_code(), 0);
+        // A quiet machine that disagrees: 1, naming what is off.
+        let v = judge(false, 100.0, 170.0, true, "memory", "assumed copies", 0.5);
+        assert_eq!(v.exit_code(), 1);
+        assert!(
+            v.off
+                .as_deref()
+                .unwrap()
+                .starts_with("the demand of the bottleneck (memory)")
+        );
+        let v = judge(false, 100.0, 60.0, true, "cpu", "", 0.99);
+        assert!(
+            v.off
+                .as_deref()
+                .unwrap()
+                .starts_with("the capacity of the bottleneck (cpu)")
+        );
+        let v = judge(false, 100.0, 100.0, false, "cpu", "", 0.99);
+        assert_eq!(v.exit_code(), 1);
+        assert!(v.off.as_deref().unwrap().contains("utilisation law"));
+        // A shared machine: shown, not judged, 0.
+        let v = judge(true, 100.0, 170.0, false, "memory", "", 0.5);
+        assert!(!v.judged);
+        assert_eq!(v.exit_code(), 0);
+        assert!(v.text.starts_with("NOT JUDGED"), "{}", v.text);
+    }
+
+    /// Every export carries every step (offered, achieved, CPU measured vs predicted, per-resource
+    /// MB/s) and the verdict.
+    #[test]
+    fn the_exports_contain_the_prediction_every_step_and_the_verdict() {
+        use crate::appmodel::inputs::{Inputs, Origin, Value};
+        use crate::appmodel::{Profile, analyse};
+        let p = Profile::parse(
+            "p",
+            "[app]\nname = \"t\"\nunit = \"req\"\ntarget_rate = 10\n[demand]\nnet_rx_mb = 1\napp_cpu_s = 0.01\napp_mem_mb = 4\n",
+        )
+        .unwrap();
+        let mut i = Inputs::new("probes", "linux");
+        for (k, v) in [
+            ("cpus", 2.0),
+            ("net_rx_cpu_s_per_mb_tcp", 0.001),
+            ("mem_bw_mb_s", 1000.0),
+            ("net_link_mb_s", 500.0),
+        ] {
+            i.values.insert(
+                k.into(),
+                Value {
+                    value: v,
+                    origin: Origin::Measured,
+                    source: "test".into(),
+                },
+            );
+        }
+        let a = analyse(&p, vec![i], None);
+        let pred = a.predictions[0].clone();
+        let step = |offered, achieved, cpu_util| {
+            StepRow::new(
+                &Step {
+                    offered,
+                    duration_s: 1.0,
+                    achieved,
+                    cpu_util,
+                },
+                &pred,
+                0.0,
+            )
+        };
+        let steps = vec![step(Some(12.5), 12.4, 0.068), step(None, 77.7, 0.42)];
+        // S_cpu = (0.01 + 0.001) / 2 = 0.0055 → at 12.4/s, 6.82 %.
+        assert!((steps[0].cpu_predicted_pct - 6.82).abs() < 1e-9);
+        assert_eq!(steps[0].cpu_agrees, Some(true));
+        assert!((steps[1].achieved_mb_s["net_rx"] - 77.7).abs() < 1e-9);
+        let verdict = judge(false, pred.x_max.unwrap(), 77.7, true, "memory", "x", 0.42);
+        let v = Validation {
+            schema: "osgauge.appmodel.validate/1",
+            profile_path: "p.toml".into(),
+            working_set: WorkingSet {
+                llc_bytes: 32 << 20,
+                llc_source: "test".into(),
+                ring_bytes: 128 << 20,
+            },
+            background_cpus: 0.0,
+            shared_machine: false,
+            notes: vec!["a note".into()],
+            exit_code: verdict.exit_code(),
+            analysis: a,
+            steps,
+            verdict,
+        };
+        let j: serde_json::Value = serde_json::from_str(&json(&v).unwrap()).unwrap();
+        assert_eq!(j["steps"].as_array().unwrap().len(), 2);
+        assert_eq!(j["steps"][0]["offered"], 12.5);
+        assert!(j["steps"][1]["offered"].is_null());
+        assert_eq!(j["verdict"]["x_measured"], 77.7);
+        assert!(j["analysis"]["predictions"][0]["x_max"].is_f64());
+        let md = markdown(&v);
+        assert!(
+            md.contains("| 12.50 | 1.0 | 12.40 | 6.8 | 6.8 | yes |"),
+            "{md}"
+        );
+        assert!(md.contains("| flat out | 1.0 | 77.70 |"), "{md}");
+        assert!(md.contains(&v.verdict.text), "{md}");
+        let h = html(&v);
+        assert!(
+            h.contains("<td>12.50</td>") && h.contains("<td>flat out</td>"),
+            "{h}"
+        );
+        assert!(h.contains("Memory bandwidth"), "{h}");
+    }
+}

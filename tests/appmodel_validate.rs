@@ -1,0 +1,139 @@
+//! `osgauge model validate`: one short run of a tiny profile (structure only, never speed), its
+//! exports, its exit-status rule, and the export options refused up front when unusable.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn osgauge() -> Command {
+    let mut c = Command::cargo_bin("osgauge").unwrap();
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    c.env("OSGAUGE_STORE", tmp.join("appmodel-validate-tests.sqlite"));
+    c.env(
+        "OSGAUGE_CACHE_DIR",
+        tmp.join("appmodel-validate-tests-cache"),
+    );
+    c
+}
+
+const TINY: &str = "[app]\nname = \"tiny\"\nunit = \"req\"\ntarget_rate = 10\n[demand]\n\
+    net_rx_mb = 0.2\nnet_tx_mb = 0.1\ndisk_write_mb = 0.2\ndisk_read_mb = 0.1\nframes = 1\n\
+    frame_mb = 0.5\napp_cpu_s = 0.004\napp_mem_mb = 2\ncontext_switches = 4\n\
+    [capacity]\ndisplay_link_mb_s = 5000\n";
+
+fn ours_left() -> usize {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("osgauge-validate-")
+        })
+        .count()
+}
+
+/// The run prints and exports the prediction, every step and the verdict; the exit status
+/// follows the verdict (0 agrees or not judged, 1 disagrees); agreement itself depends on the
+/// machine and is not asserted.
+#[test]
+fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("tiny.toml");
+    std::fs::write(&p, TINY).unwrap();
+    // A stored run (a cpu-suite record): its prediction is printed beside the probes' one.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cpu-a.json");
+    let (j, m, h) = (
+        dir.path().join("v.json"),
+        dir.path().join("v.md"),
+        dir.path().join("v.html"),
+    );
+    let out = osgauge()
+        .args(["model", "validate", p.to_str().unwrap()])
+        .args(["--step-s", "0.2", "--max-rate", "20"])
+        .args(["--export-json", j.to_str().unwrap()])
+        .args(["--export-markdown", m.to_str().unwrap()])
+        .args(["--export-html", h.to_str().unwrap()])
+        .args(["--inputs", fixture.to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let code = out.status.code().unwrap();
+    assert!(
+        code == 0 || code == 1,
+        "{code}: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("flat out"), "{text}");
+    assert!(text.contains("maximum rate: predicted"), "{text}");
+    assert!(text.contains("ping-pong round trip"), "{text}");
+    assert!(text.contains("from the run "), "{text}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(v["schema"], "osgauge.appmodel.validate/1");
+    assert_eq!(v["exit_code"], code);
+    let vd = &v["verdict"];
+    match code {
+        0 => assert!(vd["agrees"] == true || vd["judged"] == false, "{vd}"),
+        _ => assert!(vd["agrees"] == false && vd["judged"] == true && vd["off"].is_string()),
+    }
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 5, "4 offered rates + flat out");
+    assert!(steps[..4].iter().all(|s| s["offered"].is_f64()));
+    assert!(steps[4]["offered"].is_null());
+    for s in steps {
+        assert!(s["achieved"].as_f64().unwrap() >= 0.0);
+        assert!(s["cpu_measured_pct"].is_f64() && s["cpu_predicted_pct"].is_f64());
+        for r in ["memory", "net_rx", "net_tx", "disk", "display"] {
+            assert!(s["achieved_mb_s"][r].is_f64(), "{r}: {s}");
+        }
+    }
+    // The working set really is ≥ 4 × the LLC.
+    let ws = &v["working_set"];
+    assert!(ws["ring_bytes"].as_u64().unwrap() >= 4 * ws["llc_bytes"].as_u64().unwrap());
+    // The prediction includes the context switches and the loopback memory-traffic inputs.
+    assert_eq!(v["analysis"]["predictions"].as_array().unwrap().len(), 2);
+    let inp = &v["analysis"]["inputs"][0]["values"];
+    assert!(inp["ctx_switch_us"]["value"].as_f64().unwrap() > 0.0);
+    assert_eq!(inp["net_rx_mem_per_mb"]["value"], 4.0);
+    assert_eq!(inp["net_rx_mem_per_mb"]["origin"], "assumed");
+    let cpu = v["analysis"]["predictions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "cpu")
+        .unwrap();
+    assert!(
+        cpu["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["label"].as_str().unwrap().contains("context switches")),
+        "{cpu}"
+    );
+    let md = std::fs::read_to_string(&m).unwrap();
+    assert!(md.contains("## Steps") && md.contains("## Verdict"), "{md}");
+    assert_eq!(md.matches("| flat out |").count(), 1, "{md}");
+    let html = std::fs::read_to_string(&h).unwrap();
+    assert!(html.contains("<h2>Steps</h2>") && html.contains("<h2>Verdict</h2>"));
+    assert_eq!(ours_left(), 0, "the run's temp folder was removed");
+}
+
+/// An export that cannot be written is a usage error before anything runs, never ignored.
+#[test]
+fn validate_refuses_an_unwritable_export_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("tiny.toml");
+    std::fs::write(&p, TINY).unwrap();
+    let bad = dir.path().join("no-such-dir").join("v.json");
+    let out = osgauge()
+        .args(["model", "validate", p.to_str().unwrap(), "--step-s", "0.2"])
+        .args(["--export-json", bad.to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(30))
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("--export-json"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(!stdout.contains("validate:"), "nothing ran: {stdout}");
+}
