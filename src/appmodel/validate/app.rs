@@ -59,7 +59,14 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(p: &Profile, ws: usize, path: &Path, stop: &Arc<AtomicBool>) -> Result<Self, CliError> {
+    /// Worker `k`: its ping-pong pair (if any) is bound to the k-th allowed CPU.
+    fn new(
+        p: &Profile,
+        k: usize,
+        ws: usize,
+        path: &Path,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<Self, CliError> {
         let d = &p.demand;
         let mut helpers = Vec::new();
         let rx = if d.net_rx_mb > 0.0 {
@@ -77,7 +84,7 @@ impl Worker {
             None
         };
         let pp = if d.context_switches > 0.0 {
-            Some(PingPong::start().map_err(other)?)
+            Some(PingPong::start(super::work::nth_allowed_cpu(k)).map_err(other)?)
         } else {
             None
         };
@@ -214,7 +221,7 @@ pub fn run_app(
             hs.push(s.spawn(move || -> Result<(), CliError> {
                 // Each worker stops its own helpers (another worker may still be mid-unit).
                 let stop = Arc::new(AtomicBool::new(false));
-                let setup = Worker::new(p, ws, &path, &stop);
+                let setup = Worker::new(p, k, ws, &path, &stop);
                 barrier.wait();
                 barrier.wait();
                 let mut w = setup?;

@@ -173,7 +173,7 @@ fn validate(
     if p.demand.context_switches > 0.0 {
         let rt = app::round_trips(p.demand.context_switches);
         notes.push(format!(
-            "the profile's {} context switches per unit: {rt} ping-pong round trip(s) with a partner thread over two pipes (2 switches per round trip), costed by the probe's per-switch CPU of the same ping-pong",
+            "the profile's {} context switches per unit: {rt} ping-pong round trip(s) with a partner thread over two pipes (2 switches per round trip), the pair bound to the worker's CPU so they are same-CPU switches (a cross-CPU wake-up of an idle partner costs ~10× more here, and a busy app mostly avoids it), costed by the probe's per-switch CPU of the same bound ping-pong",
             fmt(p.demand.context_switches)
         ));
     }
@@ -190,7 +190,12 @@ fn validate(
     );
     let meter = CpuMeter::start(Duration::from_millis(500)).map_err(other)?;
     let base = meter.stop().map_err(other)?.baseline.busy_cpus();
-    let mut ins = vec![probe::probe(&p, cpus, dir, ws)?];
+    // Probed three times — before the steps, between them and after them — and judged on the
+    // median of each input: on a shared host the core speed swings ~2× from moment to moment,
+    // and one probe may catch a slow or a fast moment that the steps do not see.
+    let mut probes = vec![probe::probe(&p, cpus, dir, ws)?];
+    let mut ins = vec![probes[0].clone()];
+    let mut stored_run = None;
     if let Some(mut r) = run {
         // The app runs over loopback: the run's inputs get the same loopback traffic statements
         // where the run measured none.
@@ -211,10 +216,12 @@ fn validate(
             r.name
         ));
         crate::outln!("note: {}", notes.last().map_or("", |s| s.as_str()));
-        ins.push(r);
+        ins.push(r.clone());
+        stored_run = Some(r);
     }
     let a = super::analyse(&p, ins, None);
     let pred: Prediction = a.predictions[0].clone();
+    crate::outln!("The prediction from the first probe (it sets the offered rates):");
     crate::out!("{}", super::render::text(&a));
     let busy = base > 0.25;
     crate::outln!(
@@ -233,7 +240,7 @@ fn validate(
     };
     let top = max_rate.unwrap_or(1.25 * x_pred);
     let disk_mb = p.demand.disk_write_mb + p.demand.disk_read_mb;
-    let mut steps = Vec::new();
+    let mut raw = Vec::new();
     crate::outln!(
         "\nvalidate: the synthetic application on {cpus} worker thread(s), {step_s} s per step"
     );
@@ -255,24 +262,69 @@ fn validate(
                 .join(", ")
         );
     };
-    for f in [0.25, 0.5, 0.75, 1.0] {
+    for (k, f) in [0.25, 0.5, 0.75, 1.0].into_iter().enumerate() {
         let r = (top * f / 1.25).max(0.01);
         // Long enough for ~20 units, within [step_s, 4 × step_s].
         let secs = (20.0 / r).clamp(step_s, 4.0 * step_s);
         let st = app::run_app(&p, cpus, Some(r), secs, dir, ws)?;
-        let row = StepRow::new(&st, &pred, disk_mb);
-        show(&row);
-        steps.push(row);
+        show(&StepRow::new(&st, &pred, disk_mb));
+        raw.push(st);
         if INTERRUPTED.load(Ordering::Relaxed) {
             return Err(other("interrupted"));
         }
+        if k == 1 {
+            probes.push(probe::probe(&p, cpus, dir, ws)?);
+        }
     }
     let sat = app::run_app(&p, cpus, None, step_s, dir, ws)?;
-    let sat_row = StepRow::new(&sat, &pred, disk_mb);
-    show(&sat_row);
-    steps.push(sat_row);
+    show(&StepRow::new(&sat, &pred, disk_mb));
+    raw.push(sat.clone());
+    if INTERRUPTED.load(Ordering::Relaxed) {
+        return Err(other("interrupted"));
+    }
+    probes.push(probe::probe(&p, cpus, dir, ws)?);
+    // The judged prediction: the median of the three probes, input by input.
+    let (median, spread) = probe::median_of(&probes);
+    let spread_note = format!(
+        "inputs judged: the median of {} probes (before, between and after the steps); their spread, max/min: {}",
+        probes.len(),
+        if spread.is_empty() {
+            "—".to_string()
+        } else {
+            spread
+                .iter()
+                .map(|(k, lo, hi)| {
+                    format!("{k} ×{:.2}", if *lo > 0.0 { hi / lo } else { f64::NAN })
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    crate::outln!("note: {spread_note}");
+    notes.push(spread_note);
+    let mut ins = vec![median];
+    ins.extend(stored_run);
+    let a = super::analyse(&p, ins, None);
+    let pred: Prediction = a.predictions[0].clone();
+    let Some(x_pred) = pred.x_max else {
+        return Err(other(
+            "no maximum rate could be predicted from the median probes",
+        ));
+    };
+    crate::outln!(
+        "The prediction from the median probes: maximum rate {:.2} {}/s, bottleneck {}; CPU per unit {}",
+        x_pred,
+        p.unit,
+        pred.bottleneck.as_deref().unwrap_or("—"),
+        pred.resource("cpu")
+            .map_or("—".into(), |r| format!("{} CPU-s", fmt(r.demand)))
+    );
+    let steps: Vec<StepRow> = raw
+        .iter()
+        .map(|st| StepRow::new(st, &pred, disk_mb))
+        .collect();
     let measured_max = steps.iter().map(|s| s.achieved).fold(0.0, f64::max);
-    crate::outln!("\nComparison (prediction from the probes vs the synthetic application):");
+    crate::outln!("\nComparison (prediction from the median probes vs the synthetic application):");
     crate::outln!(
         "  maximum rate: predicted {:.2}, measured {:.2} {}/s: {}",
         x_pred,

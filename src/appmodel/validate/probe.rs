@@ -65,6 +65,34 @@ pub const LOOPBACK_TRAFFIC: &[(&str, f64, &str)] = &[
     ),
 ];
 
+/// Input by input, the median of several probes (the lower middle for an even count), and each
+/// measured input's spread (key, min, max) where the probes differ. Assumed and stated inputs are
+/// the same in every probe and are kept as they are.
+pub fn median_of(probes: &[Inputs]) -> (Inputs, Vec<(String, f64, f64)>) {
+    let mut out = probes[0].clone();
+    let mut spread = Vec::new();
+    for (k, v) in out.values.iter_mut() {
+        if v.origin != Origin::Measured {
+            continue;
+        }
+        let mut xs: Vec<f64> = probes
+            .iter()
+            .filter_map(|i| i.values.get(k).map(|x| x.value))
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        if xs.len() < 2 {
+            continue;
+        }
+        v.value = xs[(xs.len() - 1) / 2];
+        v.source = format!("{} — median of {} probes", v.source, xs.len());
+        let (lo, hi) = (xs[0], xs[xs.len() - 1]);
+        if hi > lo {
+            spread.push((k.clone(), lo, hi));
+        }
+    }
+    (out, spread)
+}
+
 /// Measure the inputs. `ws`: the working-set size of every ring.
 pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, CliError> {
     let mut inp = Inputs::new("this machine (probes)", std::env::consts::OS);
@@ -195,24 +223,80 @@ pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, 
             ),
         );
     }
-    // Context switches: the app's own ping-pong with a partner thread, this process's CPU per
-    // switch (2 per round trip, the pipe write + read of both sides included).
+    // Context switches: the app's own ping-pong with a partner thread, bound to one CPU as in the
+    // app, this process's CPU per switch (2 per round trip, the pipe write + read of both sides
+    // included). In a thread of its own, so the binding does not stay with the caller.
     {
-        let mut pp = PingPong::start().map_err(other)?;
-        pp.round_trips(2000).map_err(other)?;
         let n = 20_000;
-        let c0 = proc_cpu_s()?;
-        pp.round_trips(n).map_err(other)?;
-        let cpu = proc_cpu_s()? - c0;
-        drop(pp);
+        let (cpu, pinned) = std::thread::scope(|s| {
+            s.spawn(|| -> Result<(f64, Result<usize, String>), CliError> {
+                let mut pp = PingPong::start(super::work::nth_allowed_cpu(0)).map_err(other)?;
+                pp.round_trips(2000).map_err(other)?;
+                let c0 = proc_cpu_s()?;
+                pp.round_trips(n).map_err(other)?;
+                let cpu = proc_cpu_s()? - c0;
+                Ok((cpu, pp.pinned.clone()))
+            })
+            .join()
+            .map_err(|_| other("the ping-pong probe panicked"))?
+        })?;
         measured(
             &mut inp,
             "ctx_switch_us",
             cpu / (n as f64 * SWITCHES_PER_ROUND_TRIP) * 1e6,
             &format!(
-                "{n} round trips of a 1-byte pipe ping-pong with a partner thread (the app's own), this process's CPU per switch (2 per round trip, pipe write + read included)"
+                "{n} round trips of a 1-byte pipe ping-pong with a partner thread (the app's own), {}, this process's CPU per switch (2 per round trip, pipe write + read included)",
+                match pinned {
+                    Ok(c) => format!("both bound to CPU {c} (same-CPU switches, as in the app)"),
+                    Err(why) =>
+                        format!("NOT bound to one CPU ({why}): cross-CPU wake-ups included"),
+                }
             ),
         );
     }
     Ok(inp)
+}
+
+#[cfg(test)]
+mod median_tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_three_probes_is_taken_input_by_input_and_assumptions_kept() {
+        let probe = |cpu: f64, bw: f64| {
+            let mut i = Inputs::new("this machine (probes)", "linux");
+            measured(&mut i, "net_tx_cpu_s_per_mb", cpu, "loopback");
+            measured(&mut i, "mem_bw_mb_s", bw, "copy");
+            measured(&mut i, "cpus", 2.0, "logical CPUs");
+            put(
+                &mut i,
+                "net_tx_mem_per_mb",
+                4.0,
+                Origin::Assumed,
+                "ASSUMED 4",
+            );
+            i
+        };
+        let ps = [
+            probe(0.0007, 9000.0),
+            probe(0.00035, 18000.0),
+            probe(0.0005, 17000.0),
+        ];
+        let (m, spread) = median_of(&ps);
+        assert_eq!(m.get("net_tx_cpu_s_per_mb"), Some(0.0005));
+        assert_eq!(m.get("mem_bw_mb_s"), Some(17000.0));
+        assert_eq!(m.get("cpus"), Some(2.0));
+        assert_eq!(m.get("net_tx_mem_per_mb"), Some(4.0));
+        assert!(
+            m.values["net_tx_cpu_s_per_mb"]
+                .source
+                .ends_with("median of 3 probes")
+        );
+        assert_eq!(m.values["net_tx_mem_per_mb"].source, "ASSUMED 4");
+        // Spread only for the inputs that moved.
+        let keys: Vec<&str> = spread.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(keys, ["mem_bw_mb_s", "net_tx_cpu_s_per_mb"]);
+        assert_eq!(spread[1].1, 0.00035);
+        assert_eq!(spread[1].2, 0.0007);
+    }
 }

@@ -126,13 +126,36 @@ pub struct PingPong {
     to: Option<PipeWriter>,
     from: PipeReader,
     partner: Option<std::thread::JoinHandle<()>>,
+    /// Both sides bound to this CPU (same-CPU switches), or why not.
+    pub pinned: Result<usize, String>,
+}
+
+/// The `k`-th CPU this thread may run on (wrapping), for spreading pinned pairs.
+pub fn nth_allowed_cpu(k: usize) -> Option<usize> {
+    let allowed = crate::platform::current_thread_affinity().ok()?;
+    (!allowed.is_empty()).then(|| allowed[k % allowed.len()])
 }
 
 impl PingPong {
-    pub fn start() -> std::io::Result<Self> {
+    /// A partner thread answering every byte. With `cpu`, the calling thread and the partner are
+    /// both bound to it, so every switch is a same-CPU switch — the kind the proc suite's
+    /// `ctx_switch_*_pinned` measures; unpinned, a wake-up of a partner idling on the other CPU
+    /// costs a cross-CPU wake-up (an IPI, a VM exit in a guest) that a busy app mostly avoids, so
+    /// the cost per switch would depend on how idle the machine is.
+    pub fn start(cpu: Option<usize>) -> std::io::Result<Self> {
         let (mut pin, to) = std::io::pipe()?;
         let (from, mut pout) = std::io::pipe()?;
+        let pinned = match cpu {
+            Some(c) => crate::platform::realtime::set_thread_affinity(&[c])
+                .map(|()| c)
+                .map_err(|e| e.to_string()),
+            None => Err("not asked".into()),
+        };
+        let partner_cpu = pinned.as_ref().ok().copied();
         let partner = std::thread::spawn(move || {
+            if let Some(c) = partner_cpu {
+                let _ = crate::platform::realtime::set_thread_affinity(&[c]);
+            }
             let mut b = [0u8; 1];
             while matches!(pin.read(&mut b), Ok(1)) {
                 if pout.write_all(&b).is_err() {
@@ -144,6 +167,7 @@ impl PingPong {
             to: Some(to),
             from,
             partner: Some(partner),
+            pinned,
         })
     }
     /// `n` round trips (2 × `n` context switches).
@@ -202,7 +226,7 @@ mod tests {
 
     #[test]
     fn ping_pong_round_trips_and_ends_its_partner() {
-        let mut p = PingPong::start().unwrap();
+        let mut p = PingPong::start(nth_allowed_cpu(0)).unwrap();
         p.round_trips(100).unwrap();
         drop(p); // joins the partner: a hang here is a failure (test timeout)
     }
