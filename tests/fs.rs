@@ -5,6 +5,8 @@
 // The kill, Ctrl-C and network tests are Unix/Linux only.
 #![cfg_attr(not(unix), allow(unused_imports, dead_code))]
 
+mod common;
+use common::json_bench as bench;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -52,15 +54,6 @@ fn entries(d: &Path) -> Vec<String> {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect()
-}
-
-fn bench<'a>(rec: &'a Value, id: &str) -> &'a Value {
-    rec["benchmarks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["id"] == id)
-        .unwrap_or_else(|| panic!("no {id} in the record"))
 }
 
 /// Each metric of `b` is measured or says why not.

@@ -1,6 +1,8 @@
 //! End-to-end tests of `osgauge interactivity`: short cells (a few hundred ms), checking behaviour
 //! and invariants (records, cleanup of children and files), never speed.
 
+mod common;
+use common::{json_bench as bench, json_metric as metric};
 use std::path::Path;
 #[cfg(target_os = "linux")]
 use std::process::{Command as StdCommand, Stdio};
@@ -17,24 +19,6 @@ fn osgauge(cache: &Path) -> Command {
     // …nor the user's result store.
     c.env("OSGAUGE_STORE", cache.join("results.sqlite"));
     c
-}
-
-fn bench<'a>(v: &'a Value, id: &str) -> &'a Value {
-    v["benchmarks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["id"] == id)
-        .unwrap_or_else(|| panic!("no {id}"))
-}
-
-fn metric<'a>(b: &'a Value, name: &str) -> &'a Value {
-    b["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("no metric {name} in {}", b["id"]))
 }
 
 /// Processes whose command line mentions `needle` (Linux /proc scan).

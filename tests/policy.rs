@@ -2,6 +2,8 @@
 //! accounting adds up, policies read back as requested (where this user may set them), Ctrl-C and
 //! SIGTERM mid-study leave no child and no temp file, the process-limit check refuses clearly.
 
+mod common;
+use common::json_metric as metric;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -56,15 +58,6 @@ fn run_json(dir: &Path, extra: &[&str]) -> (Output, Value) {
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(Value::Null);
     (out, v)
-}
-
-fn metric<'a>(b: &'a Value, name: &str) -> &'a Value {
-    b["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("{}: no metric {name}", b["id"]))
 }
 
 fn per_run(b: &Value, name: &str, field: &str) -> Vec<f64> {

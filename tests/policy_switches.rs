@@ -3,6 +3,8 @@
 //! to set beside `perf stat`), the total `switches` metric on every OS (measured or unsupported
 //! with the reason), and on Windows the kill-on-close job object that takes the children along.
 
+mod common;
+use common::json_metric as metric;
 use std::path::Path;
 use std::process::Command;
 
@@ -40,15 +42,6 @@ fn tiny_study(dir: &Path) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
-}
-
-fn metric<'a>(b: &'a Value, name: &str) -> &'a Value {
-    b["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("{}: no metric {name}", b["id"]))
 }
 
 /// The single sample of each run (these metrics have one value per run).

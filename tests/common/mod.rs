@@ -1,4 +1,5 @@
-//! Shared helpers of the store / compare / report tests: fixtures and records derived from them.
+//! Shared helpers of the integration tests: fixtures, records derived from them, and lookups in a
+//! run record read as JSON.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -28,6 +29,26 @@ pub const TINY_MICRO: [&str; 6] = [
     "--run-time",
     "10ms",
 ];
+
+/// The benchmark `id` of a run record read as JSON.
+pub fn json_bench<'a>(rec: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    rec["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in the record"))
+}
+
+/// The metric `name` of a benchmark read as JSON.
+pub fn json_metric<'a>(b: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    b["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("{}: no metric {name}", b["id"]))
+}
 
 pub fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
