@@ -270,14 +270,7 @@ fn an_empty_store_path_is_a_usage_error_and_the_default_store_is_untouched() {
             "import",
             fixture_path("cpu-a.json").to_str().unwrap(),
         ],
-        &[
-            "micro",
-            "cpu/timer_read",
-            "--runs",
-            "2",
-            "--run-time",
-            "10ms",
-        ],
+        &TINY_MICRO,
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));

@@ -500,13 +500,7 @@ pub fn csv(c: &Comparison) -> anyhow::Result<String> {
         "verdict",
         "note",
     ])?;
-    let f = |x: f64| {
-        if x.is_finite() {
-            x.to_string()
-        } else {
-            String::new()
-        }
-    };
+    let f = crate::export::csv::num_cell;
     for r in &c.rows {
         for (j, cell) in r.cells.iter().enumerate() {
             let col = &c.columns[j];

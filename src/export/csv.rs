@@ -22,6 +22,15 @@ pub const HEADER: [&str; 16] = [
     "description",
 ];
 
+/// A CSV cell for a number: its shortest exact text, empty when it is not finite.
+pub fn num_cell(x: f64) -> String {
+    if x.is_finite() {
+        x.to_string()
+    } else {
+        String::new()
+    }
+}
+
 pub fn render(record: &RunRecord) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(HEADER)?;

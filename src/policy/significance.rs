@@ -455,13 +455,7 @@ pub fn to_csv(record: &RunRecord) -> anyhow::Result<String> {
         "significant",
         "verdict",
     ])?;
-    let num = |x: f64| {
-        if x.is_finite() {
-            x.to_string()
-        } else {
-            String::new()
-        }
-    };
+    let num = crate::export::csv::num_cell;
     for r in &a.rows {
         w.write_record([
             record.run_id.to_string(),
