@@ -41,6 +41,12 @@ pub struct ResourceCalc {
     pub x_sat: Option<f64>,
     /// Inputs missing for this resource (its S is then a lower bound, or unknown).
     pub missing: Vec<String>,
+    /// CPU only, when the application's CPU is its memory traffic's floor: S when every core
+    /// moves memory at once, so each gets only its share of the all-thread bandwidth
+    /// (`mem_bw_mb_s / cpus` instead of one core's `mem_bw_1t_mb_s`). The measured CPU lies
+    /// between `s` (no two cores copy at the same moment) and this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub s_contended: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -75,6 +81,9 @@ pub struct Prediction {
     pub missing: Vec<(String, String)>,
     /// Assumed or stated inputs used (flagged).
     pub flagged: Vec<(String, String)>,
+    /// What the calculation changed or could not check (e.g. the application's CPU raised to
+    /// the time its memory traffic keeps a core busy).
+    pub notes: Vec<String>,
     pub qos: Vec<QosCheck>,
     /// target_rate ≤ x_ceiling (None when no rate could be predicted).
     pub target_ok: Option<bool>,
@@ -210,28 +219,13 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
     let fv = d.frame_pacing.as_str();
     let frame_mb = d.frames * d.frame_mb;
     let mut resources = Vec::new();
+    let mut notes = Vec::new();
 
     // CPU (CPU-seconds per unit; capacity = logical CPUs).
     {
         let mut miss = Vec::new();
         let mut parts = Vec::new();
-        if let Some(c) = d.app_cpu_s {
-            parts.push(part(
-                "application logic".into(),
-                c,
-                "profile demand.app_cpu_s".into(),
-                false,
-            ));
-        }
-        if let Some(pct) = d.app_cpu_pct {
-            parts.push(Part {
-                label: "application logic".into(),
-                amount: None,
-                fraction: Some(pct / 100.0),
-                source: "profile demand.app_cpu_pct".into(),
-                assumed: false,
-            });
-        }
+        let floor = app_cpu_parts(d, inp, &mut parts, &mut notes);
         if let Some(pub_part) = b.published(
             "os_cpu_pct_per_unit",
             "OS work per unit (published total)",
@@ -272,9 +266,34 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
         }
         let needs_cap = parts.iter().any(|x| x.amount.is_some());
         let (cap, cap_src) = b.capacity(needs_cap, "cpus", &mut miss);
-        resources.push(finish(
+        let mut cpu = finish(
             "cpu", "CPU", "CPU-s", parts, cap, cap_src, needs_cap, miss, p,
-        ));
+        );
+        // Memory contention: every core copying at once gets mem_bw_mb_s / cpus each.
+        if let (Some(f), Some(s), Some(n), Some(all)) = (
+            floor,
+            cpu.s,
+            cap.filter(|c| *c > 0.0),
+            inp.get("mem_bw_mb_s").filter(|b| *b > 0.0),
+        ) {
+            let contended = d.app_mem_mb * n / all;
+            if contended > f {
+                let sc = s + (contended - f) / n;
+                cpu.s_contended = Some(sc);
+                notes.push(format!(
+                    "Memory contention: when every core moves memory at once each gets mem_bw_mb_s / cpus = {} MB/s, not one core's {} MB/s, and the application's CPU per unit grows to {} CPU-s — CPU utilisation at the target {} % instead of {} %, the CPU saturating at {} instead of {} {}/s. The measured CPU lies between the two; which end depends on how often the cores copy at the same moment.",
+                    fmt(all / n),
+                    fmt(d.app_mem_mb / f),
+                    fmt(contended),
+                    fmt((cpu.background + p.target_rate * sc) * 100.0),
+                    fmt((cpu.background + p.target_rate * s) * 100.0),
+                    fmt(((1.0 - cpu.background) / sc).max(0.0)),
+                    fmt(((1.0 - cpu.background) / s).max(0.0)),
+                    p.unit
+                ));
+            }
+        }
+        resources.push(cpu);
     }
 
     // Memory (MB of traffic per unit, STREAM convention; capacity = memory bandwidth).
@@ -507,9 +526,97 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
         upper_bound,
         missing: b.missing,
         flagged: b.flagged,
+        notes,
         qos,
         target_ok: x_ceiling.map(|x| p.target_rate <= x),
     }
+}
+
+/// The application's own CPU part. Its CPU per unit (`app_cpu_s`, or `app_cpu_pct` of all CPUs)
+/// includes the time it spends moving its memory traffic (`app_mem_mb`), as a measured CPU time
+/// does; a core that copies is a busy core, so that CPU cannot be less than the traffic at one
+/// core's copy rate (`mem_bw_1t_mb_s`, STREAM convention). When the profile states less, the floor
+/// is used and a note says so; when the copy rate is not in the inputs, the note says the check
+/// could not be made (the stated figure is kept: it is the user's measurement, not a gap).
+/// Returns the floor (CPU-s per unit) when it is used.
+fn app_cpu_parts(
+    d: &super::profile::Demand,
+    inp: &Inputs,
+    parts: &mut Vec<Part>,
+    notes: &mut Vec<String>,
+) -> Option<f64> {
+    let cpus = inp.get("cpus").filter(|c| *c > 0.0);
+    // The stated figure in CPU-seconds per unit, where it can be expressed so.
+    let stated_s = match (d.app_cpu_s, d.app_cpu_pct) {
+        (Some(c), _) => Some(c),
+        (None, Some(pct)) => cpus.map(|n| pct / 100.0 * n),
+        (None, None) => Some(0.0),
+    };
+    let floor = if d.app_mem_mb > 0.0 {
+        match inp.values.get("mem_bw_1t_mb_s").filter(|v| v.value > 0.0) {
+            Some(v) => Some((d.app_mem_mb / v.value, v)),
+            None => {
+                notes.push(format!(
+                    "The application's CPU per unit is not checked against the time its {} MB of memory traffic keeps a core busy: no one-thread copy rate (mem_bw_1t_mb_s: {}).",
+                    fmt(d.app_mem_mb),
+                    inp.missing
+                        .get("mem_bw_1t_mb_s")
+                        .map_or("not in these inputs", |s| s.as_str())
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if let (Some((f, v)), Some(st)) = (floor, stated_s)
+        && f > st
+    {
+        let stated = match (d.app_cpu_s, d.app_cpu_pct) {
+            (Some(c), _) => format!("app_cpu_s {} CPU-s", fmt(c)),
+            (None, Some(p)) => format!("app_cpu_pct {} % ({} CPU-s)", fmt(p), fmt(st)),
+            (None, None) => "no application CPU".into(),
+        };
+        parts.push(part(
+            format!(
+                "application logic: its {} MB of memory traffic at one core's copy rate {} MB/s",
+                fmt(d.app_mem_mb),
+                fmt(v.value)
+            ),
+            f,
+            format!(
+                "profile demand.app_mem_mb ÷ mem_bw_1t_mb_s ← {} (floor; the profile states {stated})",
+                v.source
+            ),
+            false,
+        ));
+        notes.push(format!(
+            "The application's CPU per unit is raised from the profile's {stated} to {} CPU-s: moving its {} MB of memory traffic keeps a core busy that long at one core's copy rate ({} MB/s, {}); a core that copies is a busy core.",
+            fmt(f),
+            fmt(d.app_mem_mb),
+            fmt(v.value),
+            v.source
+        ));
+        return Some(f);
+    }
+    if let Some(c) = d.app_cpu_s {
+        parts.push(part(
+            "application logic".into(),
+            c,
+            "profile demand.app_cpu_s".into(),
+            false,
+        ));
+    }
+    if let Some(pct) = d.app_cpu_pct {
+        parts.push(Part {
+            label: "application logic".into(),
+            amount: None,
+            fraction: Some(pct / 100.0),
+            source: "profile demand.app_cpu_pct".into(),
+            assumed: false,
+        });
+    }
+    None
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -550,6 +657,7 @@ fn finish(
         util_at_target: None,
         x_sat,
         missing,
+        s_contended: None,
     }
 }
 
@@ -651,6 +759,64 @@ mod tests {
         // Nothing was filled in: CPU has only the parts it could compute.
         let cpu = pr.resource("cpu").unwrap();
         assert!((cpu.demand - 0.002).abs() < 1e-12, "{}", cpu.demand);
+    }
+
+    const MEMORY_BOUND: &str = "[app]\nname = \"m\"\nunit = \"op\"\ntarget_rate = 10\n\
+        [demand]\napp_cpu_s = 0.0002\napp_mem_mb = 256\nnet_rx_mb = 1\n";
+
+    /// A core that copies is a busy core: 256 MB at one core's 16000 MB/s is 0.016 CPU-s, more
+    /// than the stated 0.0002, so the CPU demand is 0.016 + 1 MB × 0.001 = 0.017 CPU-s on 2 CPUs
+    /// → S = 0.0085. Every core copying at once gets 20000 / 2 = 10000 MB/s: 0.0256 CPU-s, so
+    /// S_contended = 0.0085 + (0.0256 − 0.016) / 2 = 0.0133.
+    #[test]
+    fn memory_traffic_sets_a_cpu_floor_and_a_contended_end() {
+        let p = Profile::parse("m", MEMORY_BOUND).unwrap();
+        let mut i = inputs(&[
+            ("cpus", 2.0),
+            ("net_rx_cpu_s_per_mb_tcp", 0.001),
+            ("mem_bw_mb_s", 20000.0),
+            ("mem_bw_1t_mb_s", 16000.0),
+            ("net_link_mb_s", 1000.0),
+        ]);
+        i.apply_profile(&p);
+        let pr = predict(&p, &i);
+        let cpu = pr.resource("cpu").unwrap();
+        assert!((cpu.demand - 0.017).abs() < 1e-12, "{}", cpu.demand);
+        assert!((cpu.s.unwrap() - 0.0085).abs() < 1e-12);
+        assert!((cpu.s_contended.unwrap() - 0.0133).abs() < 1e-12);
+        assert!(cpu.parts[0].source.contains("floor"), "{:?}", cpu.parts);
+        assert!(pr.notes.iter().any(|n| n.contains("raised from")));
+        assert!(pr.notes.iter().any(|n| n.contains("Memory contention")));
+        // Memory: 256 + 4 (assumed copies of the 1 MB received) MB at 20000 MB/s.
+        assert_eq!(pr.bottleneck.as_deref(), Some("memory"));
+        assert!(!pr.upper_bound);
+
+        // A stated CPU above the floor is kept, with no contention range.
+        let src = MEMORY_BOUND.replace("app_cpu_s = 0.0002", "app_cpu_s = 0.05");
+        let p = Profile::parse("m", &src).unwrap();
+        let pr = predict(&p, &i);
+        let cpu = pr.resource("cpu").unwrap();
+        assert!((cpu.demand - 0.051).abs() < 1e-12, "{}", cpu.demand);
+        assert!(cpu.s_contended.is_none() && pr.notes.is_empty());
+
+        // Without a one-core copy rate the floor is not checked: said, not filled in, and not
+        // an upper bound (the stated CPU is the user's own measurement).
+        let mut i = inputs(&[
+            ("cpus", 2.0),
+            ("net_rx_cpu_s_per_mb_tcp", 0.001),
+            ("mem_bw_mb_s", 20000.0),
+            ("net_link_mb_s", 1000.0),
+        ]);
+        i.miss("mem_bw_1t_mb_s", "mem/bandwidth_1t is not in this run");
+        i.apply_profile(&p);
+        let pr = predict(&p, &i);
+        assert!((pr.resource("cpu").unwrap().demand - 0.051).abs() < 1e-12);
+        assert!(!pr.upper_bound);
+        assert!(
+            pr.notes
+                .iter()
+                .any(|n| n.contains("not checked") && n.contains("not in this run"))
+        );
     }
 
     #[test]

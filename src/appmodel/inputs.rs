@@ -115,6 +115,15 @@ pub const SPECS: &[Spec] = &[
         1e-6,
     ),
     m(
+        "mem_bw_1t_mb_s",
+        "MB/s",
+        H,
+        "memory bandwidth of one thread, copy kernel (STREAM convention): the CPU floor of memory traffic, 1/this CPU-s per MB",
+        "mem/bandwidth_1t",
+        "copy",
+        1e-6,
+    ),
+    m(
         "ctx_switch_us",
         "µs",
         L,

@@ -114,6 +114,9 @@ fn per_run(a: &Analysis, pr: &Prediction, k: usize) -> Vec<Table> {
     for (k, src) in &pr.flagged {
         notes.push(format!("FLAGGED {k}: {src}"));
     }
+    for n in &pr.notes {
+        notes.push(format!("NOTE: {n}"));
+    }
     out.push(Table {
         title: format!(
             "{} ({}): service demand per {unit} and utilisation",

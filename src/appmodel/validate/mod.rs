@@ -71,10 +71,18 @@ fn proc_cpu_s() -> Result<f64, CliError> {
 }
 
 fn ratio_text(measured: f64, predicted: f64) -> String {
-    let r = measured / predicted - 1.0;
+    deviation_text(measured / predicted - 1.0, false)
+}
+
+/// A deviation; `range`: it is from the nearer end of a predicted range (0: inside it).
+fn deviation_text(r: f64, range: bool) -> String {
+    if range && r == 0.0 {
+        return "inside the predicted range (agrees)".into();
+    }
     format!(
-        "{:+.1} % ({})",
+        "{:+.1} %{} ({})",
         r * 100.0,
+        if range { " from the nearer end" } else { "" },
         if r.abs() <= report::TOLERANCE {
             "agrees within 15 %"
         } else {
@@ -250,11 +258,11 @@ fn validate(
     );
     let show = |r: &StepRow| {
         crate::outln!(
-            "  {:>14}  {:>15.2}  {:>17.1} %  {:>12.1} %  {}",
+            "  {:>14}  {:>15.2}  {:>17.1} %  {:>14}  {}",
             r.offered.map_or("flat out".into(), |o| format!("{o:.2}")),
             r.achieved,
             r.cpu_measured_pct,
-            r.cpu_predicted_pct,
+            r.cpu_predicted_text(),
             r.achieved_mb_s
                 .iter()
                 .map(|(k, v)| format!("{k} {v:.1}"))
@@ -337,14 +345,14 @@ fn validate(
         match st.cpu_agrees {
             Some(ok) => {
                 crate::outln!(
-                    "  CPU utilisation at {:.2} {}/s ({}): predicted {:.1} %, measured {:.1} %: {}",
+                    "  CPU utilisation at {:.2} {}/s ({}): predicted {}, measured {:.1} %: {}",
                     st.achieved,
                     p.unit,
                     st.offered
                         .map_or("flat out".to_string(), |o| format!("offered {o:.2}")),
-                    st.cpu_predicted_pct,
+                    st.cpu_predicted_text(),
                     st.cpu_measured_pct,
-                    ratio_text(st.cpu_measured_pct, st.cpu_predicted_pct)
+                    deviation_text(st.cpu_deviation(), st.cpu_predicted_contended_pct.is_some())
                 );
                 cpu_ok &= ok;
             }

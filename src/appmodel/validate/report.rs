@@ -22,6 +22,10 @@ pub struct StepRow {
     pub achieved: f64,
     pub cpu_measured_pct: f64,
     pub cpu_predicted_pct: f64,
+    /// The prediction with every core moving memory at once (memory contention), when the
+    /// application's CPU is its memory traffic's floor: the measured CPU lies between the two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_predicted_contended_pct: Option<f64>,
     pub cpu_agrees: Option<bool>,
     /// Resource → MB/s the app moved at the achieved rate (per-unit MB × rate; no counter).
     pub achieved_mb_s: BTreeMap<String, f64>,
@@ -29,8 +33,13 @@ pub struct StepRow {
 
 impl StepRow {
     pub fn new(st: &Step, pred: &Prediction, disk_mb: f64) -> Self {
-        let s_cpu = pred.resource("cpu").and_then(|r| r.s).unwrap_or(0.0);
+        let cpu = pred.resource("cpu");
+        let s_cpu = cpu.and_then(|r| r.s).unwrap_or(0.0);
         let pr = st.achieved * s_cpu;
+        let pr_hi = cpu
+            .and_then(|r| r.s_contended)
+            .map(|s| st.achieved * s)
+            .filter(|hi| *hi > pr);
         let mut achieved_mb_s = BTreeMap::new();
         for rc in &pred.resources {
             if rc.unit == "MB" {
@@ -46,10 +55,38 @@ impl StepRow {
             achieved: st.achieved,
             cpu_measured_pct: st.cpu_util * 100.0,
             cpu_predicted_pct: pr * 100.0,
+            cpu_predicted_contended_pct: pr_hi.map(|x| x * 100.0),
             cpu_agrees: (st.achieved > 0.0 && pr > 0.0)
-                .then(|| (st.cpu_util / pr - 1.0).abs() <= TOLERANCE),
+                .then(|| deviation(st.cpu_util, pr, pr_hi.unwrap_or(pr)).abs() <= TOLERANCE),
             achieved_mb_s,
         }
+    }
+    /// "21.8 %", or "21.8–28.4 %" with the contended end.
+    pub fn cpu_predicted_text(&self) -> String {
+        match self.cpu_predicted_contended_pct {
+            Some(hi) => format!("{:.1}–{hi:.1} %", self.cpu_predicted_pct),
+            None => format!("{:.1} %", self.cpu_predicted_pct),
+        }
+    }
+    /// Measured vs predicted, relative to the nearer end of the predicted range (0 inside it).
+    pub fn cpu_deviation(&self) -> f64 {
+        deviation(
+            self.cpu_measured_pct,
+            self.cpu_predicted_pct,
+            self.cpu_predicted_contended_pct
+                .unwrap_or(self.cpu_predicted_pct),
+        )
+    }
+}
+
+/// `measured` relative to the range [lo, hi]: 0 inside, else measured / nearer end − 1.
+pub fn deviation(measured: f64, lo: f64, hi: f64) -> f64 {
+    if measured < lo {
+        measured / lo - 1.0
+    } else if measured > hi {
+        measured / hi - 1.0
+    } else {
+        0.0
     }
 }
 
@@ -202,12 +239,12 @@ pub fn markdown(v: &Validation) -> String {
     ));
     for s in &v.steps {
         o.push_str(&format!(
-            "| {} | {:.1} | {:.2} | {:.1} | {:.1} | {} | {} |\n",
+            "| {} | {:.1} | {:.2} | {:.1} | {} | {} | {} |\n",
             opt(s.offered),
             s.duration_s,
             s.achieved,
             s.cpu_measured_pct,
-            s.cpu_predicted_pct,
+            s.cpu_predicted_text(),
             s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
             rates(&s.achieved_mb_s)
         ));
@@ -230,12 +267,12 @@ pub fn html(v: &Validation) -> String {
     let mut rows = String::new();
     for s in &v.steps {
         rows.push_str(&format!(
-            "<tr><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             esc(&opt(s.offered)),
             s.duration_s,
             s.achieved,
             s.cpu_measured_pct,
-            s.cpu_predicted_pct,
+            esc(&s.cpu_predicted_text()),
             s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
             esc(&rates(&s.achieved_mb_s))
         ));
@@ -288,6 +325,30 @@ pub fn html(v: &Validation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_agrees_inside_the_contention_range_and_within_15_percent_of_its_ends() {
+        assert_eq!(deviation(0.5, 0.4, 0.6), 0.0);
+        assert!((deviation(0.3, 0.4, 0.6) + 0.25).abs() < 1e-12);
+        assert!((deviation(0.9, 0.4, 0.6) - 0.5).abs() < 1e-12);
+        let row = |measured: f64, hi: Option<f64>| StepRow {
+            offered: None,
+            duration_s: 1.0,
+            achieved: 10.0,
+            cpu_measured_pct: measured,
+            cpu_predicted_pct: 40.0,
+            cpu_predicted_contended_pct: hi,
+            cpu_agrees: None,
+            achieved_mb_s: BTreeMap::new(),
+        };
+        assert_eq!(row(55.0, Some(60.0)).cpu_deviation(), 0.0);
+        assert_eq!(row(55.0, Some(60.0)).cpu_predicted_text(), "40.0–60.0 %");
+        // Without the contended end, 55 % against 40 % is +37.5 %.
+        assert!((row(55.0, None).cpu_deviation() - 0.375).abs() < 1e-12);
+        assert_eq!(row(55.0, None).cpu_predicted_text(), "40.0 %");
+        // Below the uncontended end counts against it.
+        assert!((row(30.0, Some(60.0)).cpu_deviation() + 0.25).abs() < 1e-12);
+    }
 
     #[test]
     fn exit_status_rule() {
@@ -392,7 +453,7 @@ mod tests {
         assert!(j["analysis"]["predictions"][0]["x_max"].is_f64());
         let md = markdown(&v);
         assert!(
-            md.contains("| 12.50 | 1.0 | 12.40 | 6.8 | 6.8 | yes |"),
+            md.contains("| 12.50 | 1.0 | 12.40 | 6.8 | 6.8 % | yes |"),
             "{md}"
         );
         assert!(md.contains("| flat out | 1.0 | 77.70 |"), "{md}");
