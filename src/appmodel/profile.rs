@@ -20,8 +20,10 @@
 //! frames = 1                  # frames copied for presentation per unit
 //! frame_mb = 2.0              # size of one frame, MB
 //! frame_pacing = "60fps_1mp"  # which frame-pacing benchmark's figures apply ("60fps_1mp", "25fps_5mp")
-//! app_cpu_s = 0.004           # the application's own CPU-seconds per unit (or app_cpu_pct)
-//! app_mem_mb = 125.0          # the application's own memory traffic per unit, MB
+//! app_cpu_s = 0.004           # the application's own CPU-seconds per unit (or app_cpu_pct),
+//!                             # the time it spends moving app_mem_mb included (as a measured
+//!                             # CPU time is); never taken below app_mem_mb at one core's copy rate
+//! app_mem_mb = 125.0          # the application's own memory traffic per unit, MB read + written
 //! context_switches = 10       # context switches per unit
 //!
 //! [capacity]                  # capacities no benchmark measures, stated by the user (flagged)
