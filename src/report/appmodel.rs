@@ -44,6 +44,15 @@ fn bars(p: &Prediction, ceiling: f64) -> String {
                     y + 14.0,
                     u * 100.0
                 ));
+                if let Some(sc) = r.s_contended {
+                    let uc = r.background + p.target_rate * sc;
+                    s.push_str(&format!(
+                        "<rect x='{left}' y='{:.1}' width='{:.1}' height='4' fill='#555'><title>every core copying at once: {:.1} %</title></rect>",
+                        y + 18.0,
+                        scale(uc) - left,
+                        uc * 100.0
+                    ));
+                }
             }
             None => s.push_str(&format!(
                 "<text x='{left}' y='{}' font-size='12' fill='#888'>missing input</text>",
@@ -64,23 +73,38 @@ fn bars(p: &Prediction, ceiling: f64) -> String {
 }
 
 fn lines(p: &Prediction, ceiling: f64) -> String {
-    let (w, h, l, b, t, r) = (560.0, 300.0, 50.0, 40.0, 10.0, 130.0);
+    // (resource, S, dashed): one line per resource with a service demand; the CPU's contended end
+    // (every core moving memory at once) dashed, drawn last so it shows over a line it meets.
+    let mut series: Vec<(&str, f64, f64, bool)> = Vec::new();
+    for res in &p.resources {
+        if let Some(sv) = res.s {
+            series.push((res.title, res.background, sv, false));
+        }
+    }
+    for res in &p.resources {
+        if let Some(sc) = res.s_contended.filter(|x| *x > 0.0) {
+            series.push((res.title, res.background, sc, true));
+        }
+    }
+    // The plot is 300 high; the legend goes below it, a row per line.
+    let (w, plot_h, l, b, t, r) = (560.0, 300.0, 50.0, 40.0, 10.0, 130.0);
+    let h = plot_h + 16.0 * series.len() as f64 + 4.0;
     let xmax = p.x_max.unwrap_or(p.target_rate).max(p.target_rate) * 1.25;
     let px = |x: f64| l + x / xmax * (w - l - r);
-    let py = |u: f64| h - b - (u.min(1.2) / 1.2) * (h - b - t);
+    let py = |u: f64| plot_h - b - (u.min(1.2) / 1.2) * (plot_h - b - t);
     let mut s = format!(
         "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' role='img' aria-label='utilisation versus rate'>"
     );
     s.push_str(&format!(
         "<line x1='{l}' y1='{}' x2='{}' y2='{}' stroke='#000'/><line x1='{l}' y1='{t}' x2='{l}' y2='{}' stroke='#000'/>",
-        h - b, w - r, h - b, h - b
+        plot_h - b, w - r, plot_h - b, plot_h - b
     ));
     for k in 0..=4 {
         let x = xmax * k as f64 / 4.0;
         s.push_str(&format!(
             "<text x='{:.1}' y='{}' font-size='10' text-anchor='middle'>{}</text>",
             px(x),
-            h - b + 14.0,
+            plot_h - b + 14.0,
             fmt(x)
         ));
     }
@@ -95,7 +119,7 @@ fn lines(p: &Prediction, ceiling: f64) -> String {
     s.push_str(&format!(
         "<text x='{:.1}' y='{}' font-size='11' text-anchor='middle'>rate ({}/s)</text>",
         (l + w - r) / 2.0,
-        h - 6.0,
+        plot_h - 6.0,
         esc(&p.unit)
     ));
     for (u, label) in [(ceiling, "ceiling"), (1.0, "capacity")] {
@@ -107,23 +131,31 @@ fn lines(p: &Prediction, ceiling: f64) -> String {
     let xt = px(p.target_rate);
     s.push_str(&format!(
         "<line x1='{xt:.1}' y1='{t}' x2='{xt:.1}' y2='{}' stroke='#888' stroke-dasharray='2 2'/><text x='{xt:.1}' y='{}' font-size='10' text-anchor='middle'>target</text>",
-        h - b, t + 8.0
+        plot_h - b, t + 8.0
     ));
-    let mut k = 0;
-    for res in &p.resources {
-        let Some(sv) = res.s else { continue };
-        let c = COLORS[k % COLORS.len()];
-        let x_end = if sv > 0.0 {
-            ((1.2 - res.background) / sv).min(xmax)
+    let mut color = std::collections::BTreeMap::new();
+    for (k, (title, bg, sv, dashed)) in series.iter().enumerate() {
+        let n = color.len();
+        let c = *color.entry(*title).or_insert(COLORS[n % COLORS.len()]);
+        let x_end = if *sv > 0.0 {
+            ((1.2 - bg) / sv).min(xmax)
         } else {
             xmax
         };
+        let dash = if *dashed {
+            " stroke-dasharray='6 3'"
+        } else {
+            ""
+        };
+        let ly = plot_h + 12.0 + 16.0 * k as f64;
         s.push_str(&format!(
-            "<line x1='{:.1}' y1='{:.1}' x2='{:.1}' y2='{:.1}' stroke='{c}' stroke-width='2'/><text x='{}' y='{}' font-size='11' fill='{c}'>{}</text>",
-            px(0.0), py(res.background), px(x_end), py(res.background + x_end * sv),
-            w - r + 4.0, t + 30.0 + 14.0 * k as f64, esc(res.title)
+            "<line x1='{:.1}' y1='{:.1}' x2='{:.1}' y2='{:.1}' stroke='{c}' stroke-width='2'{dash}/>\
+             <line x1='{l}' y1='{:.1}' x2='{}' y2='{:.1}' stroke='{c}' stroke-width='2'{dash}/><text x='{}' y='{:.1}' font-size='11' fill='{c}'>{}{}</text>",
+            px(0.0), py(*bg), px(x_end), py(bg + x_end * sv),
+            ly - 4.0, l + 24.0, ly - 4.0, l + 30.0, ly,
+            esc(title),
+            if *dashed { " with every core copying at once" } else { "" }
         ));
-        k += 1;
     }
     s.push_str("</svg>");
     s
