@@ -231,3 +231,22 @@ fn cli_missing_inputs_are_listed_and_mark_an_upper_bound() {
             .contains("| resource |")
     );
 }
+
+/// Every shipped profile loads (a profile with an error names its line and would fail here), and
+/// every input a weight scores is one the model knows.
+#[test]
+fn every_shipped_profile_loads() {
+    let mut n = 0;
+    for e in std::fs::read_dir(examples()).unwrap().flatten() {
+        let path = e.path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        // The figures file is not a profile.
+        if !name.ends_with(".toml") || name.ends_with("-figures.toml") {
+            continue;
+        }
+        let p = Profile::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!p.weights.is_empty(), "{name}: no weighted requirements");
+        n += 1;
+    }
+    assert!(n >= 5, "{n} profiles");
+}

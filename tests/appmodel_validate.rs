@@ -137,3 +137,69 @@ fn validate_refuses_an_unwritable_export_up_front() {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(!stdout.contains("validate:"), "nothing ran: {stdout}");
 }
+
+/// A memory-heavy profile that states almost no CPU: the prediction charges the CPU at least the
+/// time one core takes to move the memory traffic (the probe's one-thread copy rate), says so,
+/// and every step's CPU agreement is judged against that floor (and the contended end, where
+/// the all-thread bandwidth per core is below one core's). Structure only, never speed.
+#[test]
+fn validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("mem.toml");
+    std::fs::write(
+        &p,
+        "[app]\nname = \"mem\"\nunit = \"op\"\ntarget_rate = 5\n[demand]\napp_cpu_s = 0.00001\napp_mem_mb = 64\n",
+    )
+    .unwrap();
+    let j = dir.path().join("v.json");
+    let out = osgauge()
+        .args(["model", "validate", p.to_str().unwrap()])
+        .args(["--step-s", "0.2", "--max-rate", "20"])
+        .args(["--export-json", j.to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let code = out.status.code().unwrap();
+    assert!(code == 0 || code == 1, "{code}: {text}");
+    assert!(
+        text.contains("raised from the profile's app_cpu_s"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let pr = &v["analysis"]["predictions"][0];
+    let bw_1t = v["analysis"]["inputs"][0]["values"]["mem_bw_1t_mb_s"]["value"]
+        .as_f64()
+        .unwrap();
+    assert!(bw_1t > 0.0);
+    let cpu = pr["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "cpu")
+        .unwrap();
+    // 64 MB at one core's rate, not the stated 0.01 ms.
+    let demand = cpu["demand"].as_f64().unwrap();
+    assert!(
+        (demand - 64.0 / bw_1t).abs() < 1e-9 * demand.max(1.0),
+        "{cpu}"
+    );
+    assert!(
+        cpu["parts"][0]["source"]
+            .as_str()
+            .unwrap()
+            .contains("floor")
+    );
+    let s = cpu["s"].as_f64().unwrap();
+    for st in v["steps"].as_array().unwrap() {
+        let achieved = st["achieved"].as_f64().unwrap();
+        let lo = st["cpu_predicted_pct"].as_f64().unwrap();
+        assert!(
+            (lo - achieved * s * 100.0).abs() < 1e-6 * lo.max(1.0),
+            "{st}"
+        );
+        if let Some(hi) = st["cpu_predicted_contended_pct"].as_f64() {
+            assert!(hi > lo, "{st}");
+        }
+    }
+}
