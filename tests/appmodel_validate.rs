@@ -78,9 +78,17 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
         _ => assert!(vd["agrees"] == false && vd["judged"] == true && vd["off"].is_string()),
     }
     let steps = v["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 5, "4 offered rates + flat out");
+    assert_eq!(steps.len(), 7, "4 offered rates + 3 flat-out runs");
     assert!(steps[..4].iter().all(|s| s["offered"].is_f64()));
-    assert!(steps[4]["offered"].is_null());
+    assert!(steps[4..].iter().all(|s| s["offered"].is_null()));
+    // The maximum rate measured is the median flat-out run.
+    let mut flat: Vec<f64> = steps[4..]
+        .iter()
+        .map(|s| s["achieved"].as_f64().unwrap())
+        .collect();
+    flat.sort_by(f64::total_cmp);
+    assert_eq!(v["verdict"]["x_measured"].as_f64().unwrap(), flat[1]);
+    assert!(text.contains("median of 5 probes"), "{text}");
     for s in steps {
         assert!(s["achieved"].as_f64().unwrap() >= 0.0);
         assert!(s["cpu_measured_pct"].is_f64() && s["cpu_predicted_pct"].is_f64());
@@ -113,7 +121,7 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     );
     let md = std::fs::read_to_string(&m).unwrap();
     assert!(md.contains("## Steps") && md.contains("## Verdict"), "{md}");
-    assert_eq!(md.matches("| flat out |").count(), 1, "{md}");
+    assert_eq!(md.matches("| flat out |").count(), 3, "{md}");
     let html = std::fs::read_to_string(&h).unwrap();
     assert!(html.contains("<h2>Steps</h2>") && html.contains("<h2>Verdict</h2>"));
     assert_eq!(ours_left(), 0, "the run's temp folder was removed");
