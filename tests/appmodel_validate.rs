@@ -89,6 +89,13 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     flat.sort_by(f64::total_cmp);
     assert_eq!(v["verdict"]["x_measured"].as_f64().unwrap(), flat[1]);
     assert!(text.contains("median of 5 probes"), "{text}");
+    // The harness's pacing is measured at every offered rate, never flat out.
+    assert!(
+        steps[..4]
+            .iter()
+            .all(|s| s["cpu_pacing_pct"].as_f64().unwrap() >= 0.0)
+    );
+    assert!(steps[4..].iter().all(|s| s["cpu_pacing_pct"].is_null()));
     for s in steps {
         assert!(s["achieved"].as_f64().unwrap() >= 0.0);
         assert!(s["cpu_measured_pct"].is_f64() && s["cpu_predicted_pct"].is_f64());

@@ -28,6 +28,23 @@ pub struct Step {
     pub achieved: f64,
     /// This process's CPU time / (duration × CPUs).
     pub cpu_util: f64,
+    /// The harness's own pacing at this offered rate: the CPU utilisation of the same app doing
+    /// no work per unit (timer sleeps and wake-ups), measured just before the step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing_cpu_util: Option<f64>,
+}
+
+/// The profile with no work per unit (same unit and disk threads): run at an offered rate it
+/// measures the harness's own pacing cost, which the profile's demands do not include.
+pub fn null_profile(p: &Profile) -> Profile {
+    let mut n = p.clone();
+    n.demand = crate::appmodel::profile::Demand {
+        disk_threads: p.demand.disk_threads,
+        net_protocol: p.demand.net_protocol.clone(),
+        frame_pacing: p.demand.frame_pacing.clone(),
+        ..Default::default()
+    };
+    n
 }
 
 /// Round trips per unit for the profile's context switches (rounded up to whole round trips).
@@ -279,6 +296,7 @@ pub fn run_app(
         duration_s: secs,
         achieved: done.load(Ordering::Relaxed) as f64 / secs,
         cpu_util: cpu / (secs * cpus as f64),
+        pacing_cpu_util: None,
     })
 }
 

@@ -256,15 +256,16 @@ fn validate(
         "\nvalidate: the synthetic application on {cpus} worker thread(s), {step_s} s per step"
     );
     crate::outln!(
-        "  offered ({u}/s)  achieved ({u}/s)  CPU (this process)  CPU predicted  achieved MB/s (per-unit MB × rate)",
+        "  offered ({u}/s)  achieved ({u}/s)  CPU (this process)  − pacing  CPU predicted  achieved MB/s (per-unit MB × rate)",
         u = p.unit
     );
     let show = |r: &StepRow| {
         crate::outln!(
-            "  {:>14}  {:>15.2}  {:>17.1} %  {:>14}  {}",
+            "  {:>14}  {:>15.2}  {:>17.1} %  {:>8}  {:>14}  {}",
             r.offered.map_or("flat out".into(), |o| format!("{o:.2}")),
             r.achieved,
             r.cpu_measured_pct,
+            r.cpu_pacing_pct.map_or("—".into(), |x| format!("{x:.1} %")),
             r.cpu_predicted_text(),
             r.achieved_mb_s
                 .iter()
@@ -273,11 +274,15 @@ fn validate(
                 .join(", ")
         );
     };
+    let null = app::null_profile(&p);
     for (k, f) in [0.25, 0.5, 0.75, 1.0].into_iter().enumerate() {
         let r = (top * f / 1.25).max(0.01);
         // Long enough for ~20 units, within [step_s, 4 × step_s].
         let secs = (20.0 / r).clamp(step_s, 4.0 * step_s);
-        let st = app::run_app(&p, cpus, Some(r), secs, dir, ws)?;
+        // The harness's own pacing first: the same offered rate, no work per unit.
+        let pacing = app::run_app(&null, cpus, Some(r), secs.min(1.0), dir, ws)?;
+        let mut st = app::run_app(&p, cpus, Some(r), secs, dir, ws)?;
+        st.pacing_cpu_util = Some(pacing.cpu_util);
         show(&StepRow::new(&st, &pred, disk_mb));
         raw.push(st);
         if INTERRUPTED.load(Ordering::Relaxed) {
@@ -362,13 +367,17 @@ fn validate(
         match st.cpu_agrees {
             Some(ok) => {
                 crate::outln!(
-                    "  CPU utilisation at {:.2} {}/s ({}): predicted {}, measured {:.1} %: {}",
+                    "  CPU utilisation at {:.2} {}/s ({}): predicted {}, measured {:.1} %{}: {}",
                     st.achieved,
                     p.unit,
                     st.offered
                         .map_or("flat out".to_string(), |o| format!("offered {o:.2}")),
                     st.cpu_predicted_text(),
-                    st.cpu_measured_pct,
+                    st.cpu_work_pct(),
+                    st.cpu_pacing_pct.map_or(String::new(), |x| format!(
+                        " ({:.1} % − {x:.1} % the harness's pacing)",
+                        st.cpu_measured_pct
+                    )),
                     deviation_text(st.cpu_deviation(), st.cpu_predicted_contended_pct.is_some())
                 );
                 cpu_ok &= ok;

@@ -21,6 +21,10 @@ pub struct StepRow {
     pub duration_s: f64,
     pub achieved: f64,
     pub cpu_measured_pct: f64,
+    /// At an offered rate: the harness's own pacing (the same rate with no work), subtracted
+    /// from the measured CPU before it is judged: the profile's demands do not include it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_pacing_pct: Option<f64>,
     pub cpu_predicted_pct: f64,
     /// The prediction with every core moving memory at once (memory contention), when the
     /// application's CPU is its memory traffic's floor: the measured CPU lies between the two.
@@ -54,10 +58,13 @@ impl StepRow {
             duration_s: st.duration_s,
             achieved: st.achieved,
             cpu_measured_pct: st.cpu_util * 100.0,
+            cpu_pacing_pct: st.pacing_cpu_util.map(|x| x * 100.0),
             cpu_predicted_pct: pr * 100.0,
             cpu_predicted_contended_pct: pr_hi.map(|x| x * 100.0),
-            cpu_agrees: (st.achieved > 0.0 && pr > 0.0)
-                .then(|| deviation(st.cpu_util, pr, pr_hi.unwrap_or(pr)).abs() <= TOLERANCE),
+            cpu_agrees: (st.achieved > 0.0 && pr > 0.0).then(|| {
+                let work = (st.cpu_util - st.pacing_cpu_util.unwrap_or(0.0)).max(0.0);
+                deviation(work, pr, pr_hi.unwrap_or(pr)).abs() <= TOLERANCE
+            }),
             achieved_mb_s,
         }
     }
@@ -68,10 +75,14 @@ impl StepRow {
             None => format!("{:.1} %", self.cpu_predicted_pct),
         }
     }
-    /// Measured vs predicted, relative to the nearer end of the predicted range (0 inside it).
+    /// The measured CPU less the harness's pacing: what the profile's work took.
+    pub fn cpu_work_pct(&self) -> f64 {
+        (self.cpu_measured_pct - self.cpu_pacing_pct.unwrap_or(0.0)).max(0.0)
+    }
+    /// The work's CPU vs predicted, relative to the nearer end of the predicted range (0 inside).
     pub fn cpu_deviation(&self) -> f64 {
         deviation(
-            self.cpu_measured_pct,
+            self.cpu_work_pct(),
             self.cpu_predicted_pct,
             self.cpu_predicted_contended_pct
                 .unwrap_or(self.cpu_predicted_pct),
@@ -234,16 +245,17 @@ pub fn markdown(v: &Validation) -> String {
     o.push_str("\n## Prediction (from the probes)\n\n");
     o.push_str(&crate::appmodel::render::markdown(&v.analysis));
     o.push_str(&format!(
-        "\n## Steps\n\n| offered ({u}/s) | s | achieved ({u}/s) | CPU measured % | CPU predicted % | CPU agrees | achieved MB/s (per-unit MB × rate) |\n|---|---|---|---|---|---|---|\n",
+        "\n## Steps\n\n| offered ({u}/s) | s | achieved ({u}/s) | CPU measured % | − pacing % | CPU predicted % | CPU agrees | achieved MB/s (per-unit MB × rate) |\n|---|---|---|---|---|---|---|---|\n",
         u = v.analysis.profile.unit
     ));
     for s in &v.steps {
         o.push_str(&format!(
-            "| {} | {:.1} | {:.2} | {:.1} | {} | {} | {} |\n",
+            "| {} | {:.1} | {:.2} | {:.1} | {} | {} | {} | {} |\n",
             opt(s.offered),
             s.duration_s,
             s.achieved,
             s.cpu_measured_pct,
+            s.cpu_pacing_pct.map_or("—".into(), |x| format!("{x:.1}")),
             s.cpu_predicted_text(),
             s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
             rates(&s.achieved_mb_s)
@@ -267,11 +279,12 @@ pub fn html(v: &Validation) -> String {
     let mut rows = String::new();
     for s in &v.steps {
         rows.push_str(&format!(
-            "<tr><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             esc(&opt(s.offered)),
             s.duration_s,
             s.achieved,
             s.cpu_measured_pct,
+            s.cpu_pacing_pct.map_or("—".into(), |x| format!("{x:.1}")),
             esc(&s.cpu_predicted_text()),
             s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
             esc(&rates(&s.achieved_mb_s))
@@ -301,7 +314,7 @@ pub fn html(v: &Validation) -> String {
         .collect();
     let vd = &v.verdict;
     format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>model validate: {name}</title>\n<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}</style></head><body>\n<h1>model validate: {name}</h1>\n<p>Working set per ring: {ring} MiB (LLC {llc} MiB: {llcs}). Other work during the idle baseline: {bg:.2} CPUs{shared}.</p>\n<ul>{notes}</ul>\n<h2>Prediction (from the probes)</h2>\n<table><tr><th>resource</th><th>demand per {unit}</th><th>capacity</th><th>saturates at ({unit}/s)</th></tr>\n{res}</table>\n<h2>Steps</h2>\n<table><tr><th>offered ({unit}/s)</th><th>s</th><th>achieved ({unit}/s)</th><th>CPU measured %</th><th>CPU predicted %</th><th>CPU agrees</th><th>achieved MB/s (per-unit MB × rate)</th></tr>\n{rows}</table>\n<h2>Verdict</h2>\n<p>Maximum rate: predicted {xp:.2}, measured {xm:.2} {unit}/s. Bottleneck predicted: {bn}; flat out this process used {fo:.1} % of all CPUs.</p>\n<p><b>{text}</b> (exit status {code})</p>\n</body></html>\n",
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>model validate: {name}</title>\n<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}</style></head><body>\n<h1>model validate: {name}</h1>\n<p>Working set per ring: {ring} MiB (LLC {llc} MiB: {llcs}). Other work during the idle baseline: {bg:.2} CPUs{shared}.</p>\n<ul>{notes}</ul>\n<h2>Prediction (from the probes)</h2>\n<table><tr><th>resource</th><th>demand per {unit}</th><th>capacity</th><th>saturates at ({unit}/s)</th></tr>\n{res}</table>\n<h2>Steps</h2>\n<table><tr><th>offered ({unit}/s)</th><th>s</th><th>achieved ({unit}/s)</th><th>CPU measured %</th><th>− pacing %</th><th>CPU predicted %</th><th>CPU agrees</th><th>achieved MB/s (per-unit MB × rate)</th></tr>\n{rows}</table>\n<h2>Verdict</h2>\n<p>Maximum rate: predicted {xp:.2}, measured {xm:.2} {unit}/s. Bottleneck predicted: {bn}; flat out this process used {fo:.1} % of all CPUs.</p>\n<p><b>{text}</b> (exit status {code})</p>\n</body></html>\n",
         name = esc(&v.analysis.profile.name),
         ring = v.working_set.ring_bytes >> 20,
         llc = v.working_set.llc_bytes >> 20,
@@ -336,6 +349,7 @@ mod tests {
             duration_s: 1.0,
             achieved: 10.0,
             cpu_measured_pct: measured,
+            cpu_pacing_pct: None,
             cpu_predicted_pct: 40.0,
             cpu_predicted_contended_pct: hi,
             cpu_agrees: None,
@@ -348,6 +362,47 @@ mod tests {
         assert_eq!(row(55.0, None).cpu_predicted_text(), "40.0 %");
         // Below the uncontended end counts against it.
         assert!((row(30.0, Some(60.0)).cpu_deviation() + 0.25).abs() < 1e-12);
+        // The harness's pacing is taken off the measured CPU before it is judged.
+        let mut paced = row(50.0, None);
+        paced.cpu_pacing_pct = Some(10.0);
+        assert_eq!(paced.cpu_work_pct(), 40.0);
+        assert_eq!(paced.cpu_deviation(), 0.0);
+        let st = Step {
+            offered: Some(10.0),
+            duration_s: 1.0,
+            achieved: 10.0,
+            cpu_util: 0.5,
+            pacing_cpu_util: Some(0.1),
+        };
+        let p = crate::appmodel::Profile::parse(
+            "p",
+            "[app]\nname = \"t\"\nunit = \"req\"\ntarget_rate = 10\n[demand]\napp_cpu_s = 0.08\n",
+        )
+        .unwrap();
+        let mut i = crate::appmodel::inputs::Inputs::new("probes", "linux");
+        i.values.insert(
+            "cpus".into(),
+            crate::appmodel::inputs::Value {
+                value: 2.0,
+                origin: crate::appmodel::inputs::Origin::Measured,
+                source: "test".into(),
+            },
+        );
+        let pred = crate::appmodel::analyse(&p, vec![i], None).predictions[0].clone();
+        // Predicted 10/s × 0.08 / 2 = 40 %; measured 50 % − 10 % pacing = 40 %: agrees, while
+        // 50 % against 40 % would be +25 %.
+        let r = StepRow::new(&st, &pred, 0.0);
+        assert!((r.cpu_predicted_pct - 40.0).abs() < 1e-9);
+        assert_eq!(r.cpu_agrees, Some(true));
+        let r = StepRow::new(
+            &Step {
+                pacing_cpu_util: None,
+                ..st
+            },
+            &pred,
+            0.0,
+        );
+        assert_eq!(r.cpu_agrees, Some(false));
     }
 
     #[test]
@@ -418,6 +473,7 @@ mod tests {
                     duration_s: 1.0,
                     achieved,
                     cpu_util,
+                    pacing_cpu_util: None,
                 },
                 &pred,
                 0.0,
@@ -453,7 +509,7 @@ mod tests {
         assert!(j["analysis"]["predictions"][0]["x_max"].is_f64());
         let md = markdown(&v);
         assert!(
-            md.contains("| 12.50 | 1.0 | 12.40 | 6.8 | 6.8 % | yes |"),
+            md.contains("| 12.50 | 1.0 | 12.40 | 6.8 | — | 6.8 % | yes |"),
             "{md}"
         );
         assert!(md.contains("| flat out | 1.0 | 77.70 |"), "{md}");
