@@ -90,6 +90,18 @@ impl StepRow {
     }
 }
 
+/// The median of the steps' CPU deviations (None without any): what the utilisation law is
+/// judged on.
+pub fn median_deviation(devs: &[f64]) -> Option<f64> {
+    let mut d = devs.to_vec();
+    d.sort_by(f64::total_cmp);
+    match d.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(d[n / 2]),
+        n => Some((d[n / 2 - 1] + d[n / 2]) / 2.0),
+    }
+}
+
 /// `measured` relative to the range [lo, hi]: 0 inside, else measured / nearer end − 1.
 pub fn deviation(measured: f64, lo: f64, hi: f64) -> f64 {
     if measured < lo {
@@ -362,6 +374,13 @@ mod tests {
         assert_eq!(row(55.0, None).cpu_predicted_text(), "40.0 %");
         // Below the uncontended end counts against it.
         assert!((row(30.0, Some(60.0)).cpu_deviation() + 0.25).abs() < 1e-12);
+        // The law is judged on the median step: one outlier does not decide it, a shift does.
+        assert_eq!(median_deviation(&[]), None);
+        assert_eq!(
+            median_deviation(&[0.02, 0.21, -0.03, 0.05, 0.0, 0.01, 0.04]),
+            Some(0.02)
+        );
+        assert_eq!(median_deviation(&[0.3, 0.2, 0.25, 0.1]), Some(0.225));
         // The harness's pacing is taken off the measured CPU before it is judged.
         let mut paced = row(50.0, None);
         paced.cpu_pacing_pct = Some(10.0);
