@@ -2,6 +2,8 @@
 //! utilisation bar per resource at the target rate and the capacity-vs-rate lines U_r(X) with the
 //! ceiling and the target marked; then every table of the terminal view.
 
+use anyhow::Result;
+
 use super::esc;
 use crate::appmodel::Analysis;
 use crate::appmodel::calc::{Prediction, fmt};
@@ -214,4 +216,113 @@ pub fn page(a: &Analysis) -> String {
     }
     h.push_str("</body></html>\n");
     h
+}
+
+/// `model validate`'s chart: CPU utilisation against the achieved rate — the predicted line
+/// U = F + X·S (with the band up to the contended end where there is one), each step's measured
+/// CPU less the harness's pacing (circles: offered rates; squares: flat out), and the predicted
+/// maximum rate.
+pub fn validate_cpu_chart(v: &crate::appmodel::validate::report::Validation) -> Result<String> {
+    use super::charts::{FONT, chart_on, house_mesh, pe, rgb, svg_chart};
+    use plotters::prelude::*;
+    let pr = v
+        .analysis
+        .predictions
+        .first()
+        .ok_or_else(|| anyhow::anyhow!("no prediction"))?;
+    let cpu = pr
+        .resource("cpu")
+        .ok_or_else(|| anyhow::anyhow!("no CPU demand"))?;
+    let s = cpu
+        .s
+        .ok_or_else(|| anyhow::anyhow!("no CPU service demand"))?;
+    let bg = cpu.background;
+    let x_pred = v.verdict.x_predicted;
+    let pts: Vec<(f64, f64, bool)> = v
+        .steps
+        .iter()
+        .map(|st| (st.achieved, st.cpu_work_pct(), st.offered.is_none()))
+        .collect();
+    let xmax = pts.iter().map(|p| p.0).fold(x_pred, f64::max) * 1.15;
+    if xmax.is_nan() || xmax <= 0.0 {
+        return Err(anyhow::anyhow!("no rate to draw"));
+    }
+    let u = |x: f64, s: f64| (bg + x * s) * 100.0;
+    let ymax = pts.iter().map(|p| p.1).fold(110.0, f64::max).min(250.0);
+    let unit = &v.analysis.profile.unit;
+    svg_chart((900, 420), |root| {
+        let mut chart = chart_on(root, 10, 45, 70)
+            .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+            .map_err(pe)?;
+        house_mesh(&mut chart.configure_mesh())
+            .x_desc(format!("achieved rate ({unit}/s)"))
+            .y_desc("CPU utilisation, % of all CPUs")
+            .draw()
+            .map_err(pe)?;
+        let blue = rgb(0);
+        if let Some(sc) = cpu.s_contended {
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    vec![(0.0, u(0.0, s)), (xmax, u(xmax, s)), (xmax, u(xmax, sc))],
+                    blue.mix(0.15),
+                )))
+                .map_err(pe)?
+                .label("predicted range (every core copying at once)")
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 18, y + 5)], blue.mix(0.15).filled())
+                });
+        }
+        chart
+            .draw_series(LineSeries::new(
+                vec![(0.0, u(0.0, s)), (xmax, u(xmax, s))],
+                blue.stroke_width(2),
+            ))
+            .map_err(pe)?
+            .label("predicted U = F + X·S")
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], blue.stroke_width(2))
+            });
+        let grey = RGBColor(90, 90, 90);
+        chart
+            .draw_series(LineSeries::new(
+                vec![(0.0, 100.0), (xmax, 100.0)],
+                grey.stroke_width(1),
+            ))
+            .map_err(pe)?;
+        let red = rgb(1);
+        chart
+            .draw_series(LineSeries::new(
+                vec![(x_pred, 0.0), (x_pred, ymax)],
+                red.stroke_width(1),
+            ))
+            .map_err(pe)?
+            .label(format!("predicted maximum rate {x_pred:.2}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], red.stroke_width(1)));
+        let black = RGBColor(0, 0, 0);
+        chart
+            .draw_series(
+                pts.iter()
+                    .filter(|p| !p.2)
+                    .map(|p| Circle::new((p.0, p.1), 5, black.filled())),
+            )
+            .map_err(pe)?
+            .label("measured at an offered rate (less the pacing)")
+            .legend(move |(x, y)| Circle::new((x + 9, y), 5, black.filled()));
+        chart
+            .draw_series(pts.iter().filter(|p| p.2).map(|p| {
+                EmptyElement::at((p.0, p.1)) + Rectangle::new([(-5, -5), (5, 5)], red.filled())
+            }))
+            .map_err(pe)?
+            .label("measured flat out")
+            .legend(move |(x, y)| Rectangle::new([(x + 4, y - 5), (x + 14, y + 5)], red.filled()));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font((FONT, 14))
+            .draw()
+            .map_err(pe)?;
+        Ok(())
+    })
 }

@@ -326,7 +326,7 @@ pub fn html(v: &Validation) -> String {
         .collect();
     let vd = &v.verdict;
     format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>model validate: {name}</title>\n<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}</style></head><body>\n<h1>model validate: {name}</h1>\n<p>Working set per ring: {ring} MiB (LLC {llc} MiB: {llcs}). Other work during the idle baseline: {bg:.2} CPUs{shared}.</p>\n<ul>{notes}</ul>\n<h2>Prediction (from the probes)</h2>\n<table><tr><th>resource</th><th>demand per {unit}</th><th>capacity</th><th>saturates at ({unit}/s)</th></tr>\n{res}</table>\n<h2>Steps</h2>\n<table><tr><th>offered ({unit}/s)</th><th>s</th><th>achieved ({unit}/s)</th><th>CPU measured %</th><th>− pacing %</th><th>CPU predicted %</th><th>CPU agrees</th><th>achieved MB/s (per-unit MB × rate)</th></tr>\n{rows}</table>\n<h2>Verdict</h2>\n<p>Maximum rate: predicted {xp:.2}, measured {xm:.2} {unit}/s. Bottleneck predicted: {bn}; flat out this process used {fo:.1} % of all CPUs.</p>\n<p><b>{text}</b> (exit status {code})</p>\n</body></html>\n",
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>model validate: {name}</title>\n<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}</style></head><body>\n<h1>model validate: {name}</h1>\n<p>Working set per ring: {ring} MiB (LLC {llc} MiB: {llcs}). Other work during the idle baseline: {bg:.2} CPUs{shared}.</p>\n<ul>{notes}</ul>\n<h2>Prediction (from the probes)</h2>\n<table><tr><th>resource</th><th>demand per {unit}</th><th>capacity</th><th>saturates at ({unit}/s)</th></tr>\n{res}</table>\n<h2>Steps</h2>\n<table><tr><th>offered ({unit}/s)</th><th>s</th><th>achieved ({unit}/s)</th><th>CPU measured %</th><th>− pacing %</th><th>CPU predicted %</th><th>CPU agrees</th><th>achieved MB/s (per-unit MB × rate)</th></tr>\n{rows}</table>\n<p>CPU utilisation against the achieved rate, predicted and measured:</p>\n{chart}\n<h2>Verdict</h2>\n<p>Maximum rate: predicted {xp:.2}, measured {xm:.2} {unit}/s. Bottleneck predicted: {bn}; flat out this process used {fo:.1} % of all CPUs.</p>\n<p><b>{text}</b> (exit status {code})</p>\n</body></html>\n",
         name = esc(&v.analysis.profile.name),
         ring = v.working_set.ring_bytes >> 20,
         llc = v.working_set.llc_bytes >> 20,
@@ -344,6 +344,10 @@ pub fn html(v: &Validation) -> String {
         fo = vd.flat_out_cpu_pct,
         text = esc(&vd.text),
         code = v.exit_code,
+        chart = match crate::report::appmodel::validate_cpu_chart(v) {
+            Ok(svg) => svg,
+            Err(e) => format!("<p>(no chart: {})</p>", esc(&e.to_string())),
+        },
     )
 }
 
@@ -539,5 +543,10 @@ mod tests {
             "{h}"
         );
         assert!(h.contains("Memory bandwidth"), "{h}");
+        // The chart: the predicted line and the measured points.
+        assert!(
+            h.contains("<svg") && h.contains("predicted U = F + X·S"),
+            "{h}"
+        );
     }
 }
