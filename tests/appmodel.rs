@@ -250,3 +250,47 @@ fn every_shipped_profile_loads() {
     }
     assert!(n >= 5, "{n} profiles");
 }
+
+/// No runs and no published figures: the newest complete stored run is used, and said so; an
+/// empty store is a usage error saying what to do.
+#[test]
+fn cli_without_runs_predicts_on_the_newest_stored_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let profile = examples().join("imaging-pipeline.toml");
+    let out = osgauge()
+        .env("OSGAUGE_STORE", &db)
+        .args(["model", profile.to_str().unwrap()])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("run `osgauge run` first"), "{err}");
+    osgauge()
+        .env("OSGAUGE_STORE", &db)
+        .args(["results", "import"])
+        .arg(fixture_path("cpu-a.json"))
+        .arg(fixture_path("cpu-b.json"))
+        .assert()
+        .success();
+    let out = osgauge()
+        .env("OSGAUGE_STORE", &db)
+        .args(["model", profile.to_str().unwrap()])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(err.contains("newest complete stored run"), "{err}");
+    // The newer fixture (started later) is the one predicted on, and only it.
+    let newest = |name: &str| fixture(name).started;
+    let want = if newest("cpu-b.json") >= newest("cpu-a.json") {
+        "fixture-b"
+    } else {
+        "fixture-a"
+    };
+    assert!(err.contains(want), "{err}");
+    assert_eq!(
+        text.matches("service demand per frame").count(),
+        1,
+        "{text}"
+    );
+}

@@ -16,7 +16,8 @@ pub struct ModelArgs {
     #[arg(value_name = "PROFILE")]
     pub profile: String,
     /// Runs to predict on: stored runs by label, id or id prefix, or JSON files (as `compare`).
-    /// None: the published figures the profile names in `app.inputs`
+    /// None: the published figures the profile names in `app.inputs`, else the newest complete
+    /// stored run
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
     #[command(flatten)]
@@ -42,7 +43,7 @@ pub struct ModelArgs {
     pub step_s: f64,
 }
 
-pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n  osgauge model validate examples/audio-workstation.toml --export-json v.json\n  osgauge model validate examples/imaging-pipeline.toml --inputs linux-6.18   also predict from a run\n  osgauge model validate examples/memory-bound-check.toml          memory traffic: the CPU floor and range\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. A core that copies is a busy core: the application's\nCPU per unit is never below its memory traffic at one core's copy rate (mem/bandwidth_1t), and\nwith every core copying at once it grows to its share of mem/bandwidth_all (shown as a range). Exit codes: 0 ok; 2 bad profile or usage; 1 failure.\n\n`model validate` runs a synthetic application doing the profile's per-unit work (loopback TCP,\na temp file, memory copies through rings of 4 × the last-level cache, compute, frame copies,\na pipe ping-pong for the context switches) at rising rates and flat out, and compares it with\na prediction from fresh probes; --export-json/--export-markdown/--export-html write the\nprediction, every step and the verdict. Exit codes of validate: 0 when the maximum rate and the\nCPU per unit agree within 15 %, or when the machine was shared (\"not judged\"); 1 when a quiet\nmachine's measurement disagrees (the verdict names the law or input that is off) or on failure;\n2 bad profile or usage; 130/143 interrupted.";
+pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/imaging-pipeline.toml --export-html m.html  no runs: the newest stored run\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n  osgauge model validate examples/audio-workstation.toml --export-json v.json\n  osgauge model validate examples/imaging-pipeline.toml --inputs linux-6.18   also predict from a run\n  osgauge model validate examples/memory-bound-check.toml          memory traffic: the CPU floor and range\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. A core that copies is a busy core: the application's\nCPU per unit is never below its memory traffic at one core's copy rate (mem/bandwidth_1t), and\nwith every core copying at once it grows to its share of mem/bandwidth_all (shown as a range). Exit codes: 0 ok; 2 bad profile or usage; 1 failure.\n\n`model validate` runs a synthetic application doing the profile's per-unit work (loopback TCP,\na temp file, memory copies through rings of 4 × the last-level cache, compute, frame copies,\na pipe ping-pong for the context switches) at rising rates and flat out, and compares it with\na prediction from fresh probes; --export-json/--export-markdown/--export-html write the\nprediction, every step and the verdict. Exit codes of validate: 0 when the maximum rate and the\nCPU per unit agree within 15 %, or when the machine was shared (\"not judged\"); 1 when a quiet\nmachine's measurement disagrees (the verdict names the law or input that is off) or on failure;\n2 bad profile or usage; 130/143 interrupted.";
 
 pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
     if a.profile == "validate" {
@@ -85,18 +86,28 @@ pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
     }
     crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
     let profile = Profile::load(Path::new(&a.profile)).map_err(|e| CliError::Usage(e.0))?;
-    let analysis = if a.runs.is_empty() {
-        let Some(src) = &profile.inputs else {
+    let mut runs_given = a.runs.clone();
+    if runs_given.is_empty() && profile.inputs.is_none() {
+        // No runs and no published figures: the newest complete stored run, said so.
+        let Some((id, label, started)) = a.store.newest_complete()? else {
             return Err(CliError::Usage(format!(
-                "{}: no runs given and the profile names no published figures (app.inputs); give runs by label, id or JSON file",
+                "{}: no runs given, the profile names no published figures (app.inputs), and the store holds no complete run: run `osgauge run` first, or give runs by label, id or JSON file",
                 a.profile
             )));
         };
+        crate::errln!(
+            "note: no runs given: predicting on the newest complete stored run {}{} (started {started})",
+            &id[..id.len().min(13)],
+            label.map_or(String::new(), |l| format!(" \"{l}\""))
+        );
+        runs_given.push(id);
+    }
+    let analysis = if let (true, Some(src)) = (runs_given.is_empty(), &profile.inputs) {
         let pubd = published::load(src).map_err(|e| CliError::Usage(e.0))?;
         let (ins, source, checks) = appmodel::from_published(pubd);
         appmodel::analyse(&profile, ins, Some((source, checks)))
     } else {
-        let runs = load_runs(&a.runs, &a.store)?;
+        let runs = load_runs(&runs_given, &a.store)?;
         let ins = runs
             .iter()
             .map(|(n, r)| appmodel::inputs::from_record(n, r))

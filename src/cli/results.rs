@@ -48,6 +48,20 @@ impl StorePath {
     fn open_read(&self) -> Result<Option<Store>, CliError> {
         Store::open_read_only(&self.path()?).map_err(store_err)
     }
+
+    /// The newest complete run in the store (id, label, start), if the store holds one.
+    pub(crate) fn newest_complete(
+        &self,
+    ) -> Result<Option<(String, Option<String>, String)>, CliError> {
+        let Some(s) = self.open_read()? else {
+            return Ok(None);
+        };
+        Ok(s.list()?
+            .into_iter()
+            .rev()
+            .find(|r| r.complete)
+            .map(|r| (r.run_id, r.label, r.started)))
+    }
 }
 
 /// The store path: `--store`, else `OSGAUGE_STORE`, else the default. An empty path (`--store
