@@ -288,7 +288,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                     fmt((cpu.background + p.target_rate * sc) * 100.0),
                     fmt((cpu.background + p.target_rate * s) * 100.0),
                     fmt(((1.0 - cpu.background) / sc).max(0.0)),
-                    fmt(((1.0 - cpu.background) / s).max(0.0)),
+                    cpu.x_sat.map_or("—".into(), fmt),
                     p.unit
                 ));
             }

@@ -89,18 +89,19 @@ pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
     let mut runs_given = a.runs.clone();
     if runs_given.is_empty() && profile.inputs.is_none() {
         // No runs and no published figures: the newest complete stored run, said so.
-        let Some((id, label, started)) = a.store.newest_complete()? else {
+        let Some(newest) = a.store.newest_complete()? else {
             return Err(CliError::Usage(format!(
                 "{}: no runs given, the profile names no published figures (app.inputs), and the store holds no complete run: run `osgauge run` first, or give runs by label, id or JSON file",
                 a.profile
             )));
         };
         crate::errln!(
-            "note: no runs given: predicting on the newest complete stored run {}{} (started {started})",
-            &id[..id.len().min(13)],
-            label.map_or(String::new(), |l| format!(" \"{l}\""))
+            "note: no runs given: predicting on the newest complete stored run {}{} (started {})",
+            crate::store::short_id(&newest.run_id),
+            newest.label.map_or(String::new(), |l| format!(" \"{l}\"")),
+            newest.started
         );
-        runs_given.push(id);
+        runs_given.push(newest.run_id);
     }
     let analysis = if let (true, Some(src)) = (runs_given.is_empty(), &profile.inputs) {
         let pubd = published::load(src).map_err(|e| CliError::Usage(e.0))?;

@@ -49,18 +49,12 @@ impl StorePath {
         Store::open_read_only(&self.path()?).map_err(store_err)
     }
 
-    /// The newest complete run in the store (id, label, start), if the store holds one.
-    pub(crate) fn newest_complete(
-        &self,
-    ) -> Result<Option<(String, Option<String>, String)>, CliError> {
+    /// The newest complete run in the store, if the store holds one.
+    pub(crate) fn newest_complete(&self) -> Result<Option<store::RunRow>, CliError> {
         let Some(s) = self.open_read()? else {
             return Ok(None);
         };
-        Ok(s.list()?
-            .into_iter()
-            .rev()
-            .find(|r| r.complete)
-            .map(|r| (r.run_id, r.label, r.started)))
+        Ok(s.list()?.into_iter().rev().find(|r| r.complete))
     }
 }
 

@@ -75,17 +75,24 @@ fn bars(p: &Prediction, ceiling: f64) -> String {
 }
 
 fn lines(p: &Prediction, ceiling: f64) -> String {
-    // (resource, S, dashed): one line per resource with a service demand; the CPU's contended end
-    // (every core moving memory at once) dashed, drawn last so it shows over a line it meets.
-    let mut series: Vec<(&str, f64, f64, bool)> = Vec::new();
-    for res in &p.resources {
-        if let Some(sv) = res.s {
-            series.push((res.title, res.background, sv, false));
-        }
+    // (colour, title, F, S, dashed): one line per resource with a service demand; the CPU's
+    // contended end (every core moving memory at once) dashed in the CPU's colour, drawn last so
+    // it shows over a line it meets.
+    let with_s: Vec<_> = p.resources.iter().filter(|r| r.s.is_some()).collect();
+    let mut series: Vec<(&str, &str, f64, f64, bool)> = Vec::new();
+    for (k, res) in with_s.iter().enumerate() {
+        let c = COLORS[k % COLORS.len()];
+        series.push((c, res.title, res.background, res.s.unwrap_or(0.0), false));
     }
-    for res in &p.resources {
+    for (k, res) in with_s.iter().enumerate() {
         if let Some(sc) = res.s_contended.filter(|x| *x > 0.0) {
-            series.push((res.title, res.background, sc, true));
+            series.push((
+                COLORS[k % COLORS.len()],
+                res.title,
+                res.background,
+                sc,
+                true,
+            ));
         }
     }
     // The plot is 300 high; the legend goes below it, a row per line.
@@ -135,10 +142,7 @@ fn lines(p: &Prediction, ceiling: f64) -> String {
         "<line x1='{xt:.1}' y1='{t}' x2='{xt:.1}' y2='{}' stroke='#888' stroke-dasharray='2 2'/><text x='{xt:.1}' y='{}' font-size='10' text-anchor='middle'>target</text>",
         plot_h - b, t + 8.0
     ));
-    let mut color = std::collections::BTreeMap::new();
-    for (k, (title, bg, sv, dashed)) in series.iter().enumerate() {
-        let n = color.len();
-        let c = *color.entry(*title).or_insert(COLORS[n % COLORS.len()]);
+    for (k, (c, title, bg, sv, dashed)) in series.iter().enumerate() {
         let x_end = if *sv > 0.0 {
             ((1.2 - bg) / sv).min(xmax)
         } else {
@@ -223,7 +227,7 @@ pub fn page(a: &Analysis) -> String {
 /// CPU less the harness's pacing (circles: offered rates; squares: flat out), and the predicted
 /// maximum rate.
 pub fn validate_cpu_chart(v: &crate::appmodel::validate::report::Validation) -> Result<String> {
-    use super::charts::{FONT, chart_on, house_mesh, pe, rgb, svg_chart};
+    use super::charts::{chart_on, house_legend, house_mesh, pe, rgb, svg_chart};
     use plotters::prelude::*;
     let pr = v
         .analysis
@@ -315,14 +319,6 @@ pub fn validate_cpu_chart(v: &crate::appmodel::validate::report::Validation) -> 
             .map_err(pe)?
             .label("measured flat out")
             .legend(move |(x, y)| Rectangle::new([(x + 4, y - 5), (x + 14, y + 5)], red.filled()));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font((FONT, 14))
-            .draw()
-            .map_err(pe)?;
-        Ok(())
+        house_legend(&mut chart, Some(SeriesLabelPosition::UpperLeft))
     })
 }

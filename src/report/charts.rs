@@ -57,6 +57,24 @@ pub(super) fn house_mesh<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
         .light_line_style(RGBColor(240, 240, 240))
 }
 
+/// The report's legend: the series labels in a framed, half-transparent box, at `position`
+/// (plotters' default place when None).
+pub(super) fn house_legend<'a, 'b: 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+    position: Option<SeriesLabelPosition>,
+) -> Result<()> {
+    let mut labels = chart.configure_series_labels();
+    if let Some(p) = position {
+        labels.position(p);
+    }
+    labels
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font((FONT, 14))
+        .draw()
+        .map_err(pe)
+}
+
 /// Bar `i` of `nruns` in category `c` of a grouped bar chart: its x extent.
 pub(super) fn bar_x(c: usize, i: usize, nruns: usize) -> (f64, f64) {
     let w = 0.8 / nruns.max(1) as f64;

@@ -4,7 +4,7 @@
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
-use super::charts::{FONT, bar_x, chart_on, house_mesh, pe, rgb, svg_chart};
+use super::charts::{FONT, bar_x, chart_on, house_legend, house_mesh, pe, rgb, svg_chart};
 use super::{Figure, figures, legend};
 use crate::model::{MetricResult, RunRecord};
 use crate::units::{Unit, format_value};
@@ -73,14 +73,7 @@ fn log_log(
                 .draw_series(p.iter().map(|q| Circle::new(*q, 3, rgb(*c).filled())))
                 .map_err(pe)?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font((FONT, 14))
-            .draw()
-            .map_err(pe)?;
-        Ok(())
+        house_legend(&mut chart, None)
     })
 }
 

@@ -295,19 +295,19 @@ fn validate(
     // Flat out three times, each followed by a probe: the measured maximum rate is the median of
     // the three, set against the median of the probes around them (a shared host's memory
     // bandwidth and core speed drift by ±15 % between moments).
-    let mut flat = Vec::new();
     for _ in 0..FLAT_OUT_RUNS {
         let st = app::run_app(&p, cpus, None, step_s, dir, ws)?;
         show(&StepRow::new(&st, &pred, disk_mb));
-        raw.push(st.clone());
-        flat.push(st);
+        raw.push(st);
         if INTERRUPTED.load(Ordering::Relaxed) {
             return Err(other("interrupted"));
         }
         probes.push(probe::probe(&p, cpus, dir, ws)?);
     }
-    flat.sort_by(|a, b| a.achieved.total_cmp(&b.achieved));
-    let sat = flat[flat.len() / 2].clone();
+    let flat = &raw[raw.len() - FLAT_OUT_RUNS..];
+    let mut by_rate: Vec<&app::Step> = flat.iter().collect();
+    by_rate.sort_by(|a, b| a.achieved.total_cmp(&b.achieved));
+    let sat = by_rate[FLAT_OUT_RUNS / 2].clone();
     // The judged prediction: the median of the probes, input by input.
     let (median, spread) = probe::median_of(&probes);
     let spread_note = format!(

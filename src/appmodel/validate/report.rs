@@ -53,7 +53,7 @@ impl StepRow {
         if disk_mb > 0.0 {
             achieved_mb_s.insert("disk".into(), st.achieved * disk_mb);
         }
-        StepRow {
+        let mut row = StepRow {
             offered: st.offered,
             duration_s: st.duration_s,
             achieved: st.achieved,
@@ -61,12 +61,12 @@ impl StepRow {
             cpu_pacing_pct: st.pacing_cpu_util.map(|x| x * 100.0),
             cpu_predicted_pct: pr * 100.0,
             cpu_predicted_contended_pct: pr_hi.map(|x| x * 100.0),
-            cpu_agrees: (st.achieved > 0.0 && pr > 0.0).then(|| {
-                let work = (st.cpu_util - st.pacing_cpu_util.unwrap_or(0.0)).max(0.0);
-                deviation(work, pr, pr_hi.unwrap_or(pr)).abs() <= TOLERANCE
-            }),
+            cpu_agrees: None,
             achieved_mb_s,
-        }
+        };
+        row.cpu_agrees =
+            (st.achieved > 0.0 && pr > 0.0).then(|| row.cpu_deviation().abs() <= TOLERANCE);
+        row
     }
     /// "21.8 %", or "21.8–28.4 %" with the contended end.
     pub fn cpu_predicted_text(&self) -> String {
@@ -93,13 +93,7 @@ impl StepRow {
 /// The median of the steps' CPU deviations (None without any): what the utilisation law is
 /// judged on.
 pub fn median_deviation(devs: &[f64]) -> Option<f64> {
-    let mut d = devs.to_vec();
-    d.sort_by(f64::total_cmp);
-    match d.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(d[n / 2]),
-        n => Some((d[n / 2 - 1] + d[n / 2]) / 2.0),
-    }
+    (!devs.is_empty()).then(|| crate::stats::median(devs))
 }
 
 /// `measured` relative to the range [lo, hi]: 0 inside, else measured / nearer end − 1.
