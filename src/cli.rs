@@ -766,11 +766,14 @@ fn run_plan(
     };
     let runs = opts.runs.unwrap_or(runs);
     let run_time = opts.run_time.unwrap_or(run_time);
-    // Default bound: ten times the planned measuring time, at least 20 s.
+    // Default bound: ten times the planned measuring time, at least 20 s, plus room for the
+    // CPU-cost windows a benchmark may extend (two per run, `cpucost::max_extension` each).
     let planned = run_time.as_secs_f64() * f64::from(runs + opts.warmup);
-    let timeout = opts
-        .timeout
-        .unwrap_or(Duration::from_secs_f64((planned * 10.0).max(20.0)));
+    let extension =
+        crate::cpucost::max_extension(run_time).as_secs_f64() * 2.0 * f64::from(runs + opts.warmup);
+    let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
+        (planned * 10.0).max(20.0) + extension,
+    ));
     let plan = Plan {
         benchmarks,
         label: opts.label.clone(),

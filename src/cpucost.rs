@@ -190,6 +190,44 @@ impl CpuCost {
     }
 }
 
+/// A window is extended until its net CPU reaches this many times the resolution floor
+/// ([`MIN_RESOLUTION_STEPS`] counter steps): the margin keeps a window that stops just past the
+/// floor from reading below it in its final sample.
+pub const EXTEND_MARGIN: f64 = 1.25;
+
+impl CpuCost {
+    /// Whether more of the same work in this window would turn a cost below the counters'
+    /// resolution into a measured one: the baseline was quiet, the resolution is known, and the
+    /// net CPU is still under [`EXTEND_MARGIN`] × the floor.
+    pub fn wants_more(&self) -> bool {
+        let floor = MIN_RESOLUTION_STEPS * self.resolution_cpu_s;
+        let quiet = !self
+            .usable()
+            .is_err_and(|why| why.starts_with("machine busy"));
+        quiet && floor > 0.0 && self.net_cpu_s < EXTEND_MARGIN * floor
+    }
+}
+
+/// How long a benchmark may extend a CPU-cost window past its timed part (repeating the same
+/// work, for the cost only): 10 × the run's measuring time, at least 1 s.
+pub fn max_extension(run_time: Duration) -> Duration {
+    (run_time * 10).max(Duration::from_secs(1))
+}
+
+/// Until when a window that ends its timed part `now` may be extended: [`max_extension`], but
+/// never past half the time left before the benchmark's `deadline` shared among the
+/// `windows_left` windows still to come (this one included), so that extending never makes a
+/// later run time out (the default deadline has room for them: `cli`'s default `--timeout`).
+pub fn extend_until(
+    now: Instant,
+    run_time: Duration,
+    deadline: Instant,
+    windows_left: u32,
+) -> Instant {
+    let share = deadline.saturating_duration_since(now) / (2 * windows_left.max(1));
+    now + max_extension(run_time).min(share)
+}
+
 /// Measures the idle baseline, then a test.
 pub struct CpuMeter {
     baseline: Window,
@@ -200,7 +238,10 @@ pub struct CpuMeter {
 pub fn method() -> String {
     format!(
         "system-wide CPU during the test minus an idle baseline measured just before it \
-         (service demand); system counters: {}; this process's own CPU beside it: {}",
+         (service demand); a window with less net CPU than 12.5 counter steps is extended over \
+         more of the same work (TCP streams send on; file passes repeat, except at the quick preset; paced UDP streams do not) for up to 10 × the run \
+         time (at least 1 s), and one still under 10 steps is not measured; system counters: {}; \
+         this process's own CPU beside it: {}",
         cputime::SYSTEM_CPU_SOURCE,
         cputime::PROCESS_CPU_SOURCE
     )
@@ -290,6 +331,51 @@ mod tests {
         v.as_object_mut().unwrap().remove("resolution_cpu_s");
         let back: CpuCost = serde_json::from_value(v).unwrap();
         assert_eq!(back.resolution_cpu_s, 0.0);
+    }
+
+    #[test]
+    fn a_window_wants_more_work_only_while_below_the_floor_on_a_quiet_machine() {
+        // 2 CPUs in 10 ms steps: floor 200 ms, extended to 250 ms.
+        let cost = |net: f64| {
+            CpuCost::from_windows(w(0.5, 0.0, 1.0, 0.0), w(1.0, net, 2.0, 0.0))
+                .with_resolution(0.01)
+        };
+        assert!(cost(0.1).wants_more());
+        assert!(cost(0.21).wants_more(), "measured, but within the margin");
+        assert!(!cost(0.26).wants_more());
+        // A busy baseline: more work cannot help.
+        let busy = CpuCost::from_windows(w(1.0, 1.5, 2.0, 0.0), w(1.0, 1.6, 2.0, 0.0))
+            .with_resolution(0.01);
+        assert!(!busy.wants_more());
+        // Unknown resolution: nothing to reach.
+        assert!(!CpuCost::from_windows(w(0.5, 0.0, 1.0, 0.0), w(1.0, 0.0, 2.0, 0.0)).wants_more());
+        assert_eq!(
+            max_extension(Duration::from_millis(100)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            max_extension(Duration::from_millis(300)),
+            Duration::from_secs(3)
+        );
+        let now = Instant::now();
+        let far = now + Duration::from_secs(100);
+        let run = Duration::from_millis(100);
+        assert_eq!(extend_until(now, run, far, 1), now + Duration::from_secs(1));
+        // 1 s left: half of it for the last window, a quarter each for two.
+        let near = now + Duration::from_secs(1);
+        assert_eq!(
+            extend_until(now, run, near, 1),
+            now + Duration::from_millis(500)
+        );
+        assert_eq!(
+            extend_until(now, run, near, 2),
+            now + Duration::from_millis(250)
+        );
+        assert_eq!(
+            extend_until(now, run, near, 0),
+            now + Duration::from_millis(500)
+        );
+        assert_eq!(extend_until(now, run, now, 1), now);
     }
 
     #[test]

@@ -105,6 +105,9 @@ pub struct RunContext<'a> {
     pub deadline: Instant,
     pub timing: &'a TimingCalibration,
     cancel: &'a AtomicBool,
+    /// Runs of this benchmark still to do, this one included (1 when not told): a run that
+    /// spends time beyond its measuring time leaves the rest their share of the deadline.
+    pub runs_left: u32,
 }
 
 impl<'a> RunContext<'a> {
@@ -123,7 +126,14 @@ impl<'a> RunContext<'a> {
             deadline,
             timing,
             cancel,
+            runs_left: 1,
         }
+    }
+
+    /// The same context, knowing how many runs are still to do (this one included).
+    pub fn with_runs_left(mut self, n: u32) -> Self {
+        self.runs_left = n.max(1);
+        self
     }
 
     /// The same run with another measuring time (for benchmarks that measure several things).

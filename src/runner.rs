@@ -140,7 +140,8 @@ pub fn run_benchmark(
         } else {
             i - plan.config.warmup_runs
         };
-        let ctx = RunContext::new(run_index, warmup, plan.run_time(), deadline, timing, cancel);
+        let ctx = RunContext::new(run_index, warmup, plan.run_time(), deadline, timing, cancel)
+            .with_runs_left(total - i);
         // A panic inside a benchmark is a bug, but it must not take the other benchmarks down.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bench.run(&ctx)))
             .unwrap_or_else(|p| Err(BenchError::failed(format!("panicked: {}", panic_text(&p)))));

@@ -164,6 +164,27 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
         .collect();
     assert!(names.contains(&"mb_per_s") && names.contains(&"cpu_s_per_gb"));
     assert_eq!(w["params"]["bytes_total"], 8 << 20);
+    // The CPU cost's window spans whole passes of the same work: extended (micro's standard
+    // preset) while below the counters' resolution, never a partial pass.
+    let mut windows = 0;
+    for f in w["run_facts"].as_array().unwrap() {
+        for mode in ["direct", "buffered"] {
+            let (Some(passes), Some(bytes)) = (
+                f[format!("cpu_cost_passes_{mode}")].as_u64(),
+                f[format!("cpu_cost_bytes_{mode}")].as_u64(),
+            ) else {
+                continue;
+            };
+            assert!(passes >= 1, "{f}");
+            assert_eq!(bytes, passes * (8 << 20), "{mode}: {f}");
+            windows += 1;
+        }
+    }
+    assert!(
+        windows > 0,
+        "no CPU-cost window recorded: {}",
+        w["run_facts"]
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

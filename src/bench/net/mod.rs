@@ -330,6 +330,10 @@ mod tests {
                 "net/tcp_stream" | "net/tcp_stream_n" => {
                     assert!(get(&o, "throughput_gbit_s") > 0.0);
                     assert!(o.facts["bytes_received"].as_u64() <= o.facts["bytes_sent"].as_u64());
+                    // The measuring time is a floor: a window below the counters' resolution
+                    // sends on, never less.
+                    let send = o.facts["send_s"].as_f64().unwrap();
+                    assert!(send >= 0.06, "{id}: sent for {send} s only");
                 }
                 "net/tcp_connect" => {
                     assert!(get(&o, "setup_p50_us") > 0.0);

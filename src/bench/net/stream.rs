@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts, with_demand, with_peer_demand};
@@ -146,12 +147,41 @@ impl Benchmark for Stream {
         }
         let (sndbuf, _) = crate::platform::net::tcp_buffers(&conns[0])
             .map_err(|e| BenchError::os("getsockopt", e))?;
-        let until = Instant::now() + ctx.run_time;
+        let stop = AtomicBool::new(false);
+        let t0 = Instant::now();
         let results: Vec<Result<u64, BenchError>> = std::thread::scope(|s| {
             let hs: Vec<_> = conns
                 .into_iter()
-                .map(|c| s.spawn(move || send_until(c, until, ctx)))
+                .map(|c| {
+                    let stop = &stop;
+                    s.spawn(move || send_while(c, stop, ctx))
+                })
                 .collect();
+            // The measuring time, then on while this side's CPU cost is still below the
+            // counters' resolution (bounded): the service demand is then measured, not dropped.
+            let until = t0 + ctx.run_time;
+            let cap = if ctx.warmup {
+                until
+            } else {
+                crate::cpucost::extend_until(until, ctx.run_time, ctx.deadline, ctx.runs_left)
+            };
+            loop {
+                // A sender that ended early (an error, an interrupt) ends the others.
+                if hs.iter().any(|h| h.is_finished()) {
+                    break;
+                }
+                let now = Instant::now();
+                if now < until {
+                    std::thread::sleep((until - now).min(Duration::from_millis(50)));
+                    continue;
+                }
+                if now >= cap || ctx.check().is_err() || !meter.stop().is_ok_and(|c| c.wants_more())
+                {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            stop.store(true, Ordering::Relaxed);
             hs.into_iter()
                 .map(|h| {
                     h.join()
@@ -159,6 +189,7 @@ impl Benchmark for Stream {
                 })
                 .collect()
         });
+        let send_s = t0.elapsed().as_secs_f64();
         let mut sent = 0;
         for r in results {
             sent += r?;
@@ -179,6 +210,7 @@ impl Benchmark for Stream {
         out = out
             .fact("streams", streams as u64)
             .fact("bytes_sent", sent)
+            .fact("send_s", send_s)
             .fact("bytes_received", report.bytes)
             .fact("sndbuf_bytes", sndbuf)
             .fact("tx_cpu_net_pct_all_cpus", tx.pct_all_cpus())
@@ -198,11 +230,11 @@ impl Benchmark for Stream {
     }
 }
 
-fn send_until(mut c: TcpStream, until: Instant, ctx: &RunContext) -> Result<u64, BenchError> {
+fn send_while(mut c: TcpStream, stop: &AtomicBool, ctx: &RunContext) -> Result<u64, BenchError> {
     let block = vec![0xa5u8; BLOCK];
     let mut sent = 0u64;
     let mut i = 0u32;
-    while Instant::now() < until {
+    while !stop.load(Ordering::Relaxed) {
         i += 1;
         if i.is_multiple_of(64) {
             ctx.check()?;
