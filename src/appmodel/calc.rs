@@ -84,6 +84,12 @@ pub struct Prediction {
     /// What the calculation changed or could not check (e.g. the application's CPU raised to
     /// the time its memory traffic keeps a core busy).
     pub notes: Vec<String>,
+    /// Where inputs a benchmark measures are absent: the `osgauge micro` command that measures
+    /// every benchmark input this prediction reads in one run ([`inputs::measure_command`]).
+    ///
+    /// [`inputs::measure_command`]: super::inputs::measure_command
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_measure: Option<String>,
     pub qos: Vec<QosCheck>,
     /// target_rate ≤ x_ceiling (None when no rate could be predicted).
     pub target_ok: Option<bool>,
@@ -104,11 +110,16 @@ struct Builder<'a> {
     inp: &'a Inputs,
     missing: Vec<(String, String)>,
     flagged: Vec<(String, String)>,
+    /// Every key asked for, present or not.
+    read: Vec<String>,
 }
 
 impl Builder<'_> {
     /// Input value, recording use (flagged) or absence (missing, reason `for_what`).
     fn get(&mut self, key: &str, missing_list: &mut Vec<String>) -> Option<f64> {
+        if !self.read.iter().any(|k| k == key) {
+            self.read.push(key.to_string());
+        }
         match self.inp.values.get(key) {
             Some(v) => {
                 if matches!(v.origin, Origin::Assumed | Origin::Stated)
@@ -214,6 +225,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
         inp,
         missing: Vec::new(),
         flagged: Vec::new(),
+        read: Vec::new(),
     };
     let t = d.disk_threads;
     let fv = d.frame_pacing.as_str();
@@ -490,6 +502,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             q.input.to_string()
         };
         let v = inp.values.get(&key);
+        b.read.push(key.clone());
         qos.push(QosCheck {
             key: q.key.to_string(),
             what: q.what.to_string(),
@@ -510,6 +523,11 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
     }
 
     let upper_bound = !b.missing.is_empty();
+    if d.app_mem_mb > 0.0 {
+        // Read by the CPU floor (directly: its absence is a note, not a gap).
+        b.read.push("mem_bw_1t_mb_s".into());
+    }
+    let to_measure = super::inputs::measure_command(&b.read, inp);
     Prediction {
         name: inp.name.clone(),
         os: inp.os.clone(),
@@ -527,6 +545,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
         missing: b.missing,
         flagged: b.flagged,
         notes,
+        to_measure,
         qos,
         target_ok: x_ceiling.map(|x| p.target_rate <= x),
     }
@@ -759,6 +778,43 @@ mod tests {
         // Nothing was filled in: CPU has only the parts it could compute.
         let cpu = pr.resource("cpu").unwrap();
         assert!((cpu.demand - 0.002).abs() < 1e-12, "{}", cpu.demand);
+    }
+
+    /// An input a benchmark measures is absent: the prediction names the one `osgauge micro`
+    /// run that measures every benchmark input it reads (each benchmark once, in the mapping
+    /// table's order; no stated capacity, no CPU count); none when nothing is absent.
+    #[test]
+    fn a_prediction_missing_measured_inputs_names_the_run_that_measures_them() {
+        let p = Profile::parse("examples/p.toml", PROFILE).unwrap();
+        let mut i = every_input(&p);
+        i.values.insert(
+            "mem_bw_1t_mb_s".into(),
+            Value {
+                value: 16000.0,
+                origin: Origin::Measured,
+                source: "test".into(),
+            },
+        );
+        assert_eq!(predict(&p, &i).to_measure, None);
+        i.values.remove("disk_write_cpu_s_per_mb_t1");
+        let cmd = predict(&p, &i).to_measure.expect("a command");
+        assert_eq!(
+            cmd,
+            "osgauge micro mem/bandwidth_all mem/bandwidth_1t proc/ctx_switch_process_pinned \
+             net/tcp_stream fs/seq_write_t1 --label model-inputs"
+        );
+        // The one-core copy rate is read for the CPU floor: its absence alone asks for it too.
+        let mut j = every_input(&p);
+        assert!(!j.values.contains_key("mem_bw_1t_mb_s"));
+        assert!(predict(&p, &j).to_measure.is_some());
+        // The hint reaches the terminal output with the profile's file.
+        j.values.remove("disk_write_cpu_s_per_mb_t1");
+        let text = crate::appmodel::render::text(&crate::appmodel::analyse(&p, vec![j], None));
+        assert!(
+            text.contains("TO MEASURE what is missing: `osgauge micro ")
+                && text.contains("then `osgauge model examples/p.toml model-inputs`"),
+            "{text}"
+        );
     }
 
     const MEMORY_BOUND: &str = "[app]\nname = \"m\"\nunit = \"op\"\ntarget_rate = 10\n\

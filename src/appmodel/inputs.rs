@@ -430,6 +430,44 @@ pub fn spec(key: &str) -> Option<&'static Spec> {
     SPECS.iter().find(|s| s.key == key)
 }
 
+/// The label [`measure_command`]'s run is stored under.
+pub const MEASURE_LABEL: &str = "model-inputs";
+
+/// The `osgauge micro` command that measures, in one run, every benchmark input among `read`
+/// (the keys a prediction read), when some of them are absent from `inp` — so that a prediction
+/// marked as an upper bound (or with a QoS limit not measured) can be made complete. `micro`'s
+/// default (standard) preset extends a CPU-cost window below the counters' resolution over more
+/// of the same work, which the quick preset of `osgauge run` does not do for files. None when
+/// nothing a benchmark measures is absent (a published column, a stated capacity).
+pub fn measure_command(read: &[String], inp: &Inputs) -> Option<String> {
+    let bench_of = |k: &str| match spec(k).map(|s| s.source) {
+        Some(Source::Metric { bench, .. }) => Some(bench),
+        _ => None,
+    };
+    if !read
+        .iter()
+        .any(|k| !inp.values.contains_key(k) && bench_of(k).is_some())
+    {
+        return None;
+    }
+    let mut benches: Vec<&str> = Vec::new();
+    for s in SPECS {
+        if let Some(b) = read
+            .iter()
+            .any(|k| k == s.key)
+            .then(|| bench_of(s.key))
+            .flatten()
+            && !benches.contains(&b)
+        {
+            benches.push(b);
+        }
+    }
+    Some(format!(
+        "osgauge micro {} --label {MEASURE_LABEL}",
+        benches.join(" ")
+    ))
+}
+
 /// Keys a profile may state in `[capacity]`.
 pub fn capacity_keys() -> Vec<&'static str> {
     vec!["display_link_mb_s", "net_link_mb_s"]

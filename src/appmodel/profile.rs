@@ -157,6 +157,9 @@ pub struct Demand {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Profile {
+    /// The file it was read from, as given (for commands printed back to the user).
+    #[serde(skip)]
+    pub file: String,
     pub name: String,
     pub unit: String,
     pub description: Option<String>,
@@ -506,6 +509,7 @@ impl Profile {
             });
         }
         Ok(Profile {
+            file: file.to_string(),
             name: raw.app.name,
             unit: raw.app.unit,
             description: raw.app.description,

@@ -117,6 +117,13 @@ fn per_run(a: &Analysis, pr: &Prediction, k: usize) -> Vec<Table> {
     for n in &pr.notes {
         notes.push(format!("NOTE: {n}"));
     }
+    if let Some(cmd) = &pr.to_measure {
+        notes.push(format!(
+            "TO MEASURE what is missing: `{cmd}` runs every benchmark this profile reads at the standard preset, whose CPU-cost windows are extended to the counters' resolution (a few minutes); then `osgauge model {} {}`",
+            a.profile.file,
+            super::inputs::MEASURE_LABEL
+        ));
+    }
     out.push(Table {
         title: format!(
             "{} ({}): service demand per {unit} and utilisation",
