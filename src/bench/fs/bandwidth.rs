@@ -395,7 +395,14 @@ impl Benchmark for Bandwidth {
                                 out = out.metric("pct_all_cpus", vec![c.pct_all_cpus()]);
                             }
                         }
-                        Err(why) => {
+                        Err(mut why) => {
+                            if !self.extend_cost && why.starts_with("below the counters") {
+                                why.push_str(&format!(
+                                    "; the quick preset does not repeat file passes for the CPU \
+                                     cost, `osgauge micro {}` does",
+                                    self.info.id
+                                ));
+                            }
                             out = out.not_measured(cpu, why.clone());
                             if direct {
                                 out = out.not_measured("pct_all_cpus", why);

@@ -263,6 +263,46 @@ mod tests {
         assert!(s.iter().any(|s| s.name == "fs"));
     }
 
+    /// The quick preset times one pass per window (no repeats for the CPU cost), and a cost
+    /// below the counters' resolution then says which command measures it.
+    #[test]
+    fn at_the_quick_preset_a_file_window_is_one_pass_and_says_what_measures_more() {
+        let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let o = FsOptions {
+            dir: Some(d.path().to_path_buf()),
+            max_size: Some(4 * MIB),
+            ..FsOptions::quick()
+        };
+        let b = bandwidth::Bandwidth::new(&o, bandwidth::Dir::Write, 1);
+        let out = match crate::bench::testutil::with_ctx(
+            std::time::Duration::from_millis(100),
+            std::time::Duration::from_secs(60),
+            |ctx| b.run(ctx),
+        ) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("NOT RUN: the file system here refuses the bandwidth test: {e:?}");
+                return;
+            }
+        };
+        let mut windows = 0;
+        for mode in ["direct", "buffered"] {
+            if let Some(p) = out.facts.get(&format!("cpu_cost_passes_{mode}")) {
+                assert_eq!(p.as_u64(), Some(1), "{mode}: {:?}", out.facts);
+                windows += 1;
+            }
+        }
+        assert!(windows > 0, "{:?}", out.facts);
+        for (name, why) in &out.not_measured {
+            if why.starts_with("below the counters") {
+                assert!(
+                    why.contains("`osgauge micro fs/seq_write_t1` does"),
+                    "{name}: {why}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn page_orders_are_backwards_or_a_permutation_and_capped() {
         let seq = read_latency::page_order(Pattern::Seq, 8, usize::MAX, 1);
