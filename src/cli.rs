@@ -52,7 +52,7 @@ pub enum Command {
         after_help = "Examples:\n  osgauge run\n  osgauge run --preset standard --label my-laptop --export-json run.json\n  osgauge run --runs 3 --quiet --export-markdown run.md"
     )]
     Run {
-        /// quick: 5 runs × 100 ms per benchmark (about a minute); standard: 10 runs × 300 ms
+        /// quick: 5 runs × 100 ms per benchmark (about two minutes); standard: 10 runs × 300 ms
         #[arg(long, value_enum, default_value_t = Preset::Quick)]
         preset: Preset,
         #[command(flatten)]

@@ -216,6 +216,16 @@ fn cli_missing_inputs_are_listed_and_mark_an_upper_bound() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let p = &v["predictions"][0];
     assert_eq!(p["upper_bound"], true);
+    // The one run that completes it: every benchmark the profile reads, under a fixed label.
+    let cmd = p["to_measure"].as_str().unwrap();
+    for id in ["mem/bandwidth_all", "net/tcp_stream", "fs/seq_write_t1"] {
+        assert!(cmd.contains(id), "{cmd}");
+    }
+    assert!(cmd.starts_with("osgauge micro ") && cmd.ends_with(" --label model-inputs"));
+    assert!(
+        text.contains(&format!("TO MEASURE what is missing: `{cmd}`")),
+        "{text}"
+    );
     let mem = p["resources"]
         .as_array()
         .unwrap()
@@ -225,6 +235,10 @@ fn cli_missing_inputs_are_listed_and_mark_an_upper_bound() {
     assert_eq!(mem["capacity"], 10e9 * 1e-6);
     let h = std::fs::read_to_string(&html).unwrap();
     assert!(h.contains("<svg") && h.contains("upper bound"));
+    assert!(
+        h.contains("To measure every input this profile reads: <code>osgauge micro "),
+        "{h}"
+    );
     assert!(
         std::fs::read_to_string(&md)
             .unwrap()

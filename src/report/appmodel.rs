@@ -189,7 +189,17 @@ pub fn page(a: &Analysis) -> String {
     for p in &a.predictions {
         h.push_str(&format!("<h2>{} ({})</h2>", esc(&p.name), esc(&p.os)));
         if p.upper_bound {
-            h.push_str("<p class='warn'>Inputs missing: the maximum rate is an upper bound.</p>");
+            h.push_str("<p class='warn'>Inputs missing: the maximum rate is an upper bound.");
+            if let Some(cmd) = &p.to_measure {
+                h.push_str(&format!(
+                    " To measure every input this profile reads: <code>{}</code>, then \
+                     <code>osgauge model {} {}</code>.",
+                    esc(cmd),
+                    esc(&a.profile.file),
+                    crate::appmodel::inputs::MEASURE_LABEL
+                ));
+            }
+            h.push_str("</p>");
         }
         h.push_str(&format!(
             "<p>Utilisation at the target rate ({} {}/s):</p>{}",
