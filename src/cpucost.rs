@@ -148,21 +148,16 @@ impl CpuCost {
     /// over [`MAX_BASELINE_SHARE`] of all CPUs), or Ok.
     pub fn usable(&self) -> Result<(), String> {
         let b = &self.baseline;
-        let cpus = if b.wall_s > 0.0 {
-            b.total_cpu_s / b.wall_s
-        } else {
-            0.0
-        };
-        if cpus > 0.0 && b.busy_cpus() > MAX_BASELINE_SHARE * cpus {
+        if self.baseline_busy() {
             return Err(format!(
                 "machine busy: the idle baseline already used {:.2} of {:.0} CPUs, so the \
                  system-wide cost net of it is meaningless (process-only figure beside it)",
                 b.busy_cpus(),
-                cpus
+                self.baseline_cpus()
             ));
         }
-        let floor = MIN_RESOLUTION_STEPS * self.resolution_cpu_s;
-        if self.net_cpu_s < floor {
+        let floor = self.floor_cpu_s();
+        if self.below_resolution() {
             return Err(format!(
                 "below the counters' resolution: the test's net CPU was {:.1} ms, and the system \
                  counters step by {:.1} ms over all CPUs, so at least {:.0} ms is needed for a \
@@ -196,15 +191,39 @@ impl CpuCost {
 pub const EXTEND_MARGIN: f64 = 1.25;
 
 impl CpuCost {
+    /// CPUs the baseline window saw (0 for an empty window).
+    fn baseline_cpus(&self) -> f64 {
+        let b = &self.baseline;
+        if b.wall_s > 0.0 {
+            b.total_cpu_s / b.wall_s
+        } else {
+            0.0
+        }
+    }
+
+    /// The idle baseline already used over [`MAX_BASELINE_SHARE`] of all CPUs.
+    pub fn baseline_busy(&self) -> bool {
+        let cpus = self.baseline_cpus();
+        cpus > 0.0 && self.baseline.busy_cpus() > MAX_BASELINE_SHARE * cpus
+    }
+
+    /// The least net CPU a measured cost needs: [`MIN_RESOLUTION_STEPS`] counter steps (0 when
+    /// the resolution is unknown).
+    fn floor_cpu_s(&self) -> f64 {
+        MIN_RESOLUTION_STEPS * self.resolution_cpu_s
+    }
+
+    /// The net CPU is under the floor: not measured, "below the counters' resolution".
+    pub fn below_resolution(&self) -> bool {
+        self.net_cpu_s < self.floor_cpu_s()
+    }
+
     /// Whether more of the same work in this window would turn a cost below the counters'
     /// resolution into a measured one: the baseline was quiet, the resolution is known, and the
     /// net CPU is still under [`EXTEND_MARGIN`] × the floor.
     pub fn wants_more(&self) -> bool {
-        let floor = MIN_RESOLUTION_STEPS * self.resolution_cpu_s;
-        let quiet = !self
-            .usable()
-            .is_err_and(|why| why.starts_with("machine busy"));
-        quiet && floor > 0.0 && self.net_cpu_s < EXTEND_MARGIN * floor
+        let floor = self.floor_cpu_s();
+        !self.baseline_busy() && floor > 0.0 && self.net_cpu_s < EXTEND_MARGIN * floor
     }
 }
 

@@ -5,6 +5,8 @@
 //! Pure: no I/O. A missing input drops its part (or its whole resource) and marks the prediction
 //! an upper bound; nothing is filled in.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
 use super::inputs::{Inputs, Origin};
@@ -111,15 +113,13 @@ struct Builder<'a> {
     missing: Vec<(String, String)>,
     flagged: Vec<(String, String)>,
     /// Every key asked for, present or not.
-    read: Vec<String>,
+    read: BTreeSet<String>,
 }
 
 impl Builder<'_> {
     /// Input value, recording use (flagged) or absence (missing, reason `for_what`).
     fn get(&mut self, key: &str, missing_list: &mut Vec<String>) -> Option<f64> {
-        if !self.read.iter().any(|k| k == key) {
-            self.read.push(key.to_string());
-        }
+        self.read.insert(key.to_string());
         match self.inp.values.get(key) {
             Some(v) => {
                 if matches!(v.origin, Origin::Assumed | Origin::Stated)
@@ -225,7 +225,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
         inp,
         missing: Vec::new(),
         flagged: Vec::new(),
-        read: Vec::new(),
+        read: BTreeSet::new(),
     };
     let t = d.disk_threads;
     let fv = d.frame_pacing.as_str();
@@ -502,7 +502,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             q.input.to_string()
         };
         let v = inp.values.get(&key);
-        b.read.push(key.clone());
+        b.read.insert(key.clone());
         qos.push(QosCheck {
             key: q.key.to_string(),
             what: q.what.to_string(),
@@ -525,7 +525,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
     let upper_bound = !b.missing.is_empty();
     if d.app_mem_mb > 0.0 {
         // Read by the CPU floor (directly: its absence is a note, not a gap).
-        b.read.push("mem_bw_1t_mb_s".into());
+        b.read.insert("mem_bw_1t_mb_s".into());
     }
     let to_measure = super::inputs::measure_command(&b.read, inp);
     Prediction {

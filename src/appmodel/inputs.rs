@@ -8,7 +8,7 @@
 //! read + bytes written), so a copy of 1 MB is 2 MB of traffic, and the memory demands below are
 //! counted the same way.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -439,26 +439,18 @@ pub const MEASURE_LABEL: &str = "model-inputs";
 /// default (standard) preset extends a CPU-cost window below the counters' resolution over more
 /// of the same work, which the quick preset of `osgauge run` does not do for files. None when
 /// nothing a benchmark measures is absent (a published column, a stated capacity).
-pub fn measure_command(read: &[String], inp: &Inputs) -> Option<String> {
-    let bench_of = |k: &str| match spec(k).map(|s| s.source) {
-        Some(Source::Metric { bench, .. }) => Some(bench),
+pub fn measure_command(read: &BTreeSet<String>, inp: &Inputs) -> Option<String> {
+    let bench_of = |s: &Spec| match s.source {
+        Source::Metric { bench, .. } => Some(bench),
         _ => None,
     };
-    if !read
-        .iter()
-        .any(|k| !inp.values.contains_key(k) && bench_of(k).is_some())
-    {
+    let read_specs = || SPECS.iter().filter(|s| read.contains(s.key));
+    if !read_specs().any(|s| !inp.values.contains_key(s.key) && bench_of(s).is_some()) {
         return None;
     }
     let mut benches: Vec<&str> = Vec::new();
-    for s in SPECS {
-        if let Some(b) = read
-            .iter()
-            .any(|k| k == s.key)
-            .then(|| bench_of(s.key))
-            .flatten()
-            && !benches.contains(&b)
-        {
+    for b in read_specs().filter_map(bench_of) {
+        if !benches.contains(&b) {
             benches.push(b);
         }
     }
@@ -466,6 +458,11 @@ pub fn measure_command(read: &[String], inp: &Inputs) -> Option<String> {
         "osgauge micro {} --label {MEASURE_LABEL}",
         benches.join(" ")
     ))
+}
+
+/// The `osgauge model` command to run after [`measure_command`]'s.
+pub fn model_command(profile_file: &str) -> String {
+    format!("osgauge model {profile_file} {MEASURE_LABEL}")
 }
 
 /// Keys a profile may state in `[capacity]`.

@@ -119,9 +119,8 @@ fn per_run(a: &Analysis, pr: &Prediction, k: usize) -> Vec<Table> {
     }
     if let Some(cmd) = &pr.to_measure {
         notes.push(format!(
-            "TO MEASURE what is missing: `{cmd}` runs every benchmark this profile reads at the standard preset, whose CPU-cost windows are extended to the counters' resolution (a few minutes); then `osgauge model {} {}`",
-            a.profile.file,
-            super::inputs::MEASURE_LABEL
+            "TO MEASURE what is missing: `{cmd}` runs every benchmark this profile reads at the standard preset, whose CPU-cost windows are extended to the counters' resolution (a few minutes); then `{}`",
+            super::inputs::model_command(&a.profile.file)
         ));
     }
     out.push(Table {

@@ -193,10 +193,9 @@ pub fn page(a: &Analysis) -> String {
             if let Some(cmd) = &p.to_measure {
                 h.push_str(&format!(
                     " To measure every input this profile reads: <code>{}</code>, then \
-                     <code>osgauge model {} {}</code>.",
+                     <code>{}</code>.",
                     esc(cmd),
-                    esc(&a.profile.file),
-                    crate::appmodel::inputs::MEASURE_LABEL
+                    esc(&crate::appmodel::inputs::model_command(&a.profile.file))
                 ));
             }
             h.push_str("</p>");

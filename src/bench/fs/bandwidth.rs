@@ -158,18 +158,19 @@ impl Bandwidth {
         Ok((total, t, meter))
     }
 
-    /// The CPU cost of the timed pass, its window extended over more passes of the same work
-    /// while it is below the counters' resolution (up to [`crate::cpucost::extend_until`]);
-    /// returns the cost, the bytes moved in its window and the passes it spans.
+    /// The CPU cost of the timed pass (`moved` bytes, `meter` still running), its window
+    /// extended over more passes of the same work while it is below the counters' resolution
+    /// (up to [`crate::cpucost::extend_until`]); returns the cost, the bytes moved in its window
+    /// and the passes it spans.
     fn cost(
         &self,
         ctx: &RunContext,
         files: &[std::path::PathBuf],
         bytes: u64,
         direct: bool,
-        timed: (u64, std::io::Result<CpuMeter>),
+        mut moved: u64,
+        meter: std::io::Result<CpuMeter>,
     ) -> Result<(std::io::Result<CpuCost>, u64, u32), BenchError> {
-        let (mut moved, meter) = timed;
         let meter = match meter {
             Ok(m) => m,
             Err(e) => return Ok((Err(e), moved, 1)),
@@ -381,13 +382,15 @@ impl Benchmark for Bandwidth {
                 continue;
             }
             out = out.metric(rate, vec![bytes as f64 / t / 1e6]);
-            let (cost, cost_bytes, passes) = self.cost(ctx, &files, per, direct, (bytes, meter))?;
+            let (cost, cost_bytes, passes) = self.cost(ctx, &files, per, direct, bytes, meter)?;
             let mode = if direct { "direct" } else { "buffered" };
             out = out
                 .fact(&format!("cpu_cost_passes_{mode}"), passes as u64)
                 .fact(&format!("cpu_cost_bytes_{mode}"), cost_bytes);
             match cost {
                 Ok(c) => {
+                    let quick_below =
+                        !self.extend_cost && !c.baseline_busy() && c.below_resolution();
                     match c.checked_cpu_s_per_gb(cost_bytes) {
                         Ok(v) => {
                             out = out.metric(cpu, vec![v]);
@@ -396,7 +399,7 @@ impl Benchmark for Bandwidth {
                             }
                         }
                         Err(mut why) => {
-                            if !self.extend_cost && why.starts_with("below the counters") {
+                            if quick_below {
                                 why.push_str(&format!(
                                     "; the quick preset does not repeat file passes for the CPU \
                                      cost, `osgauge micro {}` does",
