@@ -144,10 +144,24 @@ step "osgauge.exe: every suite under Wine (micro cpu proc mem frame, micro net, 
 OUT=$(mktemp -d /tmp/osgauge-wine-out.XXXXXX)
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" list --json >list.json)
 # Exit 0 = all measured, 1 = some benchmarks unsupported/failed (the check below decides).
+# Wine itself sometimes fails a CreateProcess ("Internal error. (os error 1359)", seen in a policy
+# cell), which Windows would not: as for the test executables above, a run whose record holds that
+# error is run once more, said loudly, and the second record is the one checked.
 wine_run() {
-    local rc=0
+    local rc=0 json="" prev=""
+    for a in "$@"; do
+        [ "$prev" = --export-json ] && json=$a
+        prev=$a
+    done
     (cd "$OUT" && timeout 900 "$WINE" "$EXE" "$@" --no-store) || rc=$?
     case $rc in 0 | 1) ;; *) echo "osgauge.exe $* exited $rc"; exit 1 ;; esac
+    if [ -n "$json" ] && grep -q "(os error 1359)" "$OUT/$json"; then
+        echo "!! FLAKY under Wine: osgauge.exe $* recorded Wine's CreateProcess error (os error 1359); running it once more"
+        grep -o '"message": *"[^"]*(os error 1359)"' "$OUT/$json" | head -3 | sed 's/^/!!   /'
+        rc=0
+        (cd "$OUT" && timeout 900 "$WINE" "$EXE" "$@" --no-store) || rc=$?
+        case $rc in 0 | 1) ;; *) echo "osgauge.exe $* exited $rc"; exit 1 ;; esac
+    fi
 }
 wine_run micro cpu proc mem frame --runs 3 --timeout 120s --max-size 64MiB --export-json micro.json
 # The net suite over loopback (in-process osgauge serve peer), run time kept short.
