@@ -489,6 +489,7 @@ impl RunOpts {
             (Some(p), false) => Some(p.clone()),
             (None, false) => crate::store::default_path().ok(),
         };
+        crate::export::claim_stdout(all.iter().map(|(_, p)| *p));
         if let Some(p) = &store {
             all.push(("the result store", p));
         }
@@ -827,31 +828,39 @@ fn execute_and_keep(
     });
     progress.done();
     print(&record);
-    // A run the store could not keep is still exported (it is in memory), then exits 1.
+    // A run the store could not keep is still exported (it is in memory), then exits 1. Every
+    // export is attempted, whatever became of the store or of the other exports.
     let stored = store.finish(&record);
-    let exported = write_exports(&record, opts).and_then(|()| store.export_html(&record));
+    let mut outputs = write_exports(&record, opts);
+    outputs.push(store.export_html(&record));
+    let (written, failed): (Vec<_>, Vec<_>) = outputs.into_iter().partition(|o| o.is_ok());
+    let written: Vec<String> = written
+        .into_iter()
+        .filter_map(Result::ok)
+        .flatten()
+        .collect();
+    let failed: Vec<String> = failed.into_iter().filter_map(Result::err).collect();
+    for f in &failed {
+        crate::errln!("osgauge: error: {f}");
+    }
     if !stored {
-        let files: Vec<String> = opts
-            .exports()
-            .into_iter()
-            .map(|(_, p)| p.display().to_string())
-            .chain(store.export_html_path().map(|p| p.display().to_string()))
-            .collect();
         crate::errln!(
             "osgauge: {}",
-            match (&exported, files.is_empty()) {
-                (Ok(()), false) => format!(
+            if written.is_empty() {
+                "every measured result is only in the output above".to_string()
+            } else {
+                format!(
                     "every measured result is in the output above and in {}",
-                    files.join(", ")
-                ),
-                _ => "every measured result is only in the output above".to_string(),
+                    written.join(", ")
+                )
             }
         );
     }
-    exported?;
-    Ok(if !record.complete && cancel.load(Ordering::Relaxed) {
+    // A signal that ended the run, or an export it cut short, gives its exit code.
+    let interrupted = cancel.load(Ordering::Relaxed);
+    Ok(if interrupted && (!record.complete || !failed.is_empty()) {
         crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED)
-    } else if !stored {
+    } else if !stored || !failed.is_empty() {
         EXIT_WARN
     } else {
         EXIT_OK
@@ -881,18 +890,21 @@ fn print_warnings(record: &RunRecord, quiet: bool) {
     }
 }
 
-fn write_exports(record: &RunRecord, opts: &RunOpts) -> Result<(), CliError> {
-    for (format, path) in opts.exports() {
-        let text = format.render(record)?;
-        write_atomic(path, text.as_bytes()).map_err(|e| {
-            CliError::Other(anyhow::anyhow!(
-                "{}: writing {}: {e}",
-                format.flag(),
-                path.display()
-            ))
-        })?;
-    }
-    Ok(())
+/// Write every export of `opts`, each on its own: one that fails (a full disk, a FIFO nobody
+/// reads) does not stop the others. Per export: Ok(the path written) or Err(one line naming the
+/// option, the path and why it was not written).
+fn write_exports(record: &RunRecord, opts: &RunOpts) -> Vec<Result<Option<String>, String>> {
+    opts.exports()
+        .into_iter()
+        .map(|(format, path)| {
+            format
+                .render(record)
+                .map_err(|e| format!("{e:#}"))
+                .and_then(|text| write_atomic(path, text.as_bytes()).map_err(|e| e.to_string()))
+                .map(|()| Some(crate::export::display_output(path)))
+                .map_err(|e| crate::export::failure(format.flag(), path, &e))
+        })
+        .collect()
 }
 
 /// Set by Ctrl-C (and on Unix SIGTERM, SIGHUP). The first one stops after the current step

@@ -8,7 +8,7 @@ use clap::Args;
 use super::results::{StorePath, load_runs};
 use super::{CliError, EXIT_OK};
 use crate::appmodel::{self, Profile, published};
-use crate::export::{check_writable, write_atomic};
+use crate::export::check_writable;
 
 #[derive(Args, Debug)]
 pub struct ModelArgs {
@@ -85,6 +85,7 @@ pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
         }
     }
     crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
+    crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
     let profile = Profile::load(Path::new(&a.profile)).map_err(|e| CliError::Usage(e.0))?;
     let mut runs_given = a.runs.clone();
     if runs_given.is_empty() && profile.inputs.is_none() {
@@ -116,32 +117,24 @@ pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
         appmodel::analyse(&profile, ins, None)
     };
     crate::out!("{}", appmodel::render::text(&analysis));
-    let write = |p: &Option<PathBuf>, text: String, flag: &str| -> Result<(), CliError> {
-        if let Some(p) = p {
-            write_atomic(p, text.as_bytes()).map_err(|e| {
-                CliError::Other(anyhow::anyhow!("{flag}: writing {}: {e}", p.display()))
-            })?;
-        }
-        Ok(())
-    };
-    if a.export_json.is_some() {
-        write(
-            &a.export_json,
-            appmodel::render::json(&analysis)?,
-            "--export-json",
-        )?;
+    let mut outs: Vec<crate::export::Output> = Vec::new();
+    if let Some(p) = &a.export_json {
+        outs.push(("--export-json", p, appmodel::render::json(&analysis)));
     }
-    write(
-        &a.export_markdown,
-        appmodel::render::markdown(&analysis),
-        "--export-markdown",
-    )?;
-    if a.export_html.is_some() {
-        write(
-            &a.export_html,
-            crate::report::appmodel::page(&analysis),
+    if let Some(p) = &a.export_markdown {
+        outs.push((
+            "--export-markdown",
+            p,
+            Ok(appmodel::render::markdown(&analysis)),
+        ));
+    }
+    if let Some(p) = &a.export_html {
+        outs.push((
             "--export-html",
-        )?;
+            p,
+            Ok(crate::report::appmodel::page(&analysis)),
+        ));
     }
+    crate::export::write_each(outs)?;
     Ok(EXIT_OK)
 }

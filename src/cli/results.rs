@@ -330,29 +330,24 @@ impl StoreSink {
     }
 
     /// The `--export-html` file, if one was asked for.
-    pub fn export_html_path(&self) -> Option<&Path> {
-        self.export_html.as_deref()
-    }
-
-    /// `--export-html`: a report of this one run.
-    pub fn export_html(&self, record: &RunRecord) -> Result<(), CliError> {
-        if let Some(p) = &self.export_html {
-            let name = record
-                .label
-                .clone()
-                .unwrap_or_else(|| short_id(&record.run_id.to_string()).to_string());
-            let html = crate::report::render(
-                &[(name, record.clone())],
-                crate::compare::Options::default(),
-            )?;
-            write_atomic(p, html.as_bytes()).map_err(|e| {
-                CliError::Other(anyhow::anyhow!(
-                    "--export-html: writing {}: {e}",
-                    p.display()
-                ))
-            })?;
-        }
-        Ok(())
+    /// `--export-html`: a report of this one run. Ok(the path written, None when not asked) or
+    /// Err(one line saying it was not written and why).
+    pub fn export_html(&self, record: &RunRecord) -> Result<Option<String>, String> {
+        let Some(p) = &self.export_html else {
+            return Ok(None);
+        };
+        let name = record
+            .label
+            .clone()
+            .unwrap_or_else(|| short_id(&record.run_id.to_string()).to_string());
+        crate::report::render(
+            &[(name, record.clone())],
+            crate::compare::Options::default(),
+        )
+        .map_err(|e| format!("{e:#}"))
+        .and_then(|html| write_atomic(p, html.as_bytes()).map_err(|e| e.to_string()))
+        .map(|()| Some(crate::export::display_output(p)))
+        .map_err(|e| crate::export::failure("--export-html", p, &e))
     }
 }
 
@@ -665,6 +660,7 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
         }
     }
     crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
+    crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
     let runs = load_runs(&a.runs, &a.store)?;
     if runs.len() < 2 {
         return Err(CliError::Usage(
@@ -673,33 +669,21 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
     }
     let cmp = crate::compare::compare(&runs, crate::compare::Options { noise: a.noise });
     crate::out!("{}", crate::compare::render::text(&cmp));
-    let write = |p: &Option<PathBuf>, text: String, flag: &str| -> Result<(), CliError> {
-        if let Some(p) = p {
-            write_atomic(p, text.as_bytes()).map_err(|e| {
-                CliError::Other(anyhow::anyhow!("{flag}: writing {}: {e}", p.display()))
-            })?;
-        }
-        Ok(())
-    };
-    write(
-        &a.export_markdown,
-        crate::compare::render::markdown(&cmp),
-        "--export-markdown",
-    )?;
-    if a.export_csv.is_some() {
-        write(
-            &a.export_csv,
-            crate::compare::render::csv(&cmp)?,
-            "--export-csv",
-        )?;
+    let mut outs: Vec<crate::export::Output> = Vec::new();
+    if let Some(p) = &a.export_markdown {
+        outs.push((
+            "--export-markdown",
+            p,
+            Ok(crate::compare::render::markdown(&cmp)),
+        ));
     }
-    if a.export_json.is_some() {
-        write(
-            &a.export_json,
-            crate::compare::render::json(&cmp)?,
-            "--export-json",
-        )?;
+    if let Some(p) = &a.export_csv {
+        outs.push(("--export-csv", p, crate::compare::render::csv(&cmp)));
     }
+    if let Some(p) = &a.export_json {
+        outs.push(("--export-json", p, crate::compare::render::json(&cmp)));
+    }
+    crate::export::write_each(outs)?;
     if let Some(t) = a.fail_on_regression {
         let regs = cmp.regressions(t);
         if !regs.is_empty() {
@@ -719,6 +703,7 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
 
 pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
     check_writable(&a.export_html).map_err(|e| CliError::Usage(format!("--export-html: {e}")))?;
+    crate::export::claim_stdout([a.export_html.as_path()]);
     let runs = load_runs(&a.runs, &a.store)?;
     let html = crate::report::render(&runs, crate::compare::Options { noise: a.noise })?;
     write_atomic(&a.export_html, html.as_bytes()).map_err(|e| {
@@ -729,7 +714,7 @@ pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
     })?;
     crate::errln!(
         "osgauge: wrote {} ({} KiB, {} run(s))",
-        a.export_html.display(),
+        crate::export::display_output(&a.export_html),
         html.len().div_ceil(1024),
         runs.len()
     );

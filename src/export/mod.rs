@@ -6,6 +6,27 @@ pub mod markdown;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::platform::wait::{self, Bound};
+
+/// How long writing one export may wait for something outside osgauge: a FIFO's reader to open
+/// it, room in a full pipe, a slow device. The first Ctrl-C or SIGTERM ends the wait sooner. An
+/// export not written in time is reported as not written, naming its path.
+pub const EXPORT_WAIT: Duration = Duration::from_secs(30);
+
+/// The output path `-`: standard output.
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// When one of `paths` is `-`, standard output carries that export alone: from now on the human
+/// output goes to standard error.
+pub fn claim_stdout<'a>(paths: impl IntoIterator<Item = &'a Path>) {
+    if paths.into_iter().any(is_stdout) {
+        crate::output::stdout::reserve_for_data();
+    }
+}
 
 use crate::model::RunRecord;
 
@@ -34,6 +55,44 @@ impl Format {
     }
 }
 
+/// How an output is named to the user (`-`: standard output).
+pub fn display_output(path: &Path) -> String {
+    if is_stdout(path) {
+        "standard output".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// One export to write: its option, its path, and its text (or why it could not be rendered).
+pub type Output<'a> = (&'a str, &'a Path, anyhow::Result<String>);
+
+/// Write each of `outputs` on its own — one that fails (a full disk, a FIFO nobody reads) does not
+/// stop the others — and report each failure on standard error, one line naming the option, the
+/// path and why. Err(a summary) when any was not written.
+pub fn write_each(outputs: Vec<Output>) -> anyhow::Result<()> {
+    let mut failed = Vec::new();
+    for (flag, path, text) in outputs {
+        let r = text
+            .map_err(|e| format!("{e:#}"))
+            .and_then(|t| write_atomic(path, t.as_bytes()).map_err(|e| e.to_string()));
+        if let Err(why) = r {
+            crate::errln!("osgauge: error: {}", failure(flag, path, &why));
+            failed.push(display_output(path));
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow::anyhow!("not written: {}", failed.join(", ")))
+    }
+}
+
+/// The one-line report of an export that was not written.
+pub fn failure(flag: &str, path: &Path, why: &str) -> String {
+    format!("{flag}: {} not written: {why}", display_output(path))
+}
+
 /// How an output path is written.
 enum Target {
     /// A new path or a regular file: a temporary file in this directory, renamed to this path
@@ -47,9 +106,14 @@ enum Target {
         append: bool,
     },
     Directory,
+    /// `-`: standard output.
+    Stdout,
 }
 
 fn classify(path: &Path) -> std::io::Result<Target> {
+    if is_stdout(path) {
+        return Ok(Target::Stdout);
+    }
     // metadata() follows every kind of link, the kernel's /proc/self/fd/N too.
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => Ok(Target::Directory),
@@ -81,6 +145,7 @@ fn is_stdio_alias(path: &Path) -> bool {
 pub fn check_writable(path: &Path) -> Result<(), String> {
     let target = match classify(path).map_err(|e| format!("{}: {e}", path.display()))? {
         Target::Directory => return Err(format!("{} is a directory", path.display())),
+        Target::Stdout => return Ok(()),
         Target::WriteThrough { fifo: true, .. } => return Ok(()),
         Target::WriteThrough { fifo: false, .. } => {
             return std::fs::OpenOptions::new()
@@ -121,6 +186,9 @@ pub fn check_distinct(outputs: &[(&str, &Path)]) -> Result<(), String> {
 
 /// The file a path names: symlinks followed, the directory made absolute and canonical.
 fn identity(path: &Path) -> PathBuf {
+    if is_stdout(path) {
+        return path.to_path_buf();
+    }
     let target = resolve_symlinks(path).unwrap_or_else(|_| path.to_path_buf());
     let dir = parent_dir(&target);
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
@@ -161,22 +229,22 @@ fn resolve_symlinks(path: &Path) -> std::io::Result<PathBuf> {
 /// file in the same directory, flushed, then renamed over it, so a reader never sees a
 /// half-written file. A symlink is followed (its target is written, the link stays). Anything
 /// else (a device such as /dev/null or /dev/full, a FIFO) is opened and written through, never
-/// replaced. Errors (e.g. /dev/full: no space left on device) are returned for the caller to name
-/// the path.
+/// replaced; that write waits at most [`EXPORT_WAIT`] and not past the first Ctrl-C/SIGTERM (a
+/// FIFO nobody reads, a full pipe). `-` is standard output. Errors (e.g. /dev/full: no space left
+/// on device) are returned for the caller to name the path.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    write_bounded(path, contents, &Bound::signal_or_after(EXPORT_WAIT))
+}
+
+/// [`write_atomic`] with the bound given.
+pub fn write_bounded(path: &Path, contents: &[u8], bound: &Bound) -> std::io::Result<()> {
     match classify(path)? {
         Target::Directory => Err(std::io::Error::new(
             std::io::ErrorKind::IsADirectory,
             "is a directory",
         )),
-        Target::WriteThrough { append, .. } => {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .append(append)
-                .open(path)?;
-            f.write_all(contents)?;
-            f.flush()
-        }
+        Target::Stdout => crate::output::stdout::write_data(contents),
+        Target::WriteThrough { append, .. } => wait::write_through(path, append, contents, bound),
         Target::Replace(target) => {
             let mut builder = tempfile::Builder::new();
             if let Some(perm) = crate::platform::user_file_permissions() {

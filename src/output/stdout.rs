@@ -28,9 +28,40 @@ fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Write `text` to standard output now (flushed). Never panics; see the module policy.
+/// Set when an export writes to standard output (`--export-json -`): the human output (tables,
+/// lists) then goes to standard error, so standard output carries the export alone.
+static HUMAN_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Send what [`print`] prints to standard error from now on (standard output is an export's).
+pub fn reserve_for_data() {
+    HUMAN_TO_STDERR.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Write `text` to standard output now (flushed), or to standard error once standard output is
+/// reserved for an export ([`reserve_for_data`]). Never panics; see the module policy.
 pub fn print(text: &str) {
+    if HUMAN_TO_STDERR.load(std::sync::atomic::Ordering::SeqCst) {
+        eprint(text);
+        return;
+    }
     write_bytes(text.as_bytes());
+}
+
+/// Write an export's bytes to standard output (`--export-json -`). Unlike [`print`], a failure
+/// is returned: the export was not written.
+pub fn write_data(bytes: &[u8]) -> io::Result<()> {
+    write_bytes(bytes);
+    let st = state();
+    if st.broken_pipe {
+        return Err(io::Error::new(
+            io::ErrorKind::BrokenPipe,
+            "the reader of standard output went away",
+        ));
+    }
+    match &st.error {
+        Some(e) => Err(io::Error::other(e.clone())),
+        None => Ok(()),
+    }
 }
 
 /// [`print`] of bytes.

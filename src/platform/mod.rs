@@ -25,6 +25,10 @@ use windows as os;
 #[cfg(unix)]
 mod unix;
 
+/// Bounded waits: every blocking wait on something outside osgauge ends at a deadline or the
+/// first Ctrl-C/SIGTERM (exports to FIFOs, the network client, pipes to children).
+pub mod wait;
+
 /// Memory facts and calls for the mem suite (own file, cfg-gated inside).
 pub mod memory;
 /// Sockets (socket2) and TIME_WAIT counting for the network suite and `osgauge serve`.
@@ -148,7 +152,16 @@ pub const INTERRUPT_MESSAGE: &str = "\nosgauge: interrupted — finishing the cu
 /// no helper thread lives in the measuring process (an idle extra thread makes fork ~30 % slower,
 /// for one).
 pub fn install_interrupt_handler(flag: &'static AtomicBool) -> io::Result<()> {
-    os::install_interrupt_handler(flag)
+    os::install_interrupt_handler(flag)?;
+    let _ = INSTALLED_FLAG.set(flag);
+    Ok(())
+}
+
+static INSTALLED_FLAG: std::sync::OnceLock<&'static AtomicBool> = std::sync::OnceLock::new();
+
+/// The flag [`install_interrupt_handler`] set up, if it was (bounded waits end when it is set).
+pub fn installed_interrupt_flag() -> Option<&'static AtomicBool> {
+    INSTALLED_FLAG.get().copied()
 }
 
 /// The exit code for the first stop signal received: 128 + its number on Unix (130 SIGINT, 143

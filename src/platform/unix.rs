@@ -214,3 +214,48 @@ pub fn uname() -> Option<Uname> {
         version: field(&u.version),
     })
 }
+
+/// poll(2) one descriptor for readability or writability for at most `timeout`: Ok(true) when
+/// ready (or in error/hang-up: the next call on it reports that), Ok(false) when the time passed
+/// or a signal arrived (the caller checks its bound and polls again).
+pub fn poll_one(
+    fd: std::os::fd::RawFd,
+    write: bool,
+    timeout: std::time::Duration,
+) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd,
+        events: if write { libc::POLLOUT } else { libc::POLLIN },
+        revents: 0,
+    };
+    let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd.
+    match unsafe { libc::poll(&mut p, 1, ms) } {
+        -1 => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+        0 => Ok(false),
+        _ => Ok(true),
+    }
+}
+
+/// Open `path` for writing without blocking (O_NONBLOCK): a FIFO with no reader fails at once
+/// with ENXIO (mapped to WouldBlock here) instead of waiting for one; writes on it then fail
+/// with WouldBlock instead of waiting for room.
+pub fn open_write_nonblocking(path: &std::path::Path, append: bool) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .append(append)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => io::Error::new(io::ErrorKind::WouldBlock, "no reader yet"),
+            _ => e,
+        })
+}

@@ -123,6 +123,7 @@ pub fn run_cli(
         }
     }
     crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
+    crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     remove_stale();
     crate::platform::install_interrupt_handler(&INTERRUPTED).map_err(other)?;
@@ -145,21 +146,19 @@ pub fn run_cli(
     }
 }
 
+/// Every export asked for, each on its own (one failure does not stop the others).
 fn write_exports(v: &Validation, ex: &Exports) -> Result<(), CliError> {
-    let write = |p: &Option<PathBuf>, text: String, flag: &str| -> Result<(), CliError> {
-        if let Some(p) = p {
-            crate::export::write_atomic(p, text.as_bytes()).map_err(|e| {
-                CliError::Other(anyhow::anyhow!("{flag}: writing {}: {e}", p.display()))
-            })?;
-        }
-        Ok(())
-    };
-    if ex.json.is_some() {
-        write(&ex.json, report::json(v)?, "--export-json")?;
+    let mut outs: Vec<crate::export::Output> = Vec::new();
+    if let Some(p) = &ex.json {
+        outs.push(("--export-json", p, report::json(v).map_err(Into::into)));
     }
-    write(&ex.markdown, report::markdown(v), "--export-markdown")?;
-    write(&ex.html, report::html(v), "--export-html")?;
-    Ok(())
+    if let Some(p) = &ex.markdown {
+        outs.push(("--export-markdown", p, Ok(report::markdown(v))));
+    }
+    if let Some(p) = &ex.html {
+        outs.push(("--export-html", p, Ok(report::html(v))));
+    }
+    crate::export::write_each(outs).map_err(CliError::Other)
 }
 
 fn validate(
