@@ -152,6 +152,12 @@ impl<'a> RunContext<'a> {
         Ok(())
     }
 
+    /// What ends a blocking wait of this run: its deadline plus `grace` (time to hear a peer's
+    /// final report), and Ctrl-C/SIGTERM.
+    pub fn bound(&self, grace: Duration) -> crate::platform::wait::Bound<'a> {
+        crate::platform::wait::Bound::new(self.deadline.checked_add(grace), Some(self.cancel))
+    }
+
     /// Time left before the deadline (zero when past it).
     pub fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())

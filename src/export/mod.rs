@@ -244,7 +244,14 @@ pub fn write_bounded(path: &Path, contents: &[u8], bound: &Bound) -> std::io::Re
             "is a directory",
         )),
         Target::Stdout => crate::output::stdout::write_data(contents),
-        Target::WriteThrough { append, .. } => wait::write_through(path, append, contents, bound),
+        Target::WriteThrough { append, .. } => wait::write_through(path, append, contents, bound)
+            .map_err(|e| match wait::ended_by(&e) {
+                Some(why) => std::io::Error::new(
+                    e.kind(),
+                    format!("{why} while waiting for a reader or for room to write"),
+                ),
+                None => e,
+            }),
         Target::Replace(target) => {
             let mut builder = tempfile::Builder::new();
             if let Some(perm) = crate::platform::user_file_permissions() {

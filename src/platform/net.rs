@@ -14,6 +14,43 @@ pub fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
     Ok(s)
 }
 
+/// Connect, ending with `bound` (its deadline, the first Ctrl-C/SIGTERM); TCP_NODELAY set. Unix:
+/// a non-blocking connect waited on with poll(2) in slices. Elsewhere: a connect with the time
+/// left before the deadline (10 s when it has none).
+pub fn connect_bounded(addr: SocketAddr, bound: &super::wait::Bound) -> io::Result<TcpStream> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let s = tcp_socket(&addr)?;
+        s.set_nonblocking(true)?;
+        match s.connect(&addr.into()) {
+            Ok(()) => {}
+            Err(e)
+                if e.raw_os_error() == Some(libc::EINPROGRESS)
+                    || e.kind() == io::ErrorKind::WouldBlock =>
+            {
+                bound.wait_fd(s.as_raw_fd(), super::wait::Dir::Write)?;
+                if let Some(e) = s.take_error()? {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        s.set_nonblocking(false)?;
+        let s: TcpStream = s.into();
+        set_nodelay(&s)?;
+        Ok(s)
+    }
+    #[cfg(not(unix))]
+    {
+        bound.check()?;
+        let left = bound.deadline().map_or(Duration::from_secs(10), |d| {
+            d.saturating_duration_since(std::time::Instant::now())
+        });
+        connect(addr, left.max(Duration::from_millis(1)))
+    }
+}
+
 pub fn set_nodelay(s: &TcpStream) -> io::Result<()> {
     s.set_nodelay(true)?;
     if !s.nodelay()? {

@@ -22,10 +22,26 @@ pub struct Bound<'a> {
     stop: Option<&'a AtomicBool>,
 }
 
-/// Text of the error a wait ends with when the flag was set.
-pub const INTERRUPTED: &str = "interrupted by a signal";
-/// Text of the error a wait ends with at its deadline.
-pub const TIMED_OUT: &str = "no progress before the time bound";
+/// Why a bounded wait ended: the error inside the `io::Error` it returns. Its kind is `Other`
+/// for the interrupt (never `Interrupted`, which `read_exact` and friends retry) and `TimedOut` for
+/// the deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Ended {
+    #[error("interrupted by a signal")]
+    Interrupted,
+    #[error("no progress before the time bound")]
+    TimedOut,
+}
+
+impl From<Ended> for io::Error {
+    fn from(e: Ended) -> io::Error {
+        let kind = match e {
+            Ended::Interrupted => io::ErrorKind::Other,
+            Ended::TimedOut => io::ErrorKind::TimedOut,
+        };
+        io::Error::new(kind, e)
+    }
+}
 
 impl<'a> Bound<'a> {
     /// Never ends (a blocking wait in slices: the caller checks nothing).
@@ -74,10 +90,10 @@ impl<'a> Bound<'a> {
     /// Err when the bound has ended (the flag first, then the deadline).
     pub fn check(&self) -> io::Result<()> {
         if self.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
-            return Err(io::Error::new(io::ErrorKind::Interrupted, INTERRUPTED));
+            return Err(Ended::Interrupted.into());
         }
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, TIMED_OUT));
+            return Err(Ended::TimedOut.into());
         }
         Ok(())
     }
@@ -139,50 +155,53 @@ pub fn is_slice_end(e: &io::Error) -> bool {
     ) && !ended(e)
 }
 
+/// How a bound ended, when `e` is a bound's end (flag or deadline) rather than the OS's own error.
+pub fn ended_by(e: &io::Error) -> Option<Ended> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<Ended>())
+        .copied()
+}
+
 /// Whether `e` is a bound's end (flag or deadline) rather than the OS's own error.
 pub fn ended(e: &io::Error) -> bool {
-    e.get_ref()
-        .is_some_and(|inner| matches!(inner.to_string().as_str(), INTERRUPTED | TIMED_OUT))
+    ended_by(e).is_some()
 }
 
 /// Whether `e` is a bound's end by the interrupt flag.
 pub fn interrupted(e: &io::Error) -> bool {
-    ended(e) && e.kind() == io::ErrorKind::Interrupted
+    ended_by(e) == Some(Ended::Interrupted)
 }
 
-/// A TCP stream whose every read and write (and so every `read_exact`/`write_all` built on them)
-/// ends with the [`Bound`]: the socket gets [`SLICE`] timeouts and each call is retried while the
-/// bound holds.
+/// Give `s` [`SLICE`] read and write timeouts, so that a [`Bounded`] wrapper can end its calls.
+pub fn slice_timeouts(s: &std::net::TcpStream) -> io::Result<()> {
+    s.set_read_timeout(Some(SLICE))?;
+    s.set_write_timeout(Some(SLICE))
+}
+
+/// A stream (a `TcpStream` or `&TcpStream` given [`slice_timeouts`]) whose every read and write
+/// — and so every `read_exact`/`write_all` built on them — ends with the [`Bound`]: a call that
+/// blocks past one slice is retried while the bound holds. The call itself comes first, so a
+/// stream with data ready pays nothing for the bound (no clock read, no flag load).
 #[derive(Debug)]
-pub struct BoundedStream<'a> {
-    pub inner: std::net::TcpStream,
+pub struct Bounded<'a, S> {
+    pub inner: S,
     bound: Bound<'a>,
 }
 
-impl<'a> BoundedStream<'a> {
-    pub fn new(inner: std::net::TcpStream, bound: Bound<'a>) -> io::Result<Self> {
-        inner.set_read_timeout(Some(SLICE))?;
-        inner.set_write_timeout(Some(SLICE))?;
-        Ok(BoundedStream { inner, bound })
-    }
-
-    pub fn set_bound(&mut self, bound: Bound<'a>) {
-        self.bound = bound;
-    }
-
-    pub fn bound(&self) -> Bound<'a> {
-        self.bound
+impl<'a, S> Bounded<'a, S> {
+    pub fn new(inner: S, bound: Bound<'a>) -> Self {
+        Bounded { inner, bound }
     }
 }
 
-impl io::Read for BoundedStream<'_> {
+impl<S: io::Read> io::Read for Bounded<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let s = &mut self.inner;
         self.bound.retry(Duration::ZERO, || s.read(buf))
     }
 }
 
-impl io::Write for BoundedStream<'_> {
+impl<S: io::Write> io::Write for Bounded<'_, S> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let s = &mut self.inner;
         self.bound.retry(Duration::ZERO, || s.write(buf))
@@ -206,18 +225,7 @@ pub fn write_through(
     {
         use std::io::Write;
         use std::os::fd::AsRawFd;
-        let mut f = bound
-            .retry(SLICE, || super::unix::open_write_nonblocking(path, append))
-            .map_err(|e| {
-                if ended(&e) {
-                    io::Error::new(
-                        e.kind(),
-                        format!("{e} (no reader opened it, or it never accepted the data)"),
-                    )
-                } else {
-                    e
-                }
-            })?;
+        let mut f = bound.retry(SLICE, || super::unix::open_write_nonblocking(path, append))?;
         let mut rest = bytes;
         while !rest.is_empty() {
             match f.write(rest) {
@@ -258,7 +266,8 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let _server = l.accept().unwrap();
         let t0 = Instant::now();
-        let mut s = BoundedStream::new(c, Bound::after(Duration::from_millis(300), None)).unwrap();
+        slice_timeouts(&c).unwrap();
+        let mut s = Bounded::new(c, Bound::after(Duration::from_millis(300), None));
         let e = s.read(&mut [0u8; 4]).unwrap_err();
         assert!(ended(&e) && e.kind() == io::ErrorKind::TimedOut, "{e}");
         assert!(t0.elapsed() >= Duration::from_millis(300));
@@ -271,7 +280,8 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let _server = l.accept().unwrap();
-        let mut s = BoundedStream::new(c, Bound::new(None, Some(&FLAG))).unwrap();
+        slice_timeouts(&c).unwrap();
+        let mut s = Bounded::new(c, Bound::new(None, Some(&FLAG)));
         let setter = std::thread::spawn(|| {
             std::thread::sleep(Duration::from_millis(200));
             FLAG.store(true, Ordering::SeqCst);
@@ -293,7 +303,8 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (mut server, _) = l.accept().unwrap();
         std::io::Write::write_all(&mut server, b"abc").unwrap();
-        let mut s = BoundedStream::new(c, b.at_most(Duration::from_secs(5))).unwrap();
+        slice_timeouts(&c).unwrap();
+        let mut s = Bounded::new(c, b.at_most(Duration::from_secs(5)));
         let mut got = [0u8; 3];
         s.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"abc");

@@ -1,16 +1,22 @@
 //! The client side of the control protocol: connect, hello, answer the challenge, run tests.
+//!
+//! Every blocking step (connect, each control frame read or written) ends with the client's
+//! [`Bound`]: the benchmark's deadline (with a little grace for the final report) and the first
+//! Ctrl-C/SIGTERM. A peer that answers one byte a second cannot hold the client past either.
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use super::proto::{self, Msg, PROTOCOL, PeerReport, TestSpec, VERSION};
+use crate::platform::wait::{Bound, Bounded};
 
 #[derive(Debug)]
-pub struct Client {
+pub struct Client<'a> {
     ctl: TcpStream,
     peer: SocketAddr,
     /// The peer's own description (`osgauge 0.1.0`).
     pub server: String,
+    bound: Bound<'a>,
 }
 
 fn refused_or(m: Result<Msg, proto::ProtoError>, what: &str) -> String {
@@ -21,19 +27,28 @@ fn refused_or(m: Result<Msg, proto::ProtoError>, what: &str) -> String {
     }
 }
 
-impl Client {
+impl<'a> Client<'a> {
     /// Connect and authenticate (the token, if any, only keys the HMAC of the peer's nonce).
+    /// Ends `timeout` from now or at the first Ctrl-C/SIGTERM.
     pub fn connect(
         addr: SocketAddr,
         token: Option<&[u8]>,
         timeout: Duration,
-    ) -> Result<Client, String> {
-        let mut ctl = crate::platform::net::connect(addr, timeout)
+    ) -> Result<Client<'static>, String> {
+        Client::connect_bounded(addr, token, Bound::signal_or_after(timeout))
+    }
+
+    /// [`Client::connect`] with every step of this session (connect, handshake, every later
+    /// control frame) ending with `bound`.
+    pub fn connect_bounded(
+        addr: SocketAddr,
+        token: Option<&[u8]>,
+        bound: Bound<'a>,
+    ) -> Result<Client<'a>, String> {
+        let ctl = crate::platform::net::connect_bounded(addr, &bound)
             .map_err(|e| format!("connecting to the peer {addr}: {e}"))?;
-        ctl.set_read_timeout(Some(timeout))
-            .map_err(|e| e.to_string())?;
-        ctl.set_write_timeout(Some(timeout))
-            .map_err(|e| e.to_string())?;
+        crate::platform::wait::slice_timeouts(&ctl).map_err(|e| e.to_string())?;
+        let mut ctl = Bounded::new(ctl, bound);
         proto::write_msg(
             &mut ctl,
             &Msg::Hello {
@@ -71,10 +86,20 @@ impl Client {
             other => return Err(refused_or(other, "auth")),
         };
         Ok(Client {
-            ctl,
+            ctl: ctl.inner,
             peer: addr,
             server,
+            bound,
         })
+    }
+
+    /// What ends each blocking step of this session from now on.
+    pub fn bound(&self) -> Bound<'a> {
+        self.bound
+    }
+
+    fn ctl(&self) -> Bounded<'a, &TcpStream> {
+        Bounded::new(&self.ctl, self.bound)
     }
 
     pub fn peer(&self) -> SocketAddr {
@@ -83,13 +108,13 @@ impl Client {
 
     /// Ask for a test (the peer measures its idle baseline, if any, before answering).
     pub fn send_start(&mut self, test: &TestSpec) -> Result<(), String> {
-        proto::write_msg(&mut self.ctl, &Msg::Start { test: test.clone() })
+        proto::write_msg(&mut self.ctl(), &Msg::Start { test: test.clone() })
             .map_err(|e| format!("start: {e}"))
     }
 
     /// The data address the peer opened for the test.
     pub fn wait_ready(&mut self) -> Result<SocketAddr, String> {
-        match proto::read_msg(&mut self.ctl) {
+        match proto::read_msg(&mut self.ctl()) {
             Ok(Msg::Ready { port }) => Ok(SocketAddr::new(self.peer.ip(), port)),
             other => Err(refused_or(other, "ready")),
         }
@@ -103,20 +128,20 @@ impl Client {
     /// End the data phase and get the peer's report.
     pub fn finish(&mut self, sent_bytes: u64, sent_datagrams: u64) -> Result<PeerReport, String> {
         proto::write_msg(
-            &mut self.ctl,
+            &mut self.ctl(),
             &Msg::Finish {
                 sent_bytes,
                 sent_datagrams,
             },
         )
         .map_err(|e| format!("finish: {e}"))?;
-        match proto::read_msg(&mut self.ctl) {
+        match proto::read_msg(&mut self.ctl()) {
             Ok(Msg::Report { report }) => Ok(*report),
             other => Err(refused_or(other, "report")),
         }
     }
 
-    pub fn bye(mut self) {
-        let _ = proto::write_msg(&mut self.ctl, &Msg::Bye);
+    pub fn bye(self) {
+        let _ = proto::write_msg(&mut self.ctl(), &Msg::Bye);
     }
 }

@@ -150,7 +150,7 @@ pub fn run_cli(
 fn write_exports(v: &Validation, ex: &Exports) -> Result<(), CliError> {
     let mut outs: Vec<crate::export::Output> = Vec::new();
     if let Some(p) = &ex.json {
-        outs.push(("--export-json", p, report::json(v).map_err(Into::into)));
+        outs.push(("--export-json", p, report::json(v)));
     }
     if let Some(p) = &ex.markdown {
         outs.push(("--export-markdown", p, Ok(report::markdown(v))));

@@ -6,7 +6,7 @@
 use std::net::Shutdown;
 use std::time::Instant;
 
-use super::{NetOptions, Peer, failed, peer_facts, percentile};
+use super::{NetOptions, Peer, peer_facts, percentile};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
@@ -71,11 +71,11 @@ impl Benchmark for Connect {
                 "{n} sockets in TIME_WAIT (over {TIME_WAIT_LIMIT}): wait a minute for them to expire"
             )));
         }
-        let mut peer = Peer::open(&self.opts)?;
+        let mut peer = Peer::open(&self.opts, ctx)?;
         let addr = peer
             .client
             .start(&TestSpec::Accept)
-            .map_err(failed("connect"))?;
+            .map_err(peer.err("connect"))?;
         let mut setup = Vec::new();
         let mut teardown = Vec::new();
         let start = Instant::now();
@@ -102,7 +102,7 @@ impl Benchmark for Connect {
             setup.push(t1.duration_since(t0).as_nanos() as f64 / 1e3);
             teardown.push(t2.duration_since(t1).as_nanos() as f64 / 1e3);
         }
-        let report = peer.client.finish(0, 0).map_err(failed("connect"));
+        let report = peer.client.finish(0, 0).map_err(peer.err("connect"));
         let mut out = peer_facts(RunOutput::default(), &peer);
         peer.close();
         if let Some(e) = err {

@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::Benchmark;
+use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::serve::client::Client;
 use crate::serve::proto::PeerReport;
@@ -94,30 +95,54 @@ pub fn benchmarks(opts: &NetOptions) -> Vec<Box<dyn Benchmark>> {
 }
 
 /// The peer of one run: a client session, and the in-process server when there is no remote one.
-pub struct Peer {
-    pub client: Client,
+pub struct Peer<'a> {
+    pub client: Client<'a>,
     local: Option<ServerHandle>,
 }
 
-impl Peer {
-    pub fn open(opts: &NetOptions) -> Result<Peer, BenchError> {
-        let timeout = Duration::from_secs(10);
+/// Time past a run's deadline a client may still wait for the peer (its final report).
+pub const REPORT_GRACE: Duration = Duration::from_secs(2);
+
+impl<'a> Peer<'a> {
+    /// Connect to the peer (or start the in-process one); every blocking step of the session, and
+    /// of the data connections made with [`Peer::bound`], ends at the run's deadline (plus
+    /// [`REPORT_GRACE`]) or at Ctrl-C/SIGTERM.
+    pub fn open(opts: &NetOptions, ctx: &RunContext<'a>) -> Result<Peer<'a>, BenchError> {
+        let bound = ctx.bound(REPORT_GRACE);
+        let ended = |e: String| match bound.check() {
+            Err(b) if crate::platform::wait::interrupted(&b) => BenchError::interrupted(),
+            Err(_) => BenchError::timeout(format!("time bound reached: {e}")),
+            Ok(()) => BenchError::failed(e),
+        };
         match opts.peer {
             Some(a) => Ok(Peer {
-                client: Client::connect(a, opts.token.as_deref(), timeout)
-                    .map_err(BenchError::failed)?,
+                client: Client::connect_bounded(a, opts.token.as_deref(), bound).map_err(ended)?,
                 local: None,
             }),
             None => {
                 let h = serve::start(ServerConfig::loopback())
                     .map_err(|e| BenchError::os("starting the in-process peer", e))?;
-                let client =
-                    Client::connect(h.addr(), None, timeout).map_err(BenchError::failed)?;
+                let client = Client::connect_bounded(h.addr(), None, bound).map_err(ended)?;
                 Ok(Peer {
                     client,
                     local: Some(h),
                 })
             }
+        }
+    }
+
+    /// What ends each blocking step with this peer.
+    pub fn bound(&self) -> crate::platform::wait::Bound<'a> {
+        self.client.bound()
+    }
+
+    /// Map an error of a step with the peer: the bound's end is a timeout or an interruption,
+    /// anything else a failure of `what`.
+    pub fn err(&self, what: &'static str) -> impl Fn(String) -> BenchError + '_ {
+        move |e| match self.bound().check() {
+            Err(b) if crate::platform::wait::interrupted(&b) => BenchError::interrupted(),
+            Err(_) => BenchError::timeout(format!("time bound reached: {what}: {e}")),
+            Ok(()) => BenchError::failed(format!("{what}: {e}")),
         }
     }
 
@@ -145,8 +170,18 @@ pub fn peer_facts(out: super::RunOutput, peer: &Peer) -> super::RunOutput {
         .fact("same_host", !peer.remote())
 }
 
-pub fn failed(what: &str) -> impl Fn(String) -> BenchError + '_ {
-    move |e| BenchError::failed(format!("{what}: {e}"))
+/// An I/O error of a data connection under a [`crate::platform::wait::Bound`]: the bound's end
+/// (deadline, Ctrl-C) is a timeout or an interruption, anything else a failure of `call`.
+pub fn io_err(call: &str, e: std::io::Error) -> BenchError {
+    if crate::platform::wait::interrupted(&e) {
+        BenchError::interrupted()
+    } else if crate::platform::wait::ended(&e) {
+        BenchError::timeout(format!(
+            "time bound reached: {call}: the peer made no progress"
+        ))
+    } else {
+        BenchError::os(call, e)
+    }
 }
 
 /// p-th percentile (nearest rank) of sorted values.

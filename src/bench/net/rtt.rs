@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use super::{NetOptions, Peer, failed, peer_facts, percentile};
+use super::{NetOptions, Peer, peer_facts, percentile};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
@@ -110,11 +110,14 @@ pub fn ping_pong(
             size,
             pin_cpu: pins.and_then(|p| p.peer),
         })
-        .map_err(failed("echo"))?;
-    let mut conn = crate::platform::net::connect(data, Duration::from_secs(10))
-        .map_err(|e| BenchError::os("connect", e))?;
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| BenchError::os("setsockopt", e))?;
+        .map_err(peer.err("echo"))?;
+    // Every write and read of the data connection ends with the run's bound (a peer that echoes
+    // one byte a second, Ctrl-C); the bound costs nothing while the echo comes back.
+    let bound = peer.bound();
+    let conn = crate::platform::net::connect_bounded(data, &bound)
+        .map_err(|e| super::io_err("connect", e))?;
+    crate::platform::wait::slice_timeouts(&conn).map_err(|e| BenchError::os("setsockopt", e))?;
+    let mut conn = crate::platform::wait::Bounded::new(conn, bound);
     let result = std::thread::scope(|s| {
         s.spawn(|| -> Result<Vec<f64>, BenchError> {
             if let Some(p) = pins {
@@ -123,12 +126,16 @@ pub fn ping_pong(
             }
             let msg = vec![0x5au8; size as usize];
             let mut back = vec![0u8; size as usize];
-            let mut trip = |conn: &mut std::net::TcpStream| -> Result<f64, BenchError> {
+            let mut trip = |conn: &mut crate::platform::wait::Bounded<
+                '_,
+                std::net::TcpStream,
+            >|
+             -> Result<f64, BenchError> {
                 let t0 = Instant::now();
                 conn.write_all(&msg)
-                    .map_err(|e| BenchError::os("write", e))?;
+                    .map_err(|e| super::io_err("write", e))?;
                 conn.read_exact(&mut back)
-                    .map_err(|e| BenchError::os("read", e))?;
+                    .map_err(|e| super::io_err("read", e))?;
                 Ok(t0.elapsed().as_nanos() as f64 / 1e3)
             };
             for _ in 0..WARMUP_TRIPS {
@@ -153,7 +160,7 @@ pub fn ping_pong(
     let sent =
         (size as u64) * (result.as_ref().map(|v| v.len()).unwrap_or(0) + WARMUP_TRIPS) as u64;
     drop(conn);
-    let report = peer.client.finish(sent, 0).map_err(failed("echo"))?;
+    let report = peer.client.finish(sent, 0).map_err(peer.err("echo"))?;
     Ok((result?, report))
 }
 
@@ -170,7 +177,7 @@ impl Benchmark for Rtt {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        let mut peer = Peer::open(&self.opts)?;
+        let mut peer = Peer::open(&self.opts, ctx)?;
         let pins = if self.pinned {
             Some(choose_pins(&peer)?)
         } else {

@@ -63,7 +63,7 @@ impl Benchmark for RttSweep {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        let mut peer = Peer::open(&self.opts)?;
+        let mut peer = Peer::open(&self.opts, ctx)?;
         let share = ctx.run_time / SIZES.len() as u32;
         let mut out = peer_facts(RunOutput::default(), &peer);
         let mut p99 = Map::new();

@@ -8,7 +8,7 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{NetOptions, Peer, failed, peer_cpu_facts, peer_facts, with_demand, with_peer_demand};
+use super::{NetOptions, Peer, peer_cpu_facts, peer_facts, with_demand, with_peer_demand};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::CpuMeter;
 use crate::harness::RunContext;
@@ -124,26 +124,30 @@ impl Benchmark for Stream {
         } else {
             1
         };
-        let mut peer = Peer::open(&self.opts)?;
+        let mut peer = Peer::open(&self.opts, ctx)?;
         let idle = self.opts.idle();
         peer.client
             .send_start(&TestSpec::Sink {
                 streams: streams as u32,
                 idle_ms: idle.as_millis() as u32,
             })
-            .map_err(failed("stream"))?;
+            .map_err(peer.err("stream"))?;
         // Our baseline overlaps the peer's (both ends idle).
         let mut meter = CpuMeter::start(idle).map_err(|e| BenchError::os("CPU counters", e))?;
-        let data = peer.client.wait_ready().map_err(failed("stream"))?;
+        let data = peer.client.wait_ready().map_err(peer.err("stream"))?;
         meter
             .restart()
             .map_err(|e| BenchError::os("CPU counters", e))?;
+        // Each connect and each write ends with the run's bound (a peer that reads one byte a
+        // second, Ctrl-C).
+        let bound = peer.bound();
         let mut conns = Vec::new();
         for _ in 0..streams {
-            conns.push(
-                crate::platform::net::connect(data, Duration::from_secs(10))
-                    .map_err(|e| BenchError::os("connect", e))?,
-            );
+            let c = crate::platform::net::connect_bounded(data, &bound)
+                .map_err(|e| super::io_err("connect", e))?;
+            crate::platform::wait::slice_timeouts(&c)
+                .map_err(|e| BenchError::os("setsockopt", e))?;
+            conns.push(c);
         }
         let (sndbuf, _) = crate::platform::net::tcp_buffers(&conns[0])
             .map_err(|e| BenchError::os("getsockopt", e))?;
@@ -154,7 +158,7 @@ impl Benchmark for Stream {
                 .into_iter()
                 .map(|c| {
                     let stop = &stop;
-                    s.spawn(move || send_while(c, stop, ctx))
+                    s.spawn(move || send_while(c, stop, ctx, bound))
                 })
                 .collect();
             // The measuring time, then on while this side's CPU cost is still below the
@@ -194,7 +198,7 @@ impl Benchmark for Stream {
         for r in results {
             sent += r?;
         }
-        let report = peer.client.finish(sent, 0).map_err(failed("stream"))?;
+        let report = peer.client.finish(sent, 0).map_err(peer.err("stream"))?;
         let tx = meter
             .stop()
             .map_err(|e| BenchError::os("CPU counters", e))?;
@@ -230,7 +234,13 @@ impl Benchmark for Stream {
     }
 }
 
-fn send_while(mut c: TcpStream, stop: &AtomicBool, ctx: &RunContext) -> Result<u64, BenchError> {
+fn send_while(
+    c: TcpStream,
+    stop: &AtomicBool,
+    ctx: &RunContext,
+    bound: crate::platform::wait::Bound,
+) -> Result<u64, BenchError> {
+    let mut c = crate::platform::wait::Bounded::new(c, bound);
     let block = vec![0xa5u8; BLOCK];
     let mut sent = 0u64;
     let mut i = 0u32;
@@ -239,11 +249,11 @@ fn send_while(mut c: TcpStream, stop: &AtomicBool, ctx: &RunContext) -> Result<u
         if i.is_multiple_of(64) {
             ctx.check()?;
         }
-        c.write_all(&block)
-            .map_err(|e| BenchError::os("write", e))?;
+        c.write_all(&block).map_err(|e| super::io_err("write", e))?;
         sent += BLOCK as u64;
     }
-    c.shutdown(Shutdown::Write)
+    c.inner
+        .shutdown(Shutdown::Write)
         .map_err(|e| BenchError::os("shutdown", e))?;
     Ok(sent)
 }

@@ -68,7 +68,7 @@ impl Benchmark for UdpRamp {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        let mut peer = Peer::open(&self.opts)?;
+        let mut peer = Peer::open(&self.opts, ctx)?;
         let size = self.opts.udp_size();
         let step_time = (ctx.run_time / 4).max(Duration::from_millis(50));
         let mut best = 0u64;

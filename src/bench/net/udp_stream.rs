@@ -11,7 +11,7 @@ use serde_json::json;
 use super::stream::demand_metrics;
 use super::udp_stats::UdpSummary;
 use super::{
-    NetOptions, Peer, failed, peer_cpu_facts, peer_facts, percentile, with_demand, with_peer_demand,
+    NetOptions, Peer, peer_cpu_facts, peer_facts, percentile, with_demand, with_peer_demand,
 };
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::{CpuCost, CpuMeter};
@@ -114,9 +114,9 @@ pub fn udp_test(
             rate_bps,
             idle_ms: idle.as_millis() as u32,
         })
-        .map_err(failed("udp"))?;
+        .map_err(peer.err("udp"))?;
     let mut meter = CpuMeter::start(idle).map_err(|e| BenchError::os("CPU counters", e))?;
-    let to = peer.client.wait_ready().map_err(failed("udp"))?;
+    let to = peer.client.wait_ready().map_err(peer.err("udp"))?;
     meter
         .restart()
         .map_err(|e| BenchError::os("CPU counters", e))?;
@@ -131,7 +131,7 @@ pub fn udp_test(
     let report = peer
         .client
         .finish(sent.bytes, used)
-        .map_err(failed("udp"))?;
+        .map_err(peer.err("udp"))?;
     if let Some(e) = report.errors.first() {
         return Err(BenchError::failed(format!("peer: {e}")));
     }
@@ -249,7 +249,7 @@ impl Benchmark for UdpStream {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        let mut peer = Peer::open(&self.opts)?;
+        let mut peer = Peer::open(&self.opts, ctx)?;
         let (size, rate) = (self.opts.udp_size(), self.opts.udp_rate());
         let (sent, report, tx) =
             udp_test(&mut peer, ctx, size, rate, ctx.run_time, self.opts.idle())?;
