@@ -3,10 +3,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use assert_cmd::Command;
-use common::{fixture, fixture_path};
+use common::{fixture, fixture_path, osgauge};
 use osgauge::appmodel::{self, Profile, published};
 use osgauge::model::{BenchmarkResult, MetricResult, RunMetric};
 use osgauge::stats;
@@ -14,14 +13,6 @@ use osgauge::units::{Better, Unit};
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples")
-}
-
-fn osgauge() -> Command {
-    let mut c = Command::cargo_bin("osgauge").unwrap();
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    c.env("OSGAUGE_STORE", tmp.join("appmodel-tests.sqlite"));
-    c.env("OSGAUGE_CACHE_DIR", tmp.join("appmodel-tests-cache"));
-    c
 }
 
 fn thesis() -> appmodel::Analysis {

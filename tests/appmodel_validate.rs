@@ -3,18 +3,9 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
+mod common;
 
-fn osgauge() -> Command {
-    let mut c = Command::cargo_bin("osgauge").unwrap();
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    c.env("OSGAUGE_STORE", tmp.join("appmodel-validate-tests.sqlite"));
-    c.env(
-        "OSGAUGE_CACHE_DIR",
-        tmp.join("appmodel-validate-tests-cache"),
-    );
-    c
-}
+use common::osgauge;
 
 const TINY: &str = "[app]\nname = \"tiny\"\nunit = \"req\"\ntarget_rate = 10\n[demand]\n\
     net_rx_mb = 0.2\nnet_tx_mb = 0.1\ndisk_write_mb = 0.2\ndisk_read_mb = 0.1\nframes = 1\n\

@@ -1,23 +1,10 @@
 //! End-to-end tests of the command line, as a user runs it.
 
-use assert_cmd::Command;
+mod common;
+
+use common::osgauge;
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn osgauge() -> Command {
-    let mut c = Command::cargo_bin("osgauge").unwrap();
-    // Runs are stored automatically: never in the real user data directory from a test.
-    c.env(
-        "OSGAUGE_STORE",
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests.sqlite"),
-    );
-    // …nor the user's calibration cache (the interactivity suite writes one).
-    c.env(
-        "OSGAUGE_CACHE_DIR",
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-tests-cache"),
-    );
-    c
-}
 
 const UNITS: [&str; 12] = [
     "ns",
@@ -223,6 +210,7 @@ fn time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
     // 1 warm-up + 5 runs × 300 ms cannot fit in 1 s: the bound must cut it short.
+    let window = osgauge::testing::BusyWindow::start();
     osgauge()
         .args([
             "micro",
@@ -249,7 +237,12 @@ fn time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs() {
     );
     let kept = b.metrics[0].runs.len();
     assert!((1..5).contains(&kept), "kept {kept} runs");
-    assert!(b.wall_s < 3.0, "bound not honoured: {} s", b.wall_s);
+    // Within 6 s however busy the machine; within 3 s where nothing else competed.
+    assert!(b.wall_s < 6.0, "bound not honoured: {} s", b.wall_s);
+    let what = format!("the 1 s bound within 3 s ({} s)", b.wall_s);
+    if !osgauge::testing::skip_timing(window.busy(), &what) {
+        assert!(b.wall_s < 3.0, "bound not honoured: {} s", b.wall_s);
+    }
     assert_eq!(rec.config.timeout_ms, 1000);
 }
 

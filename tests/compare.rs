@@ -2,8 +2,7 @@
 
 mod common;
 
-use assert_cmd::Command;
-use common::{fixture, fixture_path, slowed, truncated};
+use common::{fixture, fixture_path, osgauge, slowed, truncated};
 use osgauge::compare::{self, Basis, Options, Verdict, min_p, runs_needed};
 use osgauge::model::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
 use osgauge::stats;
@@ -169,19 +168,6 @@ fn differing_machine_fields_are_listed() {
     let diff_at = text.find("fields that differ").unwrap();
     let table_at = text.find("cpu/timer_read").unwrap();
     assert!(diff_at < table_at, "differences come first");
-}
-
-fn osgauge() -> Command {
-    let mut c = Command::cargo_bin("osgauge").unwrap();
-    c.env(
-        "OSGAUGE_STORE",
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-tests.sqlite"),
-    );
-    c.env(
-        "OSGAUGE_CACHE_DIR",
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-tests-cache"),
-    );
-    c
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Exports and output, end to end: special files as export targets, one file named twice, a
 //! stdout that breaks or is closed, labels, and footers that count what was kept.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -8,7 +10,7 @@ use serde_json::Value;
 
 /// The binary with a store and cache of this test's own (under `dir`).
 fn osgauge(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_osgauge"));
+    let mut c = common::osgauge_std();
     c.env("OSGAUGE_STORE", dir.join("store.sqlite"))
         .env("OSGAUGE_CACHE_DIR", dir.join("cache"));
     c
@@ -119,7 +121,7 @@ fn a_closed_or_full_stdout_is_an_error() {
         .unwrap()
         .to_string();
     // `>&-`: stdout closed when the program starts.
-    let out = Command::new("sh")
+    let out = common::confine(&mut Command::new("sh"))
         .args(["-c", "exec \"$0\" results export \"$1\" >&-"])
         .arg(env!("CARGO_BIN_EXE_osgauge"))
         .arg(&id)

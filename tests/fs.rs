@@ -25,7 +25,7 @@ fn disk_tmp(name: &str) -> PathBuf {
 }
 
 fn osgauge(store: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_osgauge"));
+    let mut c = common::osgauge_std();
     c.env("OSGAUGE_STORE", store.join("store.sqlite"))
         .env("OSGAUGE_CACHE_DIR", store);
     c

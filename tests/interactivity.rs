@@ -5,7 +5,7 @@ mod common;
 use common::{json_bench as bench, json_metric as metric};
 use std::path::Path;
 #[cfg(target_os = "linux")]
-use std::process::{Command as StdCommand, Stdio};
+use std::process::Stdio;
 #[cfg(target_os = "linux")]
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 fn osgauge(cache: &Path) -> Command {
-    let mut c = Command::cargo_bin("osgauge").unwrap();
+    let mut c = common::osgauge();
     // Tests never write the user's calibration cache.
     c.env("OSGAUGE_CACHE_DIR", cache);
     // …nor the user's result store.
@@ -218,12 +218,11 @@ fn interbench_format_and_usage_errors() {
 #[test]
 #[cfg(target_os = "linux")]
 fn interrupt_and_parent_death_leave_nothing_behind() {
-    let exe = assert_cmd::cargo::cargo_bin("osgauge");
     for signal in [libc::SIGINT, libc::SIGKILL] {
         let dir = tempfile::tempdir().unwrap();
         let loads = dir.path().join("loads");
         std::fs::create_dir(&loads).unwrap();
-        let mut child = StdCommand::new(&exe)
+        let mut child = common::osgauge_std()
             .env("OSGAUGE_CACHE_DIR", dir.path())
             .env("OSGAUGE_STORE", dir.path().join("results.sqlite"))
             .args([

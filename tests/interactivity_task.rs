@@ -2,6 +2,8 @@
 //! cache's sanity check, the duration a cell records, and a prompt stop in calibration. Short
 //! runs only; behaviour and invariants, never speed.
 
+mod common;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -9,7 +11,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 fn osgauge(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("osgauge").unwrap();
+    let mut c = common::osgauge();
     // Never the user's calibration cache or result store.
     c.env("OSGAUGE_CACHE_DIR", dir);
     c.env("OSGAUGE_STORE", dir.join("results.sqlite"));
@@ -172,7 +174,7 @@ fn has_thread(pid: u32, name: &str) -> bool {
 fn a_first_sigint_during_calibration_stops_within_a_second() {
     use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_osgauge"))
+    let mut child = common::osgauge_std()
         .args([
             "interactivity",
             "--task",
@@ -199,7 +201,10 @@ fn a_first_sigint_during_calibration_stops_within_a_second() {
         if t.elapsed() > Duration::from_secs(20) || child.try_wait().unwrap().is_some() {
             let _ = child.kill();
             let _ = child.wait();
-            eprintln!("skipped: never saw the calibration thread (it ran too fast to catch)");
+            osgauge::testing::not_run(
+                "a_first_sigint_during_calibration_stops_within_a_second",
+                "never saw the calibration thread (it ran too fast to catch)",
+            );
             return;
         }
         std::thread::sleep(Duration::from_millis(2));
@@ -207,6 +212,7 @@ fn a_first_sigint_during_calibration_stops_within_a_second() {
     // SAFETY: signalling our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let t = Instant::now();
+    let window = osgauge::testing::BusyWindow::start();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
@@ -217,7 +223,14 @@ fn a_first_sigint_during_calibration_stops_within_a_second() {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    // Within a second (the bound), with the interrupted run stored before exit.
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    // Within a second (the bound), with the interrupted run stored before exit — a
+    // timing assertion, so only on a machine that other work left alone (15 s always holds).
+    let took = t.elapsed();
+    if !osgauge::testing::skip_timing(
+        window.busy(),
+        &format!("stop within 1 s of SIGINT ({took:?})"),
+    ) {
+        assert!(took < Duration::from_secs(1), "{took:?}");
+    }
     assert_eq!(status.code(), Some(130));
 }

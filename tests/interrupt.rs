@@ -2,7 +2,9 @@
 //! leaves no child process behind.
 #![cfg(unix)]
 
-use std::process::{Command, Stdio};
+mod common;
+
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use std::os::unix::process::CommandExt;
@@ -17,7 +19,7 @@ fn group_alive(pgid: i32) -> bool {
 fn sigint_keeps_finished_benchmarks_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("partial.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_osgauge"))
+    let child = common::osgauge_std()
         .args([
             "micro",
             "cpu",

@@ -2,12 +2,14 @@
 //! checks (exit 2, one line), `serve` refusing an exposed address without a token, and a short
 //! loopback run whose record goes into the HTML report's network section.
 
+mod common;
+
 use std::process::Command;
 
 use serde_json::Value;
 
 fn osgauge(dir: &std::path::Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_osgauge"));
+    let mut c = common::osgauge_std();
     c.env("OSGAUGE_STORE", dir.join("store.db"))
         .env("OSGAUGE_CACHE_DIR", dir.join("cache"));
     c

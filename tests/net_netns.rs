@@ -4,6 +4,8 @@
 //! `osgauge micro net … --peer <namespace address>` outside. Only the namespace's own address is
 //! ever a target. Needs root and `ip`; prints `NOT RUN …` where it cannot run.
 
+mod common;
+
 #[cfg(target_os = "linux")]
 mod linux {
     use std::net::{SocketAddr, TcpStream};
@@ -98,7 +100,7 @@ mod linux {
         let bin = env!("CARGO_BIN_EXE_osgauge");
         let listen = format!("{ns_ip}:7700");
         env.server = Some(
-            Command::new("ip")
+            super::common::confine(&mut Command::new("ip"))
                 .args(["netns", "exec", &env.ns, bin, "serve", "--listen", &listen])
                 .arg("--token-file")
                 .arg(&token)

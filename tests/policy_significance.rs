@@ -2,11 +2,13 @@
 //! of work, 3 runs) writes the section into its HTML and Markdown exports and the
 //! `--export-significance` file, and `osgauge report` of the stored run shows it too.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn osgauge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_osgauge"))
+    common::osgauge_std()
         .args(args)
         .env("OSGAUGE_STORE", dir.join("store.sqlite"))
         .env("OSGAUGE_CACHE_DIR", dir)

@@ -6,13 +6,12 @@
 mod common;
 use common::json_metric as metric;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
 fn tiny_study(dir: &Path) -> Value {
     let json = dir.join("r.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_osgauge"))
+    let out = common::osgauge_std()
         .args([
             "policy",
             "--work",
@@ -166,7 +165,7 @@ fn job_test() {
         "policy": {"name": "other"},
         "parent": std::process::id(),
     });
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_osgauge"));
+    let mut cmd = common::osgauge_std();
     cmd.arg("__policy_child")
         .arg(spec.to_string())
         .stdin(Stdio::piped())

@@ -91,8 +91,7 @@ fn report_has_the_expected_sections_and_charts() {
 #[test]
 fn synthetic_results_use_real_ids_and_metrics() {
     let listed: Vec<serde_json::Value> = serde_json::from_slice(
-        &assert_cmd::Command::cargo_bin("osgauge")
-            .unwrap()
+        &common::osgauge()
             .args(["list", "--json"])
             .output()
             .unwrap()
@@ -158,8 +157,7 @@ fn embedded_records_round_trip_and_import() {
     let f = dir.path().join("report.html");
     std::fs::write(&f, &html).unwrap();
     let db = dir.path().join("s.db");
-    assert_cmd::Command::cargo_bin("osgauge")
-        .unwrap()
+    common::osgauge()
         .args(["results", "import"])
         .arg(&f)
         .arg("--store")
@@ -170,8 +168,7 @@ fn embedded_records_round_trip_and_import() {
     assert_eq!(s.list().unwrap().len(), 3);
     // A report is also accepted directly by compare and report.
     let out = dir.path().join("again.html");
-    assert_cmd::Command::cargo_bin("osgauge")
-        .unwrap()
+    common::osgauge()
         .arg("report")
         .arg(&f)
         .arg("--export-html")

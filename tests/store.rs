@@ -237,8 +237,7 @@ fn a_run_is_stored_and_no_store_skips_it() {
 #[cfg(unix)]
 #[allow(clippy::zombie_processes)] // the caller kills and waits for the child it gets back
 fn start_and_wait_for_first_benchmark(db: &Path) -> (std::process::Child, String) {
-    let bin = assert_cmd::cargo::cargo_bin("osgauge");
-    let mut child = std::process::Command::new(bin)
+    let mut child = common::osgauge_std()
         .args([
             "micro",
             "cpu",

@@ -396,8 +396,7 @@ fn a_full_disk_mid_run_says_what_was_kept_exports_everything_and_exits_1() {
     };
     let db = mnt.join("s.db");
     let export = dir.path().join("r.json");
-    let bin = assert_cmd::cargo::cargo_bin("osgauge");
-    let child = std::process::Command::new(bin)
+    let child = common::osgauge_std()
         .args([
             "micro",
             "cpu",
@@ -410,10 +409,6 @@ fn a_full_disk_mid_run_says_what_was_kept_exports_everything_and_exits_1() {
         .arg(&db)
         .arg("--export-json")
         .arg(&export)
-        .env(
-            "OSGAUGE_CACHE_DIR",
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join("store-tests-cache"),
-        )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

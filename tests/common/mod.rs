@@ -2,21 +2,129 @@
 //! run record read as JSON.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use osgauge::model::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
 use osgauge::stats;
 use osgauge::units::{Better, Unit};
 
-/// `osgauge` on the result store `store`, with the store tests' own calibration cache (never the
-/// user's store or cache).
-pub fn osgauge_on(store: &std::path::Path) -> assert_cmd::Command {
-    let mut c = assert_cmd::Command::cargo_bin("osgauge").unwrap();
+/// A test's own directories: everything an `osgauge` process would otherwise share with the
+/// machine (temp dir, result store, calibration cache, XDG data/cache/config/state) points inside
+/// one fresh folder, removed when the sandbox is dropped. So no test sees what a killed run,
+/// another test or another program left in `/tmp` or in the user's folders, and none leaves
+/// anything there. The folder is under the target directory (on disk: `/tmp` may be tmpfs, and
+/// some benchmarks need a disk-backed temp dir).
+pub struct Sandbox {
+    root: tempfile::TempDir,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let root = tempfile::Builder::new()
+            .prefix("sandbox-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        for d in ["tmp", "cache", "data", "config", "state"] {
+            std::fs::create_dir(root.path().join(d)).unwrap();
+        }
+        Sandbox { root }
+    }
+
+    /// The sandbox's root (free for the test's own files).
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// The result store every command of this sandbox uses unless told otherwise.
+    pub fn store(&self) -> PathBuf {
+        self.path().join("store.sqlite")
+    }
+
+    /// The temp dir (`TMPDIR`) of the processes this sandbox starts.
+    pub fn tmp(&self) -> PathBuf {
+        self.path().join("tmp")
+    }
+
+    /// The calibration cache (`OSGAUGE_CACHE_DIR`).
+    pub fn cache(&self) -> PathBuf {
+        self.path().join("cache")
+    }
+
+    /// The environment that confines a process to this sandbox.
+    pub fn env(&self) -> Vec<(&'static str, PathBuf)> {
+        let p = |d: &str| self.path().join(d);
+        vec![
+            ("TMPDIR", self.tmp()),
+            // Windows' temp dir (GetTempPath), for the test executables CI runs under Wine.
+            ("TMP", self.tmp()),
+            ("TEMP", self.tmp()),
+            ("OSGAUGE_STORE", self.store()),
+            ("OSGAUGE_CACHE_DIR", self.cache()),
+            ("XDG_CACHE_HOME", p("cache")),
+            ("XDG_DATA_HOME", p("data")),
+            ("XDG_CONFIG_HOME", p("config")),
+            ("XDG_STATE_HOME", p("state")),
+        ]
+    }
+
+    /// Confine `cmd` (any program) to this sandbox.
+    pub fn confine<'a>(&self, cmd: &'a mut std::process::Command) -> &'a mut std::process::Command {
+        cmd.envs(self.env())
+    }
+
+    /// The `osgauge` binary, confined to this sandbox.
+    pub fn command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_osgauge"));
+        self.confine(&mut c);
+        c
+    }
+
+    /// The `osgauge` binary for assertions (assert_cmd), confined to this sandbox.
+    pub fn osgauge(&self) -> assert_cmd::Command {
+        let mut c = assert_cmd::Command::new(env!("CARGO_BIN_EXE_osgauge"));
+        c.envs(self.env());
+        c
+    }
+}
+
+thread_local! {
+    /// The sandbox of the running test: libtest runs every test on a thread of its own, so this
+    /// is one sandbox per test, removed when the test's thread ends.
+    static TEST_SANDBOX: Sandbox = Sandbox::new();
+}
+
+/// Runs `f` with the running test's own sandbox (see [`TEST_SANDBOX`]).
+pub fn with_test_sandbox<T>(f: impl FnOnce(&Sandbox) -> T) -> T {
+    TEST_SANDBOX.with(f)
+}
+
+/// `osgauge` confined to the running test's own sandbox.
+pub fn osgauge() -> assert_cmd::Command {
+    with_test_sandbox(Sandbox::osgauge)
+}
+
+/// `osgauge` as a plain process (to spawn, signal, wait on), confined to the running test's own
+/// sandbox.
+pub fn osgauge_std() -> std::process::Command {
+    with_test_sandbox(Sandbox::command)
+}
+
+/// Confine any program `cmd` starts (a shell running osgauge, `ip netns exec …`) to the running
+/// test's own sandbox.
+pub fn confine(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    with_test_sandbox(|s| s.confine(cmd))
+}
+
+/// `osgauge` on the result store `store`, otherwise confined to the running test's sandbox.
+pub fn osgauge_on(store: &Path) -> assert_cmd::Command {
+    let mut c = osgauge();
     c.env("OSGAUGE_STORE", store);
-    c.env(
-        "OSGAUGE_CACHE_DIR",
-        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("store-tests-cache"),
-    );
     c
 }
 
