@@ -74,6 +74,54 @@ fn resolve_by_id_label_and_prefix_and_delete() {
 }
 
 #[test]
+fn delete_refuses_a_label_of_several_runs_and_asks_for_yes_off_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let s = Store::open(&db).unwrap();
+    let a = fixture("cpu-a.json");
+    // Two runs with one label and the same start time: "the most recent" would be arbitrary.
+    let mut a2 = a.clone();
+    a2.run_id = uuid::Uuid::now_v7();
+    for r in [&a, &a2] {
+        s.save(r, Origin::Measured).unwrap();
+    }
+    drop(s);
+    let out = osgauge(&db)
+        .args(["results", "delete", "--yes", "fixture-a"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("label of 2 runs")
+            && err.contains(&a.run_id.to_string())
+            && err.contains(&a2.run_id.to_string()),
+        "{err}"
+    );
+    // Not on a terminal and no --yes: refused, exit 2, nothing deleted.
+    let id = a.run_id.to_string();
+    let out = osgauge(&db)
+        .args(["results", "delete", &id])
+        .write_stdin("y\n")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("add --yes"), "{err}");
+    let s = Store::open_read_only(&db).unwrap().unwrap();
+    assert_eq!(s.list().unwrap().len(), 2, "nothing was deleted");
+    drop(s);
+    // By id with --yes: that one run.
+    osgauge(&db)
+        .args(["results", "delete", "--yes", &id])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(format!("deleted run {id}")));
+    let s = Store::open_read_only(&db).unwrap().unwrap();
+    assert_eq!(s.list().unwrap().len(), 1);
+}
+
+#[test]
 fn import_is_idempotent_and_refuses_silent_overwrites() {
     let dir = tempfile::tempdir().unwrap();
     let s = Store::open(&dir.path().join("s.db")).unwrap();
@@ -186,7 +234,7 @@ fn cli_results_commands() {
         .success()
         .stdout(predicates::str::contains("No runs stored"));
     osgauge(&db)
-        .args(["results", "delete", "fixture-a"])
+        .args(["results", "delete", "--yes", "fixture-a"])
         .assert()
         .success();
     osgauge(&db)

@@ -125,10 +125,19 @@ pub enum ResultsCmd {
         store: StorePath,
     },
     /// Delete stored runs (RUN: label, run id or id prefix)
-    #[command(after_help = "Examples:\n  osgauge results delete 0193a1b2")]
+    #[command(
+        after_help = "Examples:\n  osgauge results delete 0193a1b2\n  osgauge results delete --yes 0193a1b2 0193a1c4   no question (scripts)"
+    )]
+    ///
+    /// On a terminal it lists the runs and asks before deleting; elsewhere (a script, a pipe) it
+    /// refuses without --yes. A label that several runs carry is refused like an ambiguous id
+    /// prefix: name the run by its id.
     Delete {
         #[arg(required = true)]
         runs: Vec<String>,
+        /// Delete without asking (needed when standard input is not a terminal)
+        #[arg(short, long)]
+        yes: bool,
         #[command(flatten)]
         store: StorePath,
     },
@@ -498,16 +507,23 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             }
             Ok(EXIT_OK)
         }
-        ResultsCmd::Delete { runs, store } => {
+        ResultsCmd::Delete { runs, yes, store } => {
             // A missing store is not created just to find nothing in it.
             if store.open_read()?.is_none() {
                 return Err(not_found(&runs[0]));
             }
             let s = store.open()?;
-            let ids = runs
-                .iter()
-                .map(|r| resolve(&s, r))
-                .collect::<Result<Vec<_>, _>>()?;
+            let mut ids = Vec::new();
+            for r in &runs {
+                let id = resolve_exactly(&s, r)?;
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+            if !yes && !confirm_delete(&s, &ids)? {
+                crate::errln!("osgauge: nothing deleted");
+                return Ok(EXIT_OK);
+            }
             for id in ids {
                 if s.delete(&id)? {
                     crate::outln!("deleted run {id}");
@@ -518,6 +534,34 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
     }
 }
 
+/// Ask on the terminal before deleting `ids` (listed with start time, label and state): true
+/// for "y"/"yes". Not on a terminal: a usage error asking for --yes.
+fn confirm_delete(s: &Store, ids: &[String]) -> Result<bool, CliError> {
+    use std::io::{BufRead, IsTerminal};
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Err(CliError::Usage(format!(
+            "results delete asks before deleting and standard input is not a terminal: add --yes to delete {} run(s) without asking",
+            ids.len()
+        )));
+    }
+    let rows: Vec<store::RunRow> = s
+        .list()?
+        .into_iter()
+        .filter(|r| ids.contains(&r.run_id))
+        .collect();
+    crate::output::stdout::eprint(&list_text(&rows));
+    crate::output::stdout::eprint(&format!("Delete {} run(s)? [y/N] ", ids.len()));
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::Other(anyhow::anyhow!("reading the answer: {e}")))?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}
+
 fn not_found(key: &str) -> CliError {
     CliError::Usage(format!(
         "no stored run matches '{key}' (a label, run id or id prefix of 4+ characters; see `osgauge results list`)"
@@ -525,7 +569,11 @@ fn not_found(key: &str) -> CliError {
 }
 
 fn resolve(s: &Store, key: &str) -> Result<String, CliError> {
-    match s.resolve(key)? {
+    resolved(key, s.resolve(key)?)
+}
+
+fn resolved(key: &str, r: Resolved) -> Result<String, CliError> {
+    match r {
         Resolved::One(id, note) => {
             if let Some(n) = note {
                 crate::errln!("osgauge: note: {n}");
@@ -536,7 +584,20 @@ fn resolve(s: &Store, key: &str) -> Result<String, CliError> {
             "'{key}' is the prefix of several runs: {}",
             ids.join(", ")
         ))),
+        Resolved::AmbiguousLabel(runs) => Err(CliError::Usage(format!(
+            "'{key}' is the label of {} runs: {}; name one by its run id (or an id prefix)",
+            runs.len(),
+            runs.join(", ")
+        ))),
         Resolved::NotFound => Err(not_found(key)),
+    }
+}
+
+/// [`resolve`] for a destructive command: a label several runs carry is refused, listing them.
+fn resolve_exactly(s: &Store, key: &str) -> Result<String, CliError> {
+    match s.resolve_exactly(key)? {
+        r @ Resolved::AmbiguousLabel(_) => resolved(key, r),
+        _ => resolve(s, key),
     }
 }
 

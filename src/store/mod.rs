@@ -828,6 +828,16 @@ impl Store {
     /// Resolve what the user typed: an exact run id, a label (the most recent run with it), or
     /// a unique run-id prefix (at least 4 characters).
     pub fn resolve(&self, key: &str) -> Result<Resolved> {
+        self.resolve_with(key, false)
+    }
+
+    /// [`Store::resolve`] for destructive commands: a label naming several runs is
+    /// [`Resolved::AmbiguousLabel`], never "the most recent".
+    pub fn resolve_exactly(&self, key: &str) -> Result<Resolved> {
+        self.resolve_with(key, true)
+    }
+
+    fn resolve_with(&self, key: &str, exactly: bool) -> Result<Resolved> {
         let rows = self.list()?;
         if let Some(r) = rows.iter().find(|r| r.run_id == key) {
             return Ok(Resolved::One(r.run_id.clone(), None));
@@ -836,6 +846,14 @@ impl Store {
             .iter()
             .filter(|r| r.label.as_deref() == Some(key))
             .collect();
+        if exactly && labelled.len() > 1 {
+            return Ok(Resolved::AmbiguousLabel(
+                labelled
+                    .iter()
+                    .map(|r| format!("{} (started {})", r.run_id, r.started))
+                    .collect(),
+            ));
+        }
         if let Some(last) = labelled.last() {
             let note = (labelled.len() > 1).then(|| {
                 format!(
@@ -880,6 +898,9 @@ pub enum Resolved {
     /// The run id, and a note for the user when the choice was not obvious.
     One(String, Option<String>),
     Ambiguous(Vec<String>),
+    /// A label several runs carry (only from [`Store::resolve_exactly`]): each run's id and
+    /// start time.
+    AmbiguousLabel(Vec<String>),
     NotFound,
 }
 
