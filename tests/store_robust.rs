@@ -190,20 +190,64 @@ fn read_only_commands_create_and_change_nothing() {
         !dir.path().join("not-yet").exists(),
         "a read-only command created the store or its directory"
     );
-    // An existing store: reading leaves its file byte for byte as it was.
-    let db = dir.path().join("s.db");
-    filled_store(&db);
-    let before = std::fs::read(&db).unwrap();
-    for args in [
-        &["results", "list"][..],
-        &["results", "show", "fixture-a"],
-        &["results", "export", "fixture-b"],
-        &["compare", "fixture-a", "fixture-b"],
-    ] {
-        let o = osgauge(&db).args(args).output().unwrap();
-        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    // An existing store — as this osgauge makes it, and in WAL mode as earlier ones left it:
+    // reading leaves its file byte for byte as it was, and nothing (-wal, -shm, -journal)
+    // beside it.
+    for wal in [false, true] {
+        let sub = dir.path().join(if wal { "wal" } else { "rollback" });
+        std::fs::create_dir(&sub).unwrap();
+        let db = sub.join("s.db");
+        filled_store(&db);
+        if wal {
+            let c = rusqlite::Connection::open(&db).unwrap();
+            let m: String = c
+                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(m, "wal");
+        }
+        let before = std::fs::read(&db).unwrap();
+        let html = dir.path().join("r.html");
+        for args in [
+            &["results", "list"][..],
+            &["results", "show", "fixture-a"],
+            &["results", "export", "fixture-b"],
+            &["compare", "fixture-a", "fixture-b"],
+            &[
+                "report",
+                "fixture-a",
+                "fixture-b",
+                "--export-html",
+                html.to_str().unwrap(),
+            ],
+        ] {
+            let o = osgauge(&db).args(args).output().unwrap();
+            assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+            let beside: Vec<_> = std::fs::read_dir(&sub)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(
+                beside,
+                ["s.db"],
+                "wal {wal}: {args:?} left files beside the store"
+            );
+        }
+        assert_eq!(std::fs::read(&db).unwrap(), before);
     }
-    assert_eq!(std::fs::read(&db).unwrap(), before);
+    // A store opened for writing is left with nothing beside it either once closed (WAL stores
+    // are switched to the rollback journal).
+    let db = dir.path().join("wal").join("s.db");
+    drop(Store::open(&db).unwrap());
+    let beside: Vec<_> = std::fs::read_dir(dir.path().join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside, ["s.db"]);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let m: String = c
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(m, "delete");
 }
 
 #[test]

@@ -4,8 +4,18 @@
 //! plus indexed columns for listing and lookup. A run is written when it starts and again after
 //! each benchmark finishes, so an interrupted or killed run keeps what was measured and shows as
 //! incomplete. The schema is versioned with `PRAGMA user_version` and upgraded by the migrations
-//! below; WAL mode, a busy timeout and one statement or transaction per write keep concurrent
-//! invocations from corrupting it.
+//! below; SQLite's rollback journal (`journal_mode=DELETE`, `synchronous=FULL`), a busy timeout
+//! and one statement or transaction per write keep concurrent invocations from corrupting it.
+//!
+//! Why not WAL: a WAL store needs a `-shm` file that SQLite maps into memory and extends
+//! sparsely; on a full file system whose blocks are smaller than a memory page (ext4 with 1 KiB
+//! blocks) touching a hole in it raises SIGBUS and kills the process — no error, no exports. The
+//! rollback journal maps nothing: a full disk is an ordinary SQLITE_FULL error. It also leaves
+//! nothing beside the store between writes (the `-journal` exists only during a write), so
+//! read-only commands never change the store's directory. A store made in WAL mode by an earlier
+//! osgauge is switched to the rollback journal when next opened for writing, with the WAL index
+//! on the heap (exclusive locking) for that one step, so no `-shm` is mapped even then; until
+//! then it is read as immutable when no `-wal` file is beside it.
 //!
 //! Location: `--store PATH`, else the `OSGAUGE_STORE` environment variable, else
 //! `<user data dir>/osgauge/results.sqlite` (XDG data dir on Linux, `~/Library/Application
@@ -185,7 +195,7 @@ impl Trouble {
         let p = path.display();
         match self {
             Trouble::Permission => format!(
-                "check that you may read and write {p} and its directory (SQLite also writes {p}-wal and {p}-shm beside it), or give --store PATH elsewhere"
+                "check that you may read and write {p} and its directory (SQLite also writes {p}-journal beside it while writing), or give --store PATH elsewhere"
             ),
             Trouble::Full => "the file system may be full or failing: free some space, or give --store PATH on another file system".into(),
             Trouble::Locked => {
@@ -328,6 +338,15 @@ fn check_file(path: &Path) -> Result<()> {
         .into());
     }
     Ok(())
+}
+
+/// Whether the SQLite file at `path` is in WAL mode (header bytes 18 and 19, the file format
+/// write and read versions, are 2 for WAL, 1 for the rollback journal).
+fn is_wal_file(path: &Path) -> bool {
+    let mut head = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head[18] == 2 || head[19] == 2)
 }
 
 /// `FILE-wal`, SQLite's write-ahead log beside the store.
@@ -485,6 +504,13 @@ impl Store {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // A store left in WAL mode by an earlier osgauge: exclusive locking before its first
+        // access keeps the WAL index on the heap (no -shm mapped, see the module docs) until it
+        // is switched to the rollback journal below.
+        let was_wal = is_wal_file(path);
+        if was_wal {
+            conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+        }
         if let Kind::Foreign(why) = identify(&conn)? {
             return Err(NotAStore {
                 path: path.to_path_buf(),
@@ -511,16 +537,21 @@ impl Store {
                 hint: Trouble::Corrupt.hint(path),
             }));
         }
-        // WAL: readers never block the writer and a killed writer leaves a consistent database.
-        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            // Some file systems (network mounts) refuse WAL; the rollback journal is still safe.
-            crate::errln!(
-                "osgauge: note: store {} uses journal mode {mode} (WAL unavailable)",
-                path.display()
+        // The rollback journal (see the module docs for why not WAL).
+        let mode: String = conn.query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("delete") {
+            bail!(
+                "the store is in journal mode {mode} and could not be switched to the rollback journal (another program may have it open)"
             );
         }
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        if was_wal {
+            conn.pragma_update(None, "locking_mode", "NORMAL")?;
+            // The exclusive lock is released at the next access.
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })?;
+        }
+        conn.pragma_update(None, "synchronous", "FULL")?;
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
@@ -548,13 +579,24 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        // A WAL store with its -wal beside it (an osgauge before the rollback journal was
+        // killed, or is writing) is read as SQLite reads WAL, through its -shm: a read-only
+        // connection cannot hold the exclusive lock that would keep the WAL index on the heap.
         let connect = |p: &Path| -> rusqlite::Result<(Connection, Kind)> {
             let conn = Connection::open_with_flags(p, flags)?;
             conn.busy_timeout(BUSY_TIMEOUT)?;
             let kind = identify(&conn)?;
             Ok((conn, kind))
         };
-        let (conn, kind) = match connect(path) {
+        // A store an earlier osgauge left in WAL mode, with no WAL file beside it: everything is
+        // in the main file and nobody is writing it. Read it as immutable, so SQLite makes no
+        // -wal or -shm file beside it (a read-only command never changes the store's directory).
+        let immutable = is_wal_file(path) && !wal_path(path).exists();
+        let first = match immutable_uri(path).filter(|_| immutable) {
+            Some(uri) => connect(Path::new(&uri)),
+            None => connect(path),
+        };
+        let (conn, kind) = match first {
             // A WAL store in a directory this user cannot write (read-only media, another
             // user's store): SQLite cannot make the shared-memory file a reader needs. With no
             // WAL file beside it, everything is in the main file and nobody is writing it:
