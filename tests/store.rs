@@ -381,3 +381,78 @@ fn sigint_mid_run_stores_the_interrupted_run() {
         "{text}"
     );
 }
+
+/// Deleting a run while it is measured (issue 22.10): the delete says the run was unfinished,
+/// the measuring osgauge does not bring it back, says why it no longer stores it and exits 1.
+#[cfg(unix)]
+#[test]
+fn deleting_a_run_being_measured_is_not_silently_undone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let err_file = dir.path().join("stderr.txt");
+    let json = dir.path().join("run.json");
+    let mut child = common::osgauge_std()
+        .args([
+            "micro",
+            "cpu",
+            "--runs",
+            "3",
+            "--run-time",
+            "150ms",
+            "--store",
+        ])
+        .arg(&db)
+        .arg("--export-json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_file).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let id = loop {
+        if t0.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no benchmark stored in time");
+        }
+        if db.exists()
+            && let Ok(Some(s)) = Store::open_read_only(&db)
+            && let Ok(rows) = s.list()
+            && let Some(r) = rows.first()
+            && r.benchmarks >= 1
+        {
+            break r.run_id.clone();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = osgauge(&db)
+        .args(["results", "delete", "--yes", &id])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("was unfinished"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = child.wait().unwrap();
+    let err = std::fs::read_to_string(&err_file).unwrap();
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(
+        err.contains("was deleted from the store") && err.contains("while it was being measured"),
+        "{err}"
+    );
+    // Not brought back; its results are still exported.
+    let s = Store::open_read_only(&db).unwrap().unwrap();
+    assert!(
+        s.get_json(&id).unwrap().is_none(),
+        "the deleted run came back"
+    );
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(rec["run_id"], id.as_str());
+}

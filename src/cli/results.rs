@@ -206,6 +206,10 @@ pub struct StoreSink {
     failed: Option<anyhow::Error>,
     quiet: bool,
     export_html: Option<PathBuf>,
+    /// The run's row exists (later writes update it, never re-create it).
+    inserted: bool,
+    /// The run was deleted from the store while measured: it is not written again.
+    deleted: bool,
 }
 
 impl StoreSink {
@@ -220,6 +224,8 @@ impl StoreSink {
                 failed: None,
                 quiet,
                 export_html: opts.export_html.clone(),
+                inserted: false,
+                deleted: false,
             });
         }
         let path = store_path(opts.store.as_deref())?;
@@ -234,13 +240,37 @@ impl StoreSink {
             failed: None,
             quiet,
             export_html: opts.export_html.clone(),
+            inserted: false,
+            deleted: false,
         })
     }
 
     fn save(&mut self, record: &RunRecord) -> bool {
         let Some(s) = &self.store else { return true };
-        match s.save(record, Origin::Measured) {
-            Ok(()) => true,
+        if self.deleted {
+            return false;
+        }
+        let r = if self.inserted {
+            s.update(record).and_then(|there| {
+                if there {
+                    Ok(())
+                } else {
+                    self.deleted = true;
+                    Err(anyhow::anyhow!(
+                        "run {} was deleted from the store {} (`results delete`) while it was being measured, and is no longer stored there: its results are in the output and the exports only",
+                        record.run_id,
+                        s.path().display()
+                    ))
+                }
+            })
+        } else {
+            s.save(record, Origin::Measured)
+        };
+        match r {
+            Ok(()) => {
+                self.inserted = true;
+                true
+            }
             Err(e) => {
                 if self.failed.is_none() {
                     crate::errln!(
@@ -524,9 +554,20 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                 crate::errln!("osgauge: nothing deleted");
                 return Ok(EXIT_OK);
             }
+            let unfinished: Vec<String> = s
+                .list()?
+                .into_iter()
+                .filter(|r| ids.contains(&r.run_id) && r.finished.is_none())
+                .map(|r| r.run_id)
+                .collect();
             for id in ids {
                 if s.delete(&id)? {
                     crate::outln!("deleted run {id}");
+                    if unfinished.contains(&id) {
+                        crate::errln!(
+                            "osgauge: note: run {id} was unfinished: if an osgauge is still measuring it, that osgauge stops storing it and says so (its results stay in its output and exports)"
+                        );
+                    }
                 }
             }
             Ok(EXIT_OK)

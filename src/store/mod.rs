@@ -687,6 +687,51 @@ impl Store {
         )
     }
 
+    /// Rewrite a run that is already stored (a run being measured, after each benchmark), then
+    /// read it back. Ok(false), writing nothing, when the run is no longer there: someone deleted
+    /// it meanwhile (`results delete`), and a deleted run is not brought back.
+    pub fn update(&self, record: &RunRecord) -> Result<bool> {
+        let json = serde_json::to_string(record)?;
+        let id = record.run_id.to_string();
+        self.ctx(&format!("writing run {id} to"), {
+            let n = self.conn.execute(
+                "UPDATE runs SET label = ?2, started = ?3, finished = ?4, complete = ?5, os = ?6,
+                    hostname = ?7, benchmarks = ?8, stored_at = ?9, record = ?10
+                 WHERE run_id = ?1",
+                params![
+                    id,
+                    record.label,
+                    record.started.to_rfc3339(),
+                    record.finished.map(|f| f.to_rfc3339()),
+                    record.complete,
+                    record.machine.os,
+                    record.machine.hostname,
+                    record.benchmarks.len() as u32,
+                    chrono::Utc::now().to_rfc3339(),
+                    json,
+                ],
+            );
+            match n {
+                Ok(0) => Ok(false),
+                Ok(_) => self.read_back(&id, &json).map(|()| true),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+
+    fn read_back(&self, id: &str, json: &str) -> Result<()> {
+        let back: Option<String> = self
+            .conn
+            .query_row("SELECT record FROM runs WHERE run_id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if back.as_deref() != Some(json) {
+            bail!("the run was written but does not read back as written");
+        }
+        Ok(())
+    }
+
     fn save_text(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<()> {
         let id = record.run_id.to_string();
         self.conn.execute(
@@ -712,16 +757,7 @@ impl Store {
                 json,
             ],
         )?;
-        let back: Option<String> = self
-            .conn
-            .query_row("SELECT record FROM runs WHERE run_id = ?1", [&id], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        if back.as_deref() != Some(json) {
-            bail!("the run was written but does not read back as written");
-        }
-        Ok(())
+        self.read_back(&id, json)
     }
 
     /// Store an imported record. An identical record already stored is left alone; a different
