@@ -518,6 +518,8 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    // What killed osgauge processes left in the temp dir (any command removes it).
+    crate::tempfiles::remove_stale();
     let code = match dispatch(cli) {
         Ok(code) => code,
         Err(CliError::Usage(msg)) => {

@@ -20,6 +20,7 @@ pub mod serve;
 pub mod stats;
 pub mod store;
 pub mod system;
+pub mod tempfiles;
 /// Test support (is the machine too busy for a timing assertion?); not part of the API.
 #[doc(hidden)]
 pub mod testing;

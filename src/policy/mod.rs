@@ -74,33 +74,13 @@ impl Study {
 }
 
 fn temp_dir(base: &Path) -> std::io::Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
-        .tempdir_in(base)
+    crate::tempfiles::dir_in("policy", base)
 }
 
-/// Remove study folders left in `base` by osgauge processes that no longer exist.
+/// Remove study folders left in `base` by osgauge processes that no longer exist (any osgauge
+/// command does this for the temp dir: [`crate::tempfiles::remove_stale`]).
 pub fn remove_stale(base: &Path) -> Vec<PathBuf> {
-    let mut gone = Vec::new();
-    let Ok(rd) = std::fs::read_dir(base) else {
-        return gone;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        let Some(rest) = name.strip_prefix(DIR_PREFIX) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != std::process::id()
-            && !crate::platform::process_alive(pid)
-            && std::fs::remove_dir_all(e.path()).is_ok()
-        {
-            gone.push(e.path());
-        }
-    }
-    gone
+    crate::tempfiles::remove_stale_in(base, &["policy"])
 }
 
 /// Jain's fairness index (Σx)² / (n Σx²): 1 when all equal, 1/n when one gets everything.

@@ -33,8 +33,6 @@ use report::{StepRow, Validation, WorkingSet};
 /// Set by Ctrl-C (SIGINT/SIGTERM/SIGHUP): the current step stops, files are removed, exit 130/143.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-const DIR_PREFIX: &str = "osgauge-validate-";
-
 /// Where to write the validation (each optional).
 #[derive(Debug, Default, Clone)]
 pub struct Exports {
@@ -45,21 +43,7 @@ pub struct Exports {
 
 /// Remove the temp folders of validate runs whose process is gone (killed before cleaning up).
 fn remove_stale() {
-    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(DIR_PREFIX) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != std::process::id() && !crate::platform::process_alive(pid) {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
+    crate::tempfiles::remove_stale_in(&std::env::temp_dir(), &["validate"]);
 }
 
 fn other(e: impl std::fmt::Display) -> CliError {
@@ -127,10 +111,7 @@ pub fn run_cli(
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     remove_stale();
     crate::platform::install_interrupt_handler(&INTERRUPTED).map_err(other)?;
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
-        .tempdir()
-        .map_err(other)?;
+    let dir = crate::tempfiles::dir("validate").map_err(other)?;
     let r = validate(p, path, cpus, dir.path(), max_rate, step_s, run);
     drop(dir);
     match crate::platform::interrupt_exit_code() {

@@ -13,6 +13,8 @@ use crate::model::BenchError;
 
 pub const PREFIX: &str = "osgauge-fs-";
 pub const MARKER: &str = ".osgauge-fs-owner";
+/// The marker's name while it is made and locked, before it is renamed to [`MARKER`].
+const MARKER_PENDING: &str = ".osgauge-fs-owner.new";
 /// Always left free on the file system.
 pub const MARGIN: u64 = 1 << 30;
 /// Never more than this in files, whatever is free or asked.
@@ -31,7 +33,11 @@ impl WorkDir {
     pub fn create(parent: &Path) -> io::Result<WorkDir> {
         clean_stale(parent);
         let pid = std::process::id();
-        for n in 0..10_000u32 {
+        // A name is never used twice by one process: a concurrent start still removing this
+        // process's previous (dropped, unlocked) directory by its path must not hit a new one.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        for _ in 0..10_000u32 {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let path = parent.join(format!("{PREFIX}{pid}-{n}"));
             match std::fs::create_dir(&path) {
                 Ok(()) => {}
@@ -39,13 +45,19 @@ impl WorkDir {
                 Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
             }
             let mut wd = WorkDir { path, lock: None };
-            let mut f = File::create(wd.path.join(MARKER))?;
+            // The marker appears under its name already locked (made and locked under another
+            // name, then renamed: the lock belongs to the open file and moves with it). So a
+            // concurrent start's clean_stale never finds this marker unlocked; until it appears
+            // the directory has no marker and is young, which clean_stale leaves alone.
+            let pending = wd.path.join(MARKER_PENDING);
+            let mut f = File::create(&pending)?;
             f.try_lock()
                 .map_err(|e| io::Error::other(format!("locking the marker: {e}")))?;
             writeln!(
                 f,
                 "osgauge fs work directory of process {pid}; removed when unlocked"
             )?;
+            std::fs::rename(&pending, wd.path.join(MARKER))?;
             wd.lock = Some(f);
             return Ok(wd);
         }
@@ -85,8 +97,8 @@ pub fn clean_stale(parent: &Path) -> Vec<PathBuf> {
         let stale = match OpenOptions::new().read(true).write(true).open(&marker) {
             // Lock taken: nobody holds it, the owner is gone.
             Ok(f) => f.try_lock().is_ok(),
-            // No marker: a start interrupted between mkdir and marker, or a marker-less leftover;
-            // stale once it is a minute old (a concurrent start writes its marker at once).
+            // No marker: a start between mkdir and the marker's rename (it appears locked), or
+            // a marker-less leftover; stale once it is a minute old.
             Err(_) => e
                 .metadata()
                 .and_then(|m| m.modified())
@@ -179,6 +191,32 @@ mod tests {
         assert!(!dead.exists());
         assert!(parent.join("keep").exists());
         drop(wd);
+        std::fs::remove_dir_all(&parent).unwrap();
+    }
+
+    #[test]
+    fn concurrent_starts_never_remove_a_live_work_dir() {
+        // Each start cleans stale directories while others are being made: a marker visible
+        // but not yet locked would be taken for a killed run's and its directory removed.
+        let parent = tmp("race");
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..300 {
+                        let wd = WorkDir::create(&parent).unwrap();
+                        std::fs::write(wd.file("data"), b"x").unwrap_or_else(|e| {
+                            panic!("{} removed while held: {e}", wd.path().display())
+                        });
+                        assert!(wd.file(MARKER).exists());
+                    }
+                });
+            }
+            s.spawn(|| {
+                for _ in 0..2000 {
+                    clean_stale(&parent);
+                }
+            });
+        });
         std::fs::remove_dir_all(&parent).unwrap();
     }
 

@@ -152,7 +152,8 @@ fn major_rounds(
     budget: std::time::Duration,
 ) -> Result<Result<(Rounds, String, String), String>, BenchError> {
     let dir = std::env::temp_dir();
-    let tmp = tempfile::tempdir_in(&dir).map_err(|e| os_err("creating a temp dir", e))?;
+    // Named after this process, so a later osgauge removes it if this one is killed.
+    let tmp = crate::tempfiles::dir("pagefault").map_err(|e| os_err("creating a temp dir", e))?;
     let path = tmp.path().join("major_fault.dat");
     let pages = FILE_BYTES / page;
     {
