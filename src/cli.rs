@@ -388,13 +388,13 @@ pub struct RunOpts {
     /// control characters
     #[arg(long)]
     pub label: Option<String>,
-    /// Write the full run record as JSON (schema osgauge.run/1)
+    /// Write the full run record as JSON (schema osgauge.run/1); `-`: standard output (the tables then go to standard error)
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
-    /// Write one CSV row per benchmark metric
+    /// Write one CSV row per benchmark metric (`-`: standard output)
     #[arg(long, value_name = "FILE")]
     pub export_csv: Option<PathBuf>,
-    /// Write the result tables as Markdown
+    /// Write the result tables as Markdown (`-`: standard output)
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
     #[command(flatten)]
