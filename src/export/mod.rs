@@ -253,15 +253,22 @@ pub fn write_bounded(path: &Path, contents: &[u8], bound: &Bound) -> std::io::Re
                 None => e,
             }),
         Target::Replace(target) => {
-            let mut builder = tempfile::Builder::new();
-            if let Some(perm) = crate::platform::user_file_permissions() {
-                builder.permissions(perm);
-            }
-            let mut tmp = builder.tempfile_in(parent_dir(&target))?;
-            tmp.write_all(contents)?;
-            tmp.as_file().sync_all()?;
-            tmp.persist(&target).map_err(|e| e.error)?;
-            Ok(())
+            // A regular file cannot be polled: a write to a slow network file system blocks in
+            // the kernel. It runs on a thread of its own, waited on until the first Ctrl-C or
+            // SIGTERM (no deadline: a large file on a slow disk may legitimately take long).
+            let contents = contents.to_vec();
+            let signal_only = Bound::new(None, bound.stop());
+            signal_only.run(move || {
+                let mut builder = tempfile::Builder::new();
+                if let Some(perm) = crate::platform::user_file_permissions() {
+                    builder.permissions(perm);
+                }
+                let mut tmp = builder.tempfile_in(parent_dir(&target))?;
+                tmp.write_all(&contents)?;
+                tmp.as_file().sync_all()?;
+                tmp.persist(&target).map_err(|e| e.error)?;
+                Ok(())
+            })
         }
     }
 }

@@ -87,6 +87,11 @@ impl<'a> Bound<'a> {
         self.deadline
     }
 
+    /// The flag this bound watches, if any.
+    pub fn stop(&self) -> Option<&'a AtomicBool> {
+        self.stop
+    }
+
     /// Err when the bound has ended (the flag first, then the deadline).
     pub fn check(&self) -> io::Result<()> {
         if self.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
@@ -126,6 +131,38 @@ impl<'a> Bound<'a> {
                 r => return r,
             }
         }
+    }
+
+    /// Receive from `rx` (a worker thread's answer) in slices, or end with the bound. A worker
+    /// that went away without answering is an error.
+    pub fn recv<T>(&self, rx: &std::sync::mpsc::Receiver<T>) -> io::Result<T> {
+        use std::sync::mpsc::RecvTimeoutError;
+        loop {
+            match rx.recv_timeout(self.slice()) {
+                Ok(v) => return Ok(v),
+                Err(RecvTimeoutError::Timeout) => self.check()?,
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(io::Error::other("the worker ended without an answer"));
+                }
+            }
+        }
+    }
+
+    /// Run the blocking `work` (a call no poll can wait on: a write to a regular file on a
+    /// slow network file system) on a thread of its own and wait for it with this bound. When
+    /// the bound ends first the thread is left to finish on its own (the caller reports the
+    /// work as not done; process exit ends the thread).
+    pub fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> io::Result<T> + Send + 'static,
+    ) -> io::Result<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("osgauge-bounded".into())
+            .spawn(move || {
+                let _ = tx.send(work());
+            })?;
+        self.recv(&rx)?
     }
 
     /// Wait until `fd` is ready for `dir` (poll(2) in slices), or the bound ends.
@@ -308,6 +345,28 @@ mod tests {
         let mut got = [0u8; 3];
         s.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"abc");
+    }
+
+    #[test]
+    fn work_that_does_not_finish_ends_with_the_bound_and_work_that_does_returns() {
+        let b = Bound::after(Duration::from_millis(200), None);
+        let e = b
+            .run(|| {
+                std::thread::sleep(Duration::from_secs(5));
+                Ok(1)
+            })
+            .unwrap_err();
+        assert!(ended(&e), "{e}");
+        assert_eq!(
+            Bound::after(Duration::from_secs(30), None)
+                .run(|| Ok(7))
+                .unwrap(),
+            7
+        );
+        let e = Bound::none()
+            .run(|| -> io::Result<()> { Err(io::Error::other("disk says no")) })
+            .unwrap_err();
+        assert_eq!(e.to_string(), "disk says no");
     }
 
     #[cfg(unix)]
