@@ -342,8 +342,56 @@ mod linux {
         addr
     }
 
+    /// A peer that speaks the protocol up to the data phase, then echoes one byte a second: the
+    /// client blocks in its data reads.
+    fn peer_dripping_data() -> std::net::SocketAddr {
+        use osgauge::serve::proto::{self, Msg};
+        use std::io::Write;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                let Ok(mut c) = c else { break };
+                std::thread::spawn(move || {
+                    let Ok(Msg::Hello { .. }) = proto::read_msg(&mut c) else {
+                        return;
+                    };
+                    let challenge = Msg::Challenge {
+                        version: proto::VERSION,
+                        nonce: proto::hex(&proto::nonce()),
+                        token_required: false,
+                    };
+                    let _ = proto::write_msg(&mut c, &challenge);
+                    let Ok(Msg::Auth { .. }) = proto::read_msg(&mut c) else {
+                        return;
+                    };
+                    let welcome = Msg::Welcome {
+                        server: "drip".into(),
+                    };
+                    let _ = proto::write_msg(&mut c, &welcome);
+                    let Ok(Msg::Start { .. }) = proto::read_msg(&mut c) else {
+                        return;
+                    };
+                    let data = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                    let port = data.local_addr().unwrap().port();
+                    let _ = proto::write_msg(&mut c, &Msg::Ready { port });
+                    let Ok((mut d, _)) = data.accept() else {
+                        return;
+                    };
+                    let mut b = [0u8; 1];
+                    while d.read_exact(&mut b).is_ok() && d.write_all(&b).is_ok() {
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                    let _ = c.read(&mut [0u8; 1]);
+                });
+            }
+        });
+        addr
+    }
+
     /// Issue 27: a stop signal delivered while osgauge is blocked outside itself — opening an
-    /// export FIFO nobody reads, and in the handshake with a peer dripping one byte a second —
+    /// export FIFO nobody reads, in the handshake with a peer dripping one byte a second, and in
+    /// the data phase with a peer echoing one byte a second —
     /// ends it with the signal's exit code (130/143/129), leaving no process behind. Each site
     /// gets each of INT, TERM and HUP, at a pseudo-random moment of the wait (fixed seed).
     #[test]
@@ -352,8 +400,9 @@ mod linux {
         let env = Env::new();
         let mut rng = ChaCha8Rng::seed_from_u64(SEED ^ 27);
         let peer = dripping_peer();
+        let data_peer = peer_dripping_data();
         let mut failures = Vec::new();
-        for site in ["fifo", "peer"] {
+        for site in ["fifo", "peer", "data"] {
             for &(sig, name, code) in &SIGS[..3] {
                 let mut args: Vec<String> = Vec::new();
                 let fifo = env.out.join(format!("fifo-{name}"));
@@ -388,7 +437,7 @@ mod linux {
                             args.push(a.into());
                         }
                         args.push("--peer".into());
-                        args.push(peer.to_string());
+                        args.push(if site == "peer" { peer } else { data_peer }.to_string());
                     }
                 }
                 let mut child = env.command(&args).spawn().unwrap();
