@@ -209,10 +209,22 @@ pub fn interrupted(e: &io::Error) -> bool {
     ended_by(e) == Some(Ended::Interrupted)
 }
 
-/// Give `s` [`SLICE`] read and write timeouts, so that a [`Bounded`] wrapper can end its calls.
-pub fn slice_timeouts(s: &std::net::TcpStream) -> io::Result<()> {
-    s.set_read_timeout(Some(SLICE))?;
-    s.set_write_timeout(Some(SLICE))
+/// Give `s` the read and write timeouts a [`Bounded`] wrapper needs to end its calls with
+/// `bound`: [`SLICE`] on Unix. On Windows a socket whose send or receive timed out is in an
+/// indeterminate state (Winsock's SO_SNDTIMEO/SO_RCVTIMEO documentation), so the timeouts there
+/// are the time left to the bound's deadline (none without one): the deadline holds, and a
+/// Ctrl-C ends the wait at that deadline rather than within a slice.
+pub fn slice_timeouts(s: &std::net::TcpStream, bound: &Bound) -> io::Result<()> {
+    let t = if cfg!(windows) {
+        bound.deadline().map(|d| {
+            d.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1))
+        })
+    } else {
+        Some(SLICE)
+    };
+    s.set_read_timeout(t)?;
+    s.set_write_timeout(t)
 }
 
 /// A stream (a `TcpStream` or `&TcpStream` given [`slice_timeouts`]) whose every read and write
@@ -303,8 +315,9 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let _server = l.accept().unwrap();
         let t0 = Instant::now();
-        slice_timeouts(&c).unwrap();
-        let mut s = Bounded::new(c, Bound::after(Duration::from_millis(300), None));
+        let b = Bound::after(Duration::from_millis(300), None);
+        slice_timeouts(&c, &b).unwrap();
+        let mut s = Bounded::new(c, b);
         let e = s.read(&mut [0u8; 4]).unwrap_err();
         assert!(ended(&e) && e.kind() == io::ErrorKind::TimedOut, "{e}");
         assert!(t0.elapsed() >= Duration::from_millis(300));
@@ -317,8 +330,9 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let _server = l.accept().unwrap();
-        slice_timeouts(&c).unwrap();
-        let mut s = Bounded::new(c, Bound::new(None, Some(&FLAG)));
+        let b = Bound::new(None, Some(&FLAG));
+        slice_timeouts(&c, &b).unwrap();
+        let mut s = Bounded::new(c, b);
         let setter = std::thread::spawn(|| {
             std::thread::sleep(Duration::from_millis(200));
             FLAG.store(true, Ordering::SeqCst);
@@ -340,8 +354,9 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (mut server, _) = l.accept().unwrap();
         std::io::Write::write_all(&mut server, b"abc").unwrap();
-        slice_timeouts(&c).unwrap();
-        let mut s = Bounded::new(c, b.at_most(Duration::from_secs(5)));
+        let b = b.at_most(Duration::from_secs(5));
+        slice_timeouts(&c, &b).unwrap();
+        let mut s = Bounded::new(c, b);
         let mut got = [0u8; 3];
         s.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"abc");

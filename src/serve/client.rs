@@ -47,7 +47,7 @@ impl<'a> Client<'a> {
     ) -> Result<Client<'a>, String> {
         let ctl = crate::platform::net::connect_bounded(addr, &bound)
             .map_err(|e| format!("connecting to the peer {addr}: {e}"))?;
-        crate::platform::wait::slice_timeouts(&ctl).map_err(|e| e.to_string())?;
+        crate::platform::wait::slice_timeouts(&ctl, &bound).map_err(|e| e.to_string())?;
         let mut ctl = Bounded::new(ctl, bound);
         proto::write_msg(
             &mut ctl,

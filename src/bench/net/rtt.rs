@@ -116,7 +116,8 @@ pub fn ping_pong(
     let bound = peer.bound();
     let conn = crate::platform::net::connect_bounded(data, &bound)
         .map_err(|e| super::io_err("connect", e))?;
-    crate::platform::wait::slice_timeouts(&conn).map_err(|e| BenchError::os("setsockopt", e))?;
+    crate::platform::wait::slice_timeouts(&conn, &bound)
+        .map_err(|e| BenchError::os("setsockopt", e))?;
     let mut conn = crate::platform::wait::Bounded::new(conn, bound);
     let result = std::thread::scope(|s| {
         s.spawn(|| -> Result<Vec<f64>, BenchError> {

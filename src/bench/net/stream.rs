@@ -145,7 +145,7 @@ impl Benchmark for Stream {
         for _ in 0..streams {
             let c = crate::platform::net::connect_bounded(data, &bound)
                 .map_err(|e| super::io_err("connect", e))?;
-            crate::platform::wait::slice_timeouts(&c)
+            crate::platform::wait::slice_timeouts(&c, &bound)
                 .map_err(|e| BenchError::os("setsockopt", e))?;
             conns.push(c);
         }
