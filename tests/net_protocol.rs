@@ -229,38 +229,259 @@ fn byte_limit_and_idle_timeout_hold() {
     still_serves(&h, None);
 }
 
+/// hello + auth (no token) on a raw connection: the server's answer (welcome or refuse).
+fn authenticate(s: &mut TcpStream) -> Msg {
+    match hello(s) {
+        Msg::Challenge { .. } => {}
+        m => return m,
+    }
+    proto::write_msg(s, &Msg::Auth { mac: String::new() }).unwrap();
+    proto::read_msg(s).unwrap()
+}
+
 #[test]
-fn hundred_concurrent_connections_stay_bounded() {
+fn hundred_concurrent_sessions_stay_bounded() {
+    // Session slots are taken once authenticated: 100 clients that authenticate and stay get 8
+    // sessions; every one over the limit is told it is refused as busy, at once.
     let h = server(false, |c| c.max_sessions = 8);
     let mut conns = Vec::new();
-    let mut max_active = 0;
+    let (mut max_active, mut busy, mut welcomed) = (0, 0, 0);
     for _ in 0..100 {
-        conns.push(raw(h.addr()));
-        max_active = max_active.max(h.active_sessions());
-    }
-    // Every connection over the limit is told it is refused as busy, at once.
-    let mut busy = 0;
-    for s in &mut conns {
-        s.set_read_timeout(Some(Duration::from_millis(300)))
-            .unwrap();
-        if let Ok(Msg::Refuse { reason }) = proto::read_msg(s) {
-            assert!(
-                reason.contains("busy") || reason.contains("handshake"),
-                "{reason}"
-            );
-            busy += usize::from(reason.contains("busy"));
+        let mut s = raw(h.addr());
+        match authenticate(&mut s) {
+            Msg::Welcome { .. } => welcomed += 1,
+            Msg::Refuse { reason } => {
+                assert!(reason.contains("busy"), "{reason}");
+                busy += 1;
+            }
+            m => panic!("unexpected {m:?}"),
         }
+        conns.push(s);
         max_active = max_active.max(h.active_sessions());
     }
     assert!(
         max_active <= 8,
         "{max_active} sessions at once over a limit of 8"
     );
-    assert!(busy >= 92 - 8, "only {busy} of 100 refused as busy");
-    assert!(h.refused() >= 84);
+    assert_eq!(welcomed, 8, "{busy} busy");
+    assert_eq!(busy, 92);
+    assert!(h.refused() >= 92);
     drop(conns);
     still_serves(&h, None);
     assert!(h.active_sessions() <= 8);
+}
+
+/// A connection that sends a frame's length prefix and then one byte every `every`.
+fn drip(
+    addr: SocketAddr,
+    prefix: &[u8],
+    every: Duration,
+) -> std::thread::JoinHandle<Option<(Duration, String)>> {
+    let mut s = raw(addr);
+    let prefix = prefix.to_vec();
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        s.write_all(&prefix).ok()?;
+        s.set_read_timeout(Some(every)).unwrap();
+        let mut buf = [0u8; 4096];
+        let mut got = Vec::new();
+        while t0.elapsed() < Duration::from_secs(30) {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+            if s.write_all(b"{").is_err() {
+                break;
+            }
+        }
+        Some((t0.elapsed(), String::from_utf8_lossy(&got).into_owned()))
+    })
+}
+
+#[test]
+fn unauthenticated_drips_never_hold_a_session_slot_past_the_handshake_deadline() {
+    // 40 connections that announce a 64 KiB hello and send it one byte every 100 ms: with a
+    // per-read timeout they lived for minutes and took every session slot. Now a real client is
+    // served while they drip, and each is dropped at the 1 s handshake deadline.
+    let h = server(false, |c| c.max_sessions = 8);
+    let drips: Vec<_> = (0..40)
+        .map(|_| {
+            drip(
+                h.addr(),
+                &(64u32 << 10).to_be_bytes(),
+                Duration::from_millis(100),
+            )
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    still_serves(&h, None);
+    for d in drips {
+        let (took, said) = d.join().unwrap().expect("the drip started");
+        assert!(
+            said.contains("handshake not completed within 1.0 s"),
+            "{said}"
+        );
+        // Dropped at the deadline (1 s), not after the 30 s the drip would go on for.
+        assert!(took < Duration::from_secs(10), "{took:?}");
+    }
+    assert_eq!(h.active_sessions(), 0);
+}
+
+#[test]
+fn after_auth_idle_and_session_time_are_deadlines_not_per_read_timeouts() {
+    for (idle, session, needle) in [
+        (
+            Duration::from_millis(500),
+            Duration::from_secs(600),
+            "idle timeout",
+        ),
+        (
+            Duration::from_secs(600),
+            Duration::from_millis(800),
+            "session time limit reached",
+        ),
+    ] {
+        let h = server(false, |c| {
+            c.idle_timeout = idle;
+            c.max_session = session;
+        });
+        let mut s = raw(h.addr());
+        assert!(matches!(authenticate(&mut s), Msg::Welcome { .. }));
+        // A `start` frame announced and then dripped a byte every 100 ms.
+        let t0 = Instant::now();
+        s.write_all(&(1000u32).to_be_bytes()).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let said = loop {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{needle}: still open after 20 s"
+            );
+            let mut buf = [0u8; 4096];
+            match s.read(&mut buf) {
+                Ok(0) => break String::new(),
+                Ok(n) => break String::from_utf8_lossy(&buf[..n]).into_owned(),
+                Err(_) => {}
+            }
+            if s.write_all(b" ").is_err() {
+                break String::new();
+            }
+        };
+        assert!(said.contains(needle), "{needle}: {said:?}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{needle}: {:?}",
+            t0.elapsed()
+        );
+    }
+}
+
+#[test]
+fn an_echo_whose_control_connection_closed_ends_with_its_session() {
+    // The client starts an echo test, drops the control connection and keeps echoing: the echo
+    // used to go on unbounded (threads and memory from any loopback client). Now the data
+    // connection is shut down when the session ends, and the session slot is freed.
+    let h = server(false, |c| c.max_sessions = 2);
+    let mut c = Client::connect(h.addr(), None, T).unwrap();
+    let data = c
+        .start(&TestSpec::Echo {
+            size: 64,
+            pin_cpu: None,
+        })
+        .unwrap();
+    let mut d = TcpStream::connect_timeout(&data, T).unwrap();
+    d.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    drop(c);
+    let t0 = Instant::now();
+    let msg = [1u8; 64];
+    let mut back = [0u8; 64];
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the orphaned echo still echoes"
+        );
+        if d.write_all(&msg).is_err() || d.read_exact(&mut back).is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t0 = Instant::now();
+    while h.active_sessions() > 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    still_serves(&h, None);
+}
+
+#[test]
+fn echo_counts_against_the_byte_limit() {
+    let h = server(false, |c| c.max_bytes = 64 << 10);
+    let mut c = Client::connect(h.addr(), None, T).unwrap();
+    let data = c
+        .start(&TestSpec::Echo {
+            size: 1024,
+            pin_cpu: None,
+        })
+        .unwrap();
+    let mut d = TcpStream::connect_timeout(&data, T).unwrap();
+    d.set_read_timeout(Some(T)).unwrap();
+    let msg = [1u8; 1024];
+    let mut back = [0u8; 1024];
+    let mut echoed = 0u64;
+    while echoed < 1 << 20 && d.write_all(&msg).is_ok() && d.read_exact(&mut back).is_ok() {
+        echoed += 1024;
+    }
+    assert!(
+        echoed <= 64 << 10,
+        "echoed {echoed} bytes past a 64 KiB limit"
+    );
+    drop(d);
+    // The client learns which limit ended the test.
+    match c.finish(echoed, 0) {
+        Ok(r) => assert!(r.errors.iter().any(|e| e.contains("--max-bytes")), "{r:?}"),
+        Err(e) => assert!(e.contains("--max-bytes"), "{e}"),
+    }
+}
+
+#[test]
+fn client_strings_are_escaped_before_they_are_logged_or_echoed() {
+    let h = server(false, |_| {});
+    let mut s = raw(h.addr());
+    let evil = format!(
+        "x\nsession 99 from 1.2.3.4: forged\u{1b}[2J\u{202e}{}",
+        "y".repeat(5000)
+    );
+    proto::write_msg(
+        &mut s,
+        &Msg::Hello {
+            protocol: evil,
+            version: proto::VERSION,
+        },
+    )
+    .unwrap();
+    match proto::read_msg(&mut s).unwrap() {
+        Msg::Refuse { reason } => {
+            assert!(
+                !reason.contains('\n')
+                    && !reason.contains('\u{1b}')
+                    && !reason.contains('\u{202e}'),
+                "{reason:?}"
+            );
+            assert!(
+                reason.contains("\\u{a}") && reason.contains("more characters"),
+                "{reason}"
+            );
+            assert!(reason.len() < 600, "{} bytes", reason.len());
+        }
+        m => panic!("{m:?}"),
+    }
 }
 
 #[test]

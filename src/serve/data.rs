@@ -10,9 +10,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Shared;
-use super::proto::{self, Msg, PeerReport, TestSpec};
+use super::proto::{self, Msg, PeerReport, ProtoError, TestSpec};
 use crate::bench::net::udp_stats::{self, Arrival};
 use crate::cpucost::CpuMeter;
+use crate::platform::wait::{self, Bound, Bounded, slice_timeouts};
 
 /// Bytes at the start of every test datagram: magic, sequence number, send time (ns).
 pub const UDP_HEADER: usize = 20;
@@ -53,19 +54,86 @@ pub(super) fn validate(sh: &Shared, t: &TestSpec) -> Result<(), String> {
     }
 }
 
-/// Run one test; returns the bytes received.
+/// The data connections of one test. They belong to the session: however the test ends (its
+/// report sent, the control connection closed, a limit reached, an error), dropping this shuts
+/// every one of them down, so no data thread outlives its test (each sees its connection end
+/// and returns), and the stop flag ends the listeners' loops.
+struct DataConns {
+    conns: Vec<TcpStream>,
+    stop: Arc<AtomicBool>,
+}
+
+impl DataConns {
+    fn new(stop: Arc<AtomicBool>) -> Self {
+        DataConns {
+            conns: Vec::new(),
+            stop,
+        }
+    }
+
+    /// Keep a handle on `c` (to shut it down at the end) and give the connection back.
+    fn track(&mut self, c: TcpStream) -> io::Result<TcpStream> {
+        self.conns.push(c.try_clone()?);
+        Ok(c)
+    }
+}
+
+impl Drop for DataConns {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for c in &self.conns {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// Run one test; returns the bytes received, or those and why the test (and with it the
+/// session) ends. The test ends `max_test` after it starts or at the session's end, whichever
+/// comes first, however the client behaves: its data connections are shut down then.
 pub(super) fn run_test(
     sh: &Shared,
     ctl: &mut TcpStream,
     client_ip: IpAddr,
     test: &TestSpec,
     byte_budget: u64,
+    session_end: Instant,
+) -> Result<u64, (u64, String)> {
+    validate(sh, test).map_err(|e| (0, e))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let received = Arc::new(AtomicU64::new(0));
+    let r = run_test_inner(
+        sh,
+        ctl,
+        client_ip,
+        test,
+        byte_budget,
+        session_end,
+        &stop,
+        &received,
+    );
+    stop.store(true, Ordering::SeqCst);
+    r.map_err(|e| (received.load(Ordering::SeqCst).min(byte_budget), e))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_test_inner(
+    sh: &Shared,
+    ctl: &mut TcpStream,
+    client_ip: IpAddr,
+    test: &TestSpec,
+    byte_budget: u64,
+    session_end: Instant,
+    stop: &Arc<AtomicBool>,
+    received: &Arc<AtomicU64>,
 ) -> Result<u64, String> {
-    validate(sh, test)?;
     let ip = ctl.local_addr().map_err(|e| e.to_string())?.ip();
     let e = |what: &str, err: io::Error| format!("{what}: {err}");
-    let stop = Arc::new(AtomicBool::new(false));
-    let deadline = Instant::now() + sh.cfg.max_test;
+    let deadline = session_end.min(Instant::now() + sh.cfg.max_test);
+    let mut conns = DataConns::new(stop.clone());
+    let limit_msg = format!(
+        "byte limit of the session reached (--max-bytes {})",
+        sh.cfg.max_bytes
+    );
     let mut report = PeerReport::default();
     let meter_for = |idle_ms: u32, report: &mut PeerReport| match CpuMeter::start(
         Duration::from_millis(idle_ms as u64),
@@ -80,12 +148,20 @@ pub(super) fn run_test(
         TestSpec::Echo { size, pin_cpu } => {
             let l = data_listener(ip)?;
             ready(ctl, &l)?;
-            let conn = accept_from(&l, client_ip, deadline, &stop).map_err(|x| e("accept", x))?;
+            let conn = accept_from(&l, client_ip, deadline, stop).map_err(|x| e("accept", x))?;
+            let conn = conns.track(conn).map_err(|x| e("data connection", x))?;
             let idle = sh.cfg.idle_timeout;
-            let t = std::thread::spawn(move || echo(conn, size as usize, pin_cpu, idle));
-            wait_finish(ctl, sh.cfg.max_test)?;
+            let budget = byte_budget;
+            let got = received.clone();
+            let t =
+                std::thread::spawn(move || echo(conn, size as usize, pin_cpu, idle, budget, &got));
+            wait_finish(ctl, deadline)?;
+            drop(conns);
             let (bytes, pinned) = t.join().map_err(|_| "echo thread panicked".to_string())?;
             report.bytes = bytes;
+            if bytes >= byte_budget {
+                report.errors.push(limit_msg.clone());
+            }
             match pinned {
                 Some(Ok(c)) => report.pinned_cpu = Some(c),
                 Some(Err(x)) => report.pin_error = Some(x),
@@ -100,15 +176,21 @@ pub(super) fn run_test(
             let mut threads: Vec<JoinHandle<io::Result<Sunk>>> = Vec::new();
             for _ in 0..streams {
                 let conn =
-                    accept_from(&l, client_ip, deadline, &stop).map_err(|x| e("accept", x))?;
+                    accept_from(&l, client_ip, deadline, stop).map_err(|x| e("accept", x))?;
+                let conn = conns.track(conn).map_err(|x| e("data connection", x))?;
                 if report.rcvbuf.is_none() {
                     report.rcvbuf = crate::platform::net::tcp_buffers(&conn).ok().map(|b| b.1);
                 }
                 let budget = budget.clone();
                 let idle = sh.cfg.idle_timeout;
-                threads.push(std::thread::spawn(move || sink(conn, &budget, idle)));
+                let got = received.clone();
+                let msg = limit_msg.clone();
+                threads.push(std::thread::spawn(move || {
+                    sink(conn, &budget, idle, &got, msg)
+                }));
             }
-            wait_finish(ctl, sh.cfg.max_test)?;
+            wait_finish(ctl, deadline)?;
+            drop(conns);
             let mut first: Option<Instant> = None;
             let mut last: Option<Instant> = None;
             for t in threads {
@@ -138,8 +220,9 @@ pub(super) fn run_test(
             let port = ready(ctl, &l)?;
             let count = Arc::new(AtomicU64::new(0));
             let (stop2, count2) = (stop.clone(), count.clone());
+            drop(conns);
             let t = std::thread::spawn(move || accept_close(l, client_ip, &stop2, &count2));
-            let r = wait_finish(ctl, sh.cfg.max_test);
+            let r = wait_finish(ctl, deadline);
             stop.store(true, Ordering::SeqCst);
             let _ = TcpStream::connect_timeout(&SocketAddr::new(ip, port), Duration::from_secs(1));
             let _ = t.join();
@@ -161,8 +244,9 @@ pub(super) fn run_test(
             let stop2 = stop.clone();
             let budget = byte_budget;
             let t = std::thread::spawn(move || udp_receive(sock, client_ip, &stop2, budget));
-            let fin = wait_finish(ctl, sh.cfg.max_test);
+            let fin = wait_finish(ctl, deadline);
             stop.store(true, Ordering::SeqCst);
+            drop(conns);
             let (arrivals, skipped) = t.join().map_err(|_| "udp thread panicked".to_string())?;
             if skipped > 0 {
                 report.errors.push(format!(
@@ -191,8 +275,8 @@ pub(super) fn run_test(
         },
     )
     .map_err(|x| e("report", x))?;
-    if bytes > byte_budget {
-        return Err("byte limit of the session reached".into());
+    if bytes >= byte_budget {
+        return Err(limit_msg);
     }
     Ok(bytes)
 }
@@ -221,11 +305,15 @@ fn ready(ctl: &mut TcpStream, l: &TcpListener) -> Result<u16, String> {
     Ok(port)
 }
 
-/// Wait for `finish` on the control connection; returns (sent_bytes, sent_datagrams).
-fn wait_finish(ctl: &mut TcpStream, bound: Duration) -> Result<(u64, u64), String> {
-    ctl.set_read_timeout(Some(bound))
-        .map_err(|e| e.to_string())?;
-    match proto::read_msg(ctl) {
+/// Wait for `finish` on the control connection, whole, before `deadline` (the test's bound);
+/// returns (sent_bytes, sent_datagrams).
+fn wait_finish(ctl: &mut TcpStream, deadline: Instant) -> Result<(u64, u64), String> {
+    let bound = Bound::new(Some(deadline), None);
+    slice_timeouts(ctl, &bound).map_err(|e| e.to_string())?;
+    match proto::read_msg(&mut Bounded::new(&*ctl, bound)) {
+        Err(ProtoError::Io(x)) if wait::ended(&x) => {
+            Err("test time limit reached: no finish from the client in time".into())
+        }
         Ok(Msg::Finish {
             sent_bytes,
             sent_datagrams,
@@ -266,12 +354,15 @@ fn accept_from(
     }
 }
 
-/// Echo `size`-byte messages until the client closes.
+/// Echo `size`-byte messages until the client closes, the test ends (its connection is shut
+/// down) or the session's byte budget is spent.
 fn echo(
     mut c: TcpStream,
     size: usize,
     pin: Option<usize>,
     idle: Duration,
+    budget: u64,
+    received: &AtomicU64,
 ) -> (u64, Option<Result<usize, String>>) {
     let pinned = pin.map(|cpu| {
         crate::platform::pin_current_thread(cpu)
@@ -281,12 +372,15 @@ fn echo(
     let _ = c.set_read_timeout(Some(idle));
     let mut buf = vec![0u8; size];
     let mut bytes = 0u64;
-    while c.read_exact(&mut buf).is_ok() {
+    while bytes < budget && c.read_exact(&mut buf).is_ok() {
         bytes += size as u64;
+        received.store(bytes, Ordering::SeqCst);
         if c.write_all(&buf).is_err() {
             break;
         }
     }
+    // Closed now, not when the test ends: [`DataConns`] holds another handle on it.
+    let _ = c.shutdown(std::net::Shutdown::Both);
     (bytes, pinned)
 }
 
@@ -296,7 +390,13 @@ struct Sunk {
     last: Option<Instant>,
 }
 
-fn sink(mut c: TcpStream, budget: &AtomicU64, idle: Duration) -> io::Result<Sunk> {
+fn sink(
+    mut c: TcpStream,
+    budget: &AtomicU64,
+    idle: Duration,
+    received: &AtomicU64,
+    limit_msg: String,
+) -> io::Result<Sunk> {
     c.set_read_timeout(Some(idle))?;
     let mut buf = vec![0u8; 256 << 10];
     let mut s = Sunk {
@@ -313,10 +413,13 @@ fn sink(mut c: TcpStream, budget: &AtomicU64, idle: Duration) -> io::Result<Sunk
         s.first.get_or_insert(now);
         s.last = Some(now);
         s.bytes += n as u64;
+        received.fetch_add(n as u64, Ordering::SeqCst);
         let before = budget.fetch_sub(n as u64, Ordering::SeqCst);
         if before < n as u64 {
             budget.store(0, Ordering::SeqCst);
-            return Err(io::Error::other("byte limit of the session reached"));
+            // Closed now (the client's writes fail at once), not when the test ends.
+            let _ = c.shutdown(std::net::Shutdown::Both);
+            return Err(io::Error::other(limit_msg));
         }
     }
 }

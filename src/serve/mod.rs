@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::platform::wait::{self, Bound, Bounded, slice_timeouts};
 use proto::{Msg, PROTOCOL, ProtoError, VERSION};
 
 /// Default port of `osgauge serve`.
@@ -26,17 +27,22 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// The shared token; required when `listen` is not a loopback address.
     pub token: Option<Vec<u8>>,
-    /// Sessions served at once; more are refused ("busy") at once.
+    /// Authenticated sessions served at once; more are refused ("busy") after authenticating.
     pub max_sessions: usize,
+    /// Connections still in the hello/auth exchange at once (each ends at the handshake
+    /// deadline); more are refused at once. Kept apart from `max_sessions`, so connections that
+    /// never authenticate cannot take a real client's session slot.
+    pub max_pending: usize,
     /// Data connections per test.
     pub max_streams: u32,
     /// Bytes received per session.
     pub max_bytes: u64,
     /// Length of a session.
     pub max_session: Duration,
-    /// Time a session may wait for the client's next message.
+    /// Time a session may wait for the client's next message, whole (a deadline per message,
+    /// not per read: a client that drips a frame a byte at a time does not extend it).
     pub idle_timeout: Duration,
-    /// Time to complete the hello/auth exchange.
+    /// Time to complete the whole hello/auth exchange, from the connection's accept.
     pub handshake_timeout: Duration,
     /// Time bound of one test's data phase.
     pub max_test: Duration,
@@ -51,6 +57,7 @@ impl ServerConfig {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             token: None,
             max_sessions: 8,
+            max_pending: 256,
             max_streams: 64,
             max_bytes: 256 << 30,
             max_session: Duration::from_secs(600),
@@ -77,6 +84,7 @@ struct Shared {
     cfg: ServerConfig,
     stop: AtomicBool,
     active: AtomicUsize,
+    pending: AtomicUsize,
     next_id: AtomicU64,
     refused: AtomicU64,
 }
@@ -133,6 +141,7 @@ pub fn start(cfg: ServerConfig) -> io::Result<ServerHandle> {
         cfg,
         stop: AtomicBool::new(false),
         active: AtomicUsize::new(0),
+        pending: AtomicUsize::new(0),
         next_id: AtomicU64::new(1),
         refused: AtomicU64::new(0),
     });
@@ -162,30 +171,34 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
             return;
         }
         let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-        if sh.active.load(Ordering::SeqCst) >= sh.cfg.max_sessions {
+        if sh.pending.load(Ordering::SeqCst) >= sh.cfg.max_pending {
             sh.refused.fetch_add(1, Ordering::SeqCst);
             let _ = conn.set_write_timeout(Some(Duration::from_millis(200)));
-            let reason = format!("busy: {} sessions already running", sh.cfg.max_sessions);
+            let reason = format!(
+                "busy: {} connections are still authenticating",
+                sh.cfg.max_pending
+            );
             let _ = proto::write_msg(&mut conn, &Msg::Refuse { reason });
             if sh.cfg.log {
-                crate::outln!("session {id} from {peer}: refused (busy)");
+                crate::outln!("session {id} from {peer}: refused (busy: handshakes)");
             }
             continue;
         }
-        sh.active.fetch_add(1, Ordering::SeqCst);
+        sh.pending.fetch_add(1, Ordering::SeqCst);
         let sh2 = sh.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("osgauge-session-{id}"))
+            .stack_size(256 << 10)
             .spawn(move || {
                 let started = Instant::now();
                 let mut log = SessionLog::default();
-                let end = match session(&sh2, conn, peer, &mut log) {
+                let end = match connection(&sh2, conn, peer, started, &mut log) {
                     Ok(()) => "closed by client".to_string(),
                     Err(e) => e,
                 };
                 if sh2.cfg.log {
                     crate::outln!(
-                        "session {id} from {peer}: {}; tests: {}; {} bytes received; {:.1} s; {end}",
+                        "session {id} from {peer}: {}; tests: {}; {} bytes received; {:.1} s; {}",
                         if log.authenticated {
                             "authenticated"
                         } else {
@@ -197,15 +210,69 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
                             log.tests.join(",")
                         },
                         log.bytes,
-                        started.elapsed().as_secs_f64()
+                        started.elapsed().as_secs_f64(),
+                        loggable(&end, 300)
                     );
                 }
-                sh2.active.fetch_sub(1, Ordering::SeqCst);
             });
         if spawned.is_err() {
-            sh.active.fetch_sub(1, Ordering::SeqCst);
+            sh.pending.fetch_sub(1, Ordering::SeqCst);
         }
     }
+}
+
+/// `s` made safe for a one-line log and a terminal: control characters (newlines, escape
+/// sequences), bidirectional overrides and other invisible format characters are written as
+/// `\u{…}` escapes, and text past `max` characters is cut with a count of what was left out.
+/// Every client-provided string passes through this before it is logged.
+pub fn loggable(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i == max {
+            let rest = s.chars().count() - max;
+            out.push_str(&format!("… ({rest} more characters)"));
+            break;
+        }
+        let invisible = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}' | '\u{feff}');
+        if c.is_control() || invisible {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One connection: the handshake (counted as pending), then a session slot, then the session.
+fn connection(
+    sh: &Shared,
+    mut ctl: TcpStream,
+    peer: SocketAddr,
+    started: Instant,
+    log: &mut SessionLog,
+) -> Result<(), String> {
+    let hs = handshake(sh, &mut ctl, started);
+    sh.pending.fetch_sub(1, Ordering::SeqCst);
+    hs?;
+    // A session slot, taken only once authenticated.
+    let took = sh
+        .active
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < sh.cfg.max_sessions).then_some(n + 1)
+        })
+        .is_ok();
+    if !took {
+        sh.refused.fetch_add(1, Ordering::SeqCst);
+        return Err(refuse(
+            &mut ctl,
+            format!("busy: {} sessions already running", sh.cfg.max_sessions),
+        ));
+    }
+    log.authenticated = true;
+    let r = session(sh, ctl, peer, started, log);
+    sh.active.fetch_sub(1, Ordering::SeqCst);
+    r
 }
 
 #[derive(Default)]
@@ -215,9 +282,12 @@ struct SessionLog {
     bytes: u64,
 }
 
+/// Tell the client why its connection ends (best effort, at most a second) and return the reason.
 fn refuse(ctl: &mut TcpStream, reason: String) -> String {
+    let bound = Bound::after(Duration::from_secs(1), None);
+    let _ = slice_timeouts(ctl, &bound);
     let _ = proto::write_msg(
-        ctl,
+        &mut Bounded::new(&*ctl, bound),
         &Msg::Refuse {
             reason: reason.clone(),
         },
@@ -225,36 +295,39 @@ fn refuse(ctl: &mut TcpStream, reason: String) -> String {
     reason
 }
 
-fn session(
-    sh: &Shared,
-    mut ctl: TcpStream,
-    peer: SocketAddr,
-    log: &mut SessionLog,
-) -> Result<(), String> {
-    let started = Instant::now();
+/// Hello, challenge and auth, all before `started + handshake_timeout`: one deadline for the
+/// whole exchange, however slowly the client sends.
+fn handshake(sh: &Shared, ctl: &mut TcpStream, started: Instant) -> Result<(), String> {
     let cfg = &sh.cfg;
     let _ = ctl.set_nodelay(true);
-    ctl.set_read_timeout(Some(cfg.handshake_timeout))
-        .map_err(|e| e.to_string())?;
-    ctl.set_write_timeout(Some(cfg.handshake_timeout))
-        .map_err(|e| e.to_string())?;
-    match proto::read_msg(&mut ctl) {
+    let bound = Bound::new(Some(started + cfg.handshake_timeout), None);
+    slice_timeouts(ctl, &bound).map_err(|e| e.to_string())?;
+    let late = |e: &ProtoError| matches!(e, ProtoError::Io(x) if wait::ended(x));
+    let too_slow = || {
+        format!(
+            "handshake not completed within {:.1} s",
+            cfg.handshake_timeout.as_secs_f64()
+        )
+    };
+    match proto::read_msg(&mut Bounded::new(&*ctl, bound)) {
         Ok(Msg::Hello { protocol, version }) if protocol == PROTOCOL && version == VERSION => {}
         Ok(Msg::Hello { protocol, version }) => {
             return Err(refuse(
-                &mut ctl,
+                ctl,
                 format!(
-                    "protocol {protocol}/{version} not supported: this server speaks {PROTOCOL}/{VERSION} (osgauge {}); use the same osgauge version on both ends",
+                    "protocol {}/{version} not supported: this server speaks {PROTOCOL}/{VERSION} (osgauge {}); use the same osgauge version on both ends",
+                    loggable(&protocol, 64),
                     env!("CARGO_PKG_VERSION")
                 ),
             ));
         }
-        Ok(_) => return Err(refuse(&mut ctl, "expected hello".into())),
-        Err(e) => return Err(refuse(&mut ctl, format!("handshake: {e}"))),
+        Ok(_) => return Err(refuse(ctl, "expected hello".into())),
+        Err(e) if late(&e) => return Err(refuse(ctl, too_slow())),
+        Err(e) => return Err(refuse(ctl, format!("handshake: {e}"))),
     }
     let nonce = proto::nonce();
     proto::write_msg(
-        &mut ctl,
+        &mut Bounded::new(&*ctl, bound),
         &Msg::Challenge {
             version: VERSION,
             nonce: proto::hex(&nonce),
@@ -262,53 +335,82 @@ fn session(
         },
     )
     .map_err(|e| e.to_string())?;
-    match proto::read_msg(&mut ctl) {
+    match proto::read_msg(&mut Bounded::new(&*ctl, bound)) {
         Ok(Msg::Auth { mac }) => {
             if let Some(t) = &cfg.token
                 && !proto::verify_mac(t, &nonce, &mac)
             {
-                return Err(refuse(&mut ctl, "authentication failed".into()));
+                return Err(refuse(ctl, "authentication failed".into()));
             }
+            Ok(())
         }
-        Ok(_) => return Err(refuse(&mut ctl, "expected auth".into())),
-        Err(e) => return Err(refuse(&mut ctl, format!("handshake: {e}"))),
+        Ok(_) => Err(refuse(ctl, "expected auth".into())),
+        Err(e) if late(&e) => Err(refuse(ctl, too_slow())),
+        Err(e) => Err(refuse(ctl, format!("handshake: {e}"))),
     }
-    log.authenticated = true;
+}
+
+fn session(
+    sh: &Shared,
+    mut ctl: TcpStream,
+    peer: SocketAddr,
+    started: Instant,
+    log: &mut SessionLog,
+) -> Result<(), String> {
+    let cfg = &sh.cfg;
+    // The session's end: a deadline from its start, whatever the client does.
+    let session_end = started + cfg.max_session;
+    let session_over = || {
+        format!(
+            "session time limit reached (--max-session-time {} s)",
+            cfg.max_session.as_secs_f64()
+        )
+    };
     proto::write_msg(
-        &mut ctl,
+        &mut Bounded::new(
+            &ctl,
+            Bound::new(Some(session_end), None).at_most(cfg.idle_timeout),
+        ),
         &Msg::Welcome {
             server: format!("osgauge {}", env!("CARGO_PKG_VERSION")),
         },
     )
     .map_err(|e| e.to_string())?;
-    ctl.set_write_timeout(Some(cfg.idle_timeout))
-        .map_err(|e| e.to_string())?;
     loop {
-        let left = cfg.max_session.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            return Err(refuse(&mut ctl, "session time limit reached".into()));
+        if Instant::now() >= session_end {
+            return Err(refuse(&mut ctl, session_over()));
         }
-        ctl.set_read_timeout(Some(cfg.idle_timeout.min(left)))
-            .map_err(|e| e.to_string())?;
-        match proto::read_msg(&mut ctl) {
+        // The next message, whole, within the idle timeout and the session's end.
+        let bound = Bound::new(Some(session_end), None).at_most(cfg.idle_timeout);
+        slice_timeouts(&ctl, &bound).map_err(|e| e.to_string())?;
+        match proto::read_msg(&mut Bounded::new(&ctl, bound)) {
             Ok(Msg::Start { test }) => {
                 log.tests.push(test.name());
                 let budget = cfg.max_bytes.saturating_sub(log.bytes);
-                match data::run_test(sh, &mut ctl, peer.ip(), &test, budget) {
+                match data::run_test(sh, &mut ctl, peer.ip(), &test, budget, session_end) {
                     Ok(bytes) => log.bytes += bytes,
-                    Err(e) => return Err(refuse(&mut ctl, e)),
+                    Err((bytes, e)) => {
+                        log.bytes += bytes;
+                        return Err(refuse(&mut ctl, e));
+                    }
                 }
             }
             Ok(Msg::Bye) => return Ok(()),
-            Ok(m) => return Err(refuse(&mut ctl, format!("unexpected message {m:?}"))),
+            Ok(m) => {
+                let m = loggable(&format!("{m:?}"), 120);
+                return Err(refuse(&mut ctl, format!("unexpected message {m}")));
+            }
             Err(ProtoError::Closed) => return Err("client disconnected".into()),
-            Err(ProtoError::Io(e))
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(refuse(&mut ctl, "idle timeout".into()));
+            Err(ProtoError::Io(e)) if wait::ended(&e) => {
+                let why = if Instant::now() >= session_end {
+                    session_over()
+                } else {
+                    format!(
+                        "idle timeout (--idle-timeout {} s)",
+                        cfg.idle_timeout.as_secs_f64()
+                    )
+                };
+                return Err(refuse(&mut ctl, why));
             }
             Err(e) => return Err(refuse(&mut ctl, e.to_string())),
         }
