@@ -164,3 +164,103 @@ fn serve_logs_sessions_and_stops_on_ctrl_c() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
 }
+
+/// Start `osgauge serve` with `args`; its address, its stdout lines and the child.
+#[cfg(unix)]
+fn start_serve(
+    dir: &std::path::Path,
+    args: &[&str],
+) -> (
+    std::net::SocketAddr,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    std::process::Child,
+) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = osgauge(dir)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first
+        .split("listening on ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    (addr, lines, child)
+}
+
+/// A token file other users can read is warned about (ssh refuses such keys); a private one is not.
+#[cfg(unix)]
+#[test]
+fn a_token_file_readable_by_others_is_warned_about() {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a-token-of-enough-length-0123\n").unwrap();
+    for (mode, warned) in [(0o644, true), (0o600, false)] {
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).unwrap();
+        let (_, _lines, mut child) =
+            start_serve(dir.path(), &["--token-file", token.to_str().unwrap()]);
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(child.wait().unwrap().code(), Some(130));
+        assert_eq!(
+            err.contains("is not private") && err.contains("chmod 600"),
+            warned,
+            "mode {mode:o}: {err}"
+        );
+    }
+}
+
+/// A peer's byte limit that ends a stream is named on both sides: the client's error says which
+/// limit (not only "Connection reset by peer") and the server's session line too.
+#[cfg(unix)]
+#[test]
+fn a_peer_limit_that_ends_a_test_is_named_on_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, mut lines, mut child) = start_serve(dir.path(), &["--max-bytes", "1MiB"]);
+    let json = dir.path().join("r.json");
+    let out = osgauge(dir.path())
+        .args(["micro", "net/tcp_stream", "--runs", "1", "--warmup", "0"])
+        .args([
+            "--run-time",
+            "200ms",
+            "--peer",
+            &addr.to_string(),
+            "--export-json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let e = rec["benchmarks"][0]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        e.contains("--max-bytes"),
+        "client: {e} / {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = lines.next().unwrap().unwrap();
+    assert!(
+        log.contains("byte limit") && log.contains("--max-bytes"),
+        "server: {log}"
+    );
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait().unwrap();
+}

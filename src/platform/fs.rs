@@ -110,6 +110,32 @@ pub fn free_bytes(dir: &Path) -> io::Result<u64> {
     super::realtime::free_space_bytes(dir)
 }
 
+/// Why a secret file (a token) is open to other users, or None when it is not (or the OS keeps
+/// no such mode bits: on Windows access is by ACL, which this does not read).
+pub fn secret_open_to_others(path: &Path) -> io::Result<Option<String>> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
+        Ok((mode & 0o077 != 0).then(|| {
+            format!(
+                "mode {mode:04o}: readable by {} (chmod 600 {})",
+                if mode & 0o007 != 0 {
+                    "every user"
+                } else {
+                    "its group"
+                },
+                path.display()
+            )
+        }))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(path)?;
+        Ok(None)
+    }
+}
+
 /// What a directory's storage is, for the record.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FsInfo {
@@ -671,6 +697,31 @@ mod imp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_secret_readable_by_others_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("t");
+        std::fs::write(&f, b"x").unwrap();
+        for (mode, want) in [
+            (0o600, None),
+            (0o640, Some("its group")),
+            (0o644, Some("every user")),
+        ] {
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+            let got = secret_open_to_others(&f).unwrap();
+            match want {
+                None => assert_eq!(got, None, "{mode:o}"),
+                Some(w) => assert!(
+                    got.as_deref()
+                        .is_some_and(|g| g.contains(w) && g.contains("chmod 600")),
+                    "{mode:o}: {got:?}"
+                ),
+            }
+        }
+    }
 
     #[test]
     fn aligned_buffers_are_aligned() {

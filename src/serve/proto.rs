@@ -230,8 +230,16 @@ pub fn nonce() -> [u8; NONCE_LEN] {
 }
 
 /// Read a token file: its contents with surrounding white space removed; at least 16 bytes.
+/// A token file readable by other users gets a warning on standard error (ssh refuses such keys;
+/// osgauge warns, as the token only keys an HMAC of a nonce and never crosses the wire).
 pub fn read_token(path: &std::path::Path) -> Result<Vec<u8>, String> {
     let raw = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Ok(Some(why)) = crate::platform::fs::secret_open_to_others(path) {
+        crate::errln!(
+            "osgauge: warning: --token-file {} is not private ({why}); anyone who can read it can use this peer",
+            path.display()
+        );
+    }
     let t = raw.trim_ascii().to_vec();
     if t.len() < 16 {
         return Err(format!(

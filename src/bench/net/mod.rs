@@ -172,6 +172,24 @@ pub fn peer_facts(out: super::RunOutput, peer: &Peer) -> super::RunOutput {
 
 /// An I/O error of a data connection under a [`crate::platform::wait::Bound`]: the bound's end
 /// (deadline, Ctrl-C) is a timeout or an interruption, anything else a failure of `call`.
+/// A data phase that failed on this side (a reset, a closed connection) often failed because the
+/// peer ended it on purpose: a limit of `osgauge serve` (`--max-bytes`, the test's time bound).
+/// `e` with the peer's own word on it (`report`, the reply to `finish`), so the user reads which
+/// limit ended the test instead of only "Connection reset by peer".
+pub fn with_peer_reason(e: BenchError, report: Result<&PeerReport, &String>) -> BenchError {
+    let why = match report {
+        Ok(r) => r.errors.first(),
+        Err(refused) => Some(refused),
+    };
+    match why {
+        Some(w) if !e.message.contains(w.as_str()) => BenchError {
+            message: format!("{}; the peer says: {w}", e.message),
+            ..e
+        },
+        _ => e,
+    }
+}
+
 pub fn io_err(call: &str, e: std::io::Error) -> BenchError {
     if crate::platform::wait::interrupted(&e) {
         BenchError::interrupted()

@@ -161,8 +161,11 @@ pub fn ping_pong(
     let sent =
         (size as u64) * (result.as_ref().map(|v| v.len()).unwrap_or(0) + WARMUP_TRIPS) as u64;
     drop(conn);
-    let report = peer.client.finish(sent, 0).map_err(peer.err("echo"))?;
-    Ok((result?, report))
+    let report = peer.client.finish(sent, 0);
+    match result {
+        Ok(v) => Ok((v, report.map_err(peer.err("echo"))?)),
+        Err(e) => Err(super::with_peer_reason(e, report.as_ref())),
+    }
 }
 
 impl Benchmark for Rtt {

@@ -195,10 +195,20 @@ impl Benchmark for Stream {
         });
         let send_s = t0.elapsed().as_secs_f64();
         let mut sent = 0;
+        let mut failed = None;
         for r in results {
-            sent += r?;
+            match r {
+                Ok(n) => sent += n,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
         }
-        let report = peer.client.finish(sent, 0).map_err(peer.err("stream"))?;
+        let report = peer.client.finish(sent, 0);
+        if let Some(e) = failed {
+            return Err(super::with_peer_reason(e, report.as_ref()));
+        }
+        let report = report.map_err(peer.err("stream"))?;
         let tx = meter
             .stop()
             .map_err(|e| BenchError::os("CPU counters", e))?;
