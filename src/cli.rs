@@ -174,8 +174,8 @@ pub struct InteractivityArgs {
     /// Loads [default: all]
     #[arg(long, value_enum, value_delimiter = ',')]
     pub load: Vec<crate::interactivity::load::LoadKind>,
-    /// Measuring time of one run of a cell [default: 3s]
-    #[arg(long, value_parser = parse_duration)]
+    /// Measuring time of one run of a cell, 100ms to 60m [default: 3s]
+    #[arg(long, value_parser = parse_run_time)]
     pub duration: Option<Duration>,
     /// Frame rate of the video task (and video load)
     #[arg(long, default_value_t = 60.0, value_parser = parse_hz)]
@@ -313,7 +313,7 @@ pub fn check_cpus_allowed(wanted: &[usize], allowed: &[usize]) -> Result<(), Str
 
 /// `--run-time`: at least 1 ms (the harness needs batches of ≥ 50 µs and the record keeps ms),
 /// at most 1 h.
-fn parse_run_time(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_run_time(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < Duration::from_millis(1) || d > Duration::from_secs(3600) {
         return Err(format!("'{s}': expected a measuring time from 1ms to 60m"));
@@ -1001,6 +1001,22 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         .unwrap_or_else(ia::load::default_load_base);
     // What dead osgauge processes left there goes at every start, whatever this run's loads.
     ia::load::remove_stale(&load_base, &[&load_base]);
+    // A folder the user named must exist (and be a directory) before any cell runs: a file
+    // load would otherwise fail cell by cell and the run still exit 0.
+    if let Some(d) = &a.load_dir
+        && loads.iter().any(|l| l.uses_files())
+        && !d.is_dir()
+    {
+        return Err(CliError::Usage(format!(
+            "--load-dir {}: {}",
+            d.display(),
+            if d.exists() {
+                "not a directory"
+            } else {
+                "no such directory"
+            }
+        )));
+    }
     if loads.iter().any(|l| l.reads_storage())
         && let Some(existing) = load_base.ancestors().find(|d| d.is_dir())
         && let Some(why) = ia::load::read_refusal(existing)

@@ -35,6 +35,8 @@ fn usage_error(args: &[&str], needle: &str) {
 
 #[test]
 fn absurd_interactivity_options_are_refused_when_parsed() {
+    // --duration is a measuring time like --run-time: the same 1ms..60m range.
+    usage_error(&["--duration", "61m"], "1ms to 60m");
     // One period per nanosecond would push a frame per elapsed period (~800 MB/s before).
     usage_error(
         &["--task", "custom", "--custom-interval", "1ns"],

@@ -57,7 +57,7 @@ fn loads_base(cache: &Path) -> PathBuf {
 }
 
 #[test]
-fn a_load_that_fails_fails_its_cell_and_stale_load_folders_are_removed() {
+fn a_missing_load_dir_is_refused_up_front_and_stale_load_folders_are_removed() {
     let dir = tempfile::tempdir().unwrap();
     // What a killed osgauge (a pid that cannot be alive: above Linux's 2^22 limit) left behind.
     let stale = loads_base(dir.path()).join("4194399");
@@ -74,8 +74,47 @@ fn a_load_that_fails_fails_its_cell_and_stale_load_folders_are_removed() {
         .arg(&json)
         .output()
         .unwrap();
-    // Documented: a failed cell is recorded with its error; the exit code stays 0 (as for any
-    // failed benchmark); only interruptions and usage errors change it.
+    // A bad --load-dir is bad input: exit 2 and one line before any cell runs (it used to be a
+    // failed cell in a run that exited 0).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--load-dir") && err.contains("no such directory"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!json.exists(), "a refused run wrote an export");
+    assert!(!missing.exists(), "the load dir the user named was created");
+    assert!(
+        !stale.exists(),
+        "the dead process's load folder is still there"
+    );
+}
+
+/// A load that fails while the cell runs (its file system is full) fails its cell: the error is
+/// recorded, nothing is measured under a load that did not run, and the exit code stays 0 (as
+/// for any failed benchmark).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_load_that_fails_fails_its_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((mnt, _fs)) =
+        common::Tmpfs::mnt_in(dir.path(), "64k", "a_load_that_fails_fails_its_cell")
+    else {
+        return;
+    };
+    // Fill it, so the write load's first write fails.
+    let _ = std::fs::write(mnt.join("fill"), vec![1u8; 1 << 20]);
+    let json = dir.path().join("r.json");
+    let out = osgauge(dir.path())
+        .args(["interactivity", "--task", "audio", "--load", "write"])
+        .args(SHORT)
+        .arg("--load-dir")
+        .arg(&mnt)
+        .arg("--export-json")
+        .arg(&json)
+        .output()
+        .unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -85,12 +124,6 @@ fn a_load_that_fails_fails_its_cell_and_stale_load_folders_are_removed() {
     let v = record(&json);
     let b = &v["benchmarks"][0];
     assert_eq!(b["error"]["kind"], "failed", "{}", b["error"]);
-    assert!(
-        b["error"]["message"].as_str().unwrap().contains("missing"),
-        "{}",
-        b["error"]
-    );
-    // Nothing was measured under a load that did not run: no run of any metric to compare.
     for m in b["metrics"].as_array().unwrap() {
         assert!(
             m["runs"].as_array().is_none_or(|r| r.is_empty()),
@@ -98,11 +131,6 @@ fn a_load_that_fails_fails_its_cell_and_stale_load_folders_are_removed() {
             m["name"]
         );
     }
-    assert!(!missing.exists(), "the load dir the user named was created");
-    assert!(
-        !stale.exists(),
-        "the dead process's load folder is still there"
-    );
 }
 
 #[test]

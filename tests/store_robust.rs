@@ -7,6 +7,8 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
+#[cfg(target_os = "linux")]
+use common::Tmpfs;
 use common::{TINY_MICRO, fixture_path, osgauge_on as osgauge};
 use osgauge::store::{self, APPLICATION_ID, Origin, Store};
 
@@ -385,46 +387,6 @@ fn store_errors_name_the_store_and_give_a_hint() {
 }
 
 /// A small tmpfs mounted for the test (root only); unmounted when dropped.
-#[cfg(target_os = "linux")]
-struct Tmpfs(std::path::PathBuf);
-
-#[cfg(target_os = "linux")]
-impl Tmpfs {
-    /// A `size` tmpfs on a new folder `mnt` in `dir`, or None after saying `test` could not run.
-    fn mnt_in(dir: &Path, size: &str, test: &str) -> Option<(std::path::PathBuf, Tmpfs)> {
-        let mnt = dir.join("mnt");
-        std::fs::create_dir(&mnt).unwrap();
-        match Tmpfs::mount(&mnt, size) {
-            Ok(m) => Some((mnt, m)),
-            Err(e) => {
-                osgauge::testing::not_run(
-                    test,
-                    &format!("cannot mount a {size} tmpfs ({e}); needs root on Linux"),
-                );
-                None
-            }
-        }
-    }
-
-    fn mount(dir: &Path, size: &str) -> Result<Tmpfs, String> {
-        let out = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-        }
-        Ok(Tmpfs(dir.to_path_buf()))
-    }
-}
-
-#[cfg(target_os = "linux")]
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
-}
 
 #[cfg(target_os = "linux")]
 #[test]
@@ -637,4 +599,57 @@ fn a_store_on_read_only_media_can_be_read_and_refuses_writes_with_a_hint() {
         e.contains(&db.display().to_string()) && e.contains("check that you may read and write"),
         "{e}"
     );
+}
+
+/// An imported record is held to what a run osgauge makes satisfies: a label the command line
+/// would accept, unique benchmark ids, ids that are plain names. Each is refused with exit 2 (or
+/// 1 from the store, as any failed import) and the store keeps nothing of it.
+#[test]
+fn imports_with_labels_or_ids_the_cli_would_never_make_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = common::fixture("cpu-a.json");
+    let mut cases: Vec<(&str, osgauge::model::RunRecord)> = Vec::new();
+    for (what, label) in [
+        ("control characters", "a\nb"),
+        ("bidi override", "abc\u{202e}def"),
+        ("500 characters", &"x".repeat(500)),
+    ] {
+        let mut r = good.clone();
+        r.run_id = uuid::Uuid::now_v7();
+        r.label = Some(label.to_string());
+        cases.push((what, r));
+    }
+    let mut dup = good.clone();
+    dup.run_id = uuid::Uuid::now_v7();
+    let first = dup.benchmarks[0].clone();
+    dup.benchmarks = (0..10_000).map(|_| first.clone()).collect();
+    cases.push(("duplicate ids", dup));
+    for (what, id) in [("NUL", "cpu/a\0b"), ("path step", "cpu/../../etc")] {
+        let mut r = good.clone();
+        r.run_id = uuid::Uuid::now_v7();
+        r.benchmarks[0].id = id.to_string();
+        cases.push((what, r));
+    }
+    let db = dir.path().join("s.db");
+    for (what, r) in cases {
+        let f = dir.path().join("bad.json");
+        std::fs::write(&f, serde_json::to_string(&r).unwrap()).unwrap();
+        let o = osgauge(&db)
+            .args(["results", "import"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_ne!(o.status.code(), Some(0), "{what}: imported");
+        assert!(
+            err.contains("label") || err.contains("benchmark id"),
+            "{what}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{what}: {err}");
+        if db.exists() {
+            if let Some(s) = Store::open_read_only(&db).unwrap() {
+                assert!(s.list().unwrap().is_empty(), "{what}: something was stored");
+            }
+        }
+    }
 }

@@ -27,7 +27,7 @@ pub struct NetOpts {
     #[arg(long, value_parser = parse_udp_size, value_name = "SIZE")]
     pub size: Option<u32>,
     /// net suite: measuring time per run (the same as --run-time), e.g. 10s
-    #[arg(long, value_parser = crate::units::parse_duration, value_name = "DURATION", conflicts_with = "run_time")]
+    #[arg(long, value_parser = super::parse_run_time, value_name = "DURATION", conflicts_with = "run_time")]
     pub duration: Option<Duration>,
 }
 

@@ -12,10 +12,14 @@ pub const LABEL_MAX_CHARS: usize = 64;
 
 /// Characters that would act on a terminal or reorder text instead of showing: C0/C1 controls
 /// (newline, ESC of an ANSI sequence) and the bidirectional overrides and isolates.
+/// Control characters, bidirectional overrides and invisible format characters (zero-width
+/// spaces and joiners, the byte-order mark): what must never reach a terminal or a log raw.
 fn is_unprintable(c: char) -> bool {
     c.is_control()
+        || ('\u{200b}'..='\u{200f}').contains(&c)
         || ('\u{202a}'..='\u{202e}').contains(&c)
-        || ('\u{2066}'..='\u{2069}').contains(&c)
+        || ('\u{2060}'..='\u{2069}').contains(&c)
+        || c == '\u{feff}'
 }
 
 /// `--label`: non-empty, not only spaces, no control characters, at most [`LABEL_MAX_CHARS`].

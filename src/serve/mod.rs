@@ -211,7 +211,7 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
                         },
                         log.bytes,
                         started.elapsed().as_secs_f64(),
-                        loggable(&end, 300)
+                        crate::output::display_text(&end, 300)
                     );
                 }
             });
@@ -219,29 +219,6 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
             sh.pending.fetch_sub(1, Ordering::SeqCst);
         }
     }
-}
-
-/// `s` made safe for a one-line log and a terminal: control characters (newlines, escape
-/// sequences), bidirectional overrides and other invisible format characters are written as
-/// `\u{…}` escapes, and text past `max` characters is cut with a count of what was left out.
-/// Every client-provided string passes through this before it is logged.
-pub fn loggable(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i == max {
-            let rest = s.chars().count() - max;
-            out.push_str(&format!("… ({rest} more characters)"));
-            break;
-        }
-        let invisible = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{2069}' | '\u{feff}');
-        if c.is_control() || invisible {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// One connection: the handshake (counted as pending), then a session slot, then the session.
@@ -316,7 +293,7 @@ fn handshake(sh: &Shared, ctl: &mut TcpStream, started: Instant) -> Result<(), S
                 ctl,
                 format!(
                     "protocol {}/{version} not supported: this server speaks {PROTOCOL}/{VERSION} (osgauge {}); use the same osgauge version on both ends",
-                    loggable(&protocol, 64),
+                    crate::output::display_text(&protocol, 64),
                     env!("CARGO_PKG_VERSION")
                 ),
             ));
@@ -397,7 +374,7 @@ fn session(
             }
             Ok(Msg::Bye) => return Ok(()),
             Ok(m) => {
-                let m = loggable(&format!("{m:?}"), 120);
+                let m = crate::output::display_text(&format!("{m:?}"), 120);
                 return Err(refuse(&mut ctl, format!("unexpected message {m}")));
             }
             Err(ProtoError::Closed) => return Err("client disconnected".into()),

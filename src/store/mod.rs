@@ -782,6 +782,9 @@ impl Store {
                 record.schema
             );
         }
+        if let Err(e) = check_imported(record) {
+            bail!("run {}: {e}", record.run_id);
+        }
         let id = record.run_id.to_string();
         let same = |stored: &str| -> bool {
             let a: Result<serde_json::Value, _> = serde_json::from_str(stored);
@@ -1083,6 +1086,39 @@ pub fn parse_documents(text: &str) -> Result<Vec<Document>> {
             })
         })
         .collect()
+}
+
+/// What an imported record must satisfy, as a run osgauge makes does: a label the command line
+/// would accept, benchmark ids that are unique, and ids that are plain names (suite/name, no
+/// control characters, no path steps such as `..`), since ids name files and rows downstream.
+pub fn check_imported(r: &RunRecord) -> std::result::Result<(), String> {
+    if let Some(l) = &r.label {
+        crate::output::parse_label(l)
+            .map_err(|e| format!("label {:?}: {e}", crate::output::display_text(l, 40)))?;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for b in &r.benchmarks {
+        let id = &b.id;
+        let shown = || crate::output::display_text(id, 60);
+        let plain = !id.is_empty()
+            && id.len() <= 200
+            && id
+                .split('/')
+                .all(|p| !p.is_empty() && p != "." && p != "..")
+            && id
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_-./:+@".contains(c));
+        if !plain {
+            return Err(format!(
+                "benchmark id {:?} is not a plain name (letters, digits and _-./:+@, no empty, . or .. steps, at most 200 bytes)",
+                shown()
+            ));
+        }
+        if !seen.insert(id.as_str()) {
+            return Err(format!("benchmark id {:?} appears more than once", shown()));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -352,3 +352,45 @@ pub fn with_synthetic(base: &str, label: &str, seed: u64, scale: f64) -> RunReco
     r.benchmarks.extend(synthetic_benchmarks(seed, scale));
     r
 }
+
+#[cfg(target_os = "linux")]
+/// A tmpfs mounted by a test (root on Linux), unmounted when dropped.
+pub struct Tmpfs(std::path::PathBuf);
+
+#[cfg(target_os = "linux")]
+impl Tmpfs {
+    /// A `size` tmpfs on a new folder `mnt` in `dir`, or None after saying `test` could not run.
+    pub fn mnt_in(dir: &Path, size: &str, test: &str) -> Option<(std::path::PathBuf, Tmpfs)> {
+        let mnt = dir.join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        match Tmpfs::mount(&mnt, size) {
+            Ok(m) => Some((mnt, m)),
+            Err(e) => {
+                osgauge::testing::not_run(
+                    test,
+                    &format!("cannot mount a {size} tmpfs ({e}); needs root on Linux"),
+                );
+                None
+            }
+        }
+    }
+
+    pub fn mount(dir: &Path, size: &str) -> Result<Tmpfs, String> {
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        Ok(Tmpfs(dir.to_path_buf()))
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
