@@ -386,8 +386,6 @@ fn store_errors_name_the_store_and_give_a_hint() {
     );
 }
 
-/// A small tmpfs mounted for the test (root only); unmounted when dropped.
-
 #[cfg(target_os = "linux")]
 #[test]
 fn a_full_disk_mid_run_says_what_was_kept_exports_everything_and_exits_1() {
@@ -646,10 +644,10 @@ fn imports_with_labels_or_ids_the_cli_would_never_make_are_refused() {
             "{what}: {err}"
         );
         assert_eq!(err.trim().lines().count(), 1, "{what}: {err}");
-        if db.exists() {
-            if let Some(s) = Store::open_read_only(&db).unwrap() {
-                assert!(s.list().unwrap().is_empty(), "{what}: something was stored");
-            }
+        if db.exists()
+            && let Some(s) = Store::open_read_only(&db).unwrap()
+        {
+            assert!(s.list().unwrap().is_empty(), "{what}: something was stored");
         }
     }
 }
