@@ -261,13 +261,15 @@ impl Ctx<'_> {
     fn non_neg(&self, v: &Num, key: &str) -> Result<f64, ProfileError> {
         match v {
             None => Ok(0.0),
-            Some(s) => self.check(s, key, 0.0, f64::MAX),
+            Some(s) => self.check(s, key, 0.0, ABSURD),
         }
     }
     fn check(&self, s: &Spanned<f64>, key: &str, lo: f64, hi: f64) -> Result<f64, ProfileError> {
         let v = *s.get_ref();
         if !v.is_finite() || v < lo || v > hi {
-            let range = if hi == f64::MAX {
+            let range = if hi == ABSURD && lo == 0.0 {
+                format!("must be a number from 0 to {ABSURD:e}")
+            } else if hi == f64::MAX {
                 format!("must be a number ≥ {lo}")
             } else {
                 format!("must be a number from {lo} to {hi}")
@@ -277,6 +279,11 @@ impl Ctx<'_> {
         Ok(v)
     }
 }
+
+/// The largest magnitude a profile figure may have: far beyond any real machine or application
+/// (1e12 CPU-seconds or MB per unit), and far enough below f64's range that the model's sums and
+/// products stay finite (1e308 printed "inf %").
+const ABSURD: f64 = 1e12;
 
 impl Profile {
     /// Read and validate a profile file.
@@ -367,7 +374,7 @@ impl Profile {
         let app_cpu_s = d
             .app_cpu_s
             .as_ref()
-            .map(|s| c.check(s, "demand.app_cpu_s", 0.0, f64::MAX))
+            .map(|s| c.check(s, "demand.app_cpu_s", 0.0, ABSURD))
             .transpose()?;
         let app_cpu_pct = d
             .app_cpu_pct
@@ -405,7 +412,16 @@ impl Profile {
                 if !allowed(k) {
                     return c.err(v.span(), &key, &format!("unknown key ({hint})"));
                 }
-                out.insert(k.clone(), c.check(v, &key, 0.0, hi)?);
+                let x = c.check(v, &key, 0.0, hi)?;
+                if name == "capacity" && x == 0.0 {
+                    return c.err(
+                        v.span(),
+                        &key,
+                        "must be > 0: a capacity of 0 would leave this resource out of the \
+                         bottleneck analysis (leave the key out to use the measured figure)",
+                    );
+                }
+                out.insert(k.clone(), x);
             }
             Ok(out)
         };
@@ -414,14 +430,14 @@ impl Profile {
             "capacity",
             &|k| inputs::is_capacity_key(k),
             &format!("capacity keys: {}", inputs::capacity_keys().join(", ")),
-            f64::MAX,
+            ABSURD,
         )?;
         let assumptions = keyed(
             &raw.assumptions,
             "assumptions",
             &|k| inputs::is_assumption_key(k),
             &format!("assumption keys: {}", inputs::assumption_keys().join(", ")),
-            f64::MAX,
+            ABSURD,
         )?;
         let background = keyed(
             &raw.background,
@@ -436,7 +452,7 @@ impl Profile {
             "qos",
             &|k| qos_names.contains(&k),
             &format!("qos keys: {}", qos_names.join(", ")),
-            f64::MAX,
+            ABSURD,
         )?;
         let mut weights = Vec::new();
         for (i, w) in raw.weights.iter().enumerate() {
@@ -475,7 +491,7 @@ impl Profile {
             };
             let opt = |n: &Num, k: &str| -> Result<Option<f64>, ProfileError> {
                 n.as_ref()
-                    .map(|s| c.check(s, &format!("{key}.{k}"), f64::MIN, f64::MAX))
+                    .map(|s| c.check(s, &format!("{key}.{k}"), -ABSURD, ABSURD))
                     .transpose()
             };
             let best = opt(&w.best, "best")?;
@@ -497,6 +513,19 @@ impl Profile {
                     "best and worst are equal",
                 );
             }
+            let (require_min, require_max) = (
+                opt(&w.require_min, "require_min")?,
+                opt(&w.require_max, "require_max")?,
+            );
+            if let (Some(lo), Some(hi)) = (require_min, require_max)
+                && lo > hi
+            {
+                return c.err(
+                    w.require_min.as_ref().unwrap().span(),
+                    &key,
+                    &format!("require_min {lo} is above require_max {hi}: nothing could pass"),
+                );
+            }
             weights.push(Weight {
                 subsystem: w.subsystem.clone(),
                 weight,
@@ -504,8 +533,8 @@ impl Profile {
                 better,
                 best,
                 worst,
-                require_min: opt(&w.require_min, "require_min")?,
-                require_max: opt(&w.require_max, "require_max")?,
+                require_min,
+                require_max,
             });
         }
         Ok(Profile {
@@ -541,6 +570,36 @@ mod tests {
         assert_eq!(p.demand.net_rx_mb, 2.0);
         assert_eq!(p.demand.disk_threads, 1);
         assert_eq!(p.demand.net_protocol, "tcp");
+    }
+
+    #[test]
+    fn absurd_figures_zero_capacities_and_impossible_requirements_are_refused() {
+        let e = Profile::parse("p.toml", &format!("{OK}app_cpu_s = 1e308\n"))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("demand.app_cpu_s: must be a number from 0 to 1e12"),
+            "{e}"
+        );
+        let e = Profile::parse("p.toml", &format!("{OK}\n[capacity]\nnet_link_mb_s = 0\n"))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("capacity.net_link_mb_s: must be > 0"), "{e}");
+        let w = "\n[[weights]]\nsubsystem = \"a\"\nweight = 1\ninput = \"max_rate\"\n";
+        let e = Profile::parse(
+            "p.toml",
+            &format!("{OK}{w}require_min = 10\nrequire_max = 5\n"),
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("require_min 10 is above require_max 5"), "{e}");
+        // The edges stay allowed.
+        Profile::parse("p.toml", &format!("{OK}app_cpu_s = 1e12\n")).unwrap();
+        Profile::parse(
+            "p.toml",
+            &format!("{OK}{w}require_min = 5\nrequire_max = 5\n"),
+        )
+        .unwrap();
     }
 
     #[test]
