@@ -156,8 +156,19 @@ proptest! {
     #[test]
     fn percentages_parse_or_fail_cleanly(s in "[0-9.%e+\\- ]{0,12}|\\PC{0,12}") {
         if let Ok(v) = osgauge::cli::parse_percent(&s) {
-            prop_assert!((0.0..10.0).contains(&v));
+            prop_assert!((0.0..=10.0).contains(&v));
         }
+    }
+
+    /// The range the message names is the range accepted: both ends in, just past them out.
+    #[test]
+    fn percentages_accept_exactly_the_range_they_name(x in 0.0f64..1000.0) {
+        let s = format!("{x}%");
+        prop_assert!(osgauge::cli::parse_percent(&s).is_ok());
+        prop_assert!(osgauge::cli::parse_percent("1000%").is_ok());
+        prop_assert!(osgauge::cli::parse_percent("0%").is_ok());
+        let e = osgauge::cli::parse_percent("1000.5%").unwrap_err();
+        prop_assert!(e.contains("0% to 1000%"), "{}", e);
     }
 }
 

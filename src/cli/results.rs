@@ -185,13 +185,13 @@ pub struct ReportArgs {
     pub store: StorePath,
 }
 
-/// `5%`, `5` (both 5 %) or `0.05%`; returns a fraction.
+/// `5%`, `5` (both 5 %) or `0.05%`, from 0 % to 1000 % inclusive; returns a fraction.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
     let t = s.trim().trim_end_matches('%').trim();
     let v: f64 = t
         .parse()
         .map_err(|_| format!("'{s}' is not a percentage (e.g. 5%)"))?;
-    if !(0.0..1000.0).contains(&v) {
+    if !(0.0..=1000.0).contains(&v) {
         return Err(format!("'{s}' is out of range (0% to 1000%)"));
     }
     Ok(v / 100.0)

@@ -308,6 +308,16 @@ impl Benchmark for Bandwidth {
                 self.parent.display()
             )));
         }
+        // Said, not silently applied: the file size the free space allows.
+        let reduced = (per < self.bytes_per_thread / BLOCK * BLOCK).then(|| {
+            format!(
+                "file size reduced to {} per thread (asked {}): half the free space in {} less a \
+                 1 GiB margin",
+                size_name(per),
+                size_name(self.bytes_per_thread),
+                self.parent.display()
+            )
+        });
         let wd = workdir::WorkDir::create(&self.parent)
             .map_err(|e| io_err("work directory in", &self.parent, e))?;
         let facts = storage_facts(wd.path());
@@ -428,6 +438,7 @@ impl Benchmark for Bandwidth {
         if let Err(why) = check {
             out = out.fact("bypass_check", why);
         }
+        out.warnings.extend(reduced);
         drop(wd);
         Ok(out)
     }

@@ -604,6 +604,15 @@ impl Benchmark for Bandwidth {
         });
         drop((a, b, c));
         let mut out = result?;
+        // Available memory, not --max-size, set the size: say so.
+        let (bytes, why) = self.array_bytes();
+        if !why.starts_with("--max-size") {
+            out.warnings.extend(super::max_size_warning(
+                self.max_size,
+                bytes * self.arrays(),
+                &why,
+            ));
+        }
         let pins = pin_results.into_inner().unwrap_or_else(|e| e.into_inner());
         let pinned: Vec<Value> = pins
             .iter()

@@ -434,6 +434,9 @@ impl Benchmark for Latency {
             runs.push(m);
         }
         out = out.fact("page_advice", page_advice);
+        let (max, why) = self.max_working_set();
+        out.warnings
+            .extend(super::max_size_warning(self.max_size, max, &why));
         if let Some(h) = huge_bytes {
             out = out.fact("huge_page_bytes", h);
             if self.pages == Pages::Huge && h < largest / 2 {

@@ -203,6 +203,17 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok(bytes as u64)
 }
 
+/// The warning for a `--max-size` the machine could not honour (`applied` bytes instead, for
+/// `why`), or None when it was.
+pub fn max_size_warning(asked: Option<u64>, applied: u64, why: &str) -> Option<String> {
+    let asked = asked.filter(|&a| applied < a)?;
+    Some(format!(
+        "--max-size {} reduced to {}: {why}",
+        format_size(asked),
+        format_size(applied)
+    ))
+}
+
 /// Validate `--max-size`: at least 64 KiB so a curve has several points.
 pub fn validate_max_size(b: u64) -> Result<(), String> {
     if b < 64 << 10 {
@@ -349,6 +360,17 @@ mod tests {
         assert_eq!(format_size(4 << 20), "4MiB");
         assert_eq!(format_size(1536), "1.5KiB");
         assert!(validate_max_size(1024).is_err());
+        let w = max_size_warning(
+            Some(100 << 40),
+            12 << 30,
+            "capped at 50 % of available memory",
+        );
+        assert_eq!(
+            w.as_deref(),
+            Some("--max-size 100TiB reduced to 12GiB: capped at 50 % of available memory")
+        );
+        assert_eq!(max_size_warning(Some(1 << 30), 1 << 30, "x"), None);
+        assert_eq!(max_size_warning(None, 1 << 30, "x"), None);
         assert!(validate_max_size(256 << 20).is_ok());
     }
 
