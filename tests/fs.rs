@@ -492,3 +492,62 @@ fn the_suite_runs_on_a_network_file_system_and_says_so() {
     drop(remote);
     let _ = std::fs::remove_dir_all(&served);
 }
+
+/// On a memory-backed file system the storage figures are not passed off: fsync and the
+/// file-cache size are unsupported with the reason, create/delete is measured and marked.
+#[cfg(target_os = "linux")]
+#[test]
+fn storage_figures_on_tmpfs_are_unsupported_or_marked() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        osgauge::testing::not_run(
+            "storage_figures_on_tmpfs_are_unsupported_or_marked",
+            "no /dev/shm on this machine",
+        );
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("r.json");
+    let out = run(
+        d.path(),
+        &[
+            "micro",
+            "fs/fsync",
+            "fs/cache_size",
+            "fs/create_delete",
+            "--dir",
+            "/dev/shm",
+            "--runs",
+            "2",
+            "--run-time",
+            "20ms",
+            "--export-json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for id in ["fs/fsync", "fs/cache_size"] {
+        let b = common::json_bench(&v, id);
+        assert_eq!(b["error"]["kind"], "unsupported", "{id}: {}", b["error"]);
+        assert!(
+            b["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("memory-backed"),
+            "{id}: {}",
+            b["error"]
+        );
+    }
+    let b = common::json_bench(&v, "fs/create_delete");
+    assert!(b["error"].is_null(), "{}", b["error"]);
+    assert!(
+        b["warnings"].to_string().contains("in-memory metadata"),
+        "{}",
+        b["warnings"]
+    );
+}

@@ -106,6 +106,10 @@ impl Benchmark for CacheSize {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        super::read_latency::refuse_on_memory_fs(
+            &self.parent,
+            "the file-cache size (every file there is the cache)",
+        )?;
         let cap = *self.sizes.last().unwrap();
         if workdir::budget(&self.parent, cap)? < cap {
             return Err(BenchError::failed(format!(

@@ -45,6 +45,10 @@ impl Benchmark for Fsync {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        super::read_latency::refuse_on_memory_fs(
+            &self.parent,
+            "an fsync (which is a no-op there)",
+        )?;
         workdir::budget(&self.parent, 1 << 20)?;
         let wd = workdir::WorkDir::create(&self.parent)
             .map_err(|e| io_err("work directory in", &self.parent, e))?;

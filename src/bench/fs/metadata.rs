@@ -81,6 +81,14 @@ impl Benchmark for CreateDelete {
             facts: storage_facts(wd.path()),
             ..Default::default()
         };
+        // Measured, but not a storage figure: say so with every run.
+        if let Ok(Some(fs)) = crate::platform::storage::memory_backed_fs(&self.parent) {
+            out.warnings.push(format!(
+                "{} is on {fs} (memory-backed): these are in-memory metadata operations, not \
+                 a storage file system's",
+                self.parent.display()
+            ));
+        }
         let data = vec![0x3cu8; 10 * KIB as usize];
         let (cn, dn) = (names("create"), names("delete"));
         for (k, &kib) in SIZES_KIB.iter().enumerate() {

@@ -152,6 +152,20 @@ pub fn refuse_memory_backed(dir: &Path) -> Result<(), BenchError> {
     }
 }
 
+/// A benchmark whose figure is about storage (an fsync's trip to the device, the file cache in
+/// front of a disk) cannot run on a memory-backed file system (tmpfs): there is no storage under
+/// it, and the figure would be a memory operation under a storage name (872 ns "fsync").
+pub fn refuse_on_memory_fs(dir: &Path, what: &str) -> Result<(), BenchError> {
+    match crate::platform::storage::memory_backed_fs(dir) {
+        Ok(Some(fs)) => Err(BenchError::unsupported(format!(
+            "{} is on {fs} (memory-backed): {what} needs storage under the file system; give \
+             --dir a directory on a disk",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Whether the device counter can check this directory's reads (not a network file system, whose
 /// reads never touch a local device).
 pub fn counter_checks(facts: &Map<String, Value>) -> Result<(), String> {
