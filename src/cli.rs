@@ -32,6 +32,8 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 pub const EXIT_REGRESSION: i32 = 3;
 /// `system check`: no warning, but some checks could not be made on this OS.
 pub const EXIT_INCOMPLETE: i32 = 4;
+/// `--fail-on-error`: a benchmark failed or timed out, or nothing was measured.
+pub const EXIT_BENCH_FAILED: i32 = 5;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -55,6 +57,9 @@ pub enum Command {
         /// quick: 5 runs × 100 ms per benchmark (about two minutes); standard: 10 runs × 300 ms
         #[arg(long, value_enum, default_value_t = Preset::Quick)]
         preset: Preset,
+        /// Only these suites, comma-separated, e.g. net,fs [default: every suite]
+        #[arg(long, value_delimiter = ',', value_name = "SUITE")]
+        suite: Vec<String>,
         #[command(flatten)]
         opts: RunOpts,
     },
@@ -326,9 +331,7 @@ fn parse_run_time(s: &str) -> Result<Duration, String> {
 fn parse_timeout(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < Duration::from_millis(100) {
-        return Err(format!(
-            "'{s}': expected a time bound from 100ms to 1440m (24 h)"
-        ));
+        return Err(format!("'{s}': expected a time bound from 100ms to 24h"));
     }
     Ok(d)
 }
@@ -381,7 +384,7 @@ pub struct RunOpts {
     /// Measuring time per run, 1ms..60m, e.g. 100ms, 1s [default: 100ms for quick, 300ms otherwise]
     #[arg(long, value_parser = parse_run_time)]
     pub run_time: Option<Duration>,
-    /// Time bound per benchmark (all its runs), 100ms..1440m; reaching it stops the benchmark cleanly and records a timeout
+    /// Time bound per benchmark (all its runs), 100ms..24h (units ns, us, ms, s, m, h); reaching it stops the benchmark cleanly and records a timeout
     #[arg(long, value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
     /// A name for this run (e.g. the OS or kernel), kept in the record: 1 to 64 characters, no
@@ -402,6 +405,10 @@ pub struct RunOpts {
     /// No progress bar and no warnings section
     #[arg(short, long)]
     pub quiet: bool,
+    /// Exit with code 5 when a benchmark failed or timed out, or nothing at all was measured
+    /// (a benchmark this OS does not support is not a failure)
+    #[arg(long)]
+    pub fail_on_error: bool,
 }
 
 /// Options of the mem suite (`osgauge micro mem …`).
@@ -555,8 +562,12 @@ impl From<anyhow::Error> for CliError {
 
 fn dispatch(cli: Cli) -> Result<i32, CliError> {
     match cli.command {
-        Command::Run { preset, opts } => {
-            let all: Vec<String> = suites().iter().map(|s| s.name.to_string()).collect();
+        Command::Run {
+            preset,
+            suite,
+            opts,
+        } => {
+            let all = pick_suites(&suite).map_err(CliError::Usage)?;
             // The quick preset builds suites in their lighter configuration.
             let suite_opts = SuiteOptions {
                 mem: match preset {
@@ -686,7 +697,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Policy(args) => policy::run_policy(*args),
         Command::PolicyChild { spec } => Ok(crate::policy::child::child_main(&spec)),
         Command::Completions { shell } => {
-            let mut cmd = Cli::command();
+            let mut cmd = completion_command();
             clap_complete::generate(
                 shell,
                 &mut cmd,
@@ -701,6 +712,54 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Serve(args) => serve::run_serve(args),
         Command::Model(args) => model::dispatch(*args),
     }
+}
+
+/// `run --suite a,b`: the named suites in the order `run` executes them, each once; every suite
+/// when none is named.
+pub fn pick_suites(wanted: &[String]) -> Result<Vec<String>, String> {
+    let names: Vec<&'static str> = suites().iter().map(|s| s.name).collect();
+    if let Some(bad) = wanted.iter().find(|w| !names.contains(&w.as_str())) {
+        return Err(format!(
+            "--suite: unknown suite '{}' (suites: {})",
+            crate::output::display_text(bad, 64),
+            names.join(", ")
+        ));
+    }
+    Ok(names
+        .into_iter()
+        .filter(|n| wanted.is_empty() || wanted.iter().any(|w| w == n))
+        .map(str::to_string)
+        .collect())
+}
+
+/// Every suite name and benchmark id, for shell completion.
+pub fn completion_values() -> Vec<String> {
+    let all = suites();
+    all.iter()
+        .map(|s| s.name.to_string())
+        .chain(
+            all.iter()
+                .flat_map(|s| s.benchmarks.iter().map(|b| b.info().id.clone())),
+        )
+        .collect()
+}
+
+/// The command line as the completion scripts see it: `micro`'s selection completes suite names
+/// and benchmark ids, `run --suite` suite names. (Only for the scripts: parsing keeps its own
+/// checks and messages.)
+pub fn completion_command() -> clap::Command {
+    use clap::builder::PossibleValuesParser;
+    let ids = completion_values();
+    let suite_names: Vec<String> = suites().iter().map(|s| s.name.to_string()).collect();
+    Cli::command()
+        .mut_subcommand("micro", |c| {
+            c.mut_arg("select", |a| a.value_parser(PossibleValuesParser::new(ids)))
+        })
+        .mut_subcommand("run", |c| {
+            c.mut_arg("suite", |a| {
+                a.value_parser(PossibleValuesParser::new(suite_names))
+            })
+        })
 }
 
 fn preset_name(p: Preset) -> &'static str {
@@ -849,13 +908,46 @@ fn execute_and_keep(
         );
     }
     exported?;
+    let failures = opts.fail_on_error.then(|| failures(&record)).flatten();
+    if let Some(why) = &failures {
+        crate::errln!("osgauge: --fail-on-error: {why}");
+    }
     Ok(if !record.complete && cancel.load(Ordering::Relaxed) {
         crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED)
     } else if !stored {
         EXIT_WARN
+    } else if failures.is_some() {
+        EXIT_BENCH_FAILED
     } else {
         EXIT_OK
     })
+}
+
+/// What `--fail-on-error` fails on: benchmarks that failed or reached their time bound, or a run
+/// in which no figure at all was measured. `None` when there is none.
+pub fn failures(record: &RunRecord) -> Option<String> {
+    use crate::model::ErrorKind;
+    let failed: Vec<String> = record
+        .benchmarks
+        .iter()
+        .filter_map(|b| {
+            let e = b.error.as_ref()?;
+            matches!(e.kind, ErrorKind::Failed | ErrorKind::Timeout)
+                .then(|| format!("{} ({})", b.id, e.kind.as_str()))
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Some(format!(
+            "{} benchmark(s) not measured: {}",
+            failed.len(),
+            failed.join(", ")
+        ));
+    }
+    let measured = record
+        .benchmarks
+        .iter()
+        .any(|b| b.metrics.iter().any(|m| m.summary.is_some()));
+    (!measured).then(|| "nothing was measured".to_string())
 }
 
 fn print_record(record: &RunRecord, quiet: bool) {
@@ -1251,6 +1343,7 @@ mod tests {
             vec!["--run-time", "61m"],
             vec!["--timeout", "10ms"],
             vec!["--timeout", "1441m"],
+            vec!["--timeout", "25h"],
             vec!["--runs", "0"],
             vec!["--runs", "1001"],
             vec!["--warmup", "101"],
@@ -1267,6 +1360,8 @@ mod tests {
             vec!["--run-time", "1ms"],
             vec!["--run-time", "60m"],
             vec!["--timeout", "100ms"],
+            vec!["--timeout", "2h"],
+            vec!["--timeout", "24h"],
             vec!["--runs", "1", "--warmup", "0"],
         ] {
             let mut argv = vec!["osgauge", "micro", "cpu"];
@@ -1286,6 +1381,40 @@ mod tests {
             }
             Err(e) => eprintln!("--cpus check skipped: no affinity mask here ({e})"),
         }
+    }
+
+    #[test]
+    fn fail_on_error_counts_failures_and_empty_runs_not_unsupported() {
+        use crate::model::{BenchError, RunRecord};
+        let text = include_str!("../tests/fixtures/cpu-a.json");
+        let mut r: RunRecord = serde_json::from_str(text).unwrap();
+        assert_eq!(failures(&r), None);
+        r.benchmarks[0].error = Some(BenchError::unsupported("unsupported on TestOS: no"));
+        assert_eq!(failures(&r), None, "unsupported is not a failure");
+        r.benchmarks[1].error = Some(BenchError::timeout("bound"));
+        let why = failures(&r).unwrap();
+        assert!(
+            why.contains(&format!("{} (timeout)", r.benchmarks[1].id)),
+            "{why}"
+        );
+        assert!(!why.contains(&r.benchmarks[0].id), "{why}");
+        r.benchmarks[1].error = None;
+        for b in &mut r.benchmarks {
+            for m in &mut b.metrics {
+                m.summary = None;
+            }
+        }
+        assert_eq!(failures(&r).as_deref(), Some("nothing was measured"));
+    }
+
+    #[test]
+    fn suites_are_picked_in_run_order() {
+        assert_eq!(
+            pick_suites(&["fs".into(), "net".into(), "fs".into()]).unwrap(),
+            vec!["net".to_string(), "fs".to_string()]
+        );
+        assert_eq!(pick_suites(&[]).unwrap().len(), suites().len());
+        assert!(pick_suites(&["cpu/null_syscall".into()]).is_err());
     }
 
     #[test]

@@ -260,3 +260,132 @@ fn hidden_echo_peer_copies_input_and_exits_at_eof() {
         .success()
         .stdout(predicate::str::contains("__echo").not());
 }
+
+#[test]
+fn completions_offer_suite_names_and_benchmark_ids() {
+    for shell in ["bash", "zsh"] {
+        let out = osgauge().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        for id in [
+            "cpu/null_syscall",
+            "mem/page_fault",
+            "net/tcp_rtt_64b",
+            "interactivity",
+        ] {
+            assert!(text.contains(id), "{shell}: no {id} to complete");
+        }
+    }
+    // Parsing keeps its own message for an unknown id (the completion values do not validate).
+    osgauge()
+        .args(["micro", "cpu/nosuch"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "unknown suite or benchmark 'cpu/nosuch'",
+        ));
+}
+
+#[test]
+fn run_picks_suites_with_suite_and_refuses_unknown_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    osgauge()
+        .args(["run", "--suite", "cpu", "--runs", "2", "--run-time", "5ms"])
+        .args(["--quiet", "--no-store", "--export-json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let suites: Vec<&str> = rec["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["suite"].as_str().unwrap())
+        .collect();
+    assert!(!suites.is_empty());
+    assert!(suites.iter().all(|s| *s == "cpu"), "{suites:?}");
+    assert_eq!(rec["config"]["selection"], serde_json::json!(["cpu"]));
+    osgauge()
+        .args(["run", "--suite", "cpu,nosuch", "--no-store"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--suite: unknown suite 'nosuch'"));
+}
+
+#[test]
+fn duration_flags_accept_hours_up_to_a_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    osgauge()
+        .args(["micro", "cpu/timer_read", "--runs", "1", "--warmup", "0"])
+        .args([
+            "--run-time",
+            "5ms",
+            "--timeout",
+            "2h",
+            "--quiet",
+            "--no-store",
+        ])
+        .arg("--export-json")
+        .arg(&json)
+        .assert()
+        .success();
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(rec["config"]["timeout_ms"], 7_200_000);
+    osgauge()
+        .args(["micro", "cpu/timer_read", "--timeout", "25h"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("24 h"));
+}
+
+#[test]
+fn fail_on_error_exits_5_when_a_benchmark_failed() {
+    // A peer address nothing listens on: every net benchmark fails to connect.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let peer = format!("127.0.0.1:{port}");
+    let args = [
+        "micro",
+        "net/tcp_rtt_64b",
+        "--peer",
+        &peer,
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--run-time",
+        "10ms",
+        "--no-store",
+    ];
+    // Without the flag the failure is in the record and the exit code is 0, as documented.
+    let out = osgauge().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("failed"));
+    let out = osgauge()
+        .args(args)
+        .arg("--fail-on-error")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("--fail-on-error: 1 benchmark(s) not measured: net/tcp_rtt_64b (failed)"),
+        "{err}"
+    );
+    // A run that measured everything passes with the flag.
+    osgauge()
+        .args(["micro", "cpu/timer_read", "--runs", "1", "--warmup", "0"])
+        .args([
+            "--run-time",
+            "5ms",
+            "--quiet",
+            "--no-store",
+            "--fail-on-error",
+        ])
+        .assert()
+        .success();
+}
