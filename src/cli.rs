@@ -405,6 +405,14 @@ pub struct RunOpts {
     /// No progress bar and no warnings section
     #[arg(short, long)]
     pub quiet: bool,
+    /// Adaptive runs: keep running each benchmark until the 95 % CI of its headline figure (its
+    /// first metric) is within ± this share of the median, e.g. 5%; --runs is then the minimum
+    /// (default and lowest: 4, the fewest that can reach significance), --max-runs the cap
+    #[arg(long, value_parser = parse_ci_width, value_name = "PCT")]
+    pub ci_width: Option<f64>,
+    /// With --ci-width: the most runs per benchmark, 4..1000 [default: 30]
+    #[arg(long, requires = "ci_width", value_parser = clap::value_parser!(u32).range(4..=1000))]
+    pub max_runs: Option<u32>,
     /// Exit with code 5 when a benchmark failed or timed out, or nothing at all was measured
     /// (a benchmark this OS does not support is not a failure)
     #[arg(long)]
@@ -465,7 +473,54 @@ impl MemOpts {
     }
 }
 
+/// `--ci-width`: a share of the median above 0 and at most 100 %, e.g. 5% or 0.5%.
+fn parse_ci_width(s: &str) -> Result<f64, String> {
+    let v = parse_percent(s)?;
+    if v <= 0.0 || v > 1.0 {
+        return Err(format!(
+            "'{s}': expected a CI half-width above 0% and at most 100%"
+        ));
+    }
+    Ok(v)
+}
+
+/// Default cap of adaptive runs (`--max-runs`).
+pub const DEFAULT_MAX_RUNS: u32 = 30;
+
 impl RunOpts {
+    /// The runs to plan and the adaptive rule: with `--ci-width`, `runs` is the minimum (at
+    /// least [`crate::runner::MIN_SIGNIFICANT_RUNS`]) and `--max-runs` the cap. Returns (runs,
+    /// most runs a benchmark may take, adaptive config).
+    pub fn runs_plan(
+        &self,
+        default_runs: u32,
+    ) -> Result<(u32, u32, Option<crate::model::AdaptiveConfig>), CliError> {
+        let Some(width) = self.ci_width else {
+            let runs = self.runs.unwrap_or(default_runs);
+            return Ok((runs, runs, None));
+        };
+        // Adaptive: --runs is the minimum; without it, the fewest runs that can reach significance.
+        let min = self
+            .runs
+            .unwrap_or(0)
+            .max(crate::runner::MIN_SIGNIFICANT_RUNS);
+        let max = self.max_runs.unwrap_or(DEFAULT_MAX_RUNS.max(min));
+        if max < min {
+            return Err(CliError::Usage(format!(
+                "--max-runs {max} is below the minimum of {min} runs (--runs, at least {})",
+                crate::runner::MIN_SIGNIFICANT_RUNS
+            )));
+        }
+        Ok((
+            min,
+            max,
+            Some(crate::model::AdaptiveConfig {
+                ci_width: width,
+                max_runs: max,
+            }),
+        ))
+    }
+
     /// Before running: the label is valid, every output can be written, and no two name the
     /// same file (exit 2). The label is checked here, not by clap, whose message would echo it raw.
     fn check_outputs(&self) -> Result<(), CliError> {
@@ -823,13 +878,15 @@ fn run_plan(
         Preset::Quick => (5, Duration::from_millis(100)),
         Preset::Standard => (10, Duration::from_millis(300)),
     };
-    let runs = opts.runs.unwrap_or(runs);
+    let (runs, most_runs, adaptive) = opts.runs_plan(runs)?;
     let run_time = opts.run_time.unwrap_or(run_time);
-    // Default bound: ten times the planned measuring time, at least 20 s, plus room for the
-    // CPU-cost windows a benchmark may extend (two per run, `cpucost::max_extension` each).
-    let planned = run_time.as_secs_f64() * f64::from(runs + opts.warmup);
-    let extension =
-        crate::cpucost::max_extension(run_time).as_secs_f64() * 2.0 * f64::from(runs + opts.warmup);
+    // Default bound: ten times the planned measuring time (of the most runs a benchmark may
+    // take), at least 20 s, plus room for the CPU-cost windows a benchmark may extend (two per
+    // run, `cpucost::max_extension` each).
+    let planned = run_time.as_secs_f64() * f64::from(most_runs + opts.warmup);
+    let extension = crate::cpucost::max_extension(run_time).as_secs_f64()
+        * 2.0
+        * f64::from(most_runs + opts.warmup);
     let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
         (planned * 10.0).max(20.0) + extension,
     ));
@@ -845,6 +902,7 @@ fn run_plan(
             timeout_ms: (timeout.as_millis() as u64).max(1),
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
             command_line: std::env::args().collect(),
+            adaptive: adaptive.clone(),
         },
     };
     if !opts.quiet {
@@ -1123,9 +1181,9 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     }
     let benchmarks = ia::matrix(&tasks, &loads, Arc::new(settings));
     let selection: Vec<String> = benchmarks.iter().map(|b| b.info().id.clone()).collect();
-    let runs = opts.runs.unwrap_or(3);
+    let (runs, most_runs, adaptive) = opts.runs_plan(3)?;
     let per_bench =
-        (duration + Duration::from_secs(3)).as_secs_f64() * f64::from(runs + opts.warmup);
+        (duration + Duration::from_secs(3)).as_secs_f64() * f64::from(most_runs + opts.warmup);
     let timeout = opts
         .timeout
         .unwrap_or(Duration::from_secs_f64(per_bench * 2.0 + 30.0));
@@ -1141,6 +1199,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             timeout_ms: (timeout.as_millis() as u64).max(1),
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
             command_line: std::env::args().collect(),
+            adaptive: adaptive.clone(),
         },
     };
     if !opts.quiet {

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use crate::bench::{Benchmark, Info, RunOutput};
 use crate::harness::RunContext;
 use crate::model::{
-    BenchError, BenchmarkResult, Config, Environments, ErrorKind, MetricResult, RunMetric,
-    RunRecord, SCHEMA, TimingCalibration, Tool,
+    AdaptiveOutcome, BenchError, BenchmarkResult, Config, Environments, ErrorKind, MetricResult,
+    RunMetric, RunRecord, SCHEMA, TimingCalibration, Tool,
 };
 use crate::stats;
 
@@ -127,7 +127,10 @@ pub fn run_benchmark(
         ))
     };
 
-    let total = plan.config.warmup_runs + plan.config.runs;
+    let adaptive = plan.config.adaptive.as_ref();
+    let min_runs = plan.config.runs;
+    let max_runs = adaptive.map_or(min_runs, |a| a.max_runs.max(min_runs));
+    let total = plan.config.warmup_runs + max_runs;
     for i in 0..total {
         // The bound holds between runs too: a run is not started past it.
         if Instant::now() >= deadline {
@@ -166,6 +169,14 @@ pub fn run_benchmark(
                     break;
                 }
                 outputs.push(out);
+                if let Some(a) = adaptive {
+                    let width = headline_half_width(info, &outputs).and_then(|(_, w)| w);
+                    if stop_rule(outputs.len() as u32, min_runs, max_runs, width, a.ci_width)
+                        != Stop::Continue
+                    {
+                        break;
+                    }
+                }
             }
             Err(e) => {
                 if e.kind == ErrorKind::Timeout {
@@ -177,6 +188,42 @@ pub fn run_benchmark(
             }
         }
     }
+
+    // How the adaptive rule ended, judged on the runs as measured (before `finish`).
+    let adaptive_outcome = adaptive.map(|a| {
+        let (metric, width) = match headline_half_width(info, &outputs) {
+            Some((m, w)) => (m.to_string(), w),
+            None => (
+                info.metrics.first().map(|m| m.name).unwrap_or("").to_string(),
+                None,
+            ),
+        };
+        let runs = outputs.len() as u32;
+        let reached = runs >= min_runs && width.is_some_and(|w| w <= a.ci_width);
+        if !reached {
+            let width_text = width.map_or("not computable".to_string(), |w| {
+                format!("±{:.1} %", w * 100.0)
+            });
+            warnings.push(if runs >= max_runs {
+                format!(
+                    "stopped at the cap of {max_runs} runs (--max-runs) before its 95 % CI reached                      ±{:.1} %: {metric} is {width_text}",
+                    a.ci_width * 100.0
+                )
+            } else {
+                format!(
+                    "stopped after {runs} runs before its 95 % CI reached ±{:.1} % (see its                      error): {metric} is {width_text}",
+                    a.ci_width * 100.0
+                )
+            });
+        }
+        AdaptiveOutcome {
+            metric,
+            target_pct: a.ci_width * 100.0,
+            half_width_pct: width.map(|w| w * 100.0),
+            runs,
+            reached,
+        }
+    });
 
     // Figures that depend on every run (e.g. cache levels detected once on the pooled curve).
     let derived = bench.finish(&mut outputs);
@@ -232,7 +279,79 @@ pub fn run_benchmark(
         error,
         wall_s: started.elapsed().as_secs_f64(),
         run_facts,
+        adaptive: adaptive_outcome,
     }
+}
+
+/// The fewest runs per side for which the two-sided Mann-Whitney U test `compare` uses can reach
+/// p < 0.05 (4 vs 4 fully separated: p = 2/70 ≈ 0.029; 3 vs 3: p = 0.1). The minimum of adaptive
+/// runs.
+pub const MIN_SIGNIFICANT_RUNS: u32 = 4;
+
+/// The adaptive stopping rule's decision after a measured run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Run again.
+    Continue,
+    /// The CI half-width is within the target (and the minimum is done).
+    Reached,
+    /// `max_runs` done without reaching it.
+    Cap,
+}
+
+/// netperf's `-I` rule: never stop before `min_runs`; stop as soon as the relative half-width
+/// `width` of the 95 % CI is within `target`; stop at `max_runs` in any case. `width` is `None`
+/// when it cannot be computed (no samples yet).
+pub fn stop_rule(done: u32, min_runs: u32, max_runs: u32, width: Option<f64>, target: f64) -> Stop {
+    if done < min_runs {
+        Stop::Continue
+    } else if width.is_some_and(|w| w <= target) {
+        Stop::Reached
+    } else if done >= max_runs {
+        Stop::Cap
+    } else {
+        Stop::Continue
+    }
+}
+
+/// Half-width of the 95 % bootstrap CI of the median of per-run medians, as a fraction of that
+/// median. A median of 0 with a CI of [0, 0] is exact (0); a median of 0 with a CI around it has
+/// no relative width (`None`).
+pub fn relative_half_width(per_run_medians: &[f64]) -> Option<f64> {
+    if per_run_medians.is_empty() {
+        return None;
+    }
+    let (lo, hi) = stats::bootstrap_median_ci(
+        per_run_medians,
+        0.95,
+        stats::BOOTSTRAP_RESAMPLES,
+        stats::BOOTSTRAP_SEED,
+    );
+    let center = stats::median(per_run_medians);
+    let half = (hi - lo) / 2.0;
+    if center == 0.0 {
+        return (half == 0.0).then_some(0.0);
+    }
+    let w = half / center.abs();
+    w.is_finite().then_some(w)
+}
+
+/// The metric the adaptive rule watches — the first declared metric that every measured run has
+/// samples of — and its relative CI half-width.
+fn headline_half_width(info: &Info, outputs: &[RunOutput]) -> Option<(&'static str, Option<f64>)> {
+    info.metrics.iter().find_map(|spec| {
+        let medians: Vec<f64> = outputs
+            .iter()
+            .map(|o| {
+                o.samples
+                    .iter()
+                    .find(|(n, _)| *n == spec.name)
+                    .and_then(|(_, v)| stats::summarize(v))
+                    .map(|s| s.p50)
+            })
+            .collect::<Option<Vec<f64>>>()?;
+        (!medians.is_empty()).then(|| (spec.name, relative_half_width(&medians)))
+    })
 }
 
 fn summarize_metric(
@@ -445,6 +564,7 @@ mod tests {
                 timeout_ms: timeout_s * 1000,
                 bootstrap_seed: stats::BOOTSTRAP_SEED,
                 command_line: vec![],
+                adaptive: None,
             },
         }
     }
@@ -706,6 +826,118 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].median, "—");
         assert!(rows[0].note.contains("no such fault"), "{:?}", rows[0]);
+    }
+
+    #[test]
+    fn stop_rule_keeps_the_minimum_stops_when_reached_and_at_the_cap() {
+        // Below the minimum: run again however narrow the CI already is.
+        assert_eq!(stop_rule(3, 4, 30, Some(0.0), 0.05), Stop::Continue);
+        assert_eq!(stop_rule(4, 4, 30, Some(0.05), 0.05), Stop::Reached);
+        assert_eq!(stop_rule(4, 4, 30, Some(0.051), 0.05), Stop::Continue);
+        assert_eq!(stop_rule(4, 4, 30, None, 0.05), Stop::Continue);
+        // At the cap: reached if it did, else Cap — never past it.
+        assert_eq!(stop_rule(30, 4, 30, Some(0.2), 0.05), Stop::Cap);
+        assert_eq!(stop_rule(30, 4, 30, None, 0.05), Stop::Cap);
+        assert_eq!(stop_rule(30, 4, 30, Some(0.01), 0.05), Stop::Reached);
+    }
+
+    #[test]
+    fn relative_half_width_is_of_the_bootstrap_ci_of_the_median() {
+        let v = [100.0, 102.0, 98.0, 101.0, 99.0];
+        let (lo, hi) = stats::bootstrap_median_ci(&v, 0.95, 10_000, stats::BOOTSTRAP_SEED);
+        let w = relative_half_width(&v).unwrap();
+        assert!((w - (hi - lo) / 2.0 / 100.0).abs() < 1e-12, "{w}");
+        assert!(w > 0.0 && w < 0.05, "{w}");
+        // Identical runs: exact. Zero median: exact at [0, 0], undefined around it.
+        assert_eq!(relative_half_width(&[5.0; 4]), Some(0.0));
+        assert_eq!(relative_half_width(&[0.0; 4]), Some(0.0));
+        assert_eq!(relative_half_width(&[-1.0, 0.0, 0.0, 1.0, 2.0]), None);
+        assert_eq!(relative_half_width(&[]), None);
+    }
+
+    #[test]
+    fn the_minimum_of_adaptive_runs_is_the_fewest_that_can_reach_significance() {
+        let n = MIN_SIGNIFICANT_RUNS as usize;
+        let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let b: Vec<f64> = (0..n).map(|i| 100.0 + i as f64).collect();
+        assert!(stats::mann_whitney_u(&a, &b).1 < 0.05);
+        let (a, b) = (&a[..n - 1], &b[..n - 1]);
+        assert!(stats::mann_whitney_u(a, b).1 >= 0.05);
+    }
+
+    fn adaptive_plan(b: Box<dyn Benchmark>, min: u32, max: u32, width: f64) -> Plan {
+        let mut p = plan(vec![b], min, 60);
+        p.config.adaptive = Some(crate::model::AdaptiveConfig {
+            ci_width: width,
+            max_runs: max,
+        });
+        p
+    }
+
+    #[test]
+    fn adaptive_runs_stop_once_the_ci_is_narrow_enough() {
+        // Every run the same: the CI is exact after the minimum.
+        let p = adaptive_plan(
+            fake("test/steady", |_| {
+                Ok(RunOutput::default().metric("t", vec![10.0]))
+            }),
+            4,
+            30,
+            0.05,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert_eq!(r.metrics[0].runs.len(), 4);
+        let a = r.adaptive.as_ref().unwrap();
+        assert!(a.reached && a.runs == 4 && a.metric == "t", "{a:?}");
+        assert_eq!(a.half_width_pct, Some(0.0));
+        assert!(
+            r.warnings.iter().all(|w| !w.contains("cap")),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    #[test]
+    fn adaptive_runs_say_when_they_stop_at_the_cap() {
+        // Runs alternate between 1 and 100: the CI never narrows to 5 %.
+        let p = adaptive_plan(
+            fake("test/wild", |ctx| {
+                let v = if ctx.run_index % 2 == 0 { 1.0 } else { 100.0 };
+                Ok(RunOutput::default().metric("t", vec![v]))
+            }),
+            4,
+            7,
+            0.05,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert_eq!(r.metrics[0].runs.len(), 7);
+        let a = r.adaptive.as_ref().unwrap();
+        assert!(!a.reached && a.runs == 7, "{a:?}");
+        assert!(a.half_width_pct.unwrap() > 5.0, "{a:?}");
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("stopped at the cap of 7 runs") && w.contains("±5.0 %")),
+            "{:?}",
+            r.warnings
+        );
+        // In the record.
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["adaptive"]["reached"], false);
+        // Without --ci-width: the fixed count, and no adaptive outcome.
+        let p = plan(
+            vec![fake("test/wild", |_| {
+                Ok(RunOutput::default().metric("t", vec![1.0]))
+            })],
+            3,
+            10,
+        );
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert_eq!(r.metrics[0].runs.len(), 3);
+        assert!(r.adaptive.is_none());
+        assert!(serde_json::to_value(&r).unwrap().get("adaptive").is_none());
     }
 
     #[test]

@@ -389,3 +389,67 @@ fn fail_on_error_exits_5_when_a_benchmark_failed() {
         .assert()
         .success();
 }
+
+#[test]
+fn ci_width_runs_adaptively_and_records_how_each_benchmark_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("a.json");
+    osgauge()
+        .args([
+            "micro",
+            "cpu/timer_read",
+            "cpu/loop_overhead",
+            "--ci-width",
+            "50%",
+        ])
+        .args([
+            "--max-runs",
+            "6",
+            "--run-time",
+            "5ms",
+            "--quiet",
+            "--no-store",
+        ])
+        .arg("--export-json")
+        .arg(&json)
+        .assert()
+        .success();
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(rec["config"]["adaptive"]["ci_width"], 0.5);
+    assert_eq!(rec["config"]["adaptive"]["max_runs"], 6);
+    // --runs not given: the minimum is the fewest runs that can reach significance.
+    assert_eq!(rec["config"]["runs"], 4);
+    for b in rec["benchmarks"].as_array().unwrap() {
+        let a = &b["adaptive"];
+        let runs = a["runs"].as_u64().unwrap();
+        assert!((4..=6).contains(&runs), "{a}");
+        assert_eq!(
+            b["metrics"][0]["runs"].as_array().unwrap().len() as u64,
+            runs
+        );
+        // Reached means within the target; not reached means the cap (no error here) and a warning.
+        if a["reached"] == true {
+            assert!(a["half_width_pct"].as_f64().unwrap() <= 50.0, "{a}");
+        } else {
+            assert_eq!(runs, 6, "{a}");
+            let w = b["warnings"].to_string();
+            assert!(w.contains("stopped at the cap of 6 runs"), "{w}");
+        }
+    }
+    for (args, msg) in [
+        (&["--ci-width", "0%"][..], "above 0%"),
+        (&["--ci-width", "5%", "--max-runs", "3"], "--max-runs"),
+        (&["--max-runs", "10"], "--ci-width"),
+        (
+            &["--ci-width", "5%", "--runs", "20", "--max-runs", "10"],
+            "below the minimum",
+        ),
+    ] {
+        osgauge()
+            .args(["micro", "cpu/timer_read", "--no-store"])
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(msg));
+    }
+}

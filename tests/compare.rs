@@ -300,6 +300,7 @@ fn audio_record(label: &str, dropped: &[f64], task_cpu: &[f64]) -> RunRecord {
         title: "audio task under burn load".into(),
         params: audio_params("SCHED_FIFO", 0.5),
         run_facts: Vec::new(),
+        adaptive: None,
         metrics: vec![
             per_run_metric("latency", Unit::Nanoseconds, Better::Lower, &lat[..n]),
             per_run_metric(
