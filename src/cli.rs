@@ -905,15 +905,27 @@ fn run_plan(
             adaptive: adaptive.clone(),
         },
     };
-    if !opts.quiet {
-        crate::errln!(
-            "osgauge: {} benchmark(s), {} run(s) each, about {:.0} s",
-            plan.benchmarks.len(),
-            runs,
-            plan.estimate_s()
-        );
+    let preface = format!(
+        "{} benchmark(s), {}",
+        plan.benchmarks.len(),
+        runs_text(&plan)
+    );
+    execute_and_keep(plan, &opts, &preface, |record| {
+        print_record(record, opts.quiet)
+    })
+}
+
+/// "5 run(s) each" or, adaptive, "4–30 run(s) each until the 95 % CI is within ±5 %".
+fn runs_text(plan: &Plan) -> String {
+    match &plan.config.adaptive {
+        None => format!("{} run(s) each", plan.config.runs),
+        Some(a) => format!(
+            "{}–{} run(s) each until the 95 % CI is within ±{}",
+            plan.config.runs,
+            a.max_runs,
+            format!("{} %", a.ci_width * 100.0)
+        ),
     }
-    execute_and_keep(plan, &opts, |record| print_record(record, opts.quiet))
 }
 
 /// Run a plan with a progress bar and Ctrl-C handling, storing each benchmark as it finishes;
@@ -922,9 +934,32 @@ fn run_plan(
 fn execute_and_keep(
     plan: Plan,
     opts: &RunOpts,
+    preface: &str,
     print: impl FnOnce(&RunRecord),
 ) -> Result<i32, CliError> {
     let mut store = results::StoreSink::open(&opts.store, opts.quiet)?;
+    let history = store.history(&plan.benchmarks, &plan.config);
+    let (estimates, from_history) = crate::runner::estimates_with_history(&plan, &history);
+    let estimate: f64 = crate::runner::RUN_OVERHEAD_S + estimates.iter().sum::<f64>();
+    if !opts.quiet {
+        let basis = if from_history == 0 {
+            String::new()
+        } else {
+            format!(
+                " ({from_history} of {} benchmark(s) timed by earlier runs on this store)",
+                estimates.len()
+            )
+        };
+        crate::errln!(
+            "osgauge: {preface}, about {}{}{basis}",
+            crate::output::progress::format_secs(estimate),
+            if plan.config.adaptive.is_some() {
+                " at the fewest runs"
+            } else {
+                ""
+            }
+        );
+    }
     let cancel = interrupt_flag();
     // Load files that killed osgauge processes left behind (default folder, and the old-style
     // files in the working directory).
@@ -933,17 +968,29 @@ fn execute_and_keep(
         &crate::interactivity::load::default_load_base(),
         &[&cwd],
     );
-    let progress = Progress::new(plan.benchmarks.len(), !opts.quiet);
+    let mut progress = Progress::new(estimates, !opts.quiet);
+    let started = std::time::Instant::now();
     let record = execute(plan, cancel, &mut |ev| {
         store.on_event(&ev);
         match ev {
             Event::Started { .. } => {}
-            Event::BenchmarkStarted { info, .. } => progress.start(&info.id),
-            Event::BenchmarkFinished { .. } => progress.finish_one(),
+            Event::BenchmarkStarted { index, info } => progress.start(index, &info.id),
+            Event::BenchmarkFinished { index, record } => {
+                if let Some(b) = record.benchmarks.last() {
+                    progress.finish_one(index, &b.id, b.wall_s);
+                }
+            }
         }
     });
     progress.done();
     print(&record);
+    if !opts.quiet {
+        crate::errln!(
+            "osgauge: took {} (estimated {})",
+            crate::output::progress::format_secs(started.elapsed().as_secs_f64()),
+            crate::output::progress::format_secs(estimate)
+        );
+    }
     // A run the store could not keep is still exported (it is in memory), then exits 1.
     let stored = store.finish(&record);
     let exported = write_exports(&record, opts).and_then(|()| store.export_html(&record));
@@ -1202,21 +1249,15 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             adaptive: adaptive.clone(),
         },
     };
-    if !opts.quiet {
-        let n = plan.benchmarks.len() as f64;
-        let est =
-            n * (f64::from(runs) * (duration.as_secs_f64() + 0.3) + f64::from(opts.warmup) * 0.6);
-        crate::errln!(
-            "osgauge: {} cell(s) ({} task(s) × {} load(s)), {} run(s) of {:?} each, about {:.0} s",
-            plan.benchmarks.len(),
-            tasks.len(),
-            loads.len(),
-            runs,
-            duration,
-            est
-        );
-    }
-    execute_and_keep(plan, &opts, |record| {
+    let preface = format!(
+        "{} cell(s) ({} task(s) × {} load(s)), {} of {:?}",
+        plan.benchmarks.len(),
+        tasks.len(),
+        loads.len(),
+        runs_text(&plan),
+        duration
+    );
+    execute_and_keep(plan, &opts, &preface, |record| {
         match a.format {
             TableFormat::Table => crate::out!("{}", ia::table::render(record)),
             TableFormat::Interbench => crate::out!("{}", ia::table::render_interbench(record)),

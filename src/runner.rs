@@ -21,6 +21,10 @@ const NS_HISTOGRAM_SCALE: f64 = 1000.0;
 /// Histogram scale of units whose values are often fractional (six decimal places kept).
 const FRACTIONAL_HISTOGRAM_SCALE: f64 = 1e6;
 
+/// Wall time of a run besides its benchmarks (machine record, timer calibration, environment
+/// samples at start and end), s.
+pub const RUN_OVERHEAD_S: f64 = 1.0;
+
 /// Everything the runner needs, validated.
 pub struct Plan {
     pub benchmarks: Vec<Box<dyn Benchmark>>,
@@ -37,13 +41,46 @@ impl Plan {
         Duration::from_millis(self.config.timeout_ms)
     }
 
-    /// Up-front estimate of the measuring time, s (benchmarks that are cheap to set up take about this).
-    pub fn estimate_s(&self) -> f64 {
-        let per =
-            (self.config.runs + self.config.warmup_runs) as f64 * self.run_time().as_secs_f64();
-        // Calibration and the two environment samples add about a second.
-        1.0 + self.benchmarks.len() as f64 * per * 1.15
+    /// Each benchmark's expected wall time, s ([`Benchmark::estimate_s`]), never above its time
+    /// bound.
+    pub fn estimates(&self) -> Vec<f64> {
+        let e = crate::bench::Estimate {
+            runs: self.config.runs,
+            warmup: self.config.warmup_runs,
+            run_time: self.run_time(),
+        };
+        let bound = self.timeout().as_secs_f64();
+        self.benchmarks
+            .iter()
+            .map(|b| b.estimate_s(&e).clamp(0.0, bound))
+            .collect()
     }
+}
+
+/// Each benchmark's expected seconds: the time per run an earlier run of the same work took
+/// (`history`, by id: seconds per run including warm-up) times this plan's runs, else the
+/// benchmark's own estimate ([`Plan::estimates`]); never above the time bound. Also returns how
+/// many came from `history`.
+pub fn estimates_with_history(
+    plan: &Plan,
+    history: &std::collections::HashMap<String, f64>,
+) -> (Vec<f64>, usize) {
+    let all_runs = f64::from(plan.config.runs + plan.config.warmup_runs);
+    let bound = plan.timeout().as_secs_f64();
+    let mut from_history = 0;
+    let v = plan
+        .benchmarks
+        .iter()
+        .zip(plan.estimates())
+        .map(|(b, model)| match history.get(&b.info().id) {
+            Some(per_run) => {
+                from_history += 1;
+                (per_run * all_runs).clamp(0.0, bound)
+            }
+            None => model,
+        })
+        .collect();
+    (v, from_history)
 }
 
 /// What the runner reports while it works.
@@ -938,6 +975,35 @@ mod tests {
         assert_eq!(r.metrics[0].runs.len(), 3);
         assert!(r.adaptive.is_none());
         assert!(serde_json::to_value(&r).unwrap().get("adaptive").is_none());
+    }
+
+    #[test]
+    fn estimates_come_from_what_a_benchmark_does_or_an_earlier_run_of_it() {
+        let p = plan(
+            vec![
+                fake("test/a", |_| Ok(RunOutput::default())),
+                fake("test/b", |_| Ok(RunOutput::default())),
+            ],
+            4,
+            2,
+        );
+        // The default: (runs + warm-up) × (run time + set-up).
+        let model = 5.0 * (0.001 + crate::bench::DEFAULT_SETUP_S);
+        let e = p.estimates();
+        assert!((e[0] - model).abs() < 1e-12, "{e:?}");
+        // An earlier run of test/b took 0.3 s per run: 5 runs here → 1.5 s.
+        let mut h = std::collections::HashMap::new();
+        h.insert("test/b".to_string(), 0.3);
+        let (e, n) = estimates_with_history(&p, &h);
+        assert_eq!(n, 1);
+        assert!(
+            (e[0] - model).abs() < 1e-12 && (e[1] - 1.5).abs() < 1e-12,
+            "{e:?}"
+        );
+        // Never above the time bound (2 s).
+        h.insert("test/a".to_string(), 100.0);
+        let (e, n) = estimates_with_history(&p, &h);
+        assert_eq!((e[0], n), (2.0, 2));
     }
 
     #[test]

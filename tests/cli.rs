@@ -453,3 +453,98 @@ fn ci_width_runs_adaptively_and_records_how_each_benchmark_ended() {
             .stderr(predicate::str::contains(msg));
     }
 }
+
+#[test]
+fn progress_on_a_non_terminal_is_one_line_per_benchmark_with_estimate_and_actual_time() {
+    let out = osgauge()
+        .args(["micro", "cpu/timer_read", "cpu/null_syscall", "--runs", "2"])
+        .args(["--run-time", "5ms", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].starts_with("osgauge: 2 benchmark(s), 2 run(s) each, about "),
+        "{err}"
+    );
+    let progress: Vec<&&str> = lines.iter().filter(|l| l.contains("] cpu/")).collect();
+    assert_eq!(progress.len(), 2, "{err}");
+    assert!(
+        progress[0].starts_with("osgauge: [1/2] cpu/timer_read "),
+        "{err}"
+    );
+    assert!(
+        progress[1].starts_with("osgauge: [2/2] cpu/null_syscall "),
+        "{err}"
+    );
+    assert!(progress[1].contains("elapsed, about 0 s left"), "{err}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("osgauge: took ") && l.contains("(estimated ")),
+        "{err}"
+    );
+    // --quiet: none of it.
+    let out = osgauge()
+        .args([
+            "micro",
+            "cpu/timer_read",
+            "--runs",
+            "2",
+            "--run-time",
+            "5ms",
+        ])
+        .args(["--no-store", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_second_run_is_estimated_from_the_first_runs_times() {
+    let sb = common::Sandbox::new();
+    let args = [
+        "micro",
+        "cpu/timer_read",
+        "--runs",
+        "2",
+        "--run-time",
+        "5ms",
+    ];
+    sb.osgauge().args(args).assert().success();
+    let out = sb.osgauge().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .next()
+            .unwrap()
+            .contains("(1 of 1 benchmark(s) timed by earlier runs on this store)"),
+        "{err}"
+    );
+    // Another run time is other work: the benchmark's own estimate.
+    let out = sb
+        .osgauge()
+        .args([
+            "micro",
+            "cpu/timer_read",
+            "--runs",
+            "2",
+            "--run-time",
+            "6ms",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.lines()
+            .next()
+            .unwrap()
+            .contains("timed by earlier runs"),
+        "{err}"
+    );
+}
