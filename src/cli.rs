@@ -920,10 +920,10 @@ fn runs_text(plan: &Plan) -> String {
     match &plan.config.adaptive {
         None => format!("{} run(s) each", plan.config.runs),
         Some(a) => format!(
-            "{}–{} run(s) each until the 95 % CI is within ±{}",
+            "{}–{} run(s) each until the 95 % CI is within ±{} %",
             plan.config.runs,
             a.max_runs,
-            format!("{} %", a.ci_width * 100.0)
+            a.ci_width * 100.0
         ),
     }
 }
