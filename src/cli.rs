@@ -1056,6 +1056,7 @@ pub fn failures(record: &RunRecord) -> Option<String> {
 }
 
 fn print_record(record: &RunRecord, quiet: bool) {
+    crate::out!("{}", crate::output::summary::render_summary(record));
     crate::out!("{}", crate::output::render_tables(record));
     crate::outln!(
         "median of {} (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
@@ -1069,7 +1070,8 @@ fn print_warnings(record: &RunRecord, quiet: bool) {
     if quiet {
         return;
     }
-    let w = crate::output::all_warnings(record);
+    // One line per kind of warning (each is in the record and the report).
+    let w = crate::output::summary::folded_warnings(record);
     if !w.is_empty() {
         crate::errln!("\nWarnings:");
         for x in w {
