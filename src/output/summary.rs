@@ -79,8 +79,8 @@ fn metric<'a>(b: &'a BenchmarkResult, name: &str) -> Option<&'a MetricResult> {
         Some(prefix) => b
             .metrics
             .iter()
-            .filter(|m| m.name.starts_with(prefix) && m.summary.is_some())
-            .last(),
+            .rev()
+            .find(|m| m.name.starts_with(prefix) && m.summary.is_some()),
         None => b.metrics.iter().find(|m| m.name == name),
     }
 }
