@@ -113,7 +113,7 @@ impl Better {
         match self {
             Better::Lower => "lower is better",
             Better::Higher => "higher is better",
-            Better::Neutral => "neutral: ≈ target",
+            Better::Neutral => "neutral: not judged",
         }
     }
 }

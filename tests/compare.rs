@@ -511,7 +511,7 @@ fn neutral_metrics_are_shown_but_never_judged() {
         Options::default(),
     )
     .unwrap();
-    assert!(html.contains("(neutral: ≈ target)"));
+    assert!(html.contains("(neutral: not judged)"));
     assert!(html.contains("2 neutral, not judged"));
     // A record written before `neutral` existed (task_cpu stored as higher-is-better) is read
     // the same way.

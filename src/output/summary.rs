@@ -47,10 +47,48 @@ const HEADLINES: &[(&str, &str, &str)] = &[
 /// Headline figures per suite at most (the policy and interactivity suites list cells).
 const MAX_PER_SUITE: usize = 6;
 
-struct Figure {
-    label: String,
-    value: String,
-    ci: String,
+/// One headline figure, formatted.
+pub struct Figure {
+    pub label: String,
+    pub value: String,
+    pub ci: String,
+}
+
+/// Per suite (record order) its headline figures, at most [`MAX_PER_SUITE`], and notes: how many
+/// more of the same kind the table holds, a suite this OS cannot run at all.
+pub fn headlines(record: &RunRecord) -> (Vec<(String, Vec<Figure>)>, Vec<String>) {
+    let mut suites: Vec<(&str, Vec<&BenchmarkResult>)> = Vec::new();
+    for b in &record.benchmarks {
+        match suites.iter_mut().find(|(s, _)| *s == b.suite) {
+            Some((_, v)) => v.push(b),
+            None => suites.push((b.suite.as_str(), vec![b])),
+        }
+    }
+    let mut out = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    for (suite, benches) in &suites {
+        let mut figures = suite_figures(suite, benches);
+        let more = figures.len().saturating_sub(MAX_PER_SUITE);
+        figures.truncate(MAX_PER_SUITE);
+        if more > 0 {
+            notes.push(format!(
+                "{suite}: {more} more figure(s) of the same kind in the table below"
+            ));
+        }
+        if benches
+            .iter()
+            .all(|b| b.error.as_ref().map(|e| e.kind) == Some(ErrorKind::Unsupported))
+        {
+            let why = benches
+                .first()
+                .and_then(|b| b.error.as_ref())
+                .map(|e| display_text(&e.message, 120))
+                .unwrap_or_default();
+            notes.push(format!("{suite}: unsupported here ({why})"));
+        }
+        out.push((suite.to_string(), figures));
+    }
+    (out, notes)
 }
 
 fn figure(label: String, m: &MetricResult) -> Option<Figure> {
@@ -160,46 +198,22 @@ fn suite_figures(suite: &str, benches: &[&BenchmarkResult]) -> Vec<Figure> {
 /// The summary block: headline figures per suite, then the verdict lines. Empty when the record
 /// holds one suite of at most [`MAX_PER_SUITE`] figures (the table is then short enough alone).
 pub fn render_summary(record: &RunRecord) -> String {
-    let mut suites: Vec<(&str, Vec<&BenchmarkResult>)> = Vec::new();
-    for b in &record.benchmarks {
-        match suites.iter_mut().find(|(s, _)| *s == b.suite) {
-            Some((_, v)) => v.push(b),
-            None => suites.push((b.suite.as_str(), vec![b])),
-        }
-    }
+    let suites = record
+        .benchmarks
+        .iter()
+        .map(|b| b.suite.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let rows: usize = record.benchmarks.iter().map(|b| b.metrics.len()).sum();
-    if suites.len() < 2 && rows <= MAX_PER_SUITE {
+    if suites < 2 && rows <= MAX_PER_SUITE {
         return String::new();
     }
+    let (per_suite, notes) = headlines(record);
     let mut lines: Vec<(String, Figure)> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    for (suite, benches) in &suites {
-        let figures = suite_figures(suite, benches);
-        let shown = figures.len().min(MAX_PER_SUITE);
-        let more = figures.len() - shown;
-        for (i, f) in figures.into_iter().take(shown).enumerate() {
-            let name = if i == 0 {
-                suite.to_string()
-            } else {
-                String::new()
-            };
+    for (suite, figures) in per_suite {
+        for (i, f) in figures.into_iter().enumerate() {
+            let name = if i == 0 { suite.clone() } else { String::new() };
             lines.push((name, f));
-        }
-        if more > 0 {
-            notes.push(format!(
-                "{suite}: {more} more figure(s) of the same kind in the table below"
-            ));
-        }
-        if benches
-            .iter()
-            .all(|b| b.error.as_ref().map(|e| e.kind) == Some(ErrorKind::Unsupported))
-        {
-            let why = benches
-                .first()
-                .and_then(|b| b.error.as_ref())
-                .map(|e| display_text(&e.message, 120))
-                .unwrap_or_default();
-            notes.push(format!("{suite}: unsupported here ({why})"));
         }
     }
     let mut s = format!(
