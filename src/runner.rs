@@ -1007,6 +1007,63 @@ mod tests {
     }
 
     #[test]
+    fn every_benchmark_estimates_a_finite_time_at_least_its_fixed_windows() {
+        use crate::bench::{Estimate, SuiteOptions, suites_with};
+        let quick = SuiteOptions {
+            mem: crate::bench::mem::MemOptions::quick(),
+            net: crate::bench::net::NetOptions::quick(),
+            fs: crate::bench::fs::FsOptions::quick(),
+        };
+        let e = Estimate {
+            runs: 5,
+            warmup: 1,
+            run_time: Duration::from_millis(100),
+        };
+        for opts in [quick, SuiteOptions::default()] {
+            for suite in suites_with(&opts) {
+                for b in &suite.benchmarks {
+                    let t = b.estimate_s(&e);
+                    assert!(t.is_finite() && t > 0.0, "{}: {t}", b.info().id);
+                    let id = b.info().id.as_str();
+                    // A frame loop runs at least half a second per run; an interactivity cell
+                    // 5 × the run time (at least 0.5 s), its warm-up at most 0.3 s, plus the
+                    // calibration; the UDP ramp 8 steps of max(run time / 4, 50 ms).
+                    if id.starts_with("frame/") {
+                        assert!(t >= 6.0 * 0.5, "{id}: {t}");
+                    }
+                    if id.starts_with("interactivity/") {
+                        assert!((t - (0.35 + 5.0 * 0.55 + 0.3)).abs() < 1e-9, "{id}: {t}");
+                    }
+                    if id == "net/udp_max_rate" {
+                        assert!(t >= 6.0 * 8.0 * 0.05, "{id}: {t}");
+                    }
+                }
+            }
+        }
+        // Doing more costs more: a larger latency working set, longer runs.
+        let small = crate::bench::mem::MemOptions {
+            max_size: Some(64 << 20),
+            ..Default::default()
+        };
+        let large = crate::bench::mem::MemOptions {
+            max_size: Some(512 << 20),
+            ..Default::default()
+        };
+        let lat = |m: crate::bench::mem::MemOptions| {
+            let s = suites_with(&SuiteOptions {
+                mem: m,
+                ..Default::default()
+            });
+            s.iter()
+                .flat_map(|s| s.benchmarks.iter())
+                .find(|b| b.info().id == "mem/latency_random")
+                .map(|b| b.estimate_s(&e))
+                .unwrap()
+        };
+        assert!(lat(large) > lat(small));
+    }
+
+    #[test]
     fn cancel_interrupts() {
         let p = plan(
             vec![fake("test/x", |ctx| {
