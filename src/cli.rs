@@ -54,7 +54,9 @@ pub enum Command {
         after_help = "Examples:\n  osgauge run\n  osgauge run --preset standard --label my-laptop --export-json run.json\n  osgauge run --runs 3 --quiet --export-markdown run.md"
     )]
     Run {
-        /// quick: 5 runs × 100 ms per benchmark (about two minutes); standard: 10 runs × 300 ms
+        /// quick: 5 runs × 100 ms per benchmark (about a minute on a 2-core VM); standard: 10 runs
+        /// × 300 ms (about 6 minutes there, up to 12 when the file CPU-cost windows extend). Each
+        /// run prints its own estimate first
         #[arg(long, value_enum, default_value_t = Preset::Quick)]
         preset: Preset,
         /// Only these suites, comma-separated, e.g. net,fs [default: every suite]
@@ -950,8 +952,22 @@ fn execute_and_keep(
                 estimates.len()
             )
         };
+        // Extensions only where no earlier run timed the benchmark (its time includes them).
+        let extra = if from_history == 0 {
+            plan.estimate_extension_s()
+        } else {
+            0.0
+        };
+        let upto = if extra >= 1.0 {
+            format!(
+                " (up to {} if the CPU-cost windows extend to their cap)",
+                crate::output::progress::format_secs(estimate + extra)
+            )
+        } else {
+            String::new()
+        };
         crate::errln!(
-            "osgauge: {preface}, about {}{}{basis}",
+            "osgauge: {preface}, about {}{}{upto}{basis}",
             crate::output::progress::format_secs(estimate),
             if plan.config.adaptive.is_some() {
                 " at the fewest runs"

@@ -41,6 +41,22 @@ impl Plan {
         Duration::from_millis(self.config.timeout_ms)
     }
 
+    /// How much longer than [`Plan::estimates`] the run may take when every window a benchmark
+    /// extends only as needed runs to its cap, s (never past the time bounds).
+    pub fn estimate_extension_s(&self) -> f64 {
+        let e = crate::bench::Estimate {
+            runs: self.config.runs,
+            warmup: self.config.warmup_runs,
+            run_time: self.run_time(),
+        };
+        let bound = self.timeout().as_secs_f64();
+        self.benchmarks
+            .iter()
+            .zip(self.estimates())
+            .map(|(b, t)| b.estimate_extension_s(&e).clamp(0.0, (bound - t).max(0.0)))
+            .sum()
+    }
+
     /// Each benchmark's expected wall time, s ([`Benchmark::estimate_s`]), never above its time
     /// bound.
     pub fn estimates(&self) -> Vec<f64> {
@@ -1036,6 +1052,14 @@ mod tests {
                     }
                     if id == "net/udp_max_rate" {
                         assert!(t >= 6.0 * 8.0 * 0.05, "{id}: {t}");
+                    }
+                    // Only the fs bandwidth benchmarks extend their CPU-cost windows, and not
+                    // at the quick preset: 2 windows × max(10 × run time, 1 s) per measured run.
+                    let x = b.estimate_extension_s(&e);
+                    let bandwidth = id.starts_with("fs/seq_");
+                    match (bandwidth, opts.fs.quick) {
+                        (true, false) => assert!((x - 5.0 * 2.0 * 1.0).abs() < 1e-9, "{id}: {x}"),
+                        _ => assert_eq!(x, 0.0, "{id}"),
                     }
                 }
             }

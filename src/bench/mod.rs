@@ -94,6 +94,13 @@ pub trait Benchmark: Send + Sync {
     fn estimate_s(&self, e: &Estimate) -> f64 {
         e.timed(DEFAULT_SETUP_S)
     }
+    /// Time the benchmark may take beyond [`Self::estimate_s`] when a window it extends only as
+    /// needed runs to its cap (a CPU-cost window below the counters' resolution), s. Shown as
+    /// the upper end of the estimate.
+    fn estimate_extension_s(&self, e: &Estimate) -> f64 {
+        let _ = e;
+        0.0
+    }
 }
 
 /// Set-up time per run assumed by the default estimate, s (a batched micro-benchmark sizes its
