@@ -32,6 +32,8 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 pub const EXIT_REGRESSION: i32 = 3;
 /// `system check`: no warning, but some checks could not be made on this OS.
 pub const EXIT_INCOMPLETE: i32 = 4;
+/// `--fail-on-error`: a benchmark failed or timed out, or nothing was measured.
+pub const EXIT_BENCH_FAILED: i32 = 5;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -52,9 +54,14 @@ pub enum Command {
         after_help = "Examples:\n  osgauge run\n  osgauge run --preset standard --label my-laptop --export-json run.json\n  osgauge run --runs 3 --quiet --export-markdown run.md"
     )]
     Run {
-        /// quick: 5 runs × 100 ms per benchmark (about two minutes); standard: 10 runs × 300 ms
+        /// quick: 5 runs × 100 ms per benchmark (about a minute on a 2-core VM); standard: 10 runs
+        /// × 300 ms (about 6 minutes there, up to 12 when the file CPU-cost windows extend). Each
+        /// run prints its own estimate first
         #[arg(long, value_enum, default_value_t = Preset::Quick)]
         preset: Preset,
+        /// Only these suites, comma-separated, e.g. net,fs [default: every suite]
+        #[arg(long, value_delimiter = ',', value_name = "SUITE")]
+        suite: Vec<String>,
         #[command(flatten)]
         opts: RunOpts,
     },
@@ -326,9 +333,7 @@ pub(crate) fn parse_run_time(s: &str) -> Result<Duration, String> {
 fn parse_timeout(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < Duration::from_millis(100) {
-        return Err(format!(
-            "'{s}': expected a time bound from 100ms to 1440m (24 h)"
-        ));
+        return Err(format!("'{s}': expected a time bound from 100ms to 24h"));
     }
     Ok(d)
 }
@@ -381,7 +386,7 @@ pub struct RunOpts {
     /// Measuring time per run, 1ms..60m, e.g. 100ms, 1s [default: 100ms for quick, 300ms otherwise]
     #[arg(long, value_parser = parse_run_time)]
     pub run_time: Option<Duration>,
-    /// Time bound per benchmark (all its runs), 100ms..1440m; reaching it stops the benchmark cleanly and records a timeout
+    /// Time bound per benchmark (all its runs), 100ms..24h (units ns, us, ms, s, m, h); reaching it stops the benchmark cleanly and records a timeout
     #[arg(long, value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
     /// A name for this run (e.g. the OS or kernel), kept in the record: 1 to 64 characters, no
@@ -402,6 +407,18 @@ pub struct RunOpts {
     /// No progress bar and no warnings section
     #[arg(short, long)]
     pub quiet: bool,
+    /// Adaptive runs: keep running each benchmark until the 95 % CI of its headline figure (its
+    /// first metric) is within ± this share of the median, e.g. 5%; --runs is then the minimum
+    /// (default and lowest: 4, the fewest that can reach significance), --max-runs the cap
+    #[arg(long, value_parser = parse_ci_width, value_name = "PCT")]
+    pub ci_width: Option<f64>,
+    /// With --ci-width: the most runs per benchmark, 4..1000 [default: 30]
+    #[arg(long, requires = "ci_width", value_parser = clap::value_parser!(u32).range(4..=1000))]
+    pub max_runs: Option<u32>,
+    /// Exit with code 5 when a benchmark failed or timed out, or nothing at all was measured
+    /// (a benchmark this OS does not support is not a failure)
+    #[arg(long)]
+    pub fail_on_error: bool,
 }
 
 /// Options of the mem suite (`osgauge micro mem …`).
@@ -458,7 +475,54 @@ impl MemOpts {
     }
 }
 
+/// `--ci-width`: a share of the median above 0 and at most 100 %, e.g. 5% or 0.5%.
+fn parse_ci_width(s: &str) -> Result<f64, String> {
+    let v = parse_percent(s)?;
+    if v <= 0.0 || v > 1.0 {
+        return Err(format!(
+            "'{s}': expected a CI half-width above 0% and at most 100%"
+        ));
+    }
+    Ok(v)
+}
+
+/// Default cap of adaptive runs (`--max-runs`).
+pub const DEFAULT_MAX_RUNS: u32 = 30;
+
 impl RunOpts {
+    /// The runs to plan and the adaptive rule: with `--ci-width`, `runs` is the minimum (at
+    /// least [`crate::runner::MIN_SIGNIFICANT_RUNS`]) and `--max-runs` the cap. Returns (runs,
+    /// most runs a benchmark may take, adaptive config).
+    pub fn runs_plan(
+        &self,
+        default_runs: u32,
+    ) -> Result<(u32, u32, Option<crate::model::AdaptiveConfig>), CliError> {
+        let Some(width) = self.ci_width else {
+            let runs = self.runs.unwrap_or(default_runs);
+            return Ok((runs, runs, None));
+        };
+        // Adaptive: --runs is the minimum; without it, the fewest runs that can reach significance.
+        let min = self
+            .runs
+            .unwrap_or(0)
+            .max(crate::runner::MIN_SIGNIFICANT_RUNS);
+        let max = self.max_runs.unwrap_or(DEFAULT_MAX_RUNS.max(min));
+        if max < min {
+            return Err(CliError::Usage(format!(
+                "--max-runs {max} is below the minimum of {min} runs (--runs, at least {})",
+                crate::runner::MIN_SIGNIFICANT_RUNS
+            )));
+        }
+        Ok((
+            min,
+            max,
+            Some(crate::model::AdaptiveConfig {
+                ci_width: width,
+                max_runs: max,
+            }),
+        ))
+    }
+
     /// Before running: the label is valid, every output can be written, and no two name the
     /// same file (exit 2). The label is checked here, not by clap, whose message would echo it raw.
     fn check_outputs(&self) -> Result<(), CliError> {
@@ -558,8 +622,12 @@ impl From<anyhow::Error> for CliError {
 
 fn dispatch(cli: Cli) -> Result<i32, CliError> {
     match cli.command {
-        Command::Run { preset, opts } => {
-            let all: Vec<String> = suites().iter().map(|s| s.name.to_string()).collect();
+        Command::Run {
+            preset,
+            suite,
+            opts,
+        } => {
+            let all = pick_suites(&suite).map_err(CliError::Usage)?;
             // The quick preset builds suites in their lighter configuration.
             let suite_opts = SuiteOptions {
                 mem: match preset {
@@ -689,7 +757,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Policy(args) => policy::run_policy(*args),
         Command::PolicyChild { spec } => Ok(crate::policy::child::child_main(&spec)),
         Command::Completions { shell } => {
-            let mut cmd = Cli::command();
+            let mut cmd = completion_command();
             clap_complete::generate(
                 shell,
                 &mut cmd,
@@ -704,6 +772,54 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Serve(args) => serve::run_serve(args),
         Command::Model(args) => model::dispatch(*args),
     }
+}
+
+/// `run --suite a,b`: the named suites in the order `run` executes them, each once; every suite
+/// when none is named.
+pub fn pick_suites(wanted: &[String]) -> Result<Vec<String>, String> {
+    let names: Vec<&'static str> = suites().iter().map(|s| s.name).collect();
+    if let Some(bad) = wanted.iter().find(|w| !names.contains(&w.as_str())) {
+        return Err(format!(
+            "--suite: unknown suite '{}' (suites: {})",
+            crate::output::display_text(bad, 64),
+            names.join(", ")
+        ));
+    }
+    Ok(names
+        .into_iter()
+        .filter(|n| wanted.is_empty() || wanted.iter().any(|w| w == n))
+        .map(str::to_string)
+        .collect())
+}
+
+/// Every suite name and benchmark id, for shell completion.
+pub fn completion_values() -> Vec<String> {
+    let all = suites();
+    all.iter()
+        .map(|s| s.name.to_string())
+        .chain(
+            all.iter()
+                .flat_map(|s| s.benchmarks.iter().map(|b| b.info().id.clone())),
+        )
+        .collect()
+}
+
+/// The command line as the completion scripts see it: `micro`'s selection completes suite names
+/// and benchmark ids, `run --suite` suite names. (Only for the scripts: parsing keeps its own
+/// checks and messages.)
+pub fn completion_command() -> clap::Command {
+    use clap::builder::PossibleValuesParser;
+    let ids = completion_values();
+    let suite_names: Vec<String> = suites().iter().map(|s| s.name.to_string()).collect();
+    Cli::command()
+        .mut_subcommand("micro", |c| {
+            c.mut_arg("select", |a| a.value_parser(PossibleValuesParser::new(ids)))
+        })
+        .mut_subcommand("run", |c| {
+            c.mut_arg("suite", |a| {
+                a.value_parser(PossibleValuesParser::new(suite_names))
+            })
+        })
 }
 
 fn preset_name(p: Preset) -> &'static str {
@@ -767,13 +883,15 @@ fn run_plan(
         Preset::Quick => (5, Duration::from_millis(100)),
         Preset::Standard => (10, Duration::from_millis(300)),
     };
-    let runs = opts.runs.unwrap_or(runs);
+    let (runs, most_runs, adaptive) = opts.runs_plan(runs)?;
     let run_time = opts.run_time.unwrap_or(run_time);
-    // Default bound: ten times the planned measuring time, at least 20 s, plus room for the
-    // CPU-cost windows a benchmark may extend (two per run, `cpucost::max_extension` each).
-    let planned = run_time.as_secs_f64() * f64::from(runs + opts.warmup);
-    let extension =
-        crate::cpucost::max_extension(run_time).as_secs_f64() * 2.0 * f64::from(runs + opts.warmup);
+    // Default bound: ten times the planned measuring time (of the most runs a benchmark may
+    // take), at least 20 s, plus room for the CPU-cost windows a benchmark may extend (two per
+    // run, `cpucost::max_extension` each).
+    let planned = run_time.as_secs_f64() * f64::from(most_runs + opts.warmup);
+    let extension = crate::cpucost::max_extension(run_time).as_secs_f64()
+        * 2.0
+        * f64::from(most_runs + opts.warmup);
     let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
         (planned * 10.0).max(20.0) + extension,
     ));
@@ -789,17 +907,30 @@ fn run_plan(
             timeout_ms: (timeout.as_millis() as u64).max(1),
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
             command_line: std::env::args().collect(),
+            adaptive: adaptive.clone(),
         },
     };
-    if !opts.quiet {
-        crate::errln!(
-            "osgauge: {} benchmark(s), {} run(s) each, about {:.0} s",
-            plan.benchmarks.len(),
-            runs,
-            plan.estimate_s()
-        );
+    let preface = format!(
+        "{} benchmark(s), {}",
+        plan.benchmarks.len(),
+        runs_text(&plan)
+    );
+    execute_and_keep(plan, &opts, &preface, |record| {
+        print_record(record, opts.quiet)
+    })
+}
+
+/// "5 run(s) each" or, adaptive, "4–30 run(s) each until the 95 % CI is within ±5 %".
+fn runs_text(plan: &Plan) -> String {
+    match &plan.config.adaptive {
+        None => format!("{} run(s) each", plan.config.runs),
+        Some(a) => format!(
+            "{}–{} run(s) each until the 95 % CI is within ±{} %",
+            plan.config.runs,
+            a.max_runs,
+            a.ci_width * 100.0
+        ),
     }
-    execute_and_keep(plan, &opts, |record| print_record(record, opts.quiet))
 }
 
 /// Run a plan with a progress bar and Ctrl-C handling, storing each benchmark as it finishes;
@@ -808,9 +939,46 @@ fn run_plan(
 fn execute_and_keep(
     plan: Plan,
     opts: &RunOpts,
+    preface: &str,
     print: impl FnOnce(&RunRecord),
 ) -> Result<i32, CliError> {
     let mut store = results::StoreSink::open(&opts.store, opts.quiet)?;
+    let history = store.history(&plan.benchmarks, &plan.config);
+    let (estimates, from_history) = crate::runner::estimates_with_history(&plan, &history);
+    let estimate: f64 = crate::runner::RUN_OVERHEAD_S + estimates.iter().sum::<f64>();
+    if !opts.quiet {
+        let basis = if from_history == 0 {
+            String::new()
+        } else {
+            format!(
+                " ({from_history} of {} benchmark(s) timed by earlier runs on this store)",
+                estimates.len()
+            )
+        };
+        // Extensions only where no earlier run timed the benchmark (its time includes them).
+        let extra = if from_history == 0 {
+            plan.estimate_extension_s()
+        } else {
+            0.0
+        };
+        let upto = if extra >= 1.0 {
+            format!(
+                " (up to {} if the CPU-cost windows extend to their cap)",
+                crate::output::progress::format_secs(estimate + extra)
+            )
+        } else {
+            String::new()
+        };
+        crate::errln!(
+            "osgauge: {preface}, about {}{}{upto}{basis}",
+            crate::output::progress::format_secs(estimate),
+            if plan.config.adaptive.is_some() {
+                " at the fewest runs"
+            } else {
+                ""
+            }
+        );
+    }
     let cancel = interrupt_flag();
     // Load files that killed osgauge processes left behind (default folder, and the old-style
     // files in the working directory).
@@ -819,17 +987,29 @@ fn execute_and_keep(
         &crate::interactivity::load::default_load_base(),
         &[&cwd],
     );
-    let progress = Progress::new(plan.benchmarks.len(), !opts.quiet);
+    let mut progress = Progress::new(estimates, !opts.quiet);
+    let started = std::time::Instant::now();
     let record = execute(plan, cancel, &mut |ev| {
         store.on_event(&ev);
         match ev {
             Event::Started { .. } => {}
-            Event::BenchmarkStarted { info, .. } => progress.start(&info.id),
-            Event::BenchmarkFinished { .. } => progress.finish_one(),
+            Event::BenchmarkStarted { index, info } => progress.start(index, &info.id),
+            Event::BenchmarkFinished { index, record } => {
+                if let Some(b) = record.benchmarks.last() {
+                    progress.finish_one(index, &b.id, b.wall_s);
+                }
+            }
         }
     });
     progress.done();
     print(&record);
+    if !opts.quiet {
+        crate::errln!(
+            "osgauge: took {} (estimated {})",
+            crate::output::progress::format_secs(started.elapsed().as_secs_f64()),
+            crate::output::progress::format_secs(estimate)
+        );
+    }
     // A run the store could not keep is still exported (it is in memory), then exits 1. Every
     // export is attempted, whatever became of the store or of the other exports.
     let stored = store.finish(&record);
@@ -858,18 +1038,52 @@ fn execute_and_keep(
             }
         );
     }
+    let failures = opts.fail_on_error.then(|| failures(&record)).flatten();
+    if let Some(why) = &failures {
+        crate::errln!("osgauge: --fail-on-error: {why}");
+    }
     // A signal that ended the run, or an export it cut short, gives its exit code.
     let interrupted = cancel.load(Ordering::Relaxed);
     Ok(if interrupted && (!record.complete || !failed.is_empty()) {
         crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED)
     } else if !stored || !failed.is_empty() {
         EXIT_WARN
+    } else if failures.is_some() {
+        EXIT_BENCH_FAILED
     } else {
         EXIT_OK
     })
 }
 
+/// What `--fail-on-error` fails on: benchmarks that failed or reached their time bound, or a run
+/// in which no figure at all was measured. `None` when there is none.
+pub fn failures(record: &RunRecord) -> Option<String> {
+    use crate::model::ErrorKind;
+    let failed: Vec<String> = record
+        .benchmarks
+        .iter()
+        .filter_map(|b| {
+            let e = b.error.as_ref()?;
+            matches!(e.kind, ErrorKind::Failed | ErrorKind::Timeout)
+                .then(|| format!("{} ({})", b.id, e.kind.as_str()))
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Some(format!(
+            "{} benchmark(s) not measured: {}",
+            failed.len(),
+            failed.join(", ")
+        ));
+    }
+    let measured = record
+        .benchmarks
+        .iter()
+        .any(|b| b.metrics.iter().any(|m| m.summary.is_some()));
+    (!measured).then(|| "nothing was measured".to_string())
+}
+
 fn print_record(record: &RunRecord, quiet: bool) {
+    crate::out!("{}", crate::output::summary::render_summary(record));
     crate::out!("{}", crate::output::render_tables(record));
     crate::outln!(
         "median of {} (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
@@ -883,7 +1097,8 @@ fn print_warnings(record: &RunRecord, quiet: bool) {
     if quiet {
         return;
     }
-    let w = crate::output::all_warnings(record);
+    // One line per kind of warning (each is in the record and the report).
+    let w = crate::output::summary::folded_warnings(record);
     if !w.is_empty() {
         crate::errln!("\nWarnings:");
         for x in w {
@@ -1061,9 +1276,9 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     }
     let benchmarks = ia::matrix(&tasks, &loads, Arc::new(settings));
     let selection: Vec<String> = benchmarks.iter().map(|b| b.info().id.clone()).collect();
-    let runs = opts.runs.unwrap_or(3);
+    let (runs, most_runs, adaptive) = opts.runs_plan(3)?;
     let per_bench =
-        (duration + Duration::from_secs(3)).as_secs_f64() * f64::from(runs + opts.warmup);
+        (duration + Duration::from_secs(3)).as_secs_f64() * f64::from(most_runs + opts.warmup);
     let timeout = opts
         .timeout
         .unwrap_or(Duration::from_secs_f64(per_bench * 2.0 + 30.0));
@@ -1079,23 +1294,18 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             timeout_ms: (timeout.as_millis() as u64).max(1),
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
             command_line: std::env::args().collect(),
+            adaptive: adaptive.clone(),
         },
     };
-    if !opts.quiet {
-        let n = plan.benchmarks.len() as f64;
-        let est =
-            n * (f64::from(runs) * (duration.as_secs_f64() + 0.3) + f64::from(opts.warmup) * 0.6);
-        crate::errln!(
-            "osgauge: {} cell(s) ({} task(s) × {} load(s)), {} run(s) of {:?} each, about {:.0} s",
-            plan.benchmarks.len(),
-            tasks.len(),
-            loads.len(),
-            runs,
-            duration,
-            est
-        );
-    }
-    execute_and_keep(plan, &opts, |record| {
+    let preface = format!(
+        "{} cell(s) ({} task(s) × {} load(s)), {} of {:?}",
+        plan.benchmarks.len(),
+        tasks.len(),
+        loads.len(),
+        runs_text(&plan),
+        duration
+    );
+    execute_and_keep(plan, &opts, &preface, |record| {
         match a.format {
             TableFormat::Table => crate::out!("{}", ia::table::render(record)),
             TableFormat::Interbench => crate::out!("{}", ia::table::render_interbench(record)),
@@ -1281,6 +1491,7 @@ mod tests {
             vec!["--run-time", "61m"],
             vec!["--timeout", "10ms"],
             vec!["--timeout", "1441m"],
+            vec!["--timeout", "25h"],
             vec!["--runs", "0"],
             vec!["--runs", "1001"],
             vec!["--warmup", "101"],
@@ -1297,6 +1508,8 @@ mod tests {
             vec!["--run-time", "1ms"],
             vec!["--run-time", "60m"],
             vec!["--timeout", "100ms"],
+            vec!["--timeout", "2h"],
+            vec!["--timeout", "24h"],
             vec!["--runs", "1", "--warmup", "0"],
         ] {
             let mut argv = vec!["osgauge", "micro", "cpu"];
@@ -1316,6 +1529,40 @@ mod tests {
             }
             Err(e) => eprintln!("--cpus check skipped: no affinity mask here ({e})"),
         }
+    }
+
+    #[test]
+    fn fail_on_error_counts_failures_and_empty_runs_not_unsupported() {
+        use crate::model::{BenchError, RunRecord};
+        let text = include_str!("../tests/fixtures/cpu-a.json");
+        let mut r: RunRecord = serde_json::from_str(text).unwrap();
+        assert_eq!(failures(&r), None);
+        r.benchmarks[0].error = Some(BenchError::unsupported("unsupported on TestOS: no"));
+        assert_eq!(failures(&r), None, "unsupported is not a failure");
+        r.benchmarks[1].error = Some(BenchError::timeout("bound"));
+        let why = failures(&r).unwrap();
+        assert!(
+            why.contains(&format!("{} (timeout)", r.benchmarks[1].id)),
+            "{why}"
+        );
+        assert!(!why.contains(&r.benchmarks[0].id), "{why}");
+        r.benchmarks[1].error = None;
+        for b in &mut r.benchmarks {
+            for m in &mut b.metrics {
+                m.summary = None;
+            }
+        }
+        assert_eq!(failures(&r).as_deref(), Some("nothing was measured"));
+    }
+
+    #[test]
+    fn suites_are_picked_in_run_order() {
+        assert_eq!(
+            pick_suites(&["fs".into(), "net".into(), "fs".into()]).unwrap(),
+            vec!["net".to_string(), "fs".to_string()]
+        );
+        assert_eq!(pick_suites(&[]).unwrap().len(), suites().len());
+        assert!(pick_suites(&["cpu/null_syscall".into()]).is_err());
     }
 
     #[test]

@@ -93,6 +93,37 @@ pub struct Config {
     pub timeout_ms: u64,
     pub bootstrap_seed: u64,
     pub command_line: Vec<String>,
+    /// Adaptive runs (`--ci-width`): `runs` is then the minimum, and each benchmark runs on
+    /// until its headline figure's CI is narrow enough or `max_runs` is reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveConfig>,
+}
+
+/// `--ci-width W --max-runs N`: run until the 95 % bootstrap CI of the median of the benchmark's
+/// headline metric (its first declared metric with samples) has a half-width within `ci_width` of
+/// the median, never fewer than `Config::runs`, at most `max_runs`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AdaptiveConfig {
+    /// Target half-width of the 95 % CI, as a fraction of the median (0.05 = 5 %).
+    pub ci_width: f64,
+    pub max_runs: u32,
+}
+
+/// How an adaptive benchmark ended (see [`AdaptiveConfig`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AdaptiveOutcome {
+    /// The metric the rule watched.
+    pub metric: String,
+    /// Target half-width, % of the median.
+    pub target_pct: f64,
+    /// Half-width of the 95 % CI at the last run, % of the median (absent when not computable:
+    /// no samples, or a median of 0 with a CI around it).
+    pub half_width_pct: Option<f64>,
+    /// Measured runs kept.
+    pub runs: u32,
+    /// Whether the target was reached; false when the benchmark stopped at `max_runs`, its time
+    /// bound or an error first.
+    pub reached: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -115,6 +146,9 @@ pub struct BenchmarkResult {
     /// measured run). Empty in records written before per-run facts were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run_facts: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// With `--ci-width`: how the adaptive stopping rule ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveOutcome>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -316,6 +350,7 @@ mod tests {
             error: None,
             wall_s: 0.0,
             run_facts: vec![],
+            adaptive: None,
         };
         let j = serde_json::to_value(&b).unwrap();
         assert!(j.get("run_facts").is_none());

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use crate::bench::{Benchmark, Info, RunOutput};
 use crate::harness::RunContext;
 use crate::model::{
-    BenchError, BenchmarkResult, Config, Environments, ErrorKind, MetricResult, RunMetric,
-    RunRecord, SCHEMA, TimingCalibration, Tool,
+    AdaptiveOutcome, BenchError, BenchmarkResult, Config, Environments, ErrorKind, MetricResult,
+    RunMetric, RunRecord, SCHEMA, TimingCalibration, Tool,
 };
 use crate::stats;
 
@@ -20,6 +20,10 @@ use crate::stats;
 const NS_HISTOGRAM_SCALE: f64 = 1000.0;
 /// Histogram scale of units whose values are often fractional (six decimal places kept).
 const FRACTIONAL_HISTOGRAM_SCALE: f64 = 1e6;
+
+/// Wall time of a run besides its benchmarks (machine record, timer calibration, environment
+/// samples at start and end), s.
+pub const RUN_OVERHEAD_S: f64 = 1.0;
 
 /// Everything the runner needs, validated.
 pub struct Plan {
@@ -37,13 +41,62 @@ impl Plan {
         Duration::from_millis(self.config.timeout_ms)
     }
 
-    /// Up-front estimate of the measuring time, s (benchmarks that are cheap to set up take about this).
-    pub fn estimate_s(&self) -> f64 {
-        let per =
-            (self.config.runs + self.config.warmup_runs) as f64 * self.run_time().as_secs_f64();
-        // Calibration and the two environment samples add about a second.
-        1.0 + self.benchmarks.len() as f64 * per * 1.15
+    /// How much longer than [`Plan::estimates`] the run may take when every window a benchmark
+    /// extends only as needed runs to its cap, s (never past the time bounds).
+    pub fn estimate_extension_s(&self) -> f64 {
+        let e = crate::bench::Estimate {
+            runs: self.config.runs,
+            warmup: self.config.warmup_runs,
+            run_time: self.run_time(),
+        };
+        let bound = self.timeout().as_secs_f64();
+        self.benchmarks
+            .iter()
+            .zip(self.estimates())
+            .map(|(b, t)| b.estimate_extension_s(&e).clamp(0.0, (bound - t).max(0.0)))
+            .sum()
     }
+
+    /// Each benchmark's expected wall time, s ([`Benchmark::estimate_s`]), never above its time
+    /// bound.
+    pub fn estimates(&self) -> Vec<f64> {
+        let e = crate::bench::Estimate {
+            runs: self.config.runs,
+            warmup: self.config.warmup_runs,
+            run_time: self.run_time(),
+        };
+        let bound = self.timeout().as_secs_f64();
+        self.benchmarks
+            .iter()
+            .map(|b| b.estimate_s(&e).clamp(0.0, bound))
+            .collect()
+    }
+}
+
+/// Each benchmark's expected seconds: the time per run an earlier run of the same work took
+/// (`history`, by id: seconds per run including warm-up) times this plan's runs, else the
+/// benchmark's own estimate ([`Plan::estimates`]); never above the time bound. Also returns how
+/// many came from `history`.
+pub fn estimates_with_history(
+    plan: &Plan,
+    history: &std::collections::HashMap<String, f64>,
+) -> (Vec<f64>, usize) {
+    let all_runs = f64::from(plan.config.runs + plan.config.warmup_runs);
+    let bound = plan.timeout().as_secs_f64();
+    let mut from_history = 0;
+    let v = plan
+        .benchmarks
+        .iter()
+        .zip(plan.estimates())
+        .map(|(b, model)| match history.get(&b.info().id) {
+            Some(per_run) => {
+                from_history += 1;
+                (per_run * all_runs).clamp(0.0, bound)
+            }
+            None => model,
+        })
+        .collect();
+    (v, from_history)
 }
 
 /// What the runner reports while it works.
@@ -127,7 +180,10 @@ pub fn run_benchmark(
         ))
     };
 
-    let total = plan.config.warmup_runs + plan.config.runs;
+    let adaptive = plan.config.adaptive.as_ref();
+    let min_runs = plan.config.runs;
+    let max_runs = adaptive.map_or(min_runs, |a| a.max_runs.max(min_runs));
+    let total = plan.config.warmup_runs + max_runs;
     for i in 0..total {
         // The bound holds between runs too: a run is not started past it.
         if Instant::now() >= deadline {
@@ -166,6 +222,14 @@ pub fn run_benchmark(
                     break;
                 }
                 outputs.push(out);
+                if let Some(a) = adaptive {
+                    let width = headline_half_width(info, &outputs).and_then(|(_, w)| w);
+                    if stop_rule(outputs.len() as u32, min_runs, max_runs, width, a.ci_width)
+                        != Stop::Continue
+                    {
+                        break;
+                    }
+                }
             }
             Err(e) => {
                 if e.kind == ErrorKind::Timeout {
@@ -177,6 +241,42 @@ pub fn run_benchmark(
             }
         }
     }
+
+    // How the adaptive rule ended, judged on the runs as measured (before `finish`).
+    let adaptive_outcome = adaptive.map(|a| {
+        let (metric, width) = match headline_half_width(info, &outputs) {
+            Some((m, w)) => (m.to_string(), w),
+            None => (
+                info.metrics.first().map(|m| m.name).unwrap_or("").to_string(),
+                None,
+            ),
+        };
+        let runs = outputs.len() as u32;
+        let reached = runs >= min_runs && width.is_some_and(|w| w <= a.ci_width);
+        if !reached {
+            let width_text = width.map_or("not computable".to_string(), |w| {
+                format!("±{:.1} %", w * 100.0)
+            });
+            warnings.push(if runs >= max_runs {
+                format!(
+                    "stopped at the cap of {max_runs} runs (--max-runs) before its 95 % CI reached                      ±{:.1} %: {metric} is {width_text}",
+                    a.ci_width * 100.0
+                )
+            } else {
+                format!(
+                    "stopped after {runs} runs before its 95 % CI reached ±{:.1} % (see its                      error): {metric} is {width_text}",
+                    a.ci_width * 100.0
+                )
+            });
+        }
+        AdaptiveOutcome {
+            metric,
+            target_pct: a.ci_width * 100.0,
+            half_width_pct: width.map(|w| w * 100.0),
+            runs,
+            reached,
+        }
+    });
 
     // Figures that depend on every run (e.g. cache levels detected once on the pooled curve).
     let derived = bench.finish(&mut outputs);
@@ -232,7 +332,79 @@ pub fn run_benchmark(
         error,
         wall_s: started.elapsed().as_secs_f64(),
         run_facts,
+        adaptive: adaptive_outcome,
     }
+}
+
+/// The fewest runs per side for which the two-sided Mann-Whitney U test `compare` uses can reach
+/// p < 0.05 (4 vs 4 fully separated: p = 2/70 ≈ 0.029; 3 vs 3: p = 0.1). The minimum of adaptive
+/// runs.
+pub const MIN_SIGNIFICANT_RUNS: u32 = 4;
+
+/// The adaptive stopping rule's decision after a measured run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Run again.
+    Continue,
+    /// The CI half-width is within the target (and the minimum is done).
+    Reached,
+    /// `max_runs` done without reaching it.
+    Cap,
+}
+
+/// netperf's `-I` rule: never stop before `min_runs`; stop as soon as the relative half-width
+/// `width` of the 95 % CI is within `target`; stop at `max_runs` in any case. `width` is `None`
+/// when it cannot be computed (no samples yet).
+pub fn stop_rule(done: u32, min_runs: u32, max_runs: u32, width: Option<f64>, target: f64) -> Stop {
+    if done < min_runs {
+        Stop::Continue
+    } else if width.is_some_and(|w| w <= target) {
+        Stop::Reached
+    } else if done >= max_runs {
+        Stop::Cap
+    } else {
+        Stop::Continue
+    }
+}
+
+/// Half-width of the 95 % bootstrap CI of the median of per-run medians, as a fraction of that
+/// median. A median of 0 with a CI of [0, 0] is exact (0); a median of 0 with a CI around it has
+/// no relative width (`None`).
+pub fn relative_half_width(per_run_medians: &[f64]) -> Option<f64> {
+    if per_run_medians.is_empty() {
+        return None;
+    }
+    let (lo, hi) = stats::bootstrap_median_ci(
+        per_run_medians,
+        0.95,
+        stats::BOOTSTRAP_RESAMPLES,
+        stats::BOOTSTRAP_SEED,
+    );
+    let center = stats::median(per_run_medians);
+    let half = (hi - lo) / 2.0;
+    if center == 0.0 {
+        return (half == 0.0).then_some(0.0);
+    }
+    let w = half / center.abs();
+    w.is_finite().then_some(w)
+}
+
+/// The metric the adaptive rule watches — the first declared metric that every measured run has
+/// samples of — and its relative CI half-width.
+fn headline_half_width(info: &Info, outputs: &[RunOutput]) -> Option<(&'static str, Option<f64>)> {
+    info.metrics.iter().find_map(|spec| {
+        let medians: Vec<f64> = outputs
+            .iter()
+            .map(|o| {
+                o.samples
+                    .iter()
+                    .find(|(n, _)| *n == spec.name)
+                    .and_then(|(_, v)| stats::summarize(v))
+                    .map(|s| s.p50)
+            })
+            .collect::<Option<Vec<f64>>>()?;
+        (!medians.is_empty()).then(|| (spec.name, relative_half_width(&medians)))
+    })
 }
 
 fn summarize_metric(
@@ -445,6 +617,7 @@ mod tests {
                 timeout_ms: timeout_s * 1000,
                 bootstrap_seed: stats::BOOTSTRAP_SEED,
                 command_line: vec![],
+                adaptive: None,
             },
         }
     }
@@ -706,6 +879,212 @@ mod tests {
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].median, "—");
         assert!(rows[0].note.contains("no such fault"), "{:?}", rows[0]);
+    }
+
+    #[test]
+    fn stop_rule_keeps_the_minimum_stops_when_reached_and_at_the_cap() {
+        // Below the minimum: run again however narrow the CI already is.
+        assert_eq!(stop_rule(3, 4, 30, Some(0.0), 0.05), Stop::Continue);
+        assert_eq!(stop_rule(4, 4, 30, Some(0.05), 0.05), Stop::Reached);
+        assert_eq!(stop_rule(4, 4, 30, Some(0.051), 0.05), Stop::Continue);
+        assert_eq!(stop_rule(4, 4, 30, None, 0.05), Stop::Continue);
+        // At the cap: reached if it did, else Cap — never past it.
+        assert_eq!(stop_rule(30, 4, 30, Some(0.2), 0.05), Stop::Cap);
+        assert_eq!(stop_rule(30, 4, 30, None, 0.05), Stop::Cap);
+        assert_eq!(stop_rule(30, 4, 30, Some(0.01), 0.05), Stop::Reached);
+    }
+
+    #[test]
+    fn relative_half_width_is_of_the_bootstrap_ci_of_the_median() {
+        let v = [100.0, 102.0, 98.0, 101.0, 99.0];
+        let (lo, hi) = stats::bootstrap_median_ci(&v, 0.95, 10_000, stats::BOOTSTRAP_SEED);
+        let w = relative_half_width(&v).unwrap();
+        assert!((w - (hi - lo) / 2.0 / 100.0).abs() < 1e-12, "{w}");
+        assert!(w > 0.0 && w < 0.05, "{w}");
+        // Identical runs: exact. Zero median: exact at [0, 0], undefined around it.
+        assert_eq!(relative_half_width(&[5.0; 4]), Some(0.0));
+        assert_eq!(relative_half_width(&[0.0; 4]), Some(0.0));
+        assert_eq!(relative_half_width(&[-1.0, 0.0, 0.0, 1.0, 2.0]), None);
+        assert_eq!(relative_half_width(&[]), None);
+    }
+
+    #[test]
+    fn the_minimum_of_adaptive_runs_is_the_fewest_that_can_reach_significance() {
+        let n = MIN_SIGNIFICANT_RUNS as usize;
+        let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let b: Vec<f64> = (0..n).map(|i| 100.0 + i as f64).collect();
+        assert!(stats::mann_whitney_u(&a, &b).1 < 0.05);
+        let (a, b) = (&a[..n - 1], &b[..n - 1]);
+        assert!(stats::mann_whitney_u(a, b).1 >= 0.05);
+    }
+
+    fn adaptive_plan(b: Box<dyn Benchmark>, min: u32, max: u32, width: f64) -> Plan {
+        let mut p = plan(vec![b], min, 60);
+        p.config.adaptive = Some(crate::model::AdaptiveConfig {
+            ci_width: width,
+            max_runs: max,
+        });
+        p
+    }
+
+    #[test]
+    fn adaptive_runs_stop_once_the_ci_is_narrow_enough() {
+        // Every run the same: the CI is exact after the minimum.
+        let p = adaptive_plan(
+            fake("test/steady", |_| {
+                Ok(RunOutput::default().metric("t", vec![10.0]))
+            }),
+            4,
+            30,
+            0.05,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert_eq!(r.metrics[0].runs.len(), 4);
+        let a = r.adaptive.as_ref().unwrap();
+        assert!(a.reached && a.runs == 4 && a.metric == "t", "{a:?}");
+        assert_eq!(a.half_width_pct, Some(0.0));
+        assert!(
+            r.warnings.iter().all(|w| !w.contains("cap")),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    #[test]
+    fn adaptive_runs_say_when_they_stop_at_the_cap() {
+        // Runs alternate between 1 and 100: the CI never narrows to 5 %.
+        let p = adaptive_plan(
+            fake("test/wild", |ctx| {
+                let v = if ctx.run_index % 2 == 0 { 1.0 } else { 100.0 };
+                Ok(RunOutput::default().metric("t", vec![v]))
+            }),
+            4,
+            7,
+            0.05,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert_eq!(r.metrics[0].runs.len(), 7);
+        let a = r.adaptive.as_ref().unwrap();
+        assert!(!a.reached && a.runs == 7, "{a:?}");
+        assert!(a.half_width_pct.unwrap() > 5.0, "{a:?}");
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("stopped at the cap of 7 runs") && w.contains("±5.0 %")),
+            "{:?}",
+            r.warnings
+        );
+        // In the record.
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["adaptive"]["reached"], false);
+        // Without --ci-width: the fixed count, and no adaptive outcome.
+        let p = plan(
+            vec![fake("test/wild", |_| {
+                Ok(RunOutput::default().metric("t", vec![1.0]))
+            })],
+            3,
+            10,
+        );
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert_eq!(r.metrics[0].runs.len(), 3);
+        assert!(r.adaptive.is_none());
+        assert!(serde_json::to_value(&r).unwrap().get("adaptive").is_none());
+    }
+
+    #[test]
+    fn estimates_come_from_what_a_benchmark_does_or_an_earlier_run_of_it() {
+        let p = plan(
+            vec![
+                fake("test/a", |_| Ok(RunOutput::default())),
+                fake("test/b", |_| Ok(RunOutput::default())),
+            ],
+            4,
+            2,
+        );
+        // The default: (runs + warm-up) × (run time + set-up).
+        let model = 5.0 * (0.001 + crate::bench::DEFAULT_SETUP_S);
+        let e = p.estimates();
+        assert!((e[0] - model).abs() < 1e-12, "{e:?}");
+        // An earlier run of test/b took 0.3 s per run: 5 runs here → 1.5 s.
+        let mut h = std::collections::HashMap::new();
+        h.insert("test/b".to_string(), 0.3);
+        let (e, n) = estimates_with_history(&p, &h);
+        assert_eq!(n, 1);
+        assert!(
+            (e[0] - model).abs() < 1e-12 && (e[1] - 1.5).abs() < 1e-12,
+            "{e:?}"
+        );
+        // Never above the time bound (2 s).
+        h.insert("test/a".to_string(), 100.0);
+        let (e, n) = estimates_with_history(&p, &h);
+        assert_eq!((e[0], n), (2.0, 2));
+    }
+
+    #[test]
+    fn every_benchmark_estimates_a_finite_time_at_least_its_fixed_windows() {
+        use crate::bench::{Estimate, SuiteOptions, suites_with};
+        let quick = SuiteOptions {
+            mem: crate::bench::mem::MemOptions::quick(),
+            net: crate::bench::net::NetOptions::quick(),
+            fs: crate::bench::fs::FsOptions::quick(),
+        };
+        let e = Estimate {
+            runs: 5,
+            warmup: 1,
+            run_time: Duration::from_millis(100),
+        };
+        for opts in [quick, SuiteOptions::default()] {
+            for suite in suites_with(&opts) {
+                for b in &suite.benchmarks {
+                    let t = b.estimate_s(&e);
+                    assert!(t.is_finite() && t > 0.0, "{}: {t}", b.info().id);
+                    let id = b.info().id.as_str();
+                    // A frame loop runs at least half a second per run; an interactivity cell
+                    // 5 × the run time (at least 0.5 s), its warm-up at most 0.3 s, plus the
+                    // calibration; the UDP ramp 8 steps of max(run time / 4, 50 ms).
+                    if id.starts_with("frame/") {
+                        assert!(t >= 6.0 * 0.5, "{id}: {t}");
+                    }
+                    if id.starts_with("interactivity/") {
+                        assert!((t - (0.35 + 5.0 * 0.55 + 0.3)).abs() < 1e-9, "{id}: {t}");
+                    }
+                    if id == "net/udp_max_rate" {
+                        assert!(t >= 6.0 * 8.0 * 0.05, "{id}: {t}");
+                    }
+                    // Only the fs bandwidth benchmarks extend their CPU-cost windows, and not
+                    // at the quick preset: 2 windows × max(10 × run time, 1 s) per measured run.
+                    let x = b.estimate_extension_s(&e);
+                    let bandwidth = id.starts_with("fs/seq_");
+                    match (bandwidth, opts.fs.quick) {
+                        (true, false) => assert!((x - 5.0 * 2.0 * 1.0).abs() < 1e-9, "{id}: {x}"),
+                        _ => assert_eq!(x, 0.0, "{id}"),
+                    }
+                }
+            }
+        }
+        // Doing more costs more: a larger latency working set, longer runs.
+        let small = crate::bench::mem::MemOptions {
+            max_size: Some(64 << 20),
+            ..Default::default()
+        };
+        let large = crate::bench::mem::MemOptions {
+            max_size: Some(512 << 20),
+            ..Default::default()
+        };
+        let lat = |m: crate::bench::mem::MemOptions| {
+            let s = suites_with(&SuiteOptions {
+                mem: m,
+                ..Default::default()
+            });
+            s.iter()
+                .flat_map(|s| s.benchmarks.iter())
+                .find(|b| b.info().id == "mem/latency_random")
+                .map(|b| b.estimate_s(&e))
+                .unwrap()
+        };
+        assert!(lat(large) > lat(small));
     }
 
     #[test]

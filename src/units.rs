@@ -113,7 +113,7 @@ impl Better {
         match self {
             Better::Lower => "lower is better",
             Better::Higher => "higher is better",
-            Better::Neutral => "neutral: ≈ target",
+            Better::Neutral => "neutral: not judged",
         }
     }
 }
@@ -189,7 +189,8 @@ pub fn sig(v: f64) -> String {
     format!("{v:.decimals$}")
 }
 
-/// Parse a duration like `250ms`, `2s`, `1.5s`, `100us`, `500000ns`, `1m`; a bare number means seconds.
+/// Parse a duration like `250ms`, `2s`, `1.5s`, `100us`, `500000ns`, `1m`, `90min`, `2h`; a bare
+/// number means seconds. At most 24 h.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
     let split = s
@@ -198,16 +199,17 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let (num, suffix) = s.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("invalid duration '{s}': expected e.g. 250ms, 2s, 1m"))?;
+        .map_err(|_| format!("invalid duration '{s}': expected e.g. 250ms, 2s, 1m, 2h"))?;
     let mult = match suffix.trim() {
         "" | "s" => 1.0,
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,
         "ns" => 1e-9,
         "m" | "min" => 60.0,
+        "h" => 3600.0,
         other => {
             return Err(format!(
-                "invalid duration unit '{other}' in '{s}': use ns, us, ms, s or m"
+                "invalid duration unit '{other}' in '{s}': use ns, us, ms, s, m or h"
             ));
         }
     };
@@ -311,6 +313,19 @@ mod tests {
         assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        // Every unit the README names, up to the 24 h bound.
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86_400));
+        assert_eq!(
+            parse_duration("1440m").unwrap(),
+            Duration::from_secs(86_400)
+        );
+        assert_eq!(parse_duration("90min").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("100us").unwrap(), Duration::from_micros(100));
+        assert_eq!(parse_duration("100µs").unwrap(), Duration::from_micros(100));
+        assert_eq!(parse_duration("500ns").unwrap(), Duration::from_nanos(500));
+        assert!(parse_duration("25h").is_err());
+        assert!(parse_duration("1d").is_err());
         assert!(parse_duration("abc").is_err());
         assert!(parse_duration("5parsecs").is_err());
         assert!(parse_duration("0s").is_err());

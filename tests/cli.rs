@@ -260,3 +260,291 @@ fn hidden_echo_peer_copies_input_and_exits_at_eof() {
         .success()
         .stdout(predicate::str::contains("__echo").not());
 }
+
+#[test]
+fn completions_offer_suite_names_and_benchmark_ids() {
+    for shell in ["bash", "zsh"] {
+        let out = osgauge().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        for id in [
+            "cpu/null_syscall",
+            "mem/page_fault",
+            "net/tcp_rtt_64b",
+            "interactivity",
+        ] {
+            assert!(text.contains(id), "{shell}: no {id} to complete");
+        }
+    }
+    // Parsing keeps its own message for an unknown id (the completion values do not validate).
+    osgauge()
+        .args(["micro", "cpu/nosuch"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "unknown suite or benchmark 'cpu/nosuch'",
+        ));
+}
+
+#[test]
+fn run_picks_suites_with_suite_and_refuses_unknown_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    osgauge()
+        .args(["run", "--suite", "cpu", "--runs", "2", "--run-time", "5ms"])
+        .args(["--quiet", "--no-store", "--export-json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let suites: Vec<&str> = rec["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["suite"].as_str().unwrap())
+        .collect();
+    assert!(!suites.is_empty());
+    assert!(suites.iter().all(|s| *s == "cpu"), "{suites:?}");
+    assert_eq!(rec["config"]["selection"], serde_json::json!(["cpu"]));
+    osgauge()
+        .args(["run", "--suite", "cpu,nosuch", "--no-store"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--suite: unknown suite 'nosuch'"));
+}
+
+#[test]
+fn duration_flags_accept_hours_up_to_a_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    osgauge()
+        .args(["micro", "cpu/timer_read", "--runs", "1", "--warmup", "0"])
+        .args([
+            "--run-time",
+            "5ms",
+            "--timeout",
+            "2h",
+            "--quiet",
+            "--no-store",
+        ])
+        .arg("--export-json")
+        .arg(&json)
+        .assert()
+        .success();
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(rec["config"]["timeout_ms"], 7_200_000);
+    osgauge()
+        .args(["micro", "cpu/timer_read", "--timeout", "25h"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("24 h"));
+}
+
+#[test]
+fn fail_on_error_exits_5_when_a_benchmark_failed() {
+    // A peer address nothing listens on: every net benchmark fails to connect.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let peer = format!("127.0.0.1:{port}");
+    let args = [
+        "micro",
+        "net/tcp_rtt_64b",
+        "--peer",
+        &peer,
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--run-time",
+        "10ms",
+        "--no-store",
+    ];
+    // Without the flag the failure is in the record and the exit code is 0, as documented.
+    let out = osgauge().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("failed"));
+    let out = osgauge()
+        .args(args)
+        .arg("--fail-on-error")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("--fail-on-error: 1 benchmark(s) not measured: net/tcp_rtt_64b (failed)"),
+        "{err}"
+    );
+    // A run that measured everything passes with the flag.
+    osgauge()
+        .args(["micro", "cpu/timer_read", "--runs", "1", "--warmup", "0"])
+        .args([
+            "--run-time",
+            "5ms",
+            "--quiet",
+            "--no-store",
+            "--fail-on-error",
+        ])
+        .assert()
+        .success();
+}
+
+#[test]
+fn ci_width_runs_adaptively_and_records_how_each_benchmark_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("a.json");
+    osgauge()
+        .args([
+            "micro",
+            "cpu/timer_read",
+            "cpu/loop_overhead",
+            "--ci-width",
+            "50%",
+        ])
+        .args([
+            "--max-runs",
+            "6",
+            "--run-time",
+            "5ms",
+            "--quiet",
+            "--no-store",
+        ])
+        .arg("--export-json")
+        .arg(&json)
+        .assert()
+        .success();
+    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(rec["config"]["adaptive"]["ci_width"], 0.5);
+    assert_eq!(rec["config"]["adaptive"]["max_runs"], 6);
+    // --runs not given: the minimum is the fewest runs that can reach significance.
+    assert_eq!(rec["config"]["runs"], 4);
+    for b in rec["benchmarks"].as_array().unwrap() {
+        let a = &b["adaptive"];
+        let runs = a["runs"].as_u64().unwrap();
+        assert!((4..=6).contains(&runs), "{a}");
+        assert_eq!(
+            b["metrics"][0]["runs"].as_array().unwrap().len() as u64,
+            runs
+        );
+        // Reached means within the target; not reached means the cap (no error here) and a warning.
+        if a["reached"] == true {
+            assert!(a["half_width_pct"].as_f64().unwrap() <= 50.0, "{a}");
+        } else {
+            assert_eq!(runs, 6, "{a}");
+            let w = b["warnings"].to_string();
+            assert!(w.contains("stopped at the cap of 6 runs"), "{w}");
+        }
+    }
+    for (args, msg) in [
+        (&["--ci-width", "0%"][..], "above 0%"),
+        (&["--ci-width", "5%", "--max-runs", "3"], "--max-runs"),
+        (&["--max-runs", "10"], "--ci-width"),
+        (
+            &["--ci-width", "5%", "--runs", "20", "--max-runs", "10"],
+            "below the minimum",
+        ),
+    ] {
+        osgauge()
+            .args(["micro", "cpu/timer_read", "--no-store"])
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(msg));
+    }
+}
+
+#[test]
+fn progress_on_a_non_terminal_is_one_line_per_benchmark_with_estimate_and_actual_time() {
+    let out = osgauge()
+        .args(["micro", "cpu/timer_read", "cpu/null_syscall", "--runs", "2"])
+        .args(["--run-time", "5ms", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].starts_with("osgauge: 2 benchmark(s), 2 run(s) each, about "),
+        "{err}"
+    );
+    let progress: Vec<&&str> = lines.iter().filter(|l| l.contains("] cpu/")).collect();
+    assert_eq!(progress.len(), 2, "{err}");
+    assert!(
+        progress[0].starts_with("osgauge: [1/2] cpu/timer_read "),
+        "{err}"
+    );
+    assert!(
+        progress[1].starts_with("osgauge: [2/2] cpu/null_syscall "),
+        "{err}"
+    );
+    assert!(progress[1].contains("elapsed, about 0 s left"), "{err}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("osgauge: took ") && l.contains("(estimated ")),
+        "{err}"
+    );
+    // --quiet: none of it.
+    let out = osgauge()
+        .args([
+            "micro",
+            "cpu/timer_read",
+            "--runs",
+            "2",
+            "--run-time",
+            "5ms",
+        ])
+        .args(["--no-store", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_second_run_is_estimated_from_the_first_runs_times() {
+    let sb = common::Sandbox::new();
+    let args = [
+        "micro",
+        "cpu/timer_read",
+        "--runs",
+        "2",
+        "--run-time",
+        "5ms",
+    ];
+    sb.osgauge().args(args).assert().success();
+    let out = sb.osgauge().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .next()
+            .unwrap()
+            .contains("(1 of 1 benchmark(s) timed by earlier runs on this store)"),
+        "{err}"
+    );
+    // Another run time is other work: the benchmark's own estimate.
+    let out = sb
+        .osgauge()
+        .args([
+            "micro",
+            "cpu/timer_read",
+            "--runs",
+            "2",
+            "--run-time",
+            "6ms",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.lines()
+            .next()
+            .unwrap()
+            .contains("timed by earlier runs"),
+        "{err}"
+    );
+}

@@ -300,6 +300,7 @@ fn audio_record(label: &str, dropped: &[f64], task_cpu: &[f64]) -> RunRecord {
         title: "audio task under burn load".into(),
         params: audio_params("SCHED_FIFO", 0.5),
         run_facts: Vec::new(),
+        adaptive: None,
         metrics: vec![
             per_run_metric("latency", Unit::Nanoseconds, Better::Lower, &lat[..n]),
             per_run_metric(
@@ -510,7 +511,7 @@ fn neutral_metrics_are_shown_but_never_judged() {
         Options::default(),
     )
     .unwrap();
-    assert!(html.contains("(neutral: ≈ target)"));
+    assert!(html.contains("(neutral: not judged)"));
     assert!(html.contains("2 neutral, not judged"));
     // A record written before `neutral` existed (task_cpu stored as higher-is-better) is read
     // the same way.

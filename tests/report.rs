@@ -332,3 +332,38 @@ fn report_renders_in_headless_chromium() {
     );
     eprintln!("screenshot: {}", shot.display());
 }
+
+#[test]
+fn a_single_run_report_opens_with_its_summary_and_charts_and_folds_the_long_tables() {
+    // A cpu run with synthetic interactivity cells and a memory curve: tables and charts.
+    let mut r = with_synthetic("cpu-10runs.json", "one", 1, 1.0);
+    // One neutral figure (as task_cpu or a switch count is).
+    r.benchmarks[0].metrics[0].better = osgauge::units::Better::Neutral;
+    let html = osgauge::report::render(&[("one".into(), r.clone())], Options::default()).unwrap();
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("no {s}"));
+    let summary = at("<section id=\"summary\">");
+    let first_chart = at("<svg");
+    let tables = at("<section id=\"tables\">");
+    assert!(summary < first_chart && first_chart < tables, "order");
+    // The summary: a headline figure with its CI, before any chart.
+    let s = &html[summary..first_chart];
+    assert!(s.contains("null system call") && s.contains(" … "), "{s}");
+    // The results and system tables are folded, after the charts.
+    let t = &html[tables..];
+    assert!(
+        t.starts_with("<section id=\"tables\">\n<h2>Tables</h2>\n<details><summary>Results: all ")
+    );
+    assert!(t.contains("<details><summary>System and environment</summary>"));
+    assert!(!html[..tables].contains("<h2>Results</h2>"));
+    // Neutral figures say what they are compared against.
+    assert!(html.contains("(neutral: not judged)"));
+    assert!(html.contains("neutral (≈): informational figures"));
+    // A comparison keeps its order (results before the charts).
+    let two = osgauge::report::render(
+        &[("a".into(), r.clone()), ("b".into(), r)],
+        Options::default(),
+    )
+    .unwrap();
+    assert!(!two.contains("<section id=\"tables\">"));
+    assert!(two.find("<h2>Results</h2>").unwrap() < two.find("<svg").unwrap());
+}

@@ -95,6 +95,7 @@ mod tests {
                 timeout_ms: 20_000,
                 bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
                 command_line: vec![],
+                adaptive: None,
             },
         };
         let timing = crate::harness::calibrate();

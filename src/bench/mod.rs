@@ -87,6 +87,45 @@ pub trait Benchmark: Send + Sync {
         let _ = runs;
         Map::new()
     }
+    /// Wall time the whole benchmark (warm-up and runs) is expected to take, s: from what it will
+    /// do — its timed windows, set-up, calibration, extensions. For the up-front estimate and the
+    /// progress bar's ETA only; never part of a result. The default suits a benchmark that
+    /// measures for `run_time` per run with little set-up.
+    fn estimate_s(&self, e: &Estimate) -> f64 {
+        e.timed(DEFAULT_SETUP_S)
+    }
+    /// Time the benchmark may take beyond [`Self::estimate_s`] when a window it extends only as
+    /// needed runs to its cap (a CPU-cost window below the counters' resolution), s. Shown as
+    /// the upper end of the estimate.
+    fn estimate_extension_s(&self, e: &Estimate) -> f64 {
+        let _ = e;
+        0.0
+    }
+}
+
+/// Set-up time per run assumed by the default estimate, s (a batched micro-benchmark sizes its
+/// batches and reads the clock overhead; measured here at 0.01–0.04 s per run).
+pub const DEFAULT_SETUP_S: f64 = 0.02;
+
+/// What a plan asks of one benchmark, for [`Benchmark::estimate_s`].
+#[derive(Debug, Clone, Copy)]
+pub struct Estimate {
+    /// Measured runs expected (with `--ci-width`: the minimum).
+    pub runs: u32,
+    pub warmup: u32,
+    pub run_time: std::time::Duration,
+}
+
+impl Estimate {
+    /// Runs including warm-up.
+    pub fn all_runs(&self) -> f64 {
+        f64::from(self.runs + self.warmup)
+    }
+
+    /// Every run measures for `run_time`, plus `setup_s` of set-up each.
+    pub fn timed(&self, setup_s: f64) -> f64 {
+        self.all_runs() * (self.run_time.as_secs_f64() + setup_s)
+    }
 }
 
 pub struct Suite {

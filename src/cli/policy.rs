@@ -197,18 +197,14 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
     let study = Arc::new(crate::policy::Study::new(a.work_time, base));
     let benchmarks = crate::policy::matrix(study, &works, &specs, &procs);
     let selection: Vec<String> = benchmarks.iter().map(|b| b.info().id.clone()).collect();
-    let runs = opts.runs.unwrap_or(5);
+    let (runs, most_runs, adaptive) = opts.runs_plan(5)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    // Estimate: the work spread over the CPUs plus ~3 ms to start each process.
+    // ~3 ms to start each process, its work spread over the CPUs (as `Cell::estimate_s`).
     let per_run = |n: u32| f64::from(n) * (a.work_time.as_secs_f64() / cpus + 0.003) + 0.05;
-    let est: f64 = works.len() as f64
-        * specs.len() as f64
-        * procs.iter().map(|&n| per_run(n)).sum::<f64>()
-        * f64::from(runs + opts.warmup);
     // The bound of one run (see `policy::Cell::run`) for every run, + 60 s for the calibration.
     let max_cell = per_run(max) * 10.0 + 10.0 + 0.05 * f64::from(max);
     let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
-        max_cell * f64::from(runs + opts.warmup) + 60.0,
+        max_cell * f64::from(most_runs + opts.warmup) + 60.0,
     ));
     let plan = crate::runner::Plan {
         benchmarks,
@@ -222,21 +218,19 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
             timeout_ms: (timeout.as_millis() as u64).max(1),
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
             command_line: std::env::args().collect(),
+            adaptive,
         },
     };
-    if !opts.quiet {
-        crate::errln!(
-            "osgauge: {} cell(s) ({} work × {} policy × {} process count), {} run(s) each, about {:.0} s",
-            plan.benchmarks.len(),
-            works.len(),
-            specs.len(),
-            procs.len(),
-            runs,
-            est
-        );
-    }
+    let preface = format!(
+        "{} cell(s) ({} work × {} policy × {} process count), {}",
+        plan.benchmarks.len(),
+        works.len(),
+        specs.len(),
+        procs.len(),
+        super::runs_text(&plan)
+    );
     let mut sig_written: Result<(), CliError> = Ok(());
-    let code = execute_and_keep(plan, &opts, |record| {
+    let code = execute_and_keep(plan, &opts, &preface, |record| {
         crate::out!("{}", crate::output::render_tables(record));
         crate::outln!(
             "median of {} (95 % bootstrap CI). Method: `osgauge list --long`.",

@@ -197,6 +197,9 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
+/// How many of the newest stored runs [`StoreSink::history`] reads.
+pub const HISTORY_RUNS: usize = 10;
+
 /// Writes a run to the store as it goes: when it starts and after every benchmark. A failed
 /// write does not stop the run (the results stay in memory, are printed and exported); the
 /// first failure is warned about, and [`StoreSink::finish`] says what the store kept.
@@ -291,6 +294,48 @@ impl StoreSink {
             }
             _ => {}
         }
+    }
+
+    /// Time per run (warm-up included) that earlier stored runs took for each of `benchmarks`,
+    /// by id: from the newest of the last [`HISTORY_RUNS`] stored runs that ran the benchmark
+    /// with the same preset and run time, the same configured parameters, and finished it without
+    /// an error. For estimates only; nothing when there is no store.
+    pub fn history(
+        &self,
+        benchmarks: &[Box<dyn crate::bench::Benchmark>],
+        config: &crate::model::Config,
+    ) -> std::collections::HashMap<String, f64> {
+        let mut found = std::collections::HashMap::new();
+        let Some(store) = &self.store else {
+            return found;
+        };
+        let Ok(rows) = store.list() else {
+            return found;
+        };
+        for row in rows.iter().rev().take(HISTORY_RUNS) {
+            let Ok(Some(rec)) = store.get(&row.run_id) else {
+                continue;
+            };
+            if rec.config.preset != config.preset || rec.config.run_time_ms != config.run_time_ms {
+                continue;
+            }
+            for b in benchmarks {
+                let id = &b.info().id;
+                if found.contains_key(id) {
+                    continue;
+                }
+                let Some(old) = rec.benchmarks.iter().find(|x| x.id == *id) else {
+                    continue;
+                };
+                let runs = old.metrics.iter().map(|m| m.runs.len()).max().unwrap_or(0);
+                let same_work = b.params().iter().all(|(k, v)| old.params.get(k) == Some(v));
+                if old.error.is_none() && runs > 0 && same_work && old.wall_s > 0.0 {
+                    let all = runs as f64 + f64::from(rec.config.warmup_runs);
+                    found.insert(id.clone(), old.wall_s / all);
+                }
+            }
+        }
+        found
     }
 
     /// Store the final record (complete or not, with the end-of-run environment) and check it

@@ -500,6 +500,21 @@ impl Benchmark for Cell {
         m
     }
 
+    /// Warm-up runs of at most 300 ms, measured runs of the cell's duration, each with its load
+    /// started and stopped; plus the work calibration once (cached between runs).
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        let d = self
+            .settings
+            .duration
+            .unwrap_or_else(|| (e.run_time * 5).max(Duration::from_millis(500)))
+            .as_secs_f64();
+        const PER_RUN_S: f64 = 0.05;
+        const CALIBRATION_S: f64 = 0.3;
+        f64::from(e.warmup) * (d.min(0.3) + PER_RUN_S)
+            + f64::from(e.runs) * (d + PER_RUN_S)
+            + CALIBRATION_S
+    }
+
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let s = &self.settings;
         let duration = self.duration(ctx);

@@ -276,6 +276,7 @@ mod tests {
             error: None,
             wall_s: 0.0,
             run_facts: Vec::new(),
+            adaptive: None,
         };
         let f = figures(&b);
         assert_eq!(f.task, "audio");

@@ -3,6 +3,7 @@
 
 pub mod progress;
 pub mod stdout;
+pub mod summary;
 
 use crate::model::{BenchmarkResult, MetricResult, RunRecord};
 use crate::units::{Better, format_value};
@@ -95,6 +96,8 @@ pub struct Row {
     pub p99: String,
     pub cv: String,
     pub note: String,
+    /// A figure no run measured (its reason in `note`); the terminal folds these into one line.
+    pub unmeasured: bool,
 }
 
 /// Rows grouped by suite, in record order.
@@ -130,7 +133,10 @@ pub(crate) fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
     if let Some(e) = &b.error {
         let note = display_text(&format!("{}: {}", e.kind.as_str(), e.message), usize::MAX);
         match rows.first_mut() {
-            Some(r) => r.note = note,
+            Some(r) => {
+                r.note = note;
+                r.unmeasured = false;
+            }
             None => rows.push(Row {
                 name: short.to_string(),
                 median: "—".into(),
@@ -138,6 +144,7 @@ pub(crate) fn benchmark_rows(b: &BenchmarkResult) -> Vec<Row> {
                 p99: "—".into(),
                 cv: "—".into(),
                 note,
+                unmeasured: false,
             }),
         }
     }
@@ -154,6 +161,7 @@ fn metric_row(name: String, m: &MetricResult) -> Row {
             p99: "—".into(),
             cv: "—".into(),
             note: m.not_measured.clone().unwrap_or_default(),
+            unmeasured: true,
         };
     };
     let arrow = match m.better {
@@ -175,6 +183,7 @@ fn metric_row(name: String, m: &MetricResult) -> Row {
             .unwrap_or_else(|| "—".into()),
         cv: format!("{:.1} %", s.cv * 100.0),
         note: String::new(),
+        unmeasured: false,
     }
 }
 
@@ -216,10 +225,37 @@ pub fn all_warnings(record: &RunRecord) -> Vec<String> {
     w
 }
 
-/// Plain-text tables, columns aligned by display width.
+/// Figures no run measured, folded into one line per reason (numbers in the reason ignored):
+/// "N figure(s) not measured — names: reason".
+pub fn unmeasured_lines(rows: &[Row]) -> Vec<String> {
+    let mut groups: Vec<(String, String, Vec<&str>)> = Vec::new();
+    for r in rows.iter().filter(|r| r.unmeasured) {
+        let key = summary::shape_of(&r.note);
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.2.push(&r.name),
+            None => groups.push((key, r.note.clone(), vec![&r.name])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, note, names)| {
+            format!(
+                "{} figure(s) not measured — {}: {note}",
+                names.len(),
+                names.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// Plain-text tables, columns aligned by display width. Figures no run measured are not rows
+/// of dashes: one line per reason under the table names them (the record and the Markdown
+/// export keep a row for each).
 pub fn render_tables(record: &RunRecord) -> String {
     let mut s = String::new();
-    for (suite, rows) in table_rows(record) {
+    for (suite, all_rows) in table_rows(record) {
+        let folded = unmeasured_lines(&all_rows);
+        let rows: Vec<Row> = all_rows.into_iter().filter(|r| !r.unmeasured).collect();
         let header = Row {
             name: suite.clone(),
             median: "median".into(),
@@ -227,6 +263,7 @@ pub fn render_tables(record: &RunRecord) -> String {
             p99: "p99".into(),
             cv: "CV".into(),
             note: String::new(),
+            unmeasured: false,
         };
         let all: Vec<&Row> = std::iter::once(&header).chain(rows.iter()).collect();
         let w = |f: fn(&Row) -> &String| all.iter().map(|r| width(f(r))).max().unwrap_or(0);
@@ -253,6 +290,10 @@ pub fn render_tables(record: &RunRecord) -> String {
                 s.push_str(&"─".repeat(wn + wm + wc + wp + wv + 8));
                 s.push('\n');
             }
+        }
+        for line in folded {
+            s.push_str(&line);
+            s.push('\n');
         }
         s.push('\n');
     }
@@ -298,6 +339,41 @@ mod tests {
         assert!(long.ends_with('…'));
         assert_eq!(markdown_text("a|b`c"), "a\\|b\\`c");
         assert!(!markdown_text("x\ny").contains('\n'));
+    }
+
+    #[test]
+    fn unmeasured_figures_are_one_line_per_reason_not_rows_of_dashes() {
+        let text = include_str!("../../tests/fixtures/cpu-a.json");
+        let mut r: RunRecord = serde_json::from_str(text).unwrap();
+        let pc = r
+            .benchmarks
+            .iter_mut()
+            .find(|b| b.id == "cpu/proc_call")
+            .unwrap();
+        for (k, m) in pc.metrics.iter_mut().enumerate().skip(5) {
+            m.summary = None;
+            m.runs.clear();
+            m.not_measured = Some(format!(
+                "below the counters' resolution ({k} steps); `osgauge micro cpu/proc_call` measures it"
+            ));
+        }
+        let t = render_tables(&r);
+        assert!(!t.lines().any(|l| l.starts_with("proc_call.args5")), "{t}");
+        assert!(t.lines().any(|l| l.starts_with("proc_call.args4")), "{t}");
+        let line = t
+            .lines()
+            .find(|l| l.contains("not measured"))
+            .expect("a folded line");
+        assert!(
+            line.starts_with(
+                "3 figure(s) not measured — proc_call.args5, proc_call.args6, proc_call.args7: below the counters' resolution (5 steps)"
+            ),
+            "{line}"
+        );
+        assert_eq!(t.matches("not measured").count(), 1, "{t}");
+        // The Markdown export keeps a row for each.
+        let rows: Vec<Row> = table_rows(&r).into_iter().flat_map(|(_, v)| v).collect();
+        assert_eq!(rows.iter().filter(|r| r.unmeasured).count(), 3);
     }
 
     #[test]

@@ -482,6 +482,14 @@ impl Benchmark for Cell {
         m
     }
 
+    /// A run starts `procs` processes (~3 ms each) whose work spreads over the CPUs.
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let per_run =
+            f64::from(self.procs) * (self.study.target.as_secs_f64() / cpus + 0.003) + 0.05;
+        e.all_runs() * per_run
+    }
+
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let notes = self.preflight()?;
         let (size, alone) = self.study.size(self.work)?;

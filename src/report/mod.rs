@@ -102,8 +102,15 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
     )?;
     h.push_str(&legend(runs));
     h.push_str(&summary(&cmp));
-    h.push_str(&system_table(runs, &cmp));
-    h.push_str(&results_section(&cmp));
+    // One run: its headline figures and verdicts first, then the charts; the long tables come
+    // last, folded (`<details>`).
+    let single = runs.len() == 1;
+    if single {
+        h.push_str(&run_summary(&runs[0].1));
+    } else {
+        h.push_str(&system_table(runs, &cmp));
+        h.push_str(&results_section(&cmp));
+    }
 
     // Forest plot of the micro-benchmarks (ids suite/name).
     if runs.len() > 1 {
@@ -146,6 +153,16 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
     h.push_str(&net::section(runs)?);
     h.push_str(&fs::section(runs)?);
     h.push_str(&policy::section(runs)?);
+
+    if single {
+        let rows = cmp.rows.len();
+        write!(
+            h,
+            "<section id=\"tables\">\n<h2>Tables</h2>\n<details><summary>Results: all {rows} figure(s), with CI and direction</summary>\n{}</details>\n<details><summary>System and environment</summary>\n{}</details>\n</section>\n",
+            results_section(&cmp),
+            system_table(runs, &cmp)
+        )?;
+    }
 
     h.push_str(&warnings_section(runs));
 
@@ -526,8 +543,52 @@ fn results_section(cmp: &Comparison) -> String {
         }
         s.push_str("</table>\n");
     }
+    if cmp
+        .rows
+        .iter()
+        .any(|r| r.better == crate::units::Better::Neutral)
+    {
+        s.push_str("<p class=\"note\">neutral (≈): informational figures such as switch counts and effective frame rates, or checks against a target the metric's description names (task_cpu against the task's CPU share, load_cpu against the load's): a change is shown but never called better or worse.</p>\n");
+    }
     for f in &cmp.footnotes {
         writeln!(s, "<p class=\"note\">{}</p>", esc(f)).unwrap();
+    }
+    s.push_str("</section>\n");
+    s
+}
+
+/// A single run's opening: per suite its headline figures with their 95 % CI (as on the
+/// terminal, `output::summary`), and the verdicts that change how to read them.
+fn run_summary(r: &RunRecord) -> String {
+    let (per_suite, notes) = crate::output::summary::headlines(r);
+    let mut s = format!(
+        "<section id=\"summary\">\n<h2>Summary</h2>\n<p class=\"note\">Median [95 % bootstrap CI] of {}; every figure is in the tables at the end.</p>\n<table class=\"res\">\n<tr><th>suite</th><th>figure</th><th>median</th><th>95 % CI</th></tr>\n",
+        esc(&crate::output::runs_kept_text(r))
+    );
+    for (suite, figures) in &per_suite {
+        for (i, f) in figures.iter().enumerate() {
+            let name = if i == 0 { esc(suite) } else { String::new() };
+            writeln!(
+                s,
+                "<tr><td>{name}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                esc(&f.label),
+                esc(&f.value),
+                esc(&f.ci)
+            )
+            .unwrap();
+        }
+    }
+    s.push_str("</table>\n");
+    let verdicts: Vec<String> = crate::output::summary::verdicts(r)
+        .into_iter()
+        .chain(notes)
+        .collect();
+    if !verdicts.is_empty() {
+        s.push_str("<ul class=\"verdicts\">\n");
+        for v in verdicts {
+            writeln!(s, "<li>{}</li>", esc(&v)).unwrap();
+        }
+        s.push_str("</ul>\n");
     }
     s.push_str("</section>\n");
     s

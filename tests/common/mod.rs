@@ -294,6 +294,7 @@ pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
                 error: None,
                 wall_s: 1.0,
                 run_facts: Vec::new(),
+                adaptive: None,
             });
         }
     }
@@ -340,6 +341,7 @@ pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
         error: None,
         wall_s: 1.0,
         run_facts: Vec::new(),
+        adaptive: None,
     });
     out
 }

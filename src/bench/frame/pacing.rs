@@ -99,6 +99,15 @@ impl Benchmark for Pacing {
         m
     }
 
+    /// A run paces frames for the run time, at least `min_frames` periods.
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        let run = e
+            .run_time
+            .as_secs_f64()
+            .max(self.min_frames as f64 / self.fps);
+        e.all_runs() * (run + crate::bench::DEFAULT_SETUP_S)
+    }
+
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let period = 1e9 / self.fps;
         let frames = ((ctx.run_time.as_secs_f64() * self.fps).ceil() as usize).max(self.min_frames);

@@ -298,6 +298,33 @@ impl Benchmark for Bandwidth {
         m
     }
 
+    /// Each run moves its bytes twice (cache bypassed and buffered) at about
+    /// [`super::ASSUMED_FS_BYTES_PER_S`], after an idle baseline before each CPU-cost window.
+    /// The extension of a window below the counters' resolution is apart
+    /// ([`Benchmark::estimate_extension_s`]): it depends on the CPU the passes use and on the
+    /// machine being idle for the baseline (measured here: from none to the cap).
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        let bytes = (self.bytes_per_thread * self.threads as u64) as f64;
+        let extension = 0.0;
+        let warm = f64::from(e.warmup)
+            * (2.0 * bytes / super::ASSUMED_FS_BYTES_PER_S + 2.0 * self.idle.as_secs_f64());
+        warm + f64::from(e.runs)
+            * (2.0 * bytes / super::ASSUMED_FS_BYTES_PER_S
+                + 2.0 * self.idle.as_secs_f64()
+                + extension
+                + crate::bench::DEFAULT_SETUP_S)
+    }
+
+    /// Not at the quick preset: both CPU-cost windows of every measured run extended to their
+    /// cap ([`crate::cpucost::max_extension`]).
+    fn estimate_extension_s(&self, e: &crate::bench::Estimate) -> f64 {
+        if self.extend_cost {
+            f64::from(e.runs) * 2.0 * crate::cpucost::max_extension(e.run_time).as_secs_f64()
+        } else {
+            0.0
+        }
+    }
+
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         super::read_latency::refuse_memory_backed(&self.parent)?;
         let n = self.threads as u64;

@@ -13,6 +13,13 @@ use super::Benchmark;
 use crate::model::BenchError;
 use crate::platform::fs::{self as pfs, FsInfo};
 
+/// Rate of preparing read-latency files (write, sync, evict before each pass), bytes/s, assumed
+/// by the estimate: measured here (ext4 on a VM disk) at 27–29 MB/s for both the quick and the
+/// default sizes.
+pub(crate) const FILE_PREP_BYTES_PER_S: f64 = 28e6;
+/// Sequential file bandwidth assumed by the estimates, bytes/s (0.8–1.7 GB/s measured here).
+pub(crate) const ASSUMED_FS_BYTES_PER_S: f64 = 1e9;
+
 pub mod bandwidth;
 pub mod cache_size;
 pub mod contention;

@@ -204,6 +204,18 @@ impl Benchmark for ReadLatency {
         m
     }
 
+    /// Each run writes its files and evicts them before every pass (file preparation runs at
+    /// about [`super::FILE_PREP_BYTES_PER_S`]), then times every size × pattern × byte/block
+    /// for an eighth of the run time (at least 32 reads).
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        let bytes: u64 = self.sizes.iter().sum();
+        let combos = (self.sizes.len() * self.patterns.len() * VARIANTS.len()) as f64;
+        e.all_runs()
+            * (bytes as f64 / super::FILE_PREP_BYTES_PER_S
+                + combos * (e.run_time.as_secs_f64() / 8.0)
+                + crate::bench::DEFAULT_SETUP_S)
+    }
+
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         refuse_memory_backed(&self.parent)?;
         let total: u64 = self.sizes.iter().sum();

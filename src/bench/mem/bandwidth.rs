@@ -457,6 +457,24 @@ impl Benchmark for Bandwidth {
         m
     }
 
+    /// Each run faults in its arrays, then times every kernel at least 4 passes (1 discarded)
+    /// or for its share of the run time.
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        let (bytes, _) = self.array_bytes();
+        let all = (bytes * self.arrays()) as f64;
+        let passes: f64 = self
+            .kernels
+            .iter()
+            .map(|k| {
+                4.0 * (bytes * k.arrays_counted()) as f64 / super::ASSUMED_BANDWIDTH_BYTES_PER_S
+            })
+            .sum();
+        e.all_runs()
+            * (e.run_time.as_secs_f64().max(passes)
+                + all / super::FAULT_IN_BYTES_PER_S
+                + crate::bench::DEFAULT_SETUP_S)
+    }
+
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let t = self.thread_count();
         let (bytes, _) = self.array_bytes();

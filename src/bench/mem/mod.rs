@@ -22,6 +22,12 @@ use std::sync::OnceLock;
 use super::Benchmark;
 use crate::system::{Cache, CacheKind};
 
+/// Rate at which fresh anonymous memory is faulted in, assumed by the estimates (bytes/s; 4 KiB
+/// page faults on this project's 2-core VM: ~2–3 GB/s).
+pub(crate) const FAULT_IN_BYTES_PER_S: f64 = 2.5e9;
+/// Memory bandwidth assumed by the estimates (bytes/s; measured 8–10 GB/s here).
+pub(crate) const ASSUMED_BANDWIDTH_BYTES_PER_S: f64 = 8e9;
+
 pub mod bandwidth;
 pub mod latency;
 pub mod page_fault;

@@ -67,6 +67,15 @@ impl Benchmark for UdpRamp {
         &self.info
     }
 
+    /// A run steps through the ramp (at most every step), each step a quarter of the run time
+    /// (at least 50 ms) plus its set-up.
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        let step = (e.run_time / 4)
+            .max(Duration::from_millis(50))
+            .as_secs_f64();
+        e.all_runs() * STEPS.len() as f64 * (step + 0.025)
+    }
+
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let mut peer = Peer::open(&self.opts, ctx)?;
         let size = self.opts.udp_size();
