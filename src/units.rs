@@ -189,8 +189,9 @@ pub fn sig(v: f64) -> String {
     format!("{v:.decimals$}")
 }
 
-/// Parse a duration like `250ms`, `2s`, `1.5s`, `100us`, `500000ns`, `1m`, `90min`, `2h`; a bare
-/// number means seconds. At most 24 h.
+/// Parse a duration like `250ms`, `2s`, `1.5s`, `100us`, `500000ns`, `1m`, `90min`, `2h`. A bare
+/// number is refused (`--run-time 100` silently meant 100 s, not 100 ms): the unit is always
+/// written. At most 24 h.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
     let split = s
@@ -201,7 +202,12 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         .parse()
         .map_err(|_| format!("invalid duration '{s}': expected e.g. 250ms, 2s, 1m, 2h"))?;
     let mult = match suffix.trim() {
-        "" | "s" => 1.0,
+        "" => {
+            return Err(format!(
+                "duration '{s}' has no unit: write e.g. {s}ms or {s}s (units: ns, us, ms, s, m, h)"
+            ));
+        }
+        "s" => 1.0,
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,
         "ns" => 1e-9,
@@ -310,7 +316,10 @@ mod tests {
     fn durations_parse_and_reject() {
         use std::time::Duration;
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        // A bare number is refused, naming the units (it silently meant seconds).
+        let e = parse_duration("100").unwrap_err();
+        assert!(e.contains("no unit") && e.contains("100ms"), "{e}");
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
         // Every unit the README names, up to the 24 h bound.
