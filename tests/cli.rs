@@ -548,3 +548,20 @@ fn a_second_run_is_estimated_from_the_first_runs_times() {
         "{err}"
     );
 }
+
+#[test]
+fn a_duration_without_a_unit_is_refused() {
+    // `--run-time 100` silently meant 100 s; now the unit is asked for, naming the units.
+    for flag in ["--run-time", "--timeout"] {
+        let out = osgauge()
+            .args(["micro", "cpu/null_syscall", flag, "100"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(
+            err.contains("no unit") && err.contains("100ms"),
+            "{flag}: {err}"
+        );
+    }
+}
