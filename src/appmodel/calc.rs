@@ -807,6 +807,20 @@ mod tests {
         let mut j = every_input(&p);
         assert!(!j.values.contains_key("mem_bw_1t_mb_s"));
         assert!(predict(&p, &j).to_measure.is_some());
+        // A publication's figures are never asked to be measured here: they are another
+        // machine's measurements.
+        let mut published = every_input(&p);
+        published.values.remove("disk_write_cpu_s_per_mb_t1");
+        for v in published.values.values_mut() {
+            v.origin = Origin::Published;
+        }
+        assert_eq!(predict(&p, &published).to_measure, None);
+        let text = crate::appmodel::render::text(&crate::appmodel::analyse(
+            &p,
+            vec![published],
+            None,
+        ));
+        assert!(!text.contains("TO MEASURE"), "{text}");
         // The hint reaches the terminal output with the profile's file.
         j.values.remove("disk_write_cpu_s_per_mb_t1");
         let text = crate::appmodel::render::text(&crate::appmodel::analyse(&p, vec![j], None));

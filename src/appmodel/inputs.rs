@@ -439,7 +439,15 @@ pub const MEASURE_LABEL: &str = "model-inputs";
 /// default (standard) preset extends a CPU-cost window below the counters' resolution over more
 /// of the same work, which the quick preset of `osgauge run` does not do for files. None when
 /// nothing a benchmark measures is absent (a published column, a stated capacity).
+/// None too for a publication's figures (every value `Origin::Published`): a benchmark run here
+/// cannot complete another machine's published measurements, so the missing inputs are only
+/// named as not published.
 pub fn measure_command(read: &BTreeSet<String>, inp: &Inputs) -> Option<String> {
+    let published = !inp.values.is_empty()
+        && inp.values.values().all(|v| v.origin == Origin::Published);
+    if published {
+        return None;
+    }
     let bench_of = |s: &Spec| match s.source {
         Source::Metric { bench, .. } => Some(bench),
         _ => None,
