@@ -220,7 +220,6 @@ fn run_test_inner(
             let port = ready(ctl, &l)?;
             let count = Arc::new(AtomicU64::new(0));
             let (stop2, count2) = (stop.clone(), count.clone());
-            drop(conns);
             let t = std::thread::spawn(move || accept_close(l, client_ip, &stop2, &count2));
             let r = wait_finish(ctl, deadline);
             stop.store(true, Ordering::SeqCst);
