@@ -277,12 +277,22 @@ fn bad_labels_are_refused_and_stored_labels_are_printed_safely() {
     rec["label"] = Value::String(evil.clone());
     let file = d.join("evil.json");
     std::fs::write(&file, rec.to_string()).unwrap();
+    // `results import` refuses it (exit 2, one line, escaped) …
     let out = osgauge(d)
         .args(["results", "import"])
         .arg(&file)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("label") && !err.contains('\u{1b}'), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // … but a store an earlier osgauge wrote may hold it, and files are read directly.
+    let stored: osgauge::model::RunRecord = serde_json::from_value(rec.clone()).unwrap();
+    osgauge::store::Store::open(&d.join("store.sqlite"))
+        .unwrap()
+        .import(&stored, false)
+        .unwrap();
     // A file of two records: compare names its columns by their labels.
     let mut other = rec.clone();
     other["run_id"] = Value::String("01a20000-0000-7000-8000-000000000001".into());

@@ -815,11 +815,8 @@ mod tests {
             v.origin = Origin::Published;
         }
         assert_eq!(predict(&p, &published).to_measure, None);
-        let text = crate::appmodel::render::text(&crate::appmodel::analyse(
-            &p,
-            vec![published],
-            None,
-        ));
+        let text =
+            crate::appmodel::render::text(&crate::appmodel::analyse(&p, vec![published], None));
         assert!(!text.contains("TO MEASURE"), "{text}");
         // The hint reaches the terminal output with the profile's file.
         j.values.remove("disk_write_cpu_s_per_mb_t1");

@@ -443,8 +443,8 @@ pub const MEASURE_LABEL: &str = "model-inputs";
 /// cannot complete another machine's published measurements, so the missing inputs are only
 /// named as not published.
 pub fn measure_command(read: &BTreeSet<String>, inp: &Inputs) -> Option<String> {
-    let published = !inp.values.is_empty()
-        && inp.values.values().all(|v| v.origin == Origin::Published);
+    let published =
+        !inp.values.is_empty() && inp.values.values().all(|v| v.origin == Origin::Published);
     if published {
         return None;
     }

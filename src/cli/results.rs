@@ -534,6 +534,12 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                         f.display()
                     )));
                 }
+                // Held to what a run of this osgauge satisfies, before the store is opened.
+                for doc in &d {
+                    store::check_imported(&doc.record).map_err(|e| {
+                        CliError::Usage(format!("{}: run {}: {e}", f.display(), doc.record.run_id))
+                    })?;
+                }
                 from.extend(std::iter::repeat_n(f.clone(), d.len()));
                 docs.extend(d);
             }
