@@ -147,6 +147,26 @@ fn n_runs_geomean_and_missing_benchmarks() {
 }
 
 #[test]
+fn a_figure_not_measured_carries_its_reason_not_no_finished_runs() {
+    let a = fixture("cpu-10runs.json");
+    let mut b = slowed(&a, "cpu/io_syscall", 1.0);
+    let bench = b
+        .benchmarks
+        .iter_mut()
+        .find(|x| x.id == "cpu/io_syscall")
+        .unwrap();
+    let m = &mut bench.metrics[0];
+    m.runs.clear();
+    m.not_measured = Some("machine busy: the idle baseline moved".into());
+    let c = compared(vec![("a", a), ("b", b)]);
+    let row = bench_row(&c, "cpu/io_syscall");
+    assert_eq!(
+        row.cells[1].note.as_deref(),
+        Some("not measured: machine busy: the idle baseline moved")
+    );
+}
+
+#[test]
 fn differing_machine_fields_are_listed() {
     let a = fixture("cpu-a.json");
     let mut b = fixture("cpu-b.json");

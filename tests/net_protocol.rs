@@ -475,7 +475,7 @@ fn client_strings_are_escaped_before_they_are_logged_or_echoed() {
                 "{reason:?}"
             );
             assert!(
-                reason.contains("\\u{a}") && reason.contains("more characters"),
+                reason.contains("x\\nsession") && reason.contains('…'),
                 "{reason}"
             );
             assert!(reason.len() < 600, "{} bytes", reason.len());

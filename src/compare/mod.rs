@@ -387,10 +387,17 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
                 let vals = f.map(|(_, m)| per_run(m)).unwrap_or_default();
                 let note = match f {
                     None => Some("not in this run".to_string()),
-                    Some((b, _)) if vals.is_empty() => Some(
+                    // The real reason: the benchmark's error, else why this metric was not
+                    // measured (a busy machine, counters too coarse), else no finished runs.
+                    Some((b, m)) if vals.is_empty() => Some(
                         b.error
                             .as_ref()
                             .map(|e| e.to_string())
+                            .or_else(|| {
+                                m.not_measured
+                                    .as_ref()
+                                    .map(|w| format!("not measured: {w}"))
+                            })
                             .unwrap_or_else(|| "no finished runs".into()),
                     ),
                     _ => None,
