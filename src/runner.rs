@@ -298,6 +298,7 @@ pub fn run_benchmark(
     }
     let mut per_metric: Vec<Vec<Vec<f64>>> = vec![Vec::new(); info.metrics.len()];
     let mut reasons: Vec<Option<String>> = vec![None; info.metrics.len()];
+    let mut unmeasured_runs = vec![0usize; info.metrics.len()];
     for out in outputs {
         for (name, samples) in out.samples {
             if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
@@ -306,6 +307,7 @@ pub fn run_benchmark(
         }
         for (name, why) in out.not_measured {
             if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
+                unmeasured_runs[k] += 1;
                 reasons[k].get_or_insert(why);
             }
         }
@@ -316,9 +318,18 @@ pub fn run_benchmark(
         .iter()
         .zip(per_metric)
         .zip(reasons)
-        .map(|((spec, runs), why)| {
+        .zip(unmeasured_runs)
+        .map(|(((spec, runs), why), missed)| {
+            let measured = runs.len();
             let mut m = summarize_metric(spec, runs, &mut warnings);
             m.not_measured = why;
+            if let Some(w) =
+                too_few_measured(measured, measured + missed, m.not_measured.as_deref())
+            {
+                // The k runs that did measure stay in `runs`; no figure is made of them.
+                m.summary = None;
+                m.not_measured = Some(w);
+            }
             m
         })
         .collect();
@@ -504,6 +515,27 @@ fn summarize_metric(
     }
 }
 
+/// The fewest runs a figure is made of when some runs of it were not measured (a CPU cost below
+/// the counters' resolution, a busy baseline): at least [`MIN_MEASURED_RUNS`] and at least half
+/// of the runs. Below that the figure is "not measured", never a median of one run in fifteen.
+pub const MIN_MEASURED_RUNS: usize = 3;
+
+/// Why a metric measured in only `measured` of `total` runs is not reported, or None when it is
+/// (every run measured it, or enough did).
+pub fn too_few_measured(measured: usize, total: usize, why: Option<&str>) -> Option<String> {
+    if measured == total || measured == 0 {
+        return None;
+    }
+    let needed = MIN_MEASURED_RUNS.max(total.div_ceil(2));
+    (measured < needed).then(|| {
+        format!(
+            "only {measured} of {total} runs measured it (a figure needs at least {needed}: \
+             {MIN_MEASURED_RUNS} and half the runs); the others: {}",
+            why.unwrap_or("not measured")
+        )
+    })
+}
+
 /// Facts every measured run reported with the same value go into `params` (each run's own facts
 /// stay in the record's `run_facts`).
 fn merge_facts(params: &mut Map<String, Value>, run_facts: &[Map<String, Value>]) {
@@ -566,6 +598,50 @@ fn run_warnings(record: &RunRecord, interrupted: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_figure_needs_three_measured_runs_and_half_of_them() {
+        // Every run measured it, or none did: nothing to add.
+        assert_eq!(too_few_measured(5, 5, None), None);
+        assert_eq!(too_few_measured(0, 15, Some("x")), None);
+        // One run in fifteen (the UDP service demand of issue 29) is not a median.
+        let w = too_few_measured(1, 15, Some("below the counters' resolution")).unwrap();
+        assert!(
+            w.starts_with("only 1 of 15 runs measured it (a figure needs at least 8")
+                && w.ends_with("the others: below the counters' resolution"),
+            "{w}"
+        );
+        // At least 3, and at least half.
+        assert!(too_few_measured(2, 3, None).is_some());
+        assert!(too_few_measured(2, 2, None).is_none());
+        assert_eq!(too_few_measured(3, 5, None), None);
+        assert!(too_few_measured(3, 7, None).is_some());
+        assert_eq!(too_few_measured(4, 7, None), None);
+    }
+
+    #[test]
+    fn too_few_measured_runs_leave_no_summary_and_say_why() {
+        // Only the first of 6 runs clears the counters: its value is kept, no figure is made.
+        let p = plan(
+            vec![fake("test/mostly_unmeasured", |ctx| {
+                Ok(if ctx.run_index == 0 {
+                    RunOutput::default().metric("t", vec![7.0])
+                } else {
+                    RunOutput::default().not_measured("t", "below the counters' resolution")
+                })
+            })],
+            6,
+            10,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        let m = &r.metrics[0];
+        assert!(m.summary.is_none(), "{:?}", m.summary);
+        assert_eq!(m.runs.len(), 1);
+        assert_eq!(m.runs[0].summary.p50, 7.0);
+        let why = m.not_measured.as_deref().unwrap();
+        assert!(why.starts_with("only 1 of 6 runs measured it"), "{why}");
+    }
     use crate::bench::{MetricSpec, RunOutput};
     use crate::units::{Better, Unit};
 

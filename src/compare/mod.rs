@@ -238,6 +238,10 @@ pub struct Comparison {
 
 /// Per-run values compared: each run's median.
 fn per_run(m: &MetricResult) -> Vec<f64> {
+    // Too few runs measured it to make a figure (see `runner::too_few_measured`): nothing to compare.
+    if m.summary.is_none() && m.not_measured.is_some() {
+        return Vec::new();
+    }
     m.runs
         .iter()
         .map(|r| r.summary.p50)
