@@ -167,6 +167,28 @@ fn a_figure_not_measured_carries_its_reason_not_no_finished_runs() {
 }
 
 #[test]
+fn what_the_run_counts_can_detect_is_said_once_at_the_top() {
+    // 5 vs 5 runs: p ≥ 0.0079; alone among 150 metrics a change gets q ≥ 1 — never a verdict.
+    let n = compare::power_note(5, 5, 150).expect("a note");
+    assert!(n.contains("is 0.0079") && n.contains("≥ 1.000"), "{n}");
+    // 8 vs 8: p ≥ 2/12870, × 150 = 0.023 < 0.05 (7 vs 7: 0.087).
+    assert!(n.contains("--runs 8 "), "{n}");
+    assert!(n.contains("at most 6 at these run counts"), "{n}");
+    // With 10 runs per side and a few metrics a single change can be detected: no note.
+    assert_eq!(compare::power_note(10, 10, 5), None);
+    // In the terminal text, before the differences and the results.
+    let a = fixture("cpu-10runs.json");
+    let few = truncated(&a, 3);
+    let c = compared(vec![
+        ("a", few.clone()),
+        ("b", slowed(&few, "cpu/io_syscall", 2.0)),
+    ]);
+    let text = compare::render::text(&c);
+    let note = text.find("NOTE: With 3 vs 3 runs").expect(&text);
+    assert!(note < text.find("cpu/io_syscall").unwrap(), "{text}");
+}
+
+#[test]
 fn differing_machine_fields_are_listed() {
     let a = fixture("cpu-a.json");
     let mut b = fixture("cpu-b.json");

@@ -216,6 +216,9 @@ pub fn text(c: &Comparison) -> String {
         ));
     }
     s.push('\n');
+    if let Some(p) = &c.power {
+        s.push_str(&format!("NOTE: {p}\n\n"));
+    }
     if !c.differences.is_empty() {
         s.push_str("Machine / environment fields that differ:\n");
         let w = c
@@ -357,6 +360,12 @@ pub fn markdown(c: &Comparison) -> String {
             col.os,
             if j == 0 { " (baseline)" } else { "" },
             if col.complete { "" } else { " (incomplete)" }
+        ));
+    }
+    if let Some(p) = &c.power {
+        s.push_str(&format!(
+            "\n> **Note:** {}\n",
+            crate::output::markdown_text(p)
         ));
     }
     if !c.differences.is_empty() {

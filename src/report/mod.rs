@@ -403,8 +403,12 @@ fn summary(cmp: &Comparison) -> String {
     if cmp.columns.len() < 2 {
         return String::new();
     }
-    let mut s =
-        String::from("<section>\n<h2>Summary</h2>\n<table class=\"res\">\n<tr><th>suite</th>");
+    let mut s = String::from("<section>\n<h2>Summary</h2>\n");
+    // What these run counts can detect at all, said once before any verdict.
+    if let Some(p) = &cmp.power {
+        writeln!(s, "<p class=\"note\"><b>Note:</b> {}</p>", esc(p)).unwrap();
+    }
+    s.push_str("<table class=\"res\">\n<tr><th>suite</th>");
     for j in 1..cmp.columns.len() {
         write!(
             s,
@@ -458,6 +462,7 @@ fn verdict_class(v: Verdict) -> &'static str {
 
 fn results_section(cmp: &Comparison) -> String {
     let mut s = String::from("<section>\n<h2>Results</h2>\n");
+
     let n = cmp.columns.len();
     let mut suites: Vec<&str> = Vec::new();
     for r in &cmp.rows {
