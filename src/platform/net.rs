@@ -122,6 +122,27 @@ pub fn time_wait_count() -> io::Result<u64> {
     ))
 }
 
+/// How many local ports connect() may pick from (Linux: net.ipv4.ip_local_port_range; elsewhere
+/// the IANA dynamic range 49152–65535, which Windows and macOS use by default).
+pub fn ephemeral_ports() -> u64 {
+    #[cfg(target_os = "linux")]
+    if let Ok(t) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        && let Some(n) = ports_in_range(&t)
+    {
+        return n;
+    }
+    65535 - 49152 + 1
+}
+
+/// The size of a "low high" port range as /proc prints it.
+pub fn ports_in_range(text: &str) -> Option<u64> {
+    let mut it = text.split_whitespace().map(|x| x.parse::<u64>());
+    match (it.next(), it.next()) {
+        (Some(Ok(lo)), Some(Ok(hi))) if hi >= lo => Some(hi - lo + 1),
+        _ => None,
+    }
+}
+
 /// Count lines of /proc/net/tcp whose state column is 06 (TIME_WAIT).
 pub fn count_time_wait(table: &str) -> u64 {
     table
@@ -147,6 +168,14 @@ mod tests {
                  1: 0100007F:1F90 0100007F:C351 01 00000000:00000000\n\
                  2: 0100007F:1F90 0100007F:C352 06 00000000:00000000\n";
         assert_eq!(count_time_wait(t), 2);
+    }
+
+    #[test]
+    fn port_ranges_are_sized() {
+        assert_eq!(ports_in_range("32768\t60999\n"), Some(28232));
+        assert_eq!(ports_in_range("100 99"), None);
+        assert_eq!(ports_in_range("x"), None);
+        assert!(ephemeral_ports() > 0);
     }
 
     #[test]
