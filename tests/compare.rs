@@ -189,6 +189,51 @@ fn what_the_run_counts_can_detect_is_said_once_at_the_top() {
 }
 
 #[test]
+fn verdicts_of_a_run_on_a_busier_machine_are_marked() {
+    let a = fixture("cpu-10runs.json");
+    let mut b = slowed(&a, "cpu/io_syscall", 2.0);
+    let ct = b
+        .environment
+        .start
+        .cpu_time
+        .get_or_insert_with(Default::default);
+    ct.window_busy_pct = Some(95.0);
+    let base_busy = a
+        .environment
+        .start
+        .cpu_time
+        .as_ref()
+        .and_then(|c| c.window_busy_pct)
+        .unwrap_or(0.0);
+    let mut a = a;
+    a.environment
+        .start
+        .cpu_time
+        .get_or_insert_with(Default::default)
+        .window_busy_pct = Some(base_busy.min(10.0));
+    let c = compared(vec![("quiet", a.clone()), ("busy", b)]);
+    let d = c.columns[1].environment_differs.as_deref().expect("marked");
+    assert!(d.contains("CPUs busy 95 %"), "{d}");
+    let row = bench_row(&c, "cpu/io_syscall");
+    assert_eq!(vs_base(row).verdict, compare::Verdict::Worse);
+    assert!(compare::render::verdict_text(&row.cells[1]).ends_with("(e)"));
+    let text = compare::render::text(&c);
+    assert!(
+        text.contains("NOTE: [1] ran on a machine in another state"),
+        "{text}"
+    );
+    // The same machine state: nothing marked.
+    let c = compared(vec![
+        ("a", a.clone()),
+        ("b", slowed(&a, "cpu/io_syscall", 2.0)),
+    ]);
+    assert!(c.columns[1].environment_differs.is_none());
+    assert!(
+        !compare::render::verdict_text(&bench_row(&c, "cpu/io_syscall").cells[1]).contains("(e)")
+    );
+}
+
+#[test]
 fn differing_machine_fields_are_listed() {
     let a = fixture("cpu-a.json");
     let mut b = fixture("cpu-b.json");

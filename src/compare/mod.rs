@@ -64,6 +64,44 @@ pub struct Column {
     pub label: Option<String>,
     pub os: String,
     pub complete: bool,
+    /// How this run's machine was busier or quieter than the baseline's while it measured (load,
+    /// CPU pressure, steal), when beyond [`ENV_THRESHOLDS`]: its verdicts are marked `(e)`.
+    pub environment_differs: Option<String>,
+}
+
+/// How much two runs' environments may differ before their verdicts are marked: CPU busy time
+/// of the whole machine (percentage points of all CPUs), CPU pressure (`some avg10`, points) and
+/// steal (points), each the larger of the start and end samples.
+pub const ENV_THRESHOLDS: (f64, f64, f64) = (20.0, 10.0, 5.0);
+
+/// (busy %, CPU pressure %, steal %) of a run's environment: the larger of its start and end
+/// samples, where recorded.
+fn environment_load(r: &RunRecord) -> [Option<f64>; 3] {
+    let samples: Vec<&crate::system::Environment> = std::iter::once(&r.environment.start)
+        .chain(r.environment.end.as_ref())
+        .collect();
+    let max = |f: &dyn Fn(&crate::system::Environment) -> Option<f64>| {
+        samples.iter().filter_map(|e| f(e)).reduce(f64::max)
+    };
+    [
+        max(&|e| e.cpu_time.as_ref().and_then(|c| c.window_busy_pct)),
+        max(&|e| e.cpu_pressure.as_ref().map(|p| p.some_avg10)),
+        max(&|e| e.cpu_time.as_ref().and_then(|c| c.window_steal_pct)),
+    ]
+}
+
+/// What differs beyond [`ENV_THRESHOLDS`] between `r`'s environment and the baseline's.
+pub fn environment_contrast(base: &RunRecord, r: &RunRecord) -> Option<String> {
+    let (a, b) = (environment_load(base), environment_load(r));
+    let limits = [ENV_THRESHOLDS.0, ENV_THRESHOLDS.1, ENV_THRESHOLDS.2];
+    let names = ["CPUs busy", "CPU pressure", "steal"];
+    let parts: Vec<String> = (0..3)
+        .filter_map(|i| {
+            let (x, y) = (a[i]?, b[i]?);
+            ((y - x).abs() > limits[i]).then(|| format!("{} {y:.0} % vs {x:.0} %", names[i]))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -157,6 +195,9 @@ pub struct Cell {
     /// This benchmark's settings (asked or applied) differ from the baseline's; the fields are
     /// in [`Comparison::settings`].
     pub settings_differ: bool,
+    /// The run's environment differed from the baseline's beyond [`ENV_THRESHOLDS`]: a verdict
+    /// here is marked `(e)`.
+    pub environment_differs: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -378,6 +419,7 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
             label: r.label.clone(),
             os: r.machine.os.clone(),
             complete: r.complete,
+            environment_differs: environment_contrast(&runs[0].1, r),
         })
         .collect();
     let settings = settings_differences(runs);
@@ -448,6 +490,7 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
                     note,
                     vs_base,
                     settings_differ: f.is_some() && found[0].is_some() && marked(bid, i),
+                    environment_differs: i > 0 && columns[i].environment_differs.is_some(),
                 }
             })
             .collect();
@@ -570,6 +613,14 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
         footnotes.push(
             "metrics with a zero or negative value are compared by their difference and left out of the geometric mean".into(),
         );
+    }
+    for (j, c) in columns.iter().enumerate().skip(1) {
+        if let Some(d) = &c.environment_differs {
+            footnotes.push(format!(
+                "(e) [{j}] {} ran while the machine was in another state than for the baseline ({d}): its better/worse verdicts may reflect the machine, not the system under test",
+                c.name
+            ));
+        }
     }
     if columns.iter().any(|c| !c.complete) {
         footnotes.push(

@@ -83,12 +83,22 @@ pub fn delta_text(d: &Delta, unit: Unit) -> String {
 /// The verdict as shown in a cell: `worse`, `~ (a)`, `neutral`, plus ` (s)` when the cell's
 /// settings differ from the baseline's.
 pub fn verdict_text(cell: &Cell) -> String {
-    match &cell.vs_base {
+    let mut t = match &cell.vs_base {
         Some(d) if cell.settings_differ => format!("{} (s)", d.symbol()),
         Some(d) => d.symbol().to_string(),
         None if cell.settings_differ => "(s)".into(),
         None => String::new(),
+    };
+    // A verdict measured on a machine in another state than the baseline's: marked.
+    if cell.environment_differs
+        && cell
+            .vs_base
+            .as_ref()
+            .is_some_and(|d| matches!(d.verdict, Verdict::Better | Verdict::Worse))
+    {
+        t.push_str(" (e)");
     }
+    t
 }
 
 /// The direction marker of a row, as in the run tables: ↑ higher is better, ≈ neutral.
@@ -218,6 +228,13 @@ pub fn text(c: &Comparison) -> String {
     s.push('\n');
     if let Some(p) = &c.power {
         s.push_str(&format!("NOTE: {p}\n\n"));
+    }
+    for (j, col) in c.columns.iter().enumerate().skip(1) {
+        if let Some(d) = &col.environment_differs {
+            s.push_str(&format!(
+                "NOTE: [{j}] ran on a machine in another state than the baseline's ({d}); its verdicts are marked (e)\n\n"
+            ));
+        }
     }
     if !c.differences.is_empty() {
         s.push_str("Machine / environment fields that differ:\n");

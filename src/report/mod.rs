@@ -408,6 +408,17 @@ fn summary(cmp: &Comparison) -> String {
     if let Some(p) = &cmp.power {
         writeln!(s, "<p class=\"note\"><b>Note:</b> {}</p>", esc(p)).unwrap();
     }
+    for (j, col) in cmp.columns.iter().enumerate().skip(1) {
+        if let Some(d) = &col.environment_differs {
+            writeln!(
+                s,
+                "<p class=\"note\"><b>Note:</b> [{j}] {} ran on a machine in another state than the baseline's ({}); its verdicts are marked (e).</p>",
+                esc(&col.name),
+                esc(d)
+            )
+            .unwrap();
+        }
+    }
     s.push_str("<table class=\"res\">\n<tr><th>suite</th>");
     for j in 1..cmp.columns.len() {
         write!(
