@@ -51,7 +51,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a preset: every suite that exists, with the preset's run count and measuring time
     #[command(
-        after_help = "Examples:\n  osgauge run\n  osgauge run --preset standard --label my-laptop --export-json run.json\n  osgauge run --runs 3 --quiet --export-markdown run.md"
+        after_help = "Examples:\n  osgauge run\n  osgauge run --preset standard --label my-laptop --export-json run.json\n  osgauge run --runs 3 --quiet --export-markdown run.md\n  osgauge run --suite net,fs --fail-on-error          two suites; exit 5 if a benchmark failed\n  osgauge run --ci-width 5% --max-runs 20             run on until each CI is within ±5 %\n\nOpens with a summary (headline figures with their CI, verdicts), then the full tables."
     )]
     Run {
         /// quick: 5 runs × 100 ms per benchmark (about a minute on a 2-core VM); standard: 10 runs
