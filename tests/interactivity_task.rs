@@ -236,3 +236,64 @@ fn a_first_sigint_during_calibration_stops_within_a_second() {
     }
     assert_eq!(status.code(), Some(130));
 }
+
+/// A task lighter than its name is marked: with a calibration cache that makes the video task's
+/// work loop 0.65 of the work (what a core running faster than at calibration does; within the
+/// cache's 2× quick check, so it is used), the cell's task CPU is about 26 % against its 40 %
+/// target while it got all the CPU it asked for — warned and recorded.
+#[test]
+fn a_task_lighter_than_its_name_is_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |json: &Path| {
+        osgauge(dir.path())
+            .args(["interactivity", "--task", "video", "--load", "none"])
+            .args([
+                "--runs",
+                "2",
+                "--warmup",
+                "0",
+                "--duration",
+                "1s",
+                "--quiet",
+            ])
+            .arg("--export-json")
+            .arg(json)
+            .output()
+            .unwrap()
+    };
+    let first = dir.path().join("a.json");
+    assert!(run(&first).status.success());
+    let cal = dir.path().join("interactivity-calibration.json");
+    let mut c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+    let loops = c["loops_per_us"].as_f64().unwrap();
+    c["loops_per_us"] = serde_json::json!(loops * 0.65);
+    std::fs::write(&cal, c.to_string()).unwrap();
+    let window = osgauge::testing::BusyWindow::start();
+    let second = dir.path().join("b.json");
+    let out = run(&second);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+    let b = &v["benchmarks"][0];
+    assert_eq!(
+        b["params"]["work_calibration_cached"], true,
+        "{}",
+        b["params"]
+    );
+    if osgauge::testing::skip_timing(window.busy(), "a halved work loop is marked lighter") {
+        return;
+    }
+    assert_eq!(b["params"]["task_cpu_off_target"], true, "{}", b["params"]);
+    assert!(
+        b["warnings"]
+            .to_string()
+            .contains("lighter task than 'video'"),
+        "{}",
+        b["warnings"]
+    );
+}

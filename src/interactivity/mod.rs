@@ -708,6 +708,24 @@ impl Benchmark for Cell {
                 .insert("burst_cpu_from".into(), json!(run.burst_cpu_from));
         }
         out = out.metric("task_cpu", vec![task_cpu]);
+        // A task that got all the CPU it asked for but used far from its target did other work
+        // than its name says (the calibrated loop ran faster or slower than at calibration):
+        // the cell is marked, never shown as a clean cell of that task.
+        let desired = out
+            .samples
+            .iter()
+            .find(|(n, _)| *n == "desired_cpu")
+            .and_then(|(_, v)| v.first().copied());
+        if let Some(w) = task_off_target(
+            task.name(),
+            task_cpu,
+            task.target_cpu_pct(frames_total),
+            desired,
+            self.settings.work_mode,
+        ) {
+            out.facts.insert("task_cpu_off_target".into(), json!(true));
+            out.warnings.push(w);
+        }
         if let Some(r) = &report {
             let (cpu, wall): (u64, u64) = r
                 .threads
@@ -786,9 +804,72 @@ pub fn quick_benchmarks() -> Vec<Box<dyn Benchmark>> {
     )
 }
 
+/// How far a task's measured CPU may stray from its target before its cell is marked: 5 points
+/// or a quarter of the target, whichever is larger.
+pub fn task_cpu_tolerance(target: f64) -> f64 {
+    5.0_f64.max(0.25 * target)
+}
+
+/// The warning for a task that got (nearly) all the CPU it asked for — desired CPU ≥ 95 % — yet
+/// used a CPU share off its target by more than [`task_cpu_tolerance`]: its fixed work loop ran
+/// at another speed than at calibration, so the cell measured a lighter (or heavier) task than
+/// its name. A task starved by a load (desired CPU below 95 %) is not this: that is the finding.
+/// `--work cputime` spins on the thread's CPU clock, so its work is right by construction.
+pub fn task_off_target(
+    name: &str,
+    task_cpu: f64,
+    target: f64,
+    desired: Option<f64>,
+    mode: work::WorkMode,
+) -> Option<String> {
+    if mode != work::WorkMode::Fixed || desired.is_none_or(|d| d < 95.0) {
+        return None;
+    }
+    ((task_cpu - target).abs() > task_cpu_tolerance(target)).then(|| {
+        format!(
+            "task '{name}' used {task_cpu:.1} % of a CPU against its target of {target:.1} % \
+             while it got the CPU it asked for: its calibrated work loop ran at another speed \
+             than at calibration, so this cell measured a {} task than '{name}' \
+             (task_cpu_off_target); re-run with --recalibrate, or --work cputime where the OS \
+             has a fine thread CPU clock",
+            if task_cpu < target {
+                "lighter"
+            } else {
+                "heavier"
+            }
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_off_its_target_while_it_got_its_cpu_is_marked() {
+        use work::WorkMode::{Cputime, Fixed};
+        // The issue's video cell: 25.9 % against 40 %, 100 % desired CPU.
+        let w = task_off_target("video", 25.9, 40.0, Some(100.0), Fixed).unwrap();
+        assert!(w.contains("25.9 %") && w.contains("lighter"), "{w}");
+        // Within the tolerance (10 points for a 40 % target): clean.
+        assert_eq!(
+            task_off_target("video", 33.0, 40.0, Some(100.0), Fixed),
+            None
+        );
+        // Starved by a load: the finding, not a wrong task.
+        assert_eq!(
+            task_off_target("video", 20.0, 40.0, Some(60.0), Fixed),
+            None
+        );
+        // Spinning on the CPU clock: right by construction.
+        assert_eq!(
+            task_off_target("video", 25.0, 40.0, Some(100.0), Cputime),
+            None
+        );
+        // Small targets get 5 points.
+        assert!(task_off_target("audio", 11.0, 5.0, Some(100.0), Fixed).is_some());
+        assert_eq!(task_cpu_tolerance(5.0), 5.0);
+    }
 
     #[test]
     fn cells_declare_the_metrics_their_task_has() {
