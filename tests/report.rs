@@ -34,7 +34,8 @@ fn systems() -> Vec<(String, RunRecord)> {
 
 fn expected_titles() -> Vec<String> {
     let mut t = vec![
-        "Ratio to the baseline per metric".to_string(),
+        "cpu: Ratio to the baseline per metric".to_string(),
+        "mem: Ratio to the baseline per metric".to_string(),
         format!("{CURVE_ID}: latency vs working-set size"),
     ];
     for task in TASKS {
@@ -62,8 +63,8 @@ fn report_has_the_expected_sections_and_charts() {
             "missing chart {t}"
         );
     }
-    // 3 tasks × (3 latency statistics + deadlines) + forest + curve.
-    assert_eq!(html.matches("<svg").count(), TASKS.len() * 4 + 2);
+    // 3 tasks × (3 latency statistics + deadlines) + a forest per micro suite (cpu, mem) + curve.
+    assert_eq!(html.matches("<svg").count(), TASKS.len() * 4 + 3);
     for s in [
         "<h2>Summary</h2>",
         "Systems",
@@ -307,7 +308,7 @@ fn report_renders_in_headless_chromium() {
             "chart {t} not in the rendered DOM"
         );
     }
-    assert_eq!(dom.matches("<svg").count(), TASKS.len() * 4 + 2);
+    assert_eq!(dom.matches("<svg").count(), TASKS.len() * 4 + 3);
 
     // The picture at a laptop's size.
     let shot = out_dir.join("report.png");
@@ -366,4 +367,25 @@ fn a_single_run_report_opens_with_its_summary_and_charts_and_folds_the_long_tabl
     .unwrap();
     assert!(!two.contains("<section id=\"tables\">"));
     assert!(two.find("<h2>Results</h2>").unwrap() < two.find("<svg").unwrap());
+}
+
+/// The ratio chart reads on a log axis, one chart per suite, and an outlier (180×) is drawn at the
+/// edge with its value instead of stretching the axis to 180.
+#[test]
+fn the_ratio_chart_is_logarithmic_per_suite_and_clips_outliers_visibly() {
+    let a = common::fixture("cpu-10runs.json");
+    let b = common::slowed(&a, "cpu/io_syscall", 180.0);
+    let runs = vec![("a".to_string(), a), ("b".to_string(), b)];
+    let html = osgauge::report::render(&runs, Options::default()).unwrap();
+    assert!(
+        html.contains("<figcaption>cpu: Ratio to the baseline per metric"),
+        "per suite"
+    );
+    assert!(html.contains("log scale"), "log axis");
+    assert!(
+        html.contains("▶ 180"),
+        "the outlier is marked at the edge with its value"
+    );
+    // The axis stops at the clip (8), not at 180.
+    assert!(!html.contains(">\n180\n</text>") && !html.contains(">180<"));
 }

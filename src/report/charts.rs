@@ -369,6 +369,31 @@ fn bar_chart(
 }
 
 /// Forest plot: direction-normalised ratio to the baseline with its CI, one line per metric and run.
+/// Ratios beyond this factor either way are drawn at the edge of the forest plot, marked and
+/// labelled with their value, so one outlier does not squeeze every other metric into a line.
+pub const FOREST_CLIP: f64 = 8.0;
+
+/// One forest plot per suite (a chart of ~140 metrics on one axis could not be read).
+pub fn forests(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Vec<Figure>> {
+    let mut suites: Vec<&str> = Vec::new();
+    for r in rows {
+        if !suites.contains(&r.suite.as_str()) {
+            suites.push(&r.suite);
+        }
+    }
+    suites
+        .into_iter()
+        .map(|s| {
+            let mine: Vec<&compare::Row> = rows.iter().filter(|r| r.suite == s).copied().collect();
+            let mut f = forest(cmp, &mine)?;
+            f.title = format!("{s}: {}", f.title);
+            Ok(f)
+        })
+        .collect()
+}
+
+/// A forest plot on a log axis (ratios are multiplicative: 0.5 and 2 are as far from 1), clipped
+/// to 1/[`FOREST_CLIP`] … [`FOREST_CLIP`] with the clipped ratios marked at the edge.
 pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
     struct Entry {
         row: usize,
@@ -410,8 +435,10 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
             }
         }
     }
-    let pad = (hi - lo) * 0.06;
-    let (lo, hi) = (lo - pad, hi + pad);
+    // Clipped, then padded multiplicatively (a log axis).
+    let (lo, hi) = (lo.max(1.0 / FOREST_CLIP) / 1.08, hi.min(FOREST_CLIP) * 1.08);
+    let (edge_lo, edge_hi) = (lo * 1.04, hi / 1.04);
+    let clip = |x: f64| x.clamp(edge_lo, edge_hi);
     let n = rows.len();
     let names: Vec<String> = rows
         .iter()
@@ -421,7 +448,7 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
     let height = 70 + 22 * n as u32;
     let svg = svg_chart((1260, height), |root| {
         let mut chart = chart_on(root, 10, 36, label_w)
-            .build_cartesian_2d(lo..hi, Categories(n))
+            .build_cartesian_2d((lo..hi).log_scale(), Categories(n))
             .map_err(pe)?;
         let ylabel = |y: &f64| -> String {
             let i = y.floor() as usize;
@@ -429,11 +456,16 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
                 .and_then(|k| names.get(k).cloned())
                 .unwrap_or_default()
         };
-        let xlabel = |x: &f64| format!("{x:.2}");
+        let xlabel = |x: &f64| {
+            let t = format!("{x:.2}");
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        };
         house_mesh(&mut chart.configure_mesh())
             .y_label_formatter(&ylabel)
             .x_label_formatter(&xlabel)
-            .x_desc("normalised ratio to the baseline (> 1 = worse)")
+            .x_desc(
+                "normalised ratio to the baseline, log scale (> 1 = worse; ▶ ◀ beyond the edge)",
+            )
             .draw()
             .map_err(pe)?;
         chart
@@ -460,10 +492,25 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
             if finite(e.lo) && finite(e.hi) {
                 chart
                     .draw_series(std::iter::once(PathElement::new(
-                        vec![(e.lo, y), (e.hi, y)],
+                        vec![(clip(e.lo), y), (clip(e.hi), y)],
                         c.stroke_width(2),
                     )))
                     .map_err(pe)?;
+            }
+            // Beyond the axis: a triangle at the edge and the ratio written beside it.
+            if finite(e.r) && (e.r > edge_hi || e.r < edge_lo) {
+                let right = e.r > edge_hi;
+                // The label sits inside the plot, ending near the edge it points at.
+                let x = if right { edge_hi / 1.45 } else { edge_lo };
+                let marker = if right { "▶" } else { "◀" };
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("{marker} {}×", crate::units::sig(e.r)),
+                        (x, y),
+                        ("sans-serif", 12).into_font().color(&c),
+                    )))
+                    .map_err(pe)?;
+                continue;
             }
             if finite(e.r) {
                 let style = if e.significant {

@@ -122,9 +122,8 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
             .collect();
         if !rows.is_empty() {
             h.push_str("<section>\n<h2>Micro-benchmarks: ratio to the baseline</h2>\n");
-            h.push_str("<p class=\"note\">Direction-normalised ratio to the baseline with its 95 % bootstrap CI: right of 1 = worse, left = better, whatever the metric's direction. The shaded band is the noise band.</p>\n");
-            let fig = charts::forest(&cmp, &rows)?;
-            h.push_str(&figures(&[fig]));
+            h.push_str("<p class=\"note\">Direction-normalised ratio to the baseline with its 95 % bootstrap CI, one chart per suite, on a log axis (ratios multiply: ½ and 2 are as far from 1): right of 1 = worse, left = better, whatever the metric's direction. The shaded band is the noise band; a ratio beyond 1/8 or 8 is drawn at the edge (▶ ◀) with its value.</p>\n");
+            h.push_str(&figures(&charts::forests(&cmp, &rows)?));
             h.push_str("</section>\n");
         }
     }
