@@ -582,8 +582,14 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    // What killed osgauge processes left in the temp dir (any command removes it).
-    crate::tempfiles::remove_stale();
+    // What killed osgauge processes left in the temp dir (any command removes it; not the
+    // helper children osgauge starts itself, by the hundred for a policy study).
+    if !matches!(
+        cli.command,
+        Command::Load { .. } | Command::PolicyChild { .. } | Command::Echo
+    ) {
+        crate::tempfiles::remove_stale();
+    }
     let code = match dispatch(cli) {
         Ok(code) => code,
         Err(CliError::Usage(msg)) => {
