@@ -274,7 +274,12 @@ impl Ctx<'_> {
             } else {
                 format!("must be a number from {lo} to {hi}")
             };
-            return self.err(s.span(), key, &format!("{range} (got {v})"));
+            let got = if v.is_finite() && v.abs() >= 1e15 {
+                format!("{v:e}")
+            } else {
+                format!("{v}")
+            };
+            return self.err(s.span(), key, &format!("{range} (got {got})"));
         }
         Ok(v)
     }

@@ -1092,7 +1092,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Document>> {
 pub fn check_imported(r: &RunRecord) -> std::result::Result<(), String> {
     if let Some(l) = &r.label {
         crate::output::parse_label(l)
-            .map_err(|e| format!("label {:?}: {e}", crate::output::display_text(l, 40)))?;
+            .map_err(|e| format!("label '{}': {e}", crate::output::display_text(l, 40)))?;
     }
     let mut seen = std::collections::HashSet::new();
     for b in &r.benchmarks {
@@ -1108,12 +1108,12 @@ pub fn check_imported(r: &RunRecord) -> std::result::Result<(), String> {
                 .all(|c| c.is_alphanumeric() || "_-./:+@".contains(c));
         if !plain {
             return Err(format!(
-                "benchmark id {:?} is not a plain name (letters, digits and _-./:+@, no empty, . or .. steps, at most 200 bytes)",
+                "benchmark id '{}' is not a plain name (letters, digits and _-./:+@, no empty, . or .. steps, at most 200 bytes)",
                 shown()
             ));
         }
         if !seen.insert(id.as_str()) {
-            return Err(format!("benchmark id {:?} appears more than once", shown()));
+            return Err(format!("benchmark id '{}' appears more than once", shown()));
         }
     }
     Ok(())
