@@ -767,3 +767,47 @@ fn cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p() {
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p"], 0.1);
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p_exact"], true);
 }
+
+#[test]
+fn measured_facts_in_params_are_not_settings() {
+    let a = fixture("cpu-a.json");
+    let mut b = a.clone();
+    let mut a = a;
+    let id = a.benchmarks[0].id.clone();
+    for (r, ns, lvl, q) in [(&mut a, 1.5, 32768, 0.98), (&mut b, 1.7, 49152, 1.02)] {
+        let p = &mut r.benchmarks[0].params;
+        p.insert(
+            "curve".into(),
+            serde_json::json!([{"size": 4096, "ns_per_load": ns}]),
+        );
+        p.insert(
+            "levels".into(),
+            serde_json::json!([{"level": 1, "ends_at": lvl}]),
+        );
+        p.insert("work_calibration_quick_check".into(), serde_json::json!(q));
+        p.insert("time_wait_before".into(), serde_json::json!(lvl));
+    }
+    let c = compared(vec![("a", a.clone()), ("b", b.clone())]);
+    assert!(
+        c.settings.is_empty(),
+        "measured facts listed as settings: {:?}",
+        c.settings
+    );
+    assert!(c.rows.iter().all(|r| !r.cells[1].settings_differ));
+    // A real setting that differs is still listed, and only it.
+    b.benchmarks[0]
+        .params
+        .insert("pinned_cpu".into(), serde_json::json!(1));
+    a.benchmarks[0]
+        .params
+        .insert("pinned_cpu".into(), serde_json::json!(0));
+    let c = compared(vec![("a", a), ("b", b)]);
+    let fields: Vec<&str> = c.settings.iter().map(|d| d.field.as_str()).collect();
+    assert_eq!(fields, vec!["pinned_cpu"], "{:?}", c.settings);
+    assert_eq!(c.settings[0].benchmarks, vec![id]);
+    assert_eq!(compare::param_kind("curve"), compare::ParamKind::Measured);
+    assert_eq!(
+        compare::param_kind("pinned_cpu"),
+        compare::ParamKind::Setting
+    );
+}

@@ -726,10 +726,50 @@ const VOLATILE: &[&str] = &[
     "reported_mhz",
 ];
 
-/// Benchmark parameters that are observations of the run, not settings (they differ between
-/// runs with the same settings on the same machine). Every other parameter is a setting, asked
-/// or applied: a new observation recorded in `params` must be listed here, or every comparison
-/// will report it as a settings difference.
+/// What a benchmark parameter is: a setting (asked for, or applied and read back) or a measured
+/// fact (an observation of the run: it may differ between runs with the same settings on the
+/// same machine). Only settings are compared as settings; facts are results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Setting,
+    Measured,
+}
+
+/// The rule for one parameter key, explicit and in one place: a key is measured when it is named
+/// in [`OBSERVED_PARAMS`] or belongs to a family of measured keys: derived curves and detected
+/// levels (`curve`, `levels`, `run_levels`), anything from the work calibration
+/// (`work_calibration_*`), self-checks (`*_check`, `switch_check_*`), counts and readings of the
+/// run (`*_before`, `*_after`, `*_achieved`, `*_per_round`, `*_read_bytes`, `*_write_bytes`,
+/// `*_switches_run`, `*_switches_total`), notes. Every other key is a setting.
+pub fn param_kind(key: &str) -> ParamKind {
+    const EXACT: &[&str] = &["curve", "levels", "run_levels", "frames", "children"];
+    const PREFIX: &[&str] = &["work_calibration_", "switch_check_", "load_ops"];
+    const SUFFIX: &[&str] = &[
+        "_check",
+        "_before",
+        "_after",
+        "_achieved",
+        "_per_round",
+        "_read_bytes",
+        "_write_bytes",
+        "_switches_run",
+        "_switches_total",
+        "_note",
+        "_notes",
+    ];
+    if OBSERVED_PARAMS.contains(&key)
+        || EXACT.contains(&key)
+        || PREFIX.iter().any(|p| key.starts_with(p))
+        || SUFFIX.iter().any(|x| key.ends_with(x))
+    {
+        ParamKind::Measured
+    } else {
+        ParamKind::Setting
+    }
+}
+
+/// Benchmark parameters named one by one as observations of the run, not settings (see
+/// [`param_kind`] for the families matched by rule).
 const OBSERVED_PARAMS: &[&str] = &[
     "loadavg1_before",
     "loadavg1_after",
@@ -865,15 +905,16 @@ pub fn config_settings(r: &RunRecord) -> BTreeMap<String, String> {
 }
 
 /// The settings of one benchmark, flattened: its parameters as asked and as applied/read back,
-/// observations ([`OBSERVED_PARAMS`]) left out.
+/// measured facts ([`param_kind`]) left out.
 pub fn benchmark_settings(b: &crate::model::BenchmarkResult) -> BTreeMap<String, String> {
+    let settings: serde_json::Map<String, serde_json::Value> = b
+        .params
+        .iter()
+        .filter(|(k, _)| param_kind(k) == ParamKind::Setting)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let mut out = BTreeMap::new();
-    flatten_skipping(
-        "",
-        &serde_json::Value::Object(b.params.clone()),
-        OBSERVED_PARAMS,
-        &mut out,
-    );
+    flatten_skipping("", &serde_json::Value::Object(settings), &[], &mut out);
     out
 }
 
