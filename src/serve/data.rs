@@ -71,6 +71,16 @@ impl DataConns {
         }
     }
 
+    /// After `finish`: let the data threads read what is still in flight to its end (the client
+    /// has closed its side), until `deadline` at most; then shut down what is left (a client that
+    /// keeps a data connection open past its own finish).
+    fn drain<T>(self, threads: &[&JoinHandle<T>], deadline: Instant) {
+        while Instant::now() < deadline && threads.iter().any(|t| !t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(self);
+    }
+
     /// Keep a handle on `c` (to shut it down at the end) and give the connection back.
     fn track(&mut self, c: TcpStream) -> io::Result<TcpStream> {
         self.conns.push(c.try_clone()?);
@@ -156,7 +166,7 @@ fn run_test_inner(
             let t =
                 std::thread::spawn(move || echo(conn, size as usize, pin_cpu, idle, budget, &got));
             wait_finish(ctl, deadline)?;
-            drop(conns);
+            conns.drain(&[&t], deadline);
             let (bytes, pinned) = t.join().map_err(|_| "echo thread panicked".to_string())?;
             report.bytes = bytes;
             if bytes >= byte_budget {
@@ -190,7 +200,7 @@ fn run_test_inner(
                 }));
             }
             wait_finish(ctl, deadline)?;
-            drop(conns);
+            conns.drain(&threads.iter().collect::<Vec<_>>(), deadline);
             let mut first: Option<Instant> = None;
             let mut last: Option<Instant> = None;
             for t in threads {
