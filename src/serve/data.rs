@@ -58,8 +58,13 @@ pub(super) fn validate(sh: &Shared, t: &TestSpec) -> Result<(), String> {
 /// report sent, the control connection closed, a limit reached, an error), dropping this shuts
 /// every one of them down, so no data thread outlives its test (each sees its connection end
 /// and returns), and the stop flag ends the listeners' loops.
+///
+/// The data thread owns its connection (the only strong reference); this keeps a weak one, so a
+/// thread that ends on its own (a limit, the client's close) closes the socket at once — a second
+/// handle (`try_clone`) would keep it open, and on Windows a shutdown alone does not end a
+/// client's blocked send.
 struct DataConns {
-    conns: Vec<TcpStream>,
+    conns: Vec<std::sync::Weak<TcpStream>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -81,17 +86,19 @@ impl DataConns {
         drop(self);
     }
 
-    /// Keep a handle on `c` (to shut it down at the end) and give the connection back.
-    fn track(&mut self, c: TcpStream) -> io::Result<TcpStream> {
-        self.conns.push(c.try_clone()?);
-        Ok(c)
+    /// Keep a weak handle on `c` (to shut it down at the end if it is still open) and give the
+    /// connection back, to be owned by its data thread.
+    fn track(&mut self, c: TcpStream) -> Arc<TcpStream> {
+        let c = Arc::new(c);
+        self.conns.push(Arc::downgrade(&c));
+        c
     }
 }
 
 impl Drop for DataConns {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        for c in &self.conns {
+        for c in self.conns.iter().filter_map(std::sync::Weak::upgrade) {
             let _ = c.shutdown(std::net::Shutdown::Both);
         }
     }
@@ -159,7 +166,7 @@ fn run_test_inner(
             let l = data_listener(ip)?;
             ready(ctl, &l)?;
             let conn = accept_from(&l, client_ip, deadline, stop).map_err(|x| e("accept", x))?;
-            let conn = conns.track(conn).map_err(|x| e("data connection", x))?;
+            let conn = conns.track(conn);
             let idle = sh.cfg.idle_timeout;
             let budget = byte_budget;
             let got = received.clone();
@@ -187,7 +194,7 @@ fn run_test_inner(
             for _ in 0..streams {
                 let conn =
                     accept_from(&l, client_ip, deadline, stop).map_err(|x| e("accept", x))?;
-                let conn = conns.track(conn).map_err(|x| e("data connection", x))?;
+                let conn = conns.track(conn);
                 if report.rcvbuf.is_none() {
                     report.rcvbuf = crate::platform::net::tcp_buffers(&conn).ok().map(|b| b.1);
                 }
@@ -368,7 +375,7 @@ fn accept_from(
 /// Echo `size`-byte messages until the client closes, the test ends (its connection is shut
 /// down) or the session's byte budget is spent.
 fn echo(
-    mut c: TcpStream,
+    c: Arc<TcpStream>,
     size: usize,
     pin: Option<usize>,
     idle: Duration,
@@ -381,6 +388,7 @@ fn echo(
             .map_err(|e| e.to_string())
     });
     let _ = c.set_read_timeout(Some(idle));
+    let mut c = &*c;
     let mut buf = vec![0u8; size];
     let mut bytes = 0u64;
     while bytes < budget && c.read_exact(&mut buf).is_ok() {
@@ -390,8 +398,6 @@ fn echo(
             break;
         }
     }
-    // Closed now, not when the test ends: [`DataConns`] holds another handle on it.
-    let _ = c.shutdown(std::net::Shutdown::Both);
     (bytes, pinned)
 }
 
@@ -402,13 +408,14 @@ struct Sunk {
 }
 
 fn sink(
-    mut c: TcpStream,
+    c: Arc<TcpStream>,
     budget: &AtomicU64,
     idle: Duration,
     received: &AtomicU64,
     limit_msg: String,
 ) -> io::Result<Sunk> {
     c.set_read_timeout(Some(idle))?;
+    let mut c = &*c;
     let mut buf = vec![0u8; 256 << 10];
     let mut s = Sunk {
         bytes: 0,
@@ -428,8 +435,8 @@ fn sink(
         let before = budget.fetch_sub(n as u64, Ordering::SeqCst);
         if before < n as u64 {
             budget.store(0, Ordering::SeqCst);
-            // Closed now (the client's writes fail at once), not when the test ends.
-            let _ = c.shutdown(std::net::Shutdown::Both);
+            // Returning drops the only strong handle: the socket closes now and the client's
+            // writes fail at once, not when the test ends.
             return Err(io::Error::other(limit_msg));
         }
     }
