@@ -84,3 +84,17 @@ fn a_killed_runs_temp_folders_are_removed_by_the_next_command() {
     assert!(!dead_policy.exists(), "left: {:?}", entries(&tmp));
     assert!(live.exists(), "a live owner's folder was removed");
 }
+
+/// A killed `micro fs` leaves its work folder in the temp dir (the default --dir): unlocked, it is
+/// removed by the next osgauge command of any kind, not only by the next `micro fs`.
+#[test]
+fn a_dead_fs_work_folder_in_the_temp_dir_goes_with_any_next_command() {
+    let sb = Sandbox::new();
+    let dead = sb.tmp().join("osgauge-fs-4194399-0");
+    std::fs::create_dir(&dead).unwrap();
+    std::fs::write(dead.join(".osgauge-fs-owner"), b"4194399").unwrap();
+    std::fs::write(dead.join("read0"), vec![0u8; 4096]).unwrap();
+    let out = sb.command().arg("list").output().unwrap();
+    assert!(out.status.success());
+    assert!(!dead.exists(), "{:?}", entries(&sb.tmp()));
+}
