@@ -94,7 +94,14 @@ fn a_dead_fs_work_folder_in_the_temp_dir_goes_with_any_next_command() {
     std::fs::create_dir(&dead).unwrap();
     std::fs::write(dead.join(".osgauge-fs-owner"), b"4194399").unwrap();
     std::fs::write(dead.join("read0"), vec![0u8; 4096]).unwrap();
-    let out = sb.command().arg("list").output().unwrap();
+    // And one in the current directory, the default --dir.
+    let cwd = sb.path().join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    let dead_here = cwd.join("osgauge-fs-4194399-1");
+    std::fs::create_dir(&dead_here).unwrap();
+    std::fs::write(dead_here.join(".osgauge-fs-owner"), b"4194399").unwrap();
+    let out = sb.command().arg("list").current_dir(&cwd).output().unwrap();
     assert!(out.status.success());
     assert!(!dead.exists(), "{:?}", entries(&sb.tmp()));
+    assert!(!dead_here.exists(), "{:?}", entries(&cwd));
 }
