@@ -164,6 +164,51 @@ pub struct MetricResult {
     /// Why a run could not measure this metric (e.g. "unsupported: …"), when one said so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_measured: Option<String>,
+    /// Set when some run's value was a bound, not a measurement (a ramp that ended at its last
+    /// step, a curve that ended before its plateau): the summary is then a bound too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<MetricBound>,
+}
+
+/// Which side of the true value a bounded figure lies on.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BoundKind {
+    /// The true value is at least the figure (e.g. a rate ramp that ran out of steps).
+    AtLeast,
+    /// The true value is at most the figure.
+    AtMost,
+}
+
+impl BoundKind {
+    /// The sign printed before a bounded figure.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BoundKind::AtLeast => "≥",
+            BoundKind::AtMost => "≤",
+        }
+    }
+}
+
+/// A metric whose value (in `runs` of its runs) is a bound, with why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MetricBound {
+    pub kind: BoundKind,
+    /// Why the value is a bound (the cap, sweep end or timeout that was reached).
+    pub reason: String,
+    /// How many of the metric's runs gave a bound (the rest were measurements).
+    pub runs: u32,
+}
+
+impl MetricResult {
+    /// The sign to print before the summary: "≥ " / "≤ " for a bound, "" for a measurement.
+    pub fn bound_prefix(&self) -> &'static str {
+        match self.bound.as_ref().map(|b| b.kind) {
+            Some(BoundKind::AtLeast) => "≥ ",
+            Some(BoundKind::AtMost) => "≤ ",
+            None => "",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

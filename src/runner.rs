@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use crate::bench::{Benchmark, Info, RunOutput};
 use crate::harness::RunContext;
 use crate::model::{
-    AdaptiveOutcome, BenchError, BenchmarkResult, Config, Environments, ErrorKind, MetricResult,
-    RunMetric, RunRecord, SCHEMA, TimingCalibration, Tool,
+    AdaptiveOutcome, BenchError, BenchmarkResult, BoundKind, Config, Environments, ErrorKind,
+    MetricBound, MetricResult, RunMetric, RunRecord, SCHEMA, TimingCalibration, Tool,
 };
 use crate::stats;
 
@@ -299,7 +299,13 @@ pub fn run_benchmark(
     let mut per_metric: Vec<Vec<Vec<f64>>> = vec![Vec::new(); info.metrics.len()];
     let mut reasons: Vec<Option<String>> = vec![None; info.metrics.len()];
     let mut unmeasured_runs = vec![0usize; info.metrics.len()];
+    let mut bounds: Vec<Option<MetricBound>> = vec![None; info.metrics.len()];
     for out in outputs {
+        for (name, kind, why) in out.bounds {
+            if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
+                add_bound(&mut bounds[k], kind, why, &mut warnings);
+            }
+        }
         for (name, samples) in out.samples {
             if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
                 per_metric[k].push(samples);
@@ -319,10 +325,12 @@ pub fn run_benchmark(
         .zip(per_metric)
         .zip(reasons)
         .zip(unmeasured_runs)
-        .map(|(((spec, runs), why), missed)| {
+        .zip(bounds)
+        .map(|((((spec, runs), why), missed), bound)| {
             let measured = runs.len();
             let mut m = summarize_metric(spec, runs, &mut warnings);
             m.not_measured = why;
+            m.bound = bound;
             if let Some(w) =
                 too_few_measured(measured, measured + missed, m.not_measured.as_deref())
             {
@@ -512,6 +520,42 @@ fn summarize_metric(
         runs: run_metrics,
         summary,
         not_measured: None,
+        bound: None,
+    }
+}
+
+/// Merge one run's bound into the metric's: the runs are counted; runs that disagree on the side
+/// leave no side to print, so the figure is then not a measurement in either direction — kept as
+/// the first side with a warning (cannot happen for the benchmarks that bound today: each bounds
+/// one metric on one side).
+fn add_bound(
+    into: &mut Option<MetricBound>,
+    kind: BoundKind,
+    why: String,
+    warnings: &mut Vec<String>,
+) {
+    match into {
+        None => {
+            *into = Some(MetricBound {
+                kind,
+                reason: why,
+                runs: 1,
+            })
+        }
+        Some(b) => {
+            b.runs += 1;
+            if b.kind != kind {
+                let w = format!(
+                    "runs bounded the same figure from both sides ({} and {}): it is a bound, \
+                     not a measurement",
+                    b.kind.symbol(),
+                    kind.symbol()
+                );
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+        }
     }
 }
 
@@ -642,6 +686,45 @@ mod tests {
         let why = m.not_measured.as_deref().unwrap();
         assert!(why.starts_with("only 1 of 6 runs measured it"), "{why}");
     }
+
+    #[test]
+    fn a_bound_in_any_run_makes_the_figure_a_bound_and_says_so() {
+        // Runs 2 and 4 of 5 ran out of steps: the median is a lower bound, printed ≥.
+        let p = plan(
+            vec![fake("test/ramp", |ctx| {
+                let out = RunOutput::default().metric("t", vec![10.0 + ctx.run_index as f64]);
+                Ok(if ctx.run_index % 2 == 1 {
+                    out.bounded("t", BoundKind::AtLeast, "the last step passed")
+                } else {
+                    out
+                })
+            })],
+            5,
+            10,
+        );
+        let cancel = AtomicBool::new(false);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        let m = &r.metrics[0];
+        let b = m.bound.as_ref().expect("a bound");
+        assert_eq!((b.kind, b.runs), (BoundKind::AtLeast, 2));
+        assert_eq!(b.reason, "the last step passed");
+        assert!(m.summary.is_some());
+        let rows = crate::output::benchmark_rows(&r);
+        assert!(rows[0].median.starts_with("≥ "), "{}", rows[0].median);
+        assert!(rows[0].note.contains("2 of 5 runs"), "{}", rows[0].note);
+        // A benchmark that bounds nothing has no bound.
+        let p = plan(
+            vec![fake("test/plain", |_| {
+                Ok(RunOutput::default().metric("t", vec![1.0]))
+            })],
+            3,
+            10,
+        );
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.metrics[0].bound.is_none());
+        assert!(!crate::output::benchmark_rows(&r)[0].median.contains('≥'));
+    }
+
     use crate::bench::{MetricSpec, RunOutput};
     use crate::units::{Better, Unit};
 

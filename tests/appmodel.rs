@@ -154,6 +154,7 @@ fn metric(name: &str, unit: Unit, better: Better, v: f64) -> MetricResult {
         summary: stats::across_runs(&per),
         runs,
         not_measured: None,
+        bound: None,
     }
 }
 

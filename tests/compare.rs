@@ -296,10 +296,10 @@ fn cli_fail_on_regression_and_exports() {
     let md = std::fs::read_to_string(md).unwrap();
     assert!(md.contains("| cpu/timer_read |") && md.contains("worse"));
     let csv = std::fs::read_to_string(csv).unwrap();
-    assert_eq!(csv.lines().next().unwrap().split(',').count(), 22);
+    assert_eq!(csv.lines().next().unwrap().split(',').count(), 23);
     assert!(
         csv.lines()
-            .any(|l| l.starts_with("cpu/timer_read,") && l.ends_with(",worse,"))
+            .any(|l| l.starts_with("cpu/timer_read,") && l.ends_with(",worse,,"))
     );
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(js).unwrap()).unwrap();
     assert_eq!(v["columns"].as_array().unwrap().len(), 2);
@@ -355,6 +355,7 @@ fn per_run_metric(name: &str, unit: Unit, better: Better, values: &[f64]) -> Met
         summary: stats::across_runs(&per),
         runs,
         not_measured: None,
+        bound: None,
     }
 }
 
@@ -586,7 +587,7 @@ fn neutral_metrics_are_shown_but_never_judged() {
     assert!(
         csv.lines().any(
             |l| l.starts_with("interactivity/audio/burn,task_cpu,%,neutral,1,")
-                && l.ends_with(",neutral,")
+                && l.ends_with(",neutral,,")
         ),
         "{csv}"
     );
@@ -674,7 +675,7 @@ fn settings_differences_are_listed_and_the_cells_marked() {
     assert_eq!(v["rows"][0]["cells"][1]["settings_differ"], true);
     assert_eq!(v["rows"][0]["cells"][0]["settings_differ"], false);
     let csv = compare::render::csv(&c).unwrap();
-    assert!(csv.lines().any(|l| l.ends_with(",true,same,")), "{csv}");
+    assert!(csv.lines().any(|l| l.ends_with(",true,same,,")), "{csv}");
     let html =
         osgauge::report::render(&named(vec![("a", a), ("b", b)]), Options::default()).unwrap();
     assert!(html.contains("<h3>Settings that differ</h3>"));
@@ -810,4 +811,62 @@ fn measured_facts_in_params_are_not_settings() {
         compare::param_kind("pinned_cpu"),
         compare::ParamKind::Setting
     );
+}
+
+/// `r` with `bench`'s first metric marked as a bound in every run.
+fn bounded(r: &RunRecord, bench: &str, kind: osgauge::model::BoundKind) -> RunRecord {
+    let mut out = r.clone();
+    let b = out.benchmarks.iter_mut().find(|b| b.id == bench).unwrap();
+    let m = &mut b.metrics[0];
+    m.bound = Some(osgauge::model::MetricBound {
+        kind,
+        reason: "the ramp ran out of steps".into(),
+        runs: m.runs.len() as u32,
+    });
+    out
+}
+
+#[test]
+fn a_change_involving_a_bound_is_never_judged_nor_in_the_geomean() {
+    use osgauge::model::BoundKind;
+    let base = fixture("cpu-10runs.json");
+    let low: Vec<f64> = (0..10).map(|i| 100.0 + i as f64).collect();
+    let high: Vec<f64> = (0..10).map(|i| 400.0 + i as f64).collect();
+    let a = with_values(&base, "cpu/timer_read", Better::Higher, &low);
+    let b = with_values(&base, "cpu/timer_read", Better::Higher, &high);
+    // Measured vs measured: a 4× difference, 10 vs 10 fully separated, is judged.
+    let c = compared(vec![("a", a.clone()), ("b", b.clone())]);
+    assert_eq!(
+        vs_base(bench_row(&c, "cpu/timer_read")).verdict,
+        Verdict::Better
+    );
+    // Either side, or both, a bound: not judged, out of the geomean and the correction, said.
+    for (x, y) in [
+        (bounded(&a, "cpu/timer_read", BoundKind::AtLeast), b.clone()),
+        (a.clone(), bounded(&b, "cpu/timer_read", BoundKind::AtLeast)),
+        (
+            bounded(&a, "cpu/timer_read", BoundKind::AtLeast),
+            bounded(&b, "cpu/timer_read", BoundKind::AtLeast),
+        ),
+    ] {
+        let c = compared(vec![("a", x), ("b", y)]);
+        let r = bench_row(&c, "cpu/timer_read");
+        assert_eq!(vs_base(r).verdict, Verdict::Bound);
+        assert!(c.regressions(0.0).is_empty());
+        assert_eq!(
+            c.suites[0].geomean,
+            vec![Some(1.0)],
+            "the others are unchanged"
+        );
+        assert!(
+            c.footnotes.iter().any(|f| f.starts_with("bound:")),
+            "{:?}",
+            c.footnotes
+        );
+        let t = compare::render::value_text(r, &r.cells[1]);
+        let t0 = compare::render::value_text(r, &r.cells[0]);
+        assert!(t.starts_with("≥ ") || t0.starts_with("≥ "), "{t0} / {t}");
+        let text = compare::render::text(&c);
+        assert!(text.contains("bound"), "{text}");
+    }
 }

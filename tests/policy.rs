@@ -101,13 +101,30 @@ fn every_work_kind_measures_and_adds_up() {
         for (m, t) in makespan.iter().zip(&max_t) {
             assert_eq!(m, t, "{}: makespan is the last finish", b["id"]);
         }
-        // The work cost CPU; fairness is Jain's index in (0, 100] %.
-        let cpu: Vec<f64> = per_run(b, "user", "p50")
-            .iter()
-            .zip(per_run(b, "sys", "p50"))
-            .map(|(u, s)| u + s)
-            .collect();
-        assert!(cpu.iter().all(|&c| c > 0.0), "{}: {cpu:?}", b["id"]);
+        // User and system time: a run's value is at least one step of the user/system split
+        // (read back); a run below it is not measured, and says so. Fairness is Jain's index in
+        // (0, 100] %.
+        let step = b["run_facts"][0]["user_sys_resolution_ns"]
+            .as_f64()
+            .unwrap();
+        assert!(step > 0.0, "{}", b["id"]);
+        for name in ["user", "sys"] {
+            let vals = per_run(b, name, "p50");
+            assert!(
+                vals.iter().all(|&v| v >= step),
+                "{} {name}: {vals:?} < {step}",
+                b["id"]
+            );
+            if vals.len() < 2 {
+                let why = metric(b, name)["not_measured"].as_str().unwrap_or_default();
+                assert!(
+                    why.contains("below the counters' resolution"),
+                    "{} {name}: {} of 2 runs and no reason: {why:?}",
+                    b["id"],
+                    vals.len()
+                );
+            }
+        }
         for f in per_run(b, "fairness", "p50") {
             assert!(f > 0.0 && f <= 100.0 + 1e-9, "{}: fairness {f}", b["id"]);
         }

@@ -52,12 +52,26 @@ pub struct RunOutput {
     pub warnings: Vec<String>,
     /// Declared metrics this run could not measure, with the reason (shown in place of a value).
     pub not_measured: Vec<(&'static str, String)>,
+    /// Metrics whose value in this run is a bound, not a measurement (a ramp that ran out of
+    /// steps, a sweep that ended before the effect it looks for): shown with ≥/≤, never compared
+    /// as a measured difference.
+    pub bounds: Vec<(&'static str, crate::model::BoundKind, String)>,
 }
 
 impl RunOutput {
     /// Say why metric `name` has no samples in this run (e.g. "unsupported: …").
     pub fn not_measured(mut self, name: &'static str, why: impl Into<String>) -> Self {
         self.not_measured.push((name, why.into()));
+        self
+    }
+    /// Say that this run's value of metric `name` is a bound of `kind`, and why.
+    pub fn bounded(
+        mut self,
+        name: &'static str,
+        kind: crate::model::BoundKind,
+        why: impl Into<String>,
+    ) -> Self {
+        self.bounds.push((name, kind, why.into()));
         self
     }
     pub fn metric(mut self, name: &'static str, samples: Vec<f64>) -> Self {

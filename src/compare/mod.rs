@@ -115,6 +115,8 @@ pub enum Verdict {
     TooFewRuns,
     /// A neutral metric (verification figure): its change is shown, never judged.
     Neutral,
+    /// One side's figure is a bound (≥/≤), not a measurement: the change is not judged.
+    Bound,
 }
 
 impl Verdict {
@@ -125,6 +127,7 @@ impl Verdict {
             Verdict::Same => "~",
             Verdict::TooFewRuns => "~ (a)",
             Verdict::Neutral => "neutral",
+            Verdict::Bound => "bound",
         }
     }
 }
@@ -198,6 +201,9 @@ pub struct Cell {
     /// The run's environment differed from the baseline's beyond [`ENV_THRESHOLDS`]: a verdict
     /// here is marked `(e)`.
     pub environment_differs: bool,
+    /// The figure is a bound, not a measurement (see `MetricResult::bound`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<crate::model::BoundKind>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -445,6 +451,7 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
     let mut rows = Vec::new();
     let mut too_few = false;
     let mut lost = false;
+    let mut any_bound = false;
     for (bid, mname) in &keys {
         let found: Vec<Option<(&crate::model::BenchmarkResult, &MetricResult)>> = runs
             .iter()
@@ -491,6 +498,7 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
                     vs_base,
                     settings_differ: f.is_some() && found[0].is_some() && marked(bid, i),
                     environment_differs: i > 0 && columns[i].environment_differs.is_some(),
+                    bound: f.and_then(|(_, m)| m.bound.as_ref().map(|b| b.kind)),
                 }
             })
             .collect();
@@ -506,8 +514,14 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
 
     // Benjamini-Hochberg per pair (baseline vs column j) over the directed metrics, then verdicts.
     for j in 1..columns.len() {
+        // A bound on either side is no test: out of the correction, verdict "bound".
+        let bounded = |r: &Row| r.cells[0].bound.is_some() || r.cells[j].bound.is_some();
         let idx: Vec<usize> = (0..rows.len())
-            .filter(|&i| rows[i].better != Better::Neutral && rows[i].cells[j].vs_base.is_some())
+            .filter(|&i| {
+                rows[i].better != Better::Neutral
+                    && rows[i].cells[j].vs_base.is_some()
+                    && !bounded(&rows[i])
+            })
             .collect();
         let ps: Vec<f64> = idx
             .iter()
@@ -520,7 +534,13 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
         for row in rows.iter_mut() {
             let better = row.better;
             let base = row.cells[0].center.unwrap_or(f64::NAN);
+            let is_bound = bounded(row);
             if let Some(d) = row.cells[j].vs_base.as_mut() {
+                if is_bound {
+                    d.verdict = Verdict::Bound;
+                    any_bound = true;
+                    continue;
+                }
                 d.verdict = verdict(d, better, base, opts.noise);
                 too_few |= d.verdict == Verdict::TooFewRuns;
                 lost |= d.lost_to_correction();
@@ -543,7 +563,9 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
             .filter(|r| {
                 &r.suite == s
                     && r.better != Better::Neutral
-                    && r.cells.iter().all(|c| c.center.is_some())
+                    && r.cells
+                        .iter()
+                        .all(|c| c.center.is_some() && c.bound.is_none())
             })
             .collect();
         let usable: Vec<&&Row> = present
@@ -573,6 +595,14 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
     }
 
     let mut footnotes = Vec::new();
+    if any_bound {
+        footnotes.push(
+            "bound: a figure printed with ≥ or ≤ is a bound (a ramp that ran out of steps, a sweep \
+             that ended before its effect), not a measurement: its change is not judged and it is \
+             left out of the geomean"
+                .to_string(),
+        );
+    }
     if too_few {
         footnotes.push(format!(
             "(a) too few runs to detect a difference: with these run counts the Mann-Whitney test can never reach p < {ALPHA}; need >= {} runs per side",

@@ -177,9 +177,16 @@ pub fn column_title(c: &Comparison, j: usize) -> String {
     s
 }
 
-fn value_text(r: &Row, cell: &Cell) -> String {
+/// A cell's figure: "—" when it has none, "≥ 6.400 Gbit/s" when it is a bound.
+pub fn value_text(r: &Row, cell: &Cell) -> String {
     match cell.center {
-        Some(v) => format_value(v, r.unit),
+        Some(v) => format!(
+            "{}{}",
+            cell.bound
+                .map(|b| b.symbol().to_string() + " ")
+                .unwrap_or_default(),
+            format_value(v, r.unit)
+        ),
         None => "—".into(),
     }
 }
@@ -525,6 +532,7 @@ pub fn csv(c: &Comparison) -> anyhow::Result<String> {
         "settings_differ",
         "verdict",
         "note",
+        "bound",
     ])?;
     let f = crate::export::csv::num_cell;
     for r in &c.rows {
@@ -556,6 +564,9 @@ pub fn csv(c: &Comparison) -> anyhow::Result<String> {
                 d.map(|d| verdict_word(d.verdict).to_string())
                     .unwrap_or_default(),
                 cell.note.clone().unwrap_or_default(),
+                cell.bound
+                    .map(|b| b.symbol().to_string())
+                    .unwrap_or_default(),
             ])?;
         }
     }
@@ -569,6 +580,7 @@ fn verdict_word(v: Verdict) -> &'static str {
         Verdict::Same => "same",
         Verdict::TooFewRuns => "too_few_runs",
         Verdict::Neutral => "neutral",
+        Verdict::Bound => "bound",
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::model::RunRecord;
 
-pub const HEADER: [&str; 16] = [
+pub const HEADER: [&str; 17] = [
     "run_id",
     "label",
     "benchmark",
@@ -20,6 +20,7 @@ pub const HEADER: [&str; 16] = [
     "cv_runs",
     "error",
     "description",
+    "bound",
 ];
 
 /// A CSV cell for a number: its shortest exact text, empty when it is not finite.
@@ -28,6 +29,13 @@ pub fn num_cell(x: f64) -> String {
         x.to_string()
     } else {
         String::new()
+    }
+}
+
+fn bound_kind_name(k: crate::model::BoundKind) -> &'static str {
+    match k {
+        crate::model::BoundKind::AtLeast => "at_least",
+        crate::model::BoundKind::AtMost => "at_most",
     }
 }
 
@@ -58,6 +66,11 @@ pub fn render(record: &RunRecord) -> anyhow::Result<String> {
                 &opt(s.map(|s| s.cv)),
                 err.as_str(),
                 m.description.as_str(),
+                // "at_least: <why>" when the figure is a bound, not a measurement.
+                &m.bound
+                    .as_ref()
+                    .map(|b| format!("{}: {}", bound_kind_name(b.kind), b.reason))
+                    .unwrap_or_default(),
             ])?;
         }
         curve_rows(&mut w, &run_id, &label, b)?;
@@ -104,6 +117,7 @@ fn curve_rows(
             "",
             "",
             &format!("latency curve point: ns per load with a working set of {size} bytes (median over runs)"),
+            "",
         ])?;
     }
     Ok(())

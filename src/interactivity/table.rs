@@ -250,6 +250,7 @@ mod tests {
                 .collect(),
             summary: None,
             not_measured: None,
+            bound: None,
         }
     }
 

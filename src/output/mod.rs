@@ -169,9 +169,26 @@ fn metric_row(name: String, m: &MetricResult) -> Row {
         Better::Neutral => " ≈",
         Better::Lower => "",
     };
+    // A bound keeps its sign in every column; the note says what it is bounded by.
+    let sign = m.bound_prefix();
+    let note = m
+        .bound
+        .as_ref()
+        .map(|b| {
+            display_text(
+                &format!(
+                    "a bound, not a measurement ({} of {} runs): {}",
+                    b.runs,
+                    m.runs.len().max(b.runs as usize),
+                    b.reason
+                ),
+                usize::MAX,
+            )
+        })
+        .unwrap_or_default();
     Row {
         name,
-        median: format!("{}{arrow}", format_value(s.center, m.unit)),
+        median: format!("{sign}{}{arrow}", format_value(s.center, m.unit)),
         ci: format!(
             "{} … {}",
             format_value(s.ci95[0], m.unit),
@@ -182,7 +199,7 @@ fn metric_row(name: String, m: &MetricResult) -> Row {
             .map(|p| format_value(p, m.unit))
             .unwrap_or_else(|| "—".into()),
         cv: format!("{:.1} %", s.cv * 100.0),
-        note: String::new(),
+        note,
         unmeasured: false,
     }
 }

@@ -100,7 +100,11 @@ fn figure(label: String, m: &MetricResult) -> Option<Figure> {
     };
     Some(Figure {
         label,
-        value: format!("{}{arrow}", format_value(s.center, m.unit)),
+        value: format!(
+            "{}{}{arrow}",
+            m.bound_prefix(),
+            format_value(s.center, m.unit)
+        ),
         ci: format!(
             "[{} … {}]",
             format_value(s.ci95[0], m.unit),

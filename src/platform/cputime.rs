@@ -38,6 +38,89 @@ pub fn process_cpu_ns() -> io::Result<u64> {
     imp::process_cpu_ns()
 }
 
+/// How finely a process's CPU time is split between user and system time, in seconds, and how
+/// that was found (for the record). Linux with tick-based accounting charges each scheduler tick
+/// to user or system time and scales the precise total by that split, so a user or system time
+/// below one tick is noise; macOS accounts at every switch; Windows charges per clock interrupt.
+pub fn user_sys_split_resolution() -> (f64, String) {
+    imp_split::resolution()
+}
+
+/// The kernel tick rate (Hz) nearest to a measured jiffies rate, when it is within 15 % of one
+/// of the rates Linux is built with.
+pub fn snap_hz(measured: f64) -> Option<u32> {
+    let off = |hz: u32| (measured / hz as f64 - 1.0).abs();
+    [100u32, 250, 300, 1000]
+        .into_iter()
+        .filter(|&hz| off(hz) < 0.15)
+        .min_by(|&a, &b| off(a).total_cmp(&off(b)))
+}
+
+/// The `jiffies:` counter of /proc/timer_list.
+pub fn parse_timer_list_jiffies(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("jiffies:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[cfg(target_os = "linux")]
+mod imp_split {
+    use std::sync::OnceLock;
+    use std::time::{Duration, Instant};
+
+    fn jiffies() -> Option<u64> {
+        super::parse_timer_list_jiffies(&std::fs::read_to_string("/proc/timer_list").ok()?)
+    }
+
+    /// The tick, measured once: jiffies over 100 ms (/proc/timer_list, root only); else USER_HZ,
+    /// the coarsest tick Linux is built with (10 ms), which overstates a finer tick.
+    pub fn resolution() -> (f64, String) {
+        static R: OnceLock<(f64, String)> = OnceLock::new();
+        R.get_or_init(|| {
+            let t0 = Instant::now();
+            let measured = (|| {
+                let a = jiffies()?;
+                std::thread::sleep(Duration::from_millis(100));
+                let b = jiffies()?;
+                super::snap_hz(b.saturating_sub(a) as f64 / t0.elapsed().as_secs_f64())
+            })();
+            match measured {
+                Some(hz) => (
+                    1.0 / hz as f64,
+                    format!("one scheduler tick ({hz} Hz, jiffies in /proc/timer_list)"),
+                ),
+                None => (
+                    super::clk_tck_step_s(),
+                    "one USER_HZ tick (the kernel's own tick not readable: /proc/timer_list \
+                     needs root)"
+                        .into(),
+                ),
+            }
+        })
+        .clone()
+    }
+}
+
+#[cfg(target_os = "macos")]
+mod imp_split {
+    pub fn resolution() -> (f64, String) {
+        (
+            1e-6,
+            "1 µs (rusage user/system times are accounted at every switch)".into(),
+        )
+    }
+}
+
+#[cfg(windows)]
+mod imp_split {
+    pub fn resolution() -> (f64, String) {
+        (
+            0.015_625,
+            "one clock interrupt (15.625 ms: process times are charged per interrupt)".into(),
+        )
+    }
+}
+
 /// One CLK_TCK tick in seconds (the unit of /proc/stat and host_statistics).
 #[cfg(unix)]
 fn clk_tck_step_s() -> f64 {
@@ -224,6 +307,23 @@ mod imp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_measured_jiffies_rate_snaps_to_a_kernel_tick_rate() {
+        assert_eq!(snap_hz(248.0), Some(250));
+        assert_eq!(snap_hz(290.0), Some(300));
+        assert_eq!(snap_hz(280.0), Some(300), "the nearest of 250 and 300");
+        assert_eq!(snap_hz(97.0), Some(100));
+        assert_eq!(snap_hz(1040.0), Some(1000));
+        assert_eq!(snap_hz(500.0), None);
+        assert_eq!(snap_hz(0.0), None);
+        let t = "Tick Device: mode:     1\njiffies: 4295107733\n  .idle_jiffies   : 1\n";
+        assert_eq!(parse_timer_list_jiffies(t), Some(4295107733));
+        assert_eq!(parse_timer_list_jiffies("  .idle_jiffies : 1\n"), None);
+        let (s, why) = user_sys_split_resolution();
+        assert!(s > 0.0 && s <= 0.016, "{s} {why}");
+        assert!(!why.is_empty());
+    }
 
     #[test]
     fn proc_stat_line_parses_busy_and_total_without_steal() {

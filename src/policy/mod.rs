@@ -246,6 +246,24 @@ pub fn run_figures(procs: &[ProcFigures]) -> RunFigures {
     }
 }
 
+/// A run's user or system time (ns, summed over its processes, start-up subtracted) as a figure,
+/// or why it is not one: below one step of the user/system split (`resolution_s`, described by
+/// `why`) it is the tick sampling's noise — 0 ns in one run and 1.2 ms in the next for the same
+/// work — not a measurement.
+pub fn cpu_time_figure(ns: f64, resolution_s: f64, why: &str) -> Result<f64, String> {
+    let step_ns = resolution_s * 1e9;
+    if ns >= step_ns && ns > 0.0 {
+        Ok(ns)
+    } else {
+        Err(format!(
+            "below the counters' resolution: {} in the run, under {why} ({}) that splits CPU \
+             time between user and system",
+            crate::units::format_value(ns, Unit::Nanoseconds),
+            crate::units::format_value(step_ns, Unit::Nanoseconds),
+        ))
+    }
+}
+
 /// Largest allowed difference per counter between a child's reaped (`wait4`) switches and its own
 /// `/proc/self/status` reading just before its result line: what the exit path can add (writing
 /// the line, exit, a preemption or two on a loaded machine). Beyond it the record gets a warning.
@@ -307,8 +325,9 @@ finish (monotonic clock) and its own usage at the release; the parent reaps ever
 resource usage and subtracts the start-up part (exec, policy, waiting), so user/system time and \
 switches are those of the work and the exit. Per run: makespan \
 (release → last finish), turnaround of each process (release → its finish), total user and system \
-time and voluntary/involuntary context switches of all children, and Jain's fairness index of the \
-CPU shares (CPU time / turnaround per process). A watchdog thread at a priority above the hogs \
+time (each not measured in a run where it is below one step of the user/system split: one \
+scheduler tick on Linux, read back as user_sys_resolution_ns) and voluntary/involuntary context \
+switches of all children, and Jain's fairness index of the CPU shares (CPU time / turnaround per process). A watchdog thread at a priority above the hogs \
 (SCHED_FIFO 99 on Linux) wakes every 10 ms, kills the process group at the run's time bound or on \
 Ctrl-C, and records its own worst wake-up lateness (how responsive the machine stayed). Real-time \
 policies are refused unless RT throttling (or the deadline server) leaves CPU time to normal tasks.";
@@ -753,9 +772,18 @@ impl Benchmark for Cell {
         let mut out = out
             .metric("makespan", vec![f.makespan_ns])
             .metric("turnaround", f.turnarounds.clone())
-            .metric("turnaround_p99", vec![f.turnaround_p99_ns])
-            .metric("user", vec![f.user_ns])
-            .metric("sys", vec![f.sys_ns])
+            .metric("turnaround_p99", vec![f.turnaround_p99_ns]);
+        // User and system time below the split's resolution (after the start-up is subtracted)
+        // are noise of the tick sampling: not measured, by the rule of the CPU costs.
+        let (res_s, res_why) = crate::platform::cputime::user_sys_split_resolution();
+        out = out.fact("user_sys_resolution_ns", (res_s * 1e9).round() as u64);
+        for (name, v) in [("user", f.user_ns), ("sys", f.sys_ns)] {
+            out = match cpu_time_figure(v, res_s, &res_why) {
+                Ok(v) => out.metric(name, vec![v]),
+                Err(why) => out.not_measured(name, why),
+            };
+        }
+        let mut out = out
             .metric("fairness", vec![f.fairness_pct])
             .metric(
                 "watchdog_late_max",
@@ -881,6 +909,23 @@ mod tests {
         // (1+2+3)² / (3·14) = 36/42
         assert!((jain(&[1.0, 2.0, 3.0]) - 36.0 / 42.0).abs() < 1e-12);
         assert!(jain(&[]).is_nan());
+    }
+
+    #[test]
+    fn a_cpu_time_below_the_split_resolution_is_not_measured() {
+        assert_eq!(cpu_time_figure(5e6, 0.004, "one tick"), Ok(5e6));
+        assert_eq!(cpu_time_figure(4e6, 0.004, "one tick"), Ok(4e6));
+        for v in [0.0, -1.0, 1.2e6, 3.99e6] {
+            let why = cpu_time_figure(v, 0.004, "one scheduler tick (250 Hz)").unwrap_err();
+            assert!(
+                why.starts_with("below the counters' resolution")
+                    && why.contains("one scheduler tick (250 Hz)"),
+                "{why}"
+            );
+        }
+        // A resolution of 0 (none known) still refuses nothing measured above 0.
+        assert!(cpu_time_figure(0.0, 0.0, "x").is_err());
+        assert_eq!(cpu_time_figure(1.0, 0.0, "x"), Ok(1.0));
     }
 
     #[test]

@@ -408,8 +408,9 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
     for (ri, row) in rows.iter().enumerate() {
         for (j, c) in row.cells.iter().enumerate().skip(1) {
             let Some(d) = &c.vs_base else { continue };
-            // A difference (zero or negative values) has no ratio to plot.
-            if d.basis != compare::Basis::Ratio {
+            // A difference (zero or negative values) has no ratio to plot; a bound is no
+            // measured change.
+            if d.basis != compare::Basis::Ratio || d.verdict == compare::Verdict::Bound {
                 continue;
             }
             let a = normalised(d.ci95[0], row.better);

@@ -466,7 +466,7 @@ fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Better => "better",
         Verdict::Worse => "worse",
-        Verdict::Same | Verdict::TooFewRuns | Verdict::Neutral => "same",
+        Verdict::Same | Verdict::TooFewRuns | Verdict::Neutral | Verdict::Bound => "same",
     }
 }
 
@@ -510,7 +510,7 @@ fn results_section(cmp: &Comparison) -> String {
             .unwrap();
             for (j, c) in r.cells.iter().enumerate() {
                 let v = match (c.center, &c.note) {
-                    (Some(x), _) => format_value(x, r.unit),
+                    (Some(_), _) => compare::render::value_text(r, c),
                     (None, Some(note)) => format!("— ({note})"),
                     (None, None) => "—".into(),
                 };

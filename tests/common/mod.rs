@@ -251,6 +251,7 @@ fn metric(name: &str, unit: Unit, better: Better, runs: Vec<Vec<f64>>) -> Metric
         summary: stats::across_runs(&per),
         runs: rm,
         not_measured: None,
+        bound: None,
     }
 }
 

@@ -507,11 +507,18 @@ impl Latency {
             out = out.metric("ram", s.clone());
         }
         out = out.fact("run_levels", run_levels_fact(&m.curve, &levels));
-        if llc.is_some_and(|l| largest < 4 * l) {
-            out.warnings.push(format!(
-                "the curve ends at {}, below 4× the last-level cache: 'ram' may still include cache hits",
-                format_size(largest)
-            ));
+        if let Some(l) = llc.filter(|&l| largest < 4 * l) {
+            // Cache hits make a load cheaper: memory's own latency is at least this figure.
+            out = out.bounded(
+                "ram",
+                crate::model::BoundKind::AtLeast,
+                format!(
+                    "the curve ends at {}, below 4× the last-level cache ({}): the largest set \
+                     still hits the cache, so memory latency is at least this",
+                    format_size(largest),
+                    format_size(l)
+                ),
+            );
         }
         if let Pattern::Stride(s) = self.pattern {
             out.warnings.push(format!(

@@ -402,9 +402,7 @@ mod tests {
                 }
                 "net/udp_max_rate" => {
                     let r = get(&o, "max_lossfree_gbit_s") * 1e9;
-                    assert!(
-                        r == 0.0 || udp_ramp::STEPS.iter().any(|s| (*s as f64 - r).abs() < 1.0)
-                    );
+                    assert!(r > 0.0, "{r}");
                 }
                 _ => {}
             }
