@@ -132,11 +132,15 @@ pub struct BenchmarkResult {
     pub id: String,
     pub suite: String,
     pub title: String,
-    /// What was asked for and what was actually applied (read back), e.g. pinning. A fact read
-    /// back while running is here only when every measured run reported the same value (or the
-    /// benchmark derived it from all runs, e.g. the latency `curve`); each run's own facts are in
-    /// `run_facts`.
+    /// Settings: what was asked for and what was actually applied (read back), e.g. pinning. A
+    /// value read back while running is here only when every measured run reported the same
+    /// value; each run's own facts are in `run_facts`. Measured facts are in `measured`.
     pub params: serde_json::Map<String, serde_json::Value>,
+    /// Facts measured while running that every run agreed on, or derived from all runs (curves,
+    /// detected levels, calibrations, counts, self-checks): results, not settings
+    /// ([`param_kind`]). Records before this field kept them in `params`.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub measured: serde_json::Map<String, serde_json::Value>,
     pub metrics: Vec<MetricResult>,
     pub warnings: Vec<String>,
     pub error: Option<BenchError>,
@@ -302,6 +306,37 @@ impl RunRecord {
     }
 }
 
+impl BenchmarkResult {
+    /// A setting or a measured fact by key (records before `measured` existed kept both in
+    /// `params`).
+    pub fn fact(&self, key: &str) -> Option<&serde_json::Value> {
+        self.measured.get(key).or_else(|| self.params.get(key))
+    }
+
+    /// The settings only: `params` without the measured facts an older record kept there.
+    pub fn settings(&self) -> impl Iterator<Item = (&String, &serde_json::Value)> {
+        self.params
+            .iter()
+            .filter(|(k, _)| param_kind(k) == ParamKind::Setting)
+    }
+
+    /// Move every measured fact of `params` to `measured` (by [`param_kind`]): what the runner
+    /// does to each result, and what reading an older record may do.
+    pub fn separate_measured(&mut self) {
+        let keys: Vec<String> = self
+            .params
+            .keys()
+            .filter(|k| param_kind(k) == ParamKind::Measured)
+            .cloned()
+            .collect();
+        for k in keys {
+            if let Some(v) = self.params.remove(&k) {
+                self.measured.insert(k, v);
+            }
+        }
+    }
+}
+
 /// Encode samples into a base64 HDR histogram, values scaled by `scale` and rounded (≥ 1).
 pub fn encode_histogram(samples: &[f64], scale: f64) -> Option<String> {
     encode_histogram_offset(samples, scale, 0.0)
@@ -390,6 +425,7 @@ mod tests {
             suite: "a".into(),
             title: String::new(),
             params: serde_json::Map::new(),
+            measured: Default::default(),
             metrics: vec![],
             warnings: vec![],
             error: None,
@@ -404,6 +440,49 @@ mod tests {
     }
 
     #[test]
+    fn measured_facts_are_kept_apart_from_settings_and_old_records_still_read() {
+        // An older record: settings and measured facts together in params, no `measured`.
+        let old = serde_json::json!({"id": "mem/latency_random", "suite": "mem", "title": "",
+            "params": {"pinned": 0, "pattern": "random", "curve": [{"size_bytes": 1}],
+                       "work_calibration_spread": 0.01, "loadavg1_before": 0.3,
+                       "load_achieved_cpu_pct": 49.0, "policy_applied": "SCHED_FIFO"},
+            "metrics": [], "warnings": [], "error": null, "wall_s": 1.0});
+        let mut b: BenchmarkResult = serde_json::from_value(old).unwrap();
+        assert!(b.measured.is_empty());
+        let settings: Vec<&str> = b.settings().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(settings, ["pattern", "pinned", "policy_applied"]);
+        assert!(
+            b.fact("curve").is_some(),
+            "read from params in an old record"
+        );
+        // Separated as the runner does: the record keeps each kind in its own map.
+        b.separate_measured();
+        let mut params: Vec<&String> = b.params.keys().collect();
+        params.sort();
+        assert_eq!(params, ["pattern", "pinned", "policy_applied"]);
+        let mut measured: Vec<&String> = b.measured.keys().collect();
+        measured.sort();
+        assert_eq!(
+            measured,
+            [
+                "curve",
+                "load_achieved_cpu_pct",
+                "loadavg1_before",
+                "work_calibration_spread"
+            ]
+        );
+        assert!(b.fact("curve").is_some() && b.fact("pinned").is_some());
+        let j = serde_json::to_value(&b).unwrap();
+        assert!(j["measured"]["curve"].is_array() && j["params"].get("curve").is_none());
+        assert_eq!(serde_json::from_value::<BenchmarkResult>(j).unwrap(), b);
+        // Applied settings read back stay settings; observations of the run do not.
+        assert_eq!(param_kind("policy_applied"), ParamKind::Setting);
+        assert_eq!(param_kind("pinned_cpu"), ParamKind::Setting);
+        assert_eq!(param_kind("task_cpu_off_target"), ParamKind::Measured);
+        assert_eq!(param_kind("rx_cpu_baseline_busy_cpus"), ParamKind::Measured);
+    }
+
+    #[test]
     fn error_kinds_serialise_lowercase() {
         let e = BenchError::unsupported("no such thing on this OS");
         let j = serde_json::to_value(&e).unwrap();
@@ -411,3 +490,120 @@ mod tests {
         assert_eq!(e.to_string(), "unsupported: no such thing on this OS");
     }
 }
+
+/// What a benchmark parameter is: a setting (asked for, or applied and read back) or a measured
+/// fact (an observation of the run: it may differ between runs with the same settings on the
+/// same machine). Only settings are compared as settings; facts are results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Setting,
+    Measured,
+}
+
+/// The rule for one parameter key, explicit and in one place: a key is measured when it is named
+/// in [`OBSERVED_PARAMS`] or belongs to a family of measured keys: derived curves and detected
+/// levels (`curve`, `levels`, `run_levels`), anything from the work calibration
+/// (`work_calibration_*`), self-checks (`*_check`, `switch_check_*`), counts and readings of the
+/// run (`*_before`, `*_after`, `*_achieved*`, `*_per_round`, `*_read_bytes`, `*_write_bytes`,
+/// `*_switches_run`, `*_switches_total`), notes. Every other key is a setting.
+pub fn param_kind(key: &str) -> ParamKind {
+    const EXACT: &[&str] = &["curve", "levels", "run_levels", "frames", "children"];
+    const PREFIX: &[&str] = &["work_calibration_", "switch_check_", "load_ops"];
+    const SUFFIX: &[&str] = &[
+        "_check",
+        "_before",
+        "_after",
+        "_achieved",
+        "_per_round",
+        "_read_bytes",
+        "_write_bytes",
+        "_switches_run",
+        "_switches_total",
+        "_note",
+        "_notes",
+    ];
+    if OBSERVED_PARAMS.contains(&key)
+        || EXACT.contains(&key)
+        || PREFIX.iter().any(|p| key.starts_with(p))
+        || SUFFIX.iter().any(|x| key.ends_with(x))
+        || key.contains("_achieved")
+    {
+        ParamKind::Measured
+    } else {
+        ParamKind::Setting
+    }
+}
+
+/// Benchmark parameters named one by one as observations of the run, not settings (see
+/// [`param_kind`] for the families matched by rule).
+const OBSERVED_PARAMS: &[&str] = &[
+    "loadavg1_before",
+    "loadavg1_after",
+    "cpu_pressure_some_pct",
+    "steal_pct",
+    "periods",
+    "bursts",
+    "load_ops",
+    "target_cpu_pct",
+    "memload_size_rule",
+    "observed_resolution_ns",
+    "reported_resolution_ns",
+    // Measured by the interactivity work calibration (how, not what, was asked).
+    "cpu_clock_step_ns",
+    "work_loops_per_us",
+    "work_calibration_spread",
+    "work_calibration_cached",
+    // Observed by the fs suite (what the OS and the device counter said, how long it took).
+    "process_cpu_s",
+    "sweep_wall_s",
+    "cache_result",
+    "cache_lower_bound_note",
+    "os_cache_figure",
+    "os_cache_figure_bytes",
+    "resident_pages_before_first_pass",
+    "resident_fraction_after_reread",
+    "device_bytes_per_requested_byte",
+    "fs_info_error",
+    // Measured by the policy study (work calibrated per machine, start-up, safety notes).
+    "work_units_cpu",
+    "work_units_io",
+    "work_bursts",
+    "work_alone_ns",
+    "wall_mean_ns",
+    "rt_safety",
+    "startup_switches",
+    "sched_runtime_ns",
+    // Observed by the net suite (counts, CPU readings, derived curves and series).
+    "rtt_curve",
+    "rtt_p99_us_by_size",
+    "round_trips",
+    "bytes_sent",
+    "bytes_received",
+    "connections",
+    "peer_accepted",
+    "setup_max_us",
+    "time_wait_before",
+    "time_wait_after",
+    "datagrams_sent",
+    "datagrams_received",
+    "send_errors",
+    "duplicates",
+    "reordered",
+    "sender_lateness_p99_us",
+    "sender_stalls",
+    "jitter",
+    "stall_period_s",
+    "steps",
+    "ramp_stopped_by",
+    "tx_cpu_net_pct_all_cpus",
+    "tx_cpu_baseline_busy_cpus",
+    "rx_cpu_net_pct_all_cpus",
+    "rx_cpu_baseline_busy_cpus",
+    "rx_cpu_error",
+    "bracket_bit_s",
+    "user_sys_resolution_ns",
+    "time_wait_drain_wait_s",
+    // Observed by the interactivity task and the policy study.
+    "task_cpu_off_target",
+    "command_switches",
+];

@@ -341,18 +341,21 @@ pub fn run_benchmark(
             m
         })
         .collect();
-    BenchmarkResult {
+    let mut result = BenchmarkResult {
         id: info.id.clone(),
         suite: info.suite.to_string(),
         title: info.title.clone(),
         params,
+        measured: Map::new(),
         metrics,
         warnings,
         error,
         wall_s: started.elapsed().as_secs_f64(),
         run_facts,
         adaptive: adaptive_outcome,
-    }
+    };
+    result.separate_measured();
+    result
 }
 
 /// The fewest runs per side for which the two-sided Mann-Whitney U test `compare` uses can reach

@@ -387,6 +387,7 @@ fn audio_record(label: &str, dropped: &[f64], task_cpu: &[f64]) -> RunRecord {
         suite: "interactivity".into(),
         title: "audio task under burn load".into(),
         params: audio_params("SCHED_FIFO", 0.5),
+        measured: Default::default(),
         run_facts: Vec::new(),
         adaptive: None,
         metrics: vec![

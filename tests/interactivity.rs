@@ -132,8 +132,8 @@ fn cells_record_latency_cpu_and_clean_up() {
         .unwrap();
     assert!(load_cpu > 0.0, "load used no CPU");
     assert!(b["params"]["load_sched"]["policy"].is_string());
-    assert!(b["params"]["work_loops_per_us"].as_f64().unwrap() > 0.0);
-    assert!(b["params"]["target_cpu_pct"].as_f64().unwrap() > 4.0);
+    assert!(b["measured"]["work_loops_per_us"].as_f64().unwrap() > 0.0);
+    assert!(b["measured"]["target_cpu_pct"].as_f64().unwrap() > 4.0);
     // Gaming has no deadlines: only latency, desired CPU and the CPU figures.
     let g = bench(&v, "interactivity/gaming/none");
     assert!(
@@ -146,7 +146,7 @@ fn cells_record_latency_cpu_and_clean_up() {
     // The read load says how it bypasses the cache; its file is gone afterwards.
     let r = bench(&v, "interactivity/audio/read");
     assert!(r["error"].is_null(), "{}", r["error"]);
-    let notes = r["params"]["load_notes"].to_string();
+    let notes = r["measured"]["load_notes"].to_string();
     assert!(
         notes.contains("O_DIRECT")
             || notes.contains("fadvise")

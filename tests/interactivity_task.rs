@@ -121,8 +121,8 @@ fn a_poisoned_calibration_cache_is_rejected() {
     let (v, took) = run_audio(dir.path(), &json);
     let b = bench(&v);
     assert!(b["error"].is_null(), "{}", b["error"]);
-    assert_eq!(b["params"]["work_calibration_cached"], false);
-    let lpu = b["params"]["work_loops_per_us"].as_f64().unwrap();
+    assert_eq!(b["measured"]["work_calibration_cached"], false);
+    let lpu = b["measured"]["work_loops_per_us"].as_f64().unwrap();
     assert!(lpu > 0.0 && lpu < 1e6, "{lpu}");
     let w = b["warnings"].to_string();
     assert!(w.contains("rejected and measured again"), "{w}");
@@ -287,7 +287,7 @@ fn a_task_lighter_than_its_name_is_marked() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
     let b = &v["benchmarks"][0];
-    if b["params"]["work_calibration_cached"] != true {
+    if b["measured"]["work_calibration_cached"] != true {
         osgauge::testing::not_run(
             "a_task_lighter_than_its_name_is_marked",
             "the shortened cached calibration was rejected by its quick check and measured again",
@@ -297,7 +297,11 @@ fn a_task_lighter_than_its_name_is_marked() {
     if osgauge::testing::skip_timing(window.busy(), "a shortened work loop is marked lighter") {
         return;
     }
-    assert_eq!(b["params"]["task_cpu_off_target"], true, "{}", b["params"]);
+    assert_eq!(
+        b["measured"]["task_cpu_off_target"], true,
+        "{}",
+        b["measured"]
+    );
     assert!(
         b["warnings"]
             .to_string()

@@ -220,8 +220,8 @@ fn the_x_load_records_and_delivers_its_target_in_a_1s_cell() {
     let v = record(&json);
     let b = &v["benchmarks"][0];
     assert!(b["error"].is_null(), "{}", b["error"]);
-    let p = &b["params"];
-    assert_eq!(p["load_target_pct"], 50.0);
+    let p = &b["measured"];
+    assert_eq!(b["params"]["load_target_pct"], 50.0);
     let achieved = p["load_achieved_cpu_pct"]
         .as_f64()
         .unwrap_or_else(|| panic!("no achieved CPU in {p}"));

@@ -756,115 +756,7 @@ const VOLATILE: &[&str] = &[
     "reported_mhz",
 ];
 
-/// What a benchmark parameter is: a setting (asked for, or applied and read back) or a measured
-/// fact (an observation of the run: it may differ between runs with the same settings on the
-/// same machine). Only settings are compared as settings; facts are results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParamKind {
-    Setting,
-    Measured,
-}
-
-/// The rule for one parameter key, explicit and in one place: a key is measured when it is named
-/// in [`OBSERVED_PARAMS`] or belongs to a family of measured keys: derived curves and detected
-/// levels (`curve`, `levels`, `run_levels`), anything from the work calibration
-/// (`work_calibration_*`), self-checks (`*_check`, `switch_check_*`), counts and readings of the
-/// run (`*_before`, `*_after`, `*_achieved`, `*_per_round`, `*_read_bytes`, `*_write_bytes`,
-/// `*_switches_run`, `*_switches_total`), notes. Every other key is a setting.
-pub fn param_kind(key: &str) -> ParamKind {
-    const EXACT: &[&str] = &["curve", "levels", "run_levels", "frames", "children"];
-    const PREFIX: &[&str] = &["work_calibration_", "switch_check_", "load_ops"];
-    const SUFFIX: &[&str] = &[
-        "_check",
-        "_before",
-        "_after",
-        "_achieved",
-        "_per_round",
-        "_read_bytes",
-        "_write_bytes",
-        "_switches_run",
-        "_switches_total",
-        "_note",
-        "_notes",
-    ];
-    if OBSERVED_PARAMS.contains(&key)
-        || EXACT.contains(&key)
-        || PREFIX.iter().any(|p| key.starts_with(p))
-        || SUFFIX.iter().any(|x| key.ends_with(x))
-    {
-        ParamKind::Measured
-    } else {
-        ParamKind::Setting
-    }
-}
-
-/// Benchmark parameters named one by one as observations of the run, not settings (see
-/// [`param_kind`] for the families matched by rule).
-const OBSERVED_PARAMS: &[&str] = &[
-    "loadavg1_before",
-    "loadavg1_after",
-    "cpu_pressure_some_pct",
-    "steal_pct",
-    "periods",
-    "bursts",
-    "load_ops",
-    "target_cpu_pct",
-    "memload_size_rule",
-    "observed_resolution_ns",
-    "reported_resolution_ns",
-    // Measured by the interactivity work calibration (how, not what, was asked).
-    "cpu_clock_step_ns",
-    "work_loops_per_us",
-    "work_calibration_spread",
-    "work_calibration_cached",
-    // Observed by the fs suite (what the OS and the device counter said, how long it took).
-    "process_cpu_s",
-    "sweep_wall_s",
-    "cache_result",
-    "cache_lower_bound_note",
-    "os_cache_figure",
-    "os_cache_figure_bytes",
-    "resident_pages_before_first_pass",
-    "resident_fraction_after_reread",
-    "device_bytes_per_requested_byte",
-    "fs_info_error",
-    // Measured by the policy study (work calibrated per machine, start-up, safety notes).
-    "work_units_cpu",
-    "work_units_io",
-    "work_bursts",
-    "work_alone_ns",
-    "wall_mean_ns",
-    "rt_safety",
-    "startup_switches",
-    "sched_runtime_ns",
-    // Observed by the net suite (counts, CPU readings, derived curves and series).
-    "rtt_curve",
-    "rtt_p99_us_by_size",
-    "round_trips",
-    "bytes_sent",
-    "bytes_received",
-    "connections",
-    "peer_accepted",
-    "setup_max_us",
-    "time_wait_before",
-    "time_wait_after",
-    "datagrams_sent",
-    "datagrams_received",
-    "send_errors",
-    "duplicates",
-    "reordered",
-    "sender_lateness_p99_us",
-    "sender_stalls",
-    "jitter",
-    "stall_period_s",
-    "steps",
-    "ramp_stopped_by",
-    "tx_cpu_net_pct_all_cpus",
-    "tx_cpu_baseline_busy_cpus",
-    "rx_cpu_net_pct_all_cpus",
-    "rx_cpu_baseline_busy_cpus",
-    "rx_cpu_error",
-];
+pub use crate::model::{ParamKind, param_kind};
 
 /// Flatten a JSON value into `path = value` leaves, leaving out the keys in `skip` (at any depth).
 fn flatten_skipping(
@@ -937,12 +829,8 @@ pub fn config_settings(r: &RunRecord) -> BTreeMap<String, String> {
 /// The settings of one benchmark, flattened: its parameters as asked and as applied/read back,
 /// measured facts ([`param_kind`]) left out.
 pub fn benchmark_settings(b: &crate::model::BenchmarkResult) -> BTreeMap<String, String> {
-    let settings: serde_json::Map<String, serde_json::Value> = b
-        .params
-        .iter()
-        .filter(|(k, _)| param_kind(k) == ParamKind::Setting)
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let settings: serde_json::Map<String, serde_json::Value> =
+        b.settings().map(|(k, v)| (k.clone(), v.clone())).collect();
     let mut out = BTreeMap::new();
     flatten_skipping("", &serde_json::Value::Object(settings), &[], &mut out);
     out

@@ -87,7 +87,7 @@ fn curve_rows(
     label: &str,
     b: &crate::model::BenchmarkResult,
 ) -> anyhow::Result<()> {
-    let Some(points) = b.params.get("curve").and_then(|c| c.as_array()) else {
+    let Some(points) = b.fact("curve").and_then(|c| c.as_array()) else {
         return Ok(());
     };
     let num = |p: &serde_json::Value, k: &str| {

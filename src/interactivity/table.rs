@@ -52,8 +52,7 @@ pub fn figures(b: &BenchmarkResult) -> CellFigures {
         task_cpu: median_of(metric(b, "task_cpu"), |s| s.p50),
         // The same in every run: in params; else the median of the runs' own targets.
         target_cpu: b
-            .params
-            .get("target_cpu_pct")
+            .fact("target_cpu_pct")
             .and_then(|v| v.as_f64())
             .or_else(|| {
                 let v: Vec<f64> = b
@@ -261,6 +260,7 @@ mod tests {
             suite: "interactivity".into(),
             title: String::new(),
             params: serde_json::Map::new(),
+            measured: Default::default(),
             metrics: vec![
                 metric(
                     "latency",

@@ -538,8 +538,8 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
 }
 
 /// A `curve` parameter: `[{size_bytes, ns_per_load}, ...]`, sorted by size.
-pub fn curve_of(params: &serde_json::Map<String, serde_json::Value>) -> Option<Vec<(f64, f64)>> {
-    let arr = params.get("curve")?.as_array()?;
+pub fn curve_of(b: &crate::model::BenchmarkResult) -> Option<Vec<(f64, f64)>> {
+    let arr = b.fact("curve")?.as_array()?;
     let mut pts: Vec<(f64, f64)> = arr
         .iter()
         .map(|p| {
@@ -559,7 +559,7 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
     let mut ids: Vec<String> = Vec::new();
     for (_, r) in runs {
         for b in &r.benchmarks {
-            if curve_of(&b.params).is_some() && !ids.contains(&b.id) {
+            if curve_of(b).is_some() && !ids.contains(&b.id) {
                 ids.push(b.id.clone());
             }
         }
@@ -568,7 +568,7 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
     for id in ids {
         let series: Vec<Option<Vec<(f64, f64)>>> = runs
             .iter()
-            .map(|(_, r)| r.benchmark(&id).and_then(|b| curve_of(&b.params)))
+            .map(|(_, r)| r.benchmark(&id).and_then(curve_of))
             .collect();
         let all: Vec<(f64, f64)> = series.iter().flatten().flatten().copied().collect();
         let xmin = all.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
@@ -637,16 +637,41 @@ mod tests {
 
     #[test]
     fn curve_param_shape_is_checked() {
-        let mut p = serde_json::Map::new();
-        assert!(curve_of(&p).is_none());
-        p.insert(
-            "curve".into(),
-            serde_json::json!([{"size_bytes": 8192, "ns_per_load": 4.0},
-                               {"size_bytes": 1024, "ns_per_load": 1.0}]),
-        );
-        assert_eq!(curve_of(&p).unwrap(), vec![(1024.0, 1.0), (8192.0, 4.0)]);
-        p.insert("curve".into(), serde_json::json!([{"size": 1}]));
-        assert!(curve_of(&p).is_none());
+        let b = |curve: Option<serde_json::Value>, measured: bool| {
+            let mut m = serde_json::Map::new();
+            if let Some(c) = curve {
+                m.insert("curve".into(), c);
+            }
+            let (params, measured) = if measured {
+                (serde_json::Map::new(), m)
+            } else {
+                (m, serde_json::Map::new())
+            };
+            crate::model::BenchmarkResult {
+                id: "mem/x".into(),
+                suite: "mem".into(),
+                title: String::new(),
+                params,
+                measured,
+                metrics: vec![],
+                warnings: vec![],
+                error: None,
+                wall_s: 0.0,
+                run_facts: vec![],
+                adaptive: None,
+            }
+        };
+        assert!(curve_of(&b(None, true)).is_none());
+        let good = serde_json::json!([{"size_bytes": 8192, "ns_per_load": 4.0},
+                                      {"size_bytes": 1024, "ns_per_load": 1.0}]);
+        // In `measured` (this record format) and in `params` (older records) alike.
+        for in_measured in [true, false] {
+            assert_eq!(
+                curve_of(&b(Some(good.clone()), in_measured)).unwrap(),
+                vec![(1024.0, 1.0), (8192.0, 4.0)]
+            );
+        }
+        assert!(curve_of(&b(Some(serde_json::json!([{"size": 1}])), true)).is_none());
     }
 
     // ---- Pins: the SVG/HTML of every chart kind for a fixed input, byte for byte. ----

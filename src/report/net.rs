@@ -24,8 +24,7 @@ fn size_label(log2: f64) -> String {
 pub fn rtt_curve(r: &RunRecord) -> Option<Vec<(f64, f64, Option<f64>)>> {
     let b = r.benchmark("net/tcp_rtt_sweep")?;
     let pts: Vec<_> = b
-        .params
-        .get("rtt_curve")?
+        .fact("rtt_curve")?
         .as_array()?
         .iter()
         .filter_map(|p| {

@@ -287,6 +287,7 @@ pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
                 suite: "interactivity".into(),
                 title: format!("{task} under {load} load"),
                 params: serde_json::Map::new(),
+                measured: Default::default(),
                 metrics: vec![
                     metric("latency", Unit::Nanoseconds, Better::Lower, lat),
                     metric("deadlines_met", Unit::Percent, Better::Higher, met),
@@ -332,6 +333,7 @@ pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
         suite: "mem".into(),
         title: "memory load latency, random chain".into(),
         params,
+        measured: Default::default(),
         metrics: vec![
             level(&mut rng, "l1", 1.2),
             level(&mut rng, "l2", 4.0),
