@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
+use crate::bench::Benchmark;
 use crate::bench::mem::{MemOptions, Part, Threads};
-use crate::bench::{Benchmark, SuiteOptions, suites, suites_with};
+use crate::bench::registry::{SuiteOptions, suites, suites_with};
 use crate::export::{Format, check_writable, write_atomic};
 use crate::model::{Config, RunRecord};
 use crate::output::progress::Progress;
@@ -180,7 +181,7 @@ pub struct InteractivityArgs {
     pub task: Vec<String>,
     /// Loads [default: all]
     #[arg(long, value_enum, value_delimiter = ',')]
-    pub load: Vec<crate::interactivity::load::LoadKind>,
+    pub load: Vec<crate::bench::interactivity::load::LoadKind>,
     /// Measuring time of one run of a cell, 100ms to 60m [default: 3s]
     #[arg(long, value_parser = parse_run_time)]
     pub duration: Option<Duration>,
@@ -194,8 +195,8 @@ pub struct InteractivityArgs {
     #[arg(long, default_value = "10ms", value_parser = parse_custom_interval)]
     pub custom_interval: Duration,
     /// Work emulation: fixed (calibrated loops) or cputime (burn by the thread's CPU clock)
-    #[arg(long, value_enum, default_value_t = crate::interactivity::work::WorkMode::Fixed)]
-    pub work: crate::interactivity::work::WorkMode,
+    #[arg(long, value_enum, default_value_t = crate::bench::interactivity::work::WorkMode::Fixed)]
+    pub work: crate::bench::interactivity::work::WorkMode,
     /// Measure the work calibration again instead of using the cached value
     #[arg(long)]
     pub recalibrate: bool,
@@ -443,7 +444,7 @@ pub enum MemPart {
 }
 
 fn parse_max_size(s: &str) -> Result<u64, String> {
-    let b = crate::bench::mem::parse_size(s)?;
+    let b = crate::units::parse_size(s)?;
     crate::bench::mem::validate_max_size(b)?;
     Ok(b)
 }
@@ -588,7 +589,7 @@ pub fn main() -> i32 {
         cli.command,
         Command::Load { .. } | Command::PolicyChild { .. } | Command::Echo
     ) {
-        crate::tempfiles::remove_stale();
+        crate::bench::registry::remove_leftovers();
     }
     let code = match dispatch(cli) {
         Ok(code) => code,
@@ -759,9 +760,9 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             }
         }
         Command::Interactivity(args) => run_interactivity(*args),
-        Command::Load { spec } => Ok(crate::interactivity::load::child_main(&spec)),
+        Command::Load { spec } => Ok(crate::bench::interactivity::load::child_main(&spec)),
         Command::Policy(args) => policy::run_policy(*args),
-        Command::PolicyChild { spec } => Ok(crate::policy::child::child_main(&spec)),
+        Command::PolicyChild { spec } => Ok(crate::bench::policy::child::child_main(&spec)),
         Command::Completions { shell } => {
             let mut cmd = completion_command();
             clap_complete::generate(
@@ -989,8 +990,8 @@ fn execute_and_keep(
     // Load files that killed osgauge processes left behind (default folder, and the old-style
     // files in the working directory).
     let cwd = std::env::current_dir().unwrap_or_default();
-    crate::interactivity::load::remove_stale(
-        &crate::interactivity::load::default_load_base(),
+    crate::bench::interactivity::load::remove_stale(
+        &crate::bench::interactivity::load::default_load_base(),
         &[&cwd],
     );
     let mut progress = Progress::new(estimates, !opts.quiet);
@@ -1145,7 +1146,7 @@ pub(crate) fn interrupt_flag() -> &'static AtomicBool {
 }
 
 fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
-    use crate::interactivity::{self as ia, Settings};
+    use crate::bench::interactivity::{self as ia, Settings};
     use crate::platform::realtime::Policy;
     use std::sync::Arc;
     let opts = a.opts.clone();

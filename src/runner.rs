@@ -1186,7 +1186,8 @@ mod tests {
 
     #[test]
     fn every_benchmark_estimates_a_finite_time_at_least_its_fixed_windows() {
-        use crate::bench::{Estimate, SuiteOptions, suites_with};
+        use crate::bench::Estimate;
+        use crate::bench::registry::{SuiteOptions, suites_with};
         let quick = SuiteOptions {
             mem: crate::bench::mem::MemOptions::quick(),
             net: crate::bench::net::NetOptions::quick(),

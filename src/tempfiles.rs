@@ -54,24 +54,6 @@ pub fn remove_stale_in(base: &Path, kinds: &[&str]) -> Vec<PathBuf> {
     gone
 }
 
-/// Everything dead osgauge processes left in the temp dir (every kind), and their interactivity
-/// load folders under the default load base. Run at the start of every command.
-pub fn remove_stale() -> Vec<PathBuf> {
-    let mut gone = remove_stale_in(&std::env::temp_dir(), KINDS);
-    // The file-system suite's work folders in the current directory (its default --dir) and the
-    // temp dir: stale when no live osgauge holds their lock (a folder under another --dir goes
-    // at that dir's next use).
-    gone.extend(crate::bench::fs::workdir::clean_stale(&std::env::temp_dir()));
-    if let Ok(cwd) = std::env::current_dir() {
-        gone.extend(crate::bench::fs::workdir::clean_stale(&cwd));
-    }
-    gone.extend(crate::interactivity::load::remove_stale(
-        &crate::interactivity::load::default_load_base(),
-        &[],
-    ));
-    gone
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

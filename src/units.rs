@@ -228,9 +228,79 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// Binary size text: 1536 -> "1.5KiB", 4194304 -> "4MiB".
+pub fn format_size(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{}{}", v.round() as u64, UNITS[i])
+    } else {
+        format!("{v:.1}{}", UNITS[i])
+    }
+}
+
+/// Parse a size like `256MiB`, `1GiB`, `64KiB`, `512M`, `4096` (bytes; K/M/G are binary too,
+/// as memory sizes usually are).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 64KiB, 256MiB, 1GiB)"))?;
+    let Some(mult) = size_unit(unit) else {
+        return Err(format!(
+            "'{s}': unknown size unit '{}' (use KiB, MiB, GiB)",
+            unit.trim().to_ascii_lowercase()
+        ));
+    };
+    let bytes = v * mult as f64;
+    if !bytes.is_finite() || bytes < 1.0 || bytes > (1u64 << 50) as f64 {
+        return Err(format!("'{s}' is out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The multiplier of a size unit: B, K/KB/KiB, M/MB/MiB, G…, T… (binary, as memory and the
+/// kernel use them; any case); None for anything else.
+pub fn size_unit(unit: &str) -> Option<u64> {
+    Some(match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_parse_and_format() {
+        assert_eq!(parse_size("256MiB").unwrap(), 256 << 20);
+        assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_size("64k").unwrap(), 64 << 10);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("1.5MiB").unwrap(), 3 << 19);
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("12parsecs").is_err());
+        assert!(parse_size("0").is_err());
+        assert_eq!(format_size(4 << 20), "4MiB");
+        assert_eq!(format_size(1536), "1.5KiB");
+        assert_eq!(size_unit(" KiB"), Some(1024));
+        assert_eq!(size_unit("kB"), Some(1024));
+        assert_eq!(size_unit("parsecs"), None);
+    }
 
     #[test]
     fn time_units_chosen_per_value() {

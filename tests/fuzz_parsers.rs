@@ -140,7 +140,7 @@ proptest! {
 
     #[test]
     fn sizes_parse_or_fail_cleanly(s in "[0-9.]{0,20}[a-zA-Z ]{0,4}|\\PC{0,16}") {
-        if let Ok(b) = osgauge::bench::mem::parse_size(&s) {
+        if let Ok(b) = osgauge::units::parse_size(&s) {
             prop_assert!((1..=1u64 << 50).contains(&b));
         }
     }

@@ -114,8 +114,8 @@ fn synthetic_results_use_real_ids_and_metrics() {
         let real = if b.suite == "interactivity" {
             let parts: Vec<&str> = b.id.split('/').collect();
             assert!(
-                osgauge::interactivity::TASKS.contains(&parts[1])
-                    && osgauge::interactivity::load::LoadKind::ALL
+                osgauge::bench::interactivity::TASKS.contains(&parts[1])
+                    && osgauge::bench::interactivity::load::LoadKind::ALL
                         .iter()
                         .any(|l| l.name() == parts[2]),
                 "{}",

@@ -7,7 +7,7 @@ fuzz_target!(|s: &str| {
     if let Ok(d) = osgauge::units::parse_duration(s) {
         assert!(d.as_secs_f64() <= 86_400.0 + 1e-6);
     }
-    if let Ok(b) = osgauge::bench::mem::parse_size(s) {
+    if let Ok(b) = osgauge::units::parse_size(s) {
         assert!((1..=1u64 << 50).contains(&b));
     }
     if let Ok(v) = osgauge::cli::cpu_list(s) {

@@ -682,7 +682,7 @@ mod tests {
 
     #[test]
     fn every_measured_input_names_a_benchmark_metric_that_exists() {
-        let suites = crate::bench::suites();
+        let suites = crate::bench::registry::suites();
         let metric = |id: &str, name: &str| {
             suites
                 .iter()

@@ -11,11 +11,14 @@ pub mod cpu;
 pub mod example;
 pub mod frame;
 pub mod fs;
+pub mod interactivity;
 #[cfg(test)]
 mod invariants;
 pub mod mem;
 pub mod net;
+pub mod policy;
 pub mod proc;
+pub mod registry;
 #[cfg(test)]
 pub(crate) mod testutil;
 
@@ -142,130 +145,11 @@ impl Estimate {
     }
 }
 
-pub struct Suite {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub benchmarks: Vec<Box<dyn Benchmark>>,
-}
-
-/// Options that change how suites are built (the quick preset's lighter configurations and
-/// suite-specific `micro` options).
-#[derive(Debug, Clone, Default)]
-pub struct SuiteOptions {
-    pub mem: mem::MemOptions,
-    pub net: net::NetOptions,
-    pub fs: fs::FsOptions,
-}
-
-/// Every suite, in the order `run` executes them, with default options.
-pub fn suites() -> Vec<Suite> {
-    suites_with(&SuiteOptions::default())
-}
-
-/// Every suite, built with `opts`.
-pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
-    vec![
-        Suite {
-            name: "cpu",
-            description: "CPU and kernel-entry costs: clock read, loop, procedure call, null and I/O system call",
-            benchmarks: cpu::benchmarks(),
-        },
-        Suite {
-            name: "proc",
-            description: "Process and thread services: creation, spawn+exec, context switch",
-            benchmarks: proc::benchmarks(),
-        },
-        Suite {
-            name: "mem",
-            description: "Memory: load-latency curve with cache levels, bandwidth (1 thread and all), page faults",
-            benchmarks: mem::benchmarks(&opts.mem),
-        },
-        Suite {
-            name: "net",
-            description: "Network: TCP round trip and size sweep, bandwidth (1 and N streams) with CPU cost, connection setup/teardown, UDP stream jitter/loss and highest loss-free rate",
-            benchmarks: net::benchmarks(&opts.net),
-        },
-        Suite {
-            name: "fs",
-            description: "File system: cache-bypassed read latency (size sweep), file-cache size, contention, disk bandwidth with CPU cost, create/delete, fsync",
-            benchmarks: fs::benchmarks(&opts.fs),
-        },
-        Suite {
-            name: "frame",
-            description: "Frame pacing: an absolute-time frame loop with a frame copy (60 fps 1 MP, 25 fps 5 MP); no display",
-            benchmarks: frame::benchmarks(),
-        },
-        Suite {
-            name: "interactivity",
-            description: "Interactive task latency under load (quick matrix: audio & video × none & burn; full matrix: `osgauge interactivity`)",
-            benchmarks: crate::interactivity::quick_benchmarks(),
-        },
-        Suite {
-            name: "policy",
-            description: "Scheduling policies: 10 processes of cpu and io work under the default policy (full study: `osgauge policy`)",
-            benchmarks: crate::policy::quick_benchmarks(),
-        },
-    ]
-}
-
 /// Convert an OS error into a benchmark error: `unsupported` stays unsupported.
 pub fn os_err(call: &str, e: std::io::Error) -> BenchError {
     if e.kind() == std::io::ErrorKind::Unsupported {
         BenchError::unsupported(e.to_string())
     } else {
         BenchError::os(call, e)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashSet;
-
-    #[test]
-    fn metrics_named_in_a_unit_are_stored_in_it() {
-        for s in suites() {
-            for b in &s.benchmarks {
-                for m in &b.info().metrics {
-                    if let Some(u) = crate::units::unit_of_suffix(m.name) {
-                        assert_eq!(
-                            m.unit,
-                            u,
-                            "{}/{}: the name promises {}, the unit is {}",
-                            b.info().id,
-                            m.name,
-                            u.symbol(),
-                            m.unit.symbol()
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn ids_are_unique_and_prefixed_by_their_suite() {
-        let mut seen = HashSet::new();
-        for s in suites() {
-            assert!(!s.benchmarks.is_empty(), "suite {} is empty", s.name);
-            for b in &s.benchmarks {
-                let i = b.info();
-                assert!(seen.insert(i.id.clone()), "duplicate id {}", i.id);
-                assert_eq!(i.suite, s.name);
-                assert!(i.id.starts_with(&format!("{}/", s.name)), "{}", i.id);
-                assert!(!i.metrics.is_empty(), "{} has no metrics", i.id);
-                assert!(!i.method.is_empty() && !i.title.is_empty());
-                let mut names = HashSet::new();
-                for m in &i.metrics {
-                    assert!(
-                        names.insert(m.name),
-                        "{}: duplicate metric {}",
-                        i.id,
-                        m.name
-                    );
-                    assert!(!m.description.is_empty());
-                }
-            }
-        }
     }
 }

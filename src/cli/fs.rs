@@ -29,7 +29,7 @@ pub enum FsPattern {
 }
 
 fn parse_file_size(s: &str) -> Result<u64, String> {
-    let b = crate::bench::mem::parse_size(s)?;
+    let b = crate::units::parse_size(s)?;
     if b < 4096 || b % 4096 != 0 {
         return Err(format!(
             "--sizes {s}: must be a multiple of 4KiB, at least 4KiB"

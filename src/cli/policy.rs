@@ -1,4 +1,4 @@
-//! `osgauge policy`: the scheduling-policy study (see `crate::policy`).
+//! `osgauge policy`: the scheduling-policy study (see `crate::bench::policy`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -7,8 +7,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{CliError, RunOpts, execute_and_keep, parse_duration, parse_slice, print_warnings};
+use crate::bench::policy::work::WorkKind;
 use crate::platform::policy::{PolicyName, PolicySpec};
-use crate::policy::work::WorkKind;
 
 pub const AFTER_HELP: &str = "Examples:
   osgauge policy                                   the seed's matrix: cpu,io,mixed × other,fifo,rr × 10,100,1000
@@ -38,7 +38,7 @@ pub struct PolicyArgs {
     )]
     pub work: Vec<WorkKind>,
     /// Policies, comma-separated (see below)
-    #[arg(long, value_delimiter = ',', value_parser = crate::policy::parse_policy, default_value = "other,fifo,rr")]
+    #[arg(long, value_delimiter = ',', value_parser = crate::bench::policy::parse_policy, default_value = "other,fifo,rr")]
     pub policy: Vec<PolicyName>,
     /// Simultaneous processes, comma-separated, 1..=10000
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=10000), default_value = "10,100,1000")]
@@ -135,7 +135,10 @@ pub fn specs(a: &PolicyArgs) -> Result<Vec<PolicySpec>, CliError> {
         let mut s = PolicySpec::new(p);
         match p {
             PolicyName::Fifo | PolicyName::Rr => {
-                s.priority = Some(a.priority.unwrap_or(crate::policy::DEFAULT_RT_PRIORITY))
+                s.priority = Some(
+                    a.priority
+                        .unwrap_or(crate::bench::policy::DEFAULT_RT_PRIORITY),
+                )
             }
             PolicyName::Deadline | PolicyName::TimeConstraint => {
                 s.runtime_ns = Some(runtime.as_nanos() as u64);
@@ -176,12 +179,12 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
     let works = dedup(&a.work);
     let procs = dedup(&a.procs);
     let base = std::env::temp_dir();
-    for d in crate::policy::remove_stale(&base) {
+    for d in crate::bench::policy::remove_stale(&base) {
         crate::errln!("osgauge: removed {} left by a killed run", d.display());
     }
     // Refuse real-time cells up front, with the reason.
     if specs.iter().any(|s| s.name.is_realtime())
-        && let Err(why) = crate::policy::rt_safety()
+        && let Err(why) = crate::bench::policy::rt_safety()
     {
         return Err(CliError::Other(anyhow::anyhow!(why)));
     }
@@ -191,11 +194,11 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
         crate::platform::policy::process_limit(),
         crate::platform::policy::user_process_count(),
         crate::platform::memory::available_bytes(),
-        crate::policy::CHILD_BYTES,
+        crate::bench::policy::CHILD_BYTES,
     )
     .map_err(|e| CliError::Other(anyhow::anyhow!(e)))?;
-    let study = Arc::new(crate::policy::Study::new(a.work_time, base));
-    let benchmarks = crate::policy::matrix(study, &works, &specs, &procs);
+    let study = Arc::new(crate::bench::policy::Study::new(a.work_time, base));
+    let benchmarks = crate::bench::policy::matrix(study, &works, &specs, &procs);
     let selection: Vec<String> = benchmarks.iter().map(|b| b.info().id.clone()).collect();
     let (runs, most_runs, adaptive) = opts.runs_plan(5)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
@@ -238,8 +241,8 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
         );
         // Which policies differ within each workload × process count (compare cannot: the
         // policy is part of the benchmark id).
-        if let Some(an) = crate::policy::significance::analyse(record) {
-            let table = crate::policy::significance::render(&an.rows, |m| an.unit(m));
+        if let Some(an) = crate::compare::pairwise::analyse(record) {
+            let table = crate::compare::pairwise::render(&an.rows, |m| an.unit(m));
             crate::outln!();
             crate::out!("{table}");
             for n in &an.notes {
@@ -261,9 +264,9 @@ fn write_significance(path: &Path, record: &crate::model::RunRecord) -> Result<(
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
     let text = if csv {
-        crate::policy::significance::to_csv(record)
+        crate::compare::pairwise::to_csv(record)
     } else {
-        crate::policy::significance::to_json(record)
+        crate::compare::pairwise::to_json(record)
     };
     text.and_then(|t| {
         crate::export::write_atomic(path, t.as_bytes()).map_err(|e| anyhow::anyhow!("{e}"))

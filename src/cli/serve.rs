@@ -32,7 +32,7 @@ pub struct NetOpts {
 }
 
 fn parse_udp_size(s: &str) -> Result<u32, String> {
-    let b = crate::bench::mem::parse_size(s)?;
+    let b = crate::units::parse_size(s)?;
     if !(20..=65_507).contains(&b) {
         return Err(format!("UDP datagram size {b} B outside 20 B..65507 B"));
     }
@@ -96,7 +96,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub max_sessions: u32,
     /// Bytes received per session, e.g. 100GiB
-    #[arg(long, default_value = "256GiB", value_parser = crate::bench::mem::parse_size, value_name = "SIZE")]
+    #[arg(long, default_value = "256GiB", value_parser = crate::units::parse_size, value_name = "SIZE")]
     pub max_bytes: u64,
     /// Length of a session, e.g. 10m
     #[arg(long, default_value = "10m", value_parser = crate::units::parse_duration, value_name = "DURATION")]

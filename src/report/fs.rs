@@ -20,10 +20,7 @@ fn center(m: &MetricResult) -> Option<f64> {
 /// `pattern_variant_SIZE` → (series, bytes).
 fn parse_latency_name(n: &str) -> Option<(String, u64)> {
     let (series, size) = n.rsplit_once('_')?;
-    Some((
-        series.to_string(),
-        crate::bench::mem::parse_size(size).ok()?,
-    ))
+    Some((series.to_string(), crate::units::parse_size(size).ok()?))
 }
 
 /// A series: label, colour index, dashed, points (x, y) with x already transformed.
@@ -82,7 +79,7 @@ fn pow2_label(k: &f64) -> String {
     if (k - k.round()).abs() > 0.01 {
         return String::new();
     }
-    crate::bench::mem::format_size(2f64.powf(k.round()) as u64)
+    crate::units::format_size(2f64.powf(k.round()) as u64)
 }
 
 /// The fs section of the report ("" when no run has fs benchmarks).

@@ -1,5 +1,5 @@
 //! The policy study's "which policy differences are significant" section: the pairwise table of
-//! `crate::policy::significance` (medians, ratio, p, BH q, verdict; significant rows marked) and,
+//! `crate::compare::pairwise` (medians, ratio, p, BH q, verdict; significant rows marked) and,
 //! per metric, a grid chart (rows = workload/procs, columns = policy pairs, each cell coloured by
 //! the direction of the difference, saturated when significant, q in the cell's tooltip).
 //! The grid is a plain inline SVG: a table of coloured cells with `<title>` tooltips, which the
@@ -8,10 +8,10 @@
 use std::fmt::Write as _;
 
 use super::{color, esc};
-use crate::model::RunRecord;
-use crate::policy::significance::{
+use crate::compare::pairwise::{
     Analysis, PairTest, fmt_p, fmt_ratio, method_text, ratio, significant, verdict,
 };
+use crate::model::RunRecord;
 use crate::units::{Better, format_value};
 
 /// Colour of "b higher than a" and "b lower than a" (the report palette: vermillion, blue).
@@ -188,7 +188,7 @@ fn table(a: &Analysis) -> String {
 
 /// One run's part of the section ("" when it is not a policy study).
 fn run_part(name: &str, record: &RunRecord, several: bool) -> String {
-    let Some(a) = crate::policy::significance::analyse(record) else {
+    let Some(a) = crate::compare::pairwise::analyse(record) else {
         return String::new();
     };
     let mut s = String::new();
@@ -220,7 +220,7 @@ fn run_part(name: &str, record: &RunRecord, several: bool) -> String {
             "<figure class=\"wide\"><figcaption>{}</figcaption>{svg}</figure>",
             esc(&format!(
                 "{name} · {metric} ({dir}): ratio b / a of the medians per workload/procs and policy pair — saturated and ✱ = significant (q < {}), pale = not; p and q in each cell's tooltip",
-                crate::policy::significance::ALPHA
+                crate::compare::pairwise::ALPHA
             ))
         );
     }
@@ -233,7 +233,7 @@ fn run_part(name: &str, record: &RunRecord, several: bool) -> String {
 pub fn section(runs: &[(String, RunRecord)]) -> String {
     let policy_runs = runs
         .iter()
-        .filter(|(_, r)| crate::policy::significance::analyse(r).is_some())
+        .filter(|(_, r)| crate::compare::pairwise::analyse(r).is_some())
         .count();
     let parts: String = runs
         .iter()
@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn table_and_grid_mark_significant_pairs_and_escape() {
-        let r = crate::policy::significance::tests::record(&[
+        let r = crate::compare::pairwise::tests::record(&[
             ("policy/cpu/<other>/10", vec![10.0, 11.0, 12.0, 13.0, 14.0]),
             ("policy/cpu/fifo/10", vec![20.0, 21.0, 22.0, 23.0, 24.0]),
             ("policy/cpu/rr/10", vec![20.5, 21.5, 22.5, 23.5, 24.5]),
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn one_policy_only_says_so_instead_of_an_empty_table() {
-        let r = crate::policy::significance::tests::record(&[
+        let r = crate::compare::pairwise::tests::record(&[
             ("policy/cpu/other/10", vec![10.0, 11.0]),
             ("policy/cpu/other/100", vec![20.0, 21.0]),
         ]);

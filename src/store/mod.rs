@@ -1020,7 +1020,7 @@ pub fn read_text_capped(path: &Path, cap: u64) -> Result<String> {
             bail!(
                 "{} is larger than the import limit of {}",
                 path.display(),
-                crate::bench::mem::format_size(cap)
+                crate::units::format_size(cap)
             );
         }
         bytes.extend_from_slice(&chunk[..n]);

@@ -362,14 +362,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
         return None;
     }
     let n: u64 = t[..digits_end].parse().ok()?;
-    let factor: u64 = match t[digits_end..].trim() {
-        "" | "B" => 1,
-        "K" | "k" | "KB" | "kB" | "KiB" => 1 << 10,
-        "M" | "MB" | "MiB" => 1 << 20,
-        "G" | "GB" | "GiB" => 1 << 30,
-        "T" | "TB" | "TiB" => 1 << 40,
-        _ => return None,
-    };
+    let factor = crate::units::size_unit(&t[digits_end..])?;
     n.checked_mul(factor)
 }
 

@@ -1,6 +1,10 @@
 //! Suite `cpu`: the cost of reading the clock, of a loop iteration, of a procedure call with 0–7
 //! integer arguments, of a null system call and of a cheap I/O system call.
 
+/// What the suite measures, as `osgauge list` shows it.
+pub const DESCRIPTION: &str =
+    "CPU and kernel-entry costs: clock read, loop, procedure call, null and I/O system call";
+
 mod io_syscall;
 mod loop_overhead;
 mod null_syscall;

@@ -2,6 +2,9 @@
 //! that copies each frame into a second buffer, at 60 fps with 1-megapixel frames and at 25 fps
 //! with 5-megapixel frames.
 
+/// What the suite measures, as `osgauge list` shows it.
+pub const DESCRIPTION: &str = "Frame pacing: an absolute-time frame loop with a frame copy (60 fps 1 MP, 25 fps 5 MP); no display";
+
 mod pacing;
 
 use super::Benchmark;

@@ -4,6 +4,9 @@
 //! Every file lives in a [`workdir::WorkDir`] under `--dir` (default: the current directory) and
 //! is removed on every exit path; the cache bypass is the one in `crate::platform::fs`.
 
+/// What the suite measures, as `osgauge list` shows it.
+pub const DESCRIPTION: &str = "File system: cache-bypassed read latency (size sweep), file-cache size, contention, disk bandwidth with CPU cost, create/delete, fsync";
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -99,7 +102,7 @@ pub fn name(s: String) -> &'static str {
 
 /// Size text for metric names and facts: 32KiB, 4MiB.
 pub fn size_name(b: u64) -> String {
-    crate::bench::mem::format_size(b)
+    crate::units::format_size(b)
 }
 
 pub fn io_err(what: &str, p: &Path, e: io::Error) -> BenchError {
@@ -266,7 +269,7 @@ mod tests {
                 assert_eq!(cpu.better, crate::units::Better::Lower);
             }
         }
-        let s = crate::bench::suites();
+        let s = crate::bench::registry::suites();
         assert!(s.iter().any(|s| s.name == "fs"));
     }
 

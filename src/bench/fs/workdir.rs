@@ -127,9 +127,9 @@ pub fn check_dir(dir: &Path) -> Result<(), String> {
         return Err(format!(
             "--dir {}: only {} free; the fs suite keeps {} free and needs {} more",
             dir.display(),
-            crate::bench::mem::format_size(free),
-            crate::bench::mem::format_size(MARGIN),
-            crate::bench::mem::format_size(MIN_SPACE)
+            crate::units::format_size(free),
+            crate::units::format_size(MARGIN),
+            crate::units::format_size(MIN_SPACE)
         ));
     }
     Ok(())
@@ -145,8 +145,8 @@ pub fn budget(dir: &Path, want: u64) -> Result<u64, BenchError> {
         return Err(BenchError::failed(format!(
             "not enough free space in {}: {} free, {} kept free",
             dir.display(),
-            crate::bench::mem::format_size(free),
-            crate::bench::mem::format_size(MARGIN)
+            crate::units::format_size(free),
+            crate::units::format_size(MARGIN)
         )));
     }
     Ok(want.min(room))

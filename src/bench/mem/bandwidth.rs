@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{AlignedBuf, MemOptions, Threads, format_size};
+use super::{AlignedBuf, MemOptions, Threads};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
+use crate::units::format_size;
 use crate::units::{Better, Unit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

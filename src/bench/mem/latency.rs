@@ -9,10 +9,11 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use super::plateau::{self, Point, Tolerances};
-use super::{AlignedBuf, MemOptions, format_size};
+use super::{AlignedBuf, MemOptions};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::{BatchOptions, RunContext};
 use crate::model::BenchError;
+use crate::units::format_size;
 use crate::units::{Better, Unit};
 
 /// How the chain visits the working set.

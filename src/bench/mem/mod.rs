@@ -17,6 +17,11 @@
 //! reported_cache_bytes, matches_record_within_one_step}]` plus the memory plateau). A report can
 //! plot `curve` directly; `--export-csv` adds one row per point (metric `curve@<size_bytes>`).
 
+/// What the suite measures, as `osgauge list` shows it.
+pub const DESCRIPTION: &str =
+    "Memory: load-latency curve with cache levels, bandwidth (1 thread and all), page faults";
+
+use crate::units::format_size;
 use std::sync::OnceLock;
 
 use super::Benchmark;
@@ -179,36 +184,6 @@ pub fn parse_threads(s: &str) -> Result<Threads, String> {
     }
 }
 
-/// Parse a size like `256MiB`, `1GiB`, `64KiB`, `512M`, `4096` (bytes; K/M/G are binary too,
-/// as memory sizes usually are).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 64KiB, 256MiB, 1GiB)"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        other => {
-            return Err(format!(
-                "'{s}': unknown size unit '{other}' (use KiB, MiB, GiB)"
-            ));
-        }
-    };
-    let bytes = v * mult as f64;
-    if !bytes.is_finite() || bytes < 1.0 || bytes > (1u64 << 50) as f64 {
-        return Err(format!("'{s}' is out of range"));
-    }
-    Ok(bytes as u64)
-}
-
 /// The warning for a `--max-size` the machine could not honour (`applied` bytes instead, for
 /// `why`), or None when it was.
 pub fn max_size_warning(asked: Option<u64>, applied: u64, why: &str) -> Option<String> {
@@ -229,22 +204,6 @@ pub fn validate_max_size(b: u64) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Binary size text: 1536 -> "1.5KiB", 4194304 -> "4MiB".
-pub fn format_size(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < UNITS.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if (v - v.round()).abs() < 1e-9 {
-        format!("{}{}", v.round() as u64, UNITS[i])
-    } else {
-        format!("{v:.1}{}", UNITS[i])
-    }
 }
 
 /// The machine record, read once per process.
@@ -354,17 +313,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_and_format() {
-        assert_eq!(parse_size("256MiB").unwrap(), 256 << 20);
-        assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
-        assert_eq!(parse_size("64k").unwrap(), 64 << 10);
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert_eq!(parse_size("1.5MiB").unwrap(), 3 << 19);
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("12parsecs").is_err());
-        assert!(parse_size("0").is_err());
-        assert_eq!(format_size(4 << 20), "4MiB");
-        assert_eq!(format_size(1536), "1.5KiB");
+    fn max_size_is_checked_and_its_reduction_said() {
         assert!(validate_max_size(1024).is_err());
         let w = max_size_warning(
             Some(100 << 40),

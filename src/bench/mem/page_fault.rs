@@ -42,8 +42,8 @@ impl PageFault {
                      pages. Mapping and unmapping are outside the timed window. Rounds repeat for \
                      the run time (at least 3 each); a sample is one round. On a VM the 'disk' \
                      read behind a major fault is usually served by the host's cache.",
-                    super::format_size(ANON_BYTES as u64),
-                    super::format_size(FILE_BYTES as u64),
+                    crate::units::format_size(ANON_BYTES as u64),
+                    crate::units::format_size(FILE_BYTES as u64),
                 ),
                 metrics: vec![
                     MetricSpec {

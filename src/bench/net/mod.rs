@@ -11,6 +11,9 @@
 //! Metric values are stored in the unit their name ends with (`_us`, `_gbit_s`, `_us_per_kib`,
 //! `_pct`) and marked unit `count` in the record, since the record has no µs or Gbit/s unit.
 
+/// What the suite measures, as `osgauge list` shows it.
+pub const DESCRIPTION: &str = "Network: TCP round trip and size sweep, bandwidth (1 and N streams) with CPU cost, connection setup/teardown, UDP stream jitter/loss and highest loss-free rate";
+
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -4,6 +4,9 @@
 //! (the platform's `EchoChild`, `OwnedFd`s, scoped threads) so that it is killed/reaped, joined or
 //! closed on every exit path: normal end, error, time bound and Ctrl-C.
 
+/// What the suite measures, as `osgauge list` shows it.
+pub const DESCRIPTION: &str = "Process and thread services: creation, spawn+exec, context switch";
+
 mod ctx_switch;
 mod fork_exit;
 mod program_start;

@@ -4,8 +4,10 @@
 //! per work × policy × process count (`policy/cpu/fifo/100`), runs are the unit, so the store,
 //! `compare` and `report` treat it like every other suite. Children are `osgauge __policy_child`.
 
+/// What the suite measures, as `osgauge list` shows it.
+pub const DESCRIPTION: &str = "Scheduling policies: 10 processes of cpu and io work under the default policy (full study: `osgauge policy`)";
+
 pub mod child;
-pub mod significance;
 pub mod work;
 
 use std::io::{BufRead, BufReader};
@@ -78,7 +80,7 @@ fn temp_dir(base: &Path) -> std::io::Result<tempfile::TempDir> {
 }
 
 /// Remove study folders left in `base` by osgauge processes that no longer exist (any osgauge
-/// command does this for the temp dir: [`crate::tempfiles::remove_stale`]).
+/// command does this for the temp dir: [`crate::bench::registry::remove_leftovers`]).
 pub fn remove_stale(base: &Path) -> Vec<PathBuf> {
     crate::tempfiles::remove_stale_in(base, &["policy"])
 }
@@ -514,7 +516,7 @@ impl Benchmark for Cell {
         let (size, alone) = self.study.size(self.work)?;
         let dir = temp_dir(&self.study.temp_base)
             .map_err(|e| BenchError::failed(format!("creating a temp folder: {e}")))?;
-        let exe = crate::interactivity::load::load_exe()
+        let exe = crate::bench::interactivity::load::load_exe()
             .map_err(|e| BenchError::failed(format!("finding the osgauge executable: {e}")))?;
         let json = self.spec_json(&size, dir.path());
         let (go_r, go_w) = std::io::pipe().map_err(|e| BenchError::os("pipe", e))?;

@@ -8,6 +8,9 @@
 //! Modules: [`accounting`] (pure per-period rules), [`work`] (work emulation and calibration),
 //! [`task`] (the tasks), [`load`] (the loads and their child process), [`table`] (output).
 
+/// What the suite measures, as `osgauge list` shows it.
+pub const DESCRIPTION: &str = "Interactive task latency under load (quick matrix: audio & video × none & burn; full matrix: `osgauge interactivity`)";
+
 pub mod accounting;
 pub mod load;
 pub mod table;

@@ -4,7 +4,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use super::accounting::{Accounting, Worked, next_frame};
+use super::accounting::{Accounting, Burst, Worked, next_frame};
 use super::work::Work;
 use crate::platform::realtime;
 
@@ -89,20 +89,6 @@ impl Task {
     /// Periods (or gaming bursts) in a run of `duration_ns`.
     pub fn periods_in(&self, duration_ns: u64) -> u64 {
         duration_ns.div_ceil(self.period_ns().max(1))
-    }
-}
-
-/// One gaming burst: the CPU time the thread got during it (its CPU clock) and its wall time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Burst {
-    pub cpu_ns: u64,
-    pub wall_ns: u64,
-}
-
-impl Burst {
-    /// Time the burst spent off the CPU while it wanted it (wall − CPU).
-    pub fn waited_ns(&self) -> u64 {
-        self.wall_ns.saturating_sub(self.cpu_ns)
     }
 }
 

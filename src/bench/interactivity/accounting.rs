@@ -108,8 +108,22 @@ impl Accounting {
     }
 }
 
+/// One gaming burst: the CPU time the thread got during it (its CPU clock) and its wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Burst {
+    pub cpu_ns: u64,
+    pub wall_ns: u64,
+}
+
+impl Burst {
+    /// Time the burst spent off the CPU while it wanted it (wall − CPU).
+    pub fn waited_ns(&self) -> u64 {
+        self.wall_ns.saturating_sub(self.cpu_ns)
+    }
+}
+
 /// Gaming's desired CPU %: CPU time obtained / wall time, over all bursts (0 when there are none).
-pub fn burst_cpu_share_pct(bursts: &[super::task::Burst]) -> f64 {
+pub fn burst_cpu_share_pct(bursts: &[Burst]) -> f64 {
     let cpu: u64 = bursts.iter().map(|b| b.cpu_ns.min(b.wall_ns)).sum();
     let wall: u64 = bursts.iter().map(|b| b.wall_ns).sum();
     if wall == 0 {
@@ -121,7 +135,6 @@ pub fn burst_cpu_share_pct(bursts: &[super::task::Burst]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interactivity::task::Burst;
 
     #[test]
     fn gaming_share_and_wait_come_from_the_clocks() {
