@@ -17,6 +17,7 @@ use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
 mod fs;
+mod latency;
 mod model;
 pub mod policy;
 mod results;
@@ -110,6 +111,14 @@ pub enum Command {
         after_help = "Examples:\n  osgauge interactivity                                   the full task × load matrix\n  osgauge interactivity --task audio,video --load none,burn,compile --duration 10s --runs 5\n  osgauge interactivity --task video --video-hz 144 --policy fifo --priority 50 --cpus 0\n  osgauge interactivity --task custom --custom-cpu 20 --custom-interval 10ms --load burn\n  osgauge interactivity --format interbench               Interbench-style table\n\nHere --runs defaults to 3 per cell, --run-time is an alias of --duration, and warm-up runs last at most 300 ms.\nLatency is per period (actual − intended start, ns); dropped frames are counted apart. Method: `osgauge list --long`."
     )]
     Interactivity(Box<InteractivityArgs>),
+    /// Timer wake-up latency per CPU (cyclictest's measurement): pinned threads, absolute-time
+    /// periodic sleeps, policy and timer slack read back
+    #[command(after_help = latency::LATENCY_HELP)]
+    Latency(Box<latency::LatencyArgs>),
+    /// OS noise per CPU (osnoise's measurement): a pinned busy loop per CPU, every gap above a
+    /// threshold is time the OS took
+    #[command(after_help = latency::NOISE_HELP)]
+    Noise(Box<latency::NoiseArgs>),
     /// Internal: body of a load child process
     #[command(name = "__load", hide = true)]
     Load { spec: String },
@@ -649,6 +658,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                     Preset::Quick => crate::bench::fs::FsOptions::quick(),
                     Preset::Standard => Default::default(),
                 },
+                latency: Default::default(),
             };
             run_plan(preset_name(preset), preset, all, opts, &suite_opts)
         }
@@ -695,6 +705,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                 },
                 net: net.to_options()?,
                 fs: fs.to_options(&mem).map_err(CliError::Usage)?,
+                latency: Default::default(),
             };
             run_plan("custom", Preset::Standard, select, opts, &suite_opts)
         }
@@ -762,6 +773,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Interactivity(args) => run_interactivity(*args),
         Command::Load { spec } => Ok(crate::bench::interactivity::load::child_main(&spec)),
         Command::Policy(args) => policy::run_policy(*args),
+        Command::Latency(args) => latency::run_latency(*args),
+        Command::Noise(args) => latency::run_noise(*args),
         Command::PolicyChild { spec } => Ok(crate::bench::policy::child::child_main(&spec)),
         Command::Completions { shell } => {
             let mut cmd = completion_command();

@@ -1192,6 +1192,7 @@ mod tests {
             mem: crate::bench::mem::MemOptions::quick(),
             net: crate::bench::net::NetOptions::quick(),
             fs: crate::bench::fs::FsOptions::quick(),
+            latency: Default::default(),
         };
         let e = Estimate {
             runs: 5,

@@ -14,6 +14,7 @@ pub mod fs;
 pub mod interactivity;
 #[cfg(test)]
 mod invariants;
+pub mod latency;
 pub mod mem;
 pub mod net;
 pub mod policy;

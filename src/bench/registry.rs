@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::{Benchmark, cpu, frame, fs, interactivity, mem, net, policy, proc};
+use super::{Benchmark, cpu, frame, fs, interactivity, latency, mem, net, policy, proc};
 
 pub struct Suite {
     pub name: &'static str,
@@ -20,6 +20,7 @@ pub struct SuiteOptions {
     pub mem: mem::MemOptions,
     pub net: net::NetOptions,
     pub fs: fs::FsOptions,
+    pub latency: latency::LatencyOptions,
 }
 
 /// Every suite, in the order `run` executes them, with default options.
@@ -59,6 +60,11 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             name: "frame",
             description: frame::DESCRIPTION,
             benchmarks: frame::benchmarks(),
+        },
+        Suite {
+            name: "latency",
+            description: latency::DESCRIPTION,
+            benchmarks: latency::benchmarks(&opts.latency),
         },
         Suite {
             name: "interactivity",

@@ -1,0 +1,266 @@
+//! `latency/idle_wakeup`: what waking a thread on an idle CPU costs, against the same wake-up on a
+//! CPU kept busy by a lowest-priority spinner. The difference is the cost of leaving an idle
+//! state — on a VM the host's halt exit, which here dominates other latency figures.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::{Facts, place_thread};
+use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
+use crate::harness::RunContext;
+use crate::model::BenchError;
+use crate::platform::realtime::{Policy, SchedRequest, now_ns};
+use crate::units::{Better, Unit};
+
+/// Pause between wake-ups, long enough for an idle CPU to enter an idle state.
+pub const PAUSE: Duration = Duration::from_millis(2);
+
+pub struct IdleWakeup {
+    info: Info,
+}
+
+impl Default for IdleWakeup {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl IdleWakeup {
+    pub fn new() -> IdleWakeup {
+        IdleWakeup {
+            info: Info {
+                id: "latency/idle_wakeup".into(),
+                suite: "latency",
+                title: "Waking a thread on an idle CPU vs a busy one".into(),
+                method: format!(
+                    "A waker thread pinned to one CPU wakes a thread blocked on the second CPU \
+                     (std park/unpark: a futex on Linux, a wait-on-address or event elsewhere) \
+                     every {} ms; the wake-up time is the wakee's clock read minus the waker's, \
+                     read just before it wakes it (same monotonic clock). Half of each run the \
+                     second CPU is otherwise idle (it may enter an idle state between wake-ups); \
+                     the other half a spinner at the lowest priority (SCHED_IDLE on Linux; \
+                     refused elsewhere: unsupported) keeps it busy, so the wakee preempts a \
+                     running thread instead. idle_exit = median(idle) − median(busy): the cost \
+                     of leaving an idle state (on a VM, the host's halt exit). The two halves \
+                     alternate within a run.",
+                    PAUSE.as_millis()
+                ),
+                metrics: vec![
+                    MetricSpec {
+                        name: "idle",
+                        unit: Unit::Nanoseconds,
+                        better: Better::Lower,
+                        description: "wake-up time of a thread on an otherwise idle CPU",
+                    },
+                    MetricSpec {
+                        name: "busy",
+                        unit: Unit::Nanoseconds,
+                        better: Better::Lower,
+                        description: "wake-up time of the same thread on a CPU kept busy by a lowest-priority spinner",
+                    },
+                    MetricSpec {
+                        name: "idle_exit",
+                        unit: Unit::Nanoseconds,
+                        better: Better::Lower,
+                        description: "median idle − median busy wake-up: the cost of leaving an idle state",
+                    },
+                ],
+            },
+        }
+    }
+}
+
+/// The second CPU and the waker's: the first two CPUs this process may use.
+fn two_cpus() -> Result<(usize, usize), BenchError> {
+    let cpus = crate::platform::allowed_cpus()
+        .map_err(|e| BenchError::failed(format!("allowed CPUs unknown: {e}")))?;
+    match cpus.as_slice() {
+        [a, b, ..] => Ok((*a, *b)),
+        _ => Err(BenchError::unsupported(
+            "needs two CPUs (a waker and a CPU to wake); this process may use one",
+        )),
+    }
+}
+
+/// One half: `n` wake-ups of a thread on `target` from `waker`; with `spin`, a lowest-priority
+/// spinner keeps `target` busy meanwhile. Returns the wake-up times, ns.
+fn wakeups(
+    waker: usize,
+    target: usize,
+    n: usize,
+    spin: bool,
+    ctx: &RunContext,
+) -> Result<(Vec<f64>, Option<Facts>), BenchError> {
+    let stamp = Arc::new(AtomicU64::new(0));
+    let generation = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| {
+        let spinner = spin.then(|| {
+            let done = done.clone();
+            s.spawn(move || -> Result<Facts, BenchError> {
+                let idle = SchedRequest {
+                    policy: Some(Policy::Idle),
+                    ..Default::default()
+                };
+                let facts = place_thread(target, &idle, None).map_err(|e| {
+                    BenchError::unsupported(format!(
+                        "a lowest-priority spinner could not be set up: {}",
+                        e.message
+                    ))
+                })?;
+                while !done.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+                Ok(facts)
+            })
+        });
+        let (stamp2, gen2, done2) = (stamp.clone(), generation.clone(), done.clone());
+        let wakee = s.spawn(move || -> Result<Vec<f64>, BenchError> {
+            place_thread(target, &SchedRequest::default(), None)?;
+            let mut seen = 0;
+            let mut out = Vec::with_capacity(n);
+            while out.len() < n && !done2.load(Ordering::Acquire) {
+                std::thread::park_timeout(Duration::from_millis(100));
+                let g = gen2.load(Ordering::Acquire);
+                if g != seen {
+                    let t = now_ns();
+                    seen = g;
+                    out.push(t.saturating_sub(stamp2.load(Ordering::Acquire)) as f64);
+                }
+            }
+            Ok(out)
+        });
+        // The waker is a thread of its own: pinning the caller would pin the runner's thread.
+        let wakee_handle = wakee.thread().clone();
+        let (stamp, generation) = (&stamp, &generation);
+        let waker_thread = s.spawn(move || {
+            place_thread(waker, &SchedRequest::default(), None)?;
+            for k in 1..=n as u64 {
+                std::thread::sleep(PAUSE);
+                ctx.check()?;
+                stamp.store(now_ns(), Ordering::Release);
+                generation.store(k, Ordering::Release);
+                wakee_handle.unpark();
+            }
+            Ok::<(), BenchError>(())
+        });
+        let result = waker_thread
+            .join()
+            .unwrap_or_else(|_| Err(BenchError::failed("the waker panicked")));
+        done.store(true, Ordering::Release);
+        wakee.thread().unpark();
+        let samples = wakee
+            .join()
+            .unwrap_or_else(|_| Err(BenchError::failed("the wakee panicked")));
+        let spin_facts = match spinner {
+            Some(h) => Some(
+                h.join()
+                    .unwrap_or_else(|_| Err(BenchError::failed("the spinner panicked")))?,
+            ),
+            None => None,
+        };
+        result?;
+        Ok((samples?, spin_facts))
+    })
+}
+
+impl Benchmark for IdleWakeup {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn params(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("pause_ms".into(), json!(PAUSE.as_millis() as u64));
+        m
+    }
+
+    /// A run is its run time of wake-ups (each a pause apart), half idle and half busy.
+    fn estimate_s(&self, e: &Estimate) -> f64 {
+        e.timed(0.05)
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        let (waker, target) = two_cpus()?;
+        // Half the run time each, in alternating quarters.
+        let per_quarter =
+            ((ctx.run_time.as_secs_f64() / 4.0) / PAUSE.as_secs_f64()).max(5.0) as usize;
+        let (mut idle, mut busy) = (Vec::new(), Vec::new());
+        let mut spinner = None;
+        for q in 0..4 {
+            let spin = q % 2 == 1;
+            let (s, f) = wakeups(waker, target, per_quarter, spin, ctx)?;
+            if spin {
+                busy.extend(s);
+                spinner = spinner.or(f);
+            } else {
+                idle.extend(s);
+            }
+        }
+        if idle.is_empty() || busy.is_empty() {
+            return Err(BenchError::failed("no wake-up was measured"));
+        }
+        let exit = crate::stats::median(&idle) - crate::stats::median(&busy);
+        let mut out = RunOutput::default()
+            .fact("waker_cpu", waker)
+            .fact("target_cpu", target);
+        if let Some(f) = spinner {
+            out = out.fact("spinner", Value::Object(f));
+        }
+        Ok(out
+            .metric("idle", idle)
+            .metric("busy", busy)
+            .metric("idle_exit", vec![exit]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn a_short_run_measures_both_halves_or_says_why_not() {
+        let b = IdleWakeup::new();
+        let timing = crate::harness::calibrate();
+        let cancel = AtomicBool::new(false);
+        let ctx = RunContext::new(
+            0,
+            false,
+            Duration::from_millis(80),
+            Instant::now() + Duration::from_secs(20),
+            &timing,
+            &cancel,
+        );
+        let before = crate::platform::current_thread_affinity().unwrap();
+        let r = b.run(&ctx);
+        // The caller (the runner's thread) is never pinned by the benchmark.
+        assert_eq!(crate::platform::current_thread_affinity().unwrap(), before);
+        match r {
+            Ok(out) => {
+                let get = |n: &str| out.samples.iter().find(|s| s.0 == n).unwrap().1.clone();
+                let (idle, busy) = (get("idle"), get("busy"));
+                assert!(
+                    idle.len() >= 10 && busy.len() >= 10,
+                    "{} {}",
+                    idle.len(),
+                    busy.len()
+                );
+                let exit = get("idle_exit")[0];
+                let want = crate::stats::median(&idle) - crate::stats::median(&busy);
+                assert_eq!(exit, want);
+                if cfg!(target_os = "linux") {
+                    assert_eq!(out.facts["spinner"]["sched"]["policy"], "idle");
+                }
+            }
+            Err(e) => {
+                // One CPU, or no lowest-priority class on this OS: said, with the reason.
+                assert_eq!(e.kind, crate::model::ErrorKind::Unsupported, "{e}");
+                eprintln!("NOT RUN: {e}");
+            }
+        }
+    }
+}

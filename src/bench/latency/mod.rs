@@ -1,0 +1,282 @@
+//! The latency suite: per-CPU timer wake-up latency (cyclictest's measurement), OS noise per CPU
+//! (osnoise's measurement, portable: it needs only a clock) and the cost of waking an idle CPU.
+//! Every measuring thread is pinned to one CPU, its policy, priority, nice and timer slack are set
+//! through `platform` and read back, and a request the OS refused fails the benchmark: a figure is
+//! never passed off as measured under a policy it did not run with.
+
+pub mod idle_wakeup;
+pub mod noise;
+pub mod wakeup;
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::Benchmark;
+use crate::model::BenchError;
+use crate::platform::realtime::{self, Policy, SchedRequest};
+
+/// What the suite measures, as `osgauge list` shows it.
+pub const DESCRIPTION: &str = "Latency: per-CPU timer wake-up latency (cyclictest's measurement), OS noise per CPU (osnoise's), the cost of waking an idle CPU";
+
+/// Options of the latency suite (`osgauge latency`, `osgauge noise`, and the short versions in
+/// `osgauge run`).
+#[derive(Debug, Clone)]
+pub struct LatencyOptions {
+    /// CPUs to measure on (one thread each); None = every CPU this process may use.
+    pub cpus: Option<Vec<usize>>,
+    /// Period of the wake-up test.
+    pub interval: Duration,
+    /// Policy, priority and nice of the measuring threads (None policy: left as inherited).
+    pub sched: SchedRequest,
+    /// Timer slack asked for the wake-up threads, ns (Linux; 1 = none: cyclictest leaves
+    /// SCHED_OTHER threads the default 50 µs).
+    pub timer_slack_ns: u64,
+    /// Wake-ups at or above this are overflows (cyclictest's histogram limit, `-h`), µs.
+    pub histogram_limit_us: u64,
+    /// Gaps of the noise loop above this are noise, ns (raised to 5 × the loop's own read cost).
+    pub noise_threshold_ns: u64,
+}
+
+impl Default for LatencyOptions {
+    fn default() -> Self {
+        LatencyOptions {
+            cpus: None,
+            interval: Duration::from_millis(1),
+            sched: SchedRequest::default(),
+            timer_slack_ns: 1,
+            histogram_limit_us: 10_000,
+            noise_threshold_ns: 1_000,
+        }
+    }
+}
+
+impl LatencyOptions {
+    /// The CPUs to measure on: as asked (each must be allowed), else every allowed CPU.
+    pub fn measured_cpus(&self) -> Result<Vec<usize>, String> {
+        let allowed =
+            crate::platform::allowed_cpus().map_err(|e| format!("allowed CPUs unknown: {e}"))?;
+        match &self.cpus {
+            None => Ok(allowed),
+            Some(c) => {
+                if let Some(bad) = c.iter().find(|x| !allowed.contains(x)) {
+                    return Err(format!(
+                        "--cpus: CPU {bad} is not one this process may use ({allowed:?})"
+                    ));
+                }
+                Ok(c.clone())
+            }
+        }
+    }
+
+    /// The settings as asked, for the record.
+    pub fn params(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("cpus_asked".into(), json!(self.cpus));
+        m.insert(
+            "policy".into(),
+            json!(self.sched.policy.map(Policy::name).unwrap_or("inherited")),
+        );
+        m.insert("priority".into(), json!(self.sched.priority));
+        m.insert("nice".into(), json!(self.sched.nice));
+        m
+    }
+}
+
+/// Every benchmark of the suite with `opts`.
+pub fn benchmarks(opts: &LatencyOptions) -> Vec<Box<dyn Benchmark>> {
+    let cpus = opts.measured_cpus().unwrap_or_default();
+    vec![
+        Box::new(wakeup::Wakeup::new(opts, &cpus)),
+        Box::new(noise::Noise::new(opts, &cpus)),
+        Box::new(idle_wakeup::IdleWakeup::new()),
+    ]
+}
+
+/// Metric name `cpu<N><suffix>` as a `'static str` (names are declared once per benchmark).
+pub fn cpu_metric(cpu: usize, suffix: &str) -> &'static str {
+    Box::leak(format!("cpu{cpu}{suffix}").into_boxed_str())
+}
+
+/// Put the calling thread on `cpu` with `sched` and `slack_ns` of timer slack, and read back what
+/// it got. A pin that did not hold, or a policy the OS refused, is an error: the thread would
+/// measure something other than what was asked.
+pub fn place_thread(
+    cpu: usize,
+    sched: &SchedRequest,
+    slack_ns: Option<u64>,
+) -> Result<Map<String, Value>, BenchError> {
+    realtime::set_thread_affinity(&[cpu])
+        .map_err(|e| BenchError::failed(format!("pinning a thread to CPU {cpu}: {e}")))?;
+    let on = crate::platform::current_thread_affinity()
+        .map_err(|e| BenchError::failed(format!("reading a thread's affinity back: {e}")))?;
+    if on != [cpu] {
+        return Err(BenchError::failed(format!(
+            "pinned to CPU {cpu} but the affinity read back is {on:?}"
+        )));
+    }
+    if sched.policy.is_some() || sched.nice.is_some() || sched.priority.is_some() {
+        realtime::apply_sched(sched).map_err(|e| {
+            let what = sched.policy.map(Policy::name).unwrap_or("nice");
+            if sched.policy.is_some_and(Policy::is_realtime) {
+                let why = crate::system::environment()
+                    .realtime
+                    .reason
+                    .unwrap_or_else(|| e.to_string());
+                BenchError::unsupported(format!(
+                    "policy {what} refused ({why}): nothing is measured under another policy"
+                ))
+            } else {
+                BenchError::failed(format!("setting policy {what}: {e}"))
+            }
+        })?;
+    }
+    let mut facts = Map::new();
+    if let Some(ns) = slack_ns {
+        // After the policy: a policy change can reset the slack.
+        if let Err(e) = realtime::set_timer_slack_ns(ns) {
+            facts.insert("timer_slack_note".into(), json!(e.to_string()));
+        }
+        facts.insert(
+            "timer_slack_ns".into(),
+            json!(realtime::timer_slack_ns().ok()),
+        );
+    }
+    let back = realtime::read_sched()
+        .map_err(|e| BenchError::failed(format!("reading the policy back: {e}")))?;
+    // Linux reads the policy back in the request's own names; elsewhere the read-back (a
+    // priority class, a QoS) is recorded as it is.
+    if let Some(p) = sched.policy
+        && cfg!(target_os = "linux")
+    {
+        let got = back.policy.to_ascii_lowercase();
+        if !got.contains(p.name()) {
+            return Err(BenchError::failed(format!(
+                "policy {} asked, {} read back",
+                p.name(),
+                back.policy
+            )));
+        }
+    }
+    if let (Some(want), Some(got)) = (sched.priority, back.priority)
+        && sched.policy.is_some_and(Policy::is_realtime)
+        && want != got
+    {
+        return Err(BenchError::failed(format!(
+            "priority {want} asked, {got} read back"
+        )));
+    }
+    facts.insert("cpu".into(), json!(cpu));
+    facts.insert(
+        "sched".into(),
+        serde_json::to_value(&back).unwrap_or_default(),
+    );
+    Ok(facts)
+}
+
+/// Facts read back by one measuring thread.
+pub type Facts = Map<String, Value>;
+
+/// Run `f(cpu)` on a thread of its own for every CPU at once (each places itself), and collect
+/// the results in CPU order; the first error (or a panic) fails the whole.
+pub fn on_each_cpu<T: Send>(
+    cpus: &[usize],
+    f: impl Fn(usize) -> Result<T, BenchError> + Sync,
+) -> Result<Vec<T>, BenchError> {
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> = cpus.iter().map(|&c| s.spawn(move || f(c))).collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(BenchError::failed("a measuring thread panicked")))
+            })
+            .collect()
+    })
+}
+
+/// Facts of every thread, as one fact `threads: [{cpu, sched, timer_slack_ns}, …]`, plus the
+/// values all threads agree on at the top level (`policy_applied`, `timer_slack_applied_ns`).
+pub fn thread_facts(threads: Vec<Map<String, Value>>) -> Map<String, Value> {
+    let mut m = Map::new();
+    let first_policy = threads
+        .first()
+        .and_then(|t| t.get("sched"))
+        .and_then(|s| s.get("policy"))
+        .cloned();
+    if threads
+        .iter()
+        .all(|t| t.get("sched").and_then(|s| s.get("policy")) == first_policy.as_ref())
+        && let Some(p) = first_policy
+    {
+        m.insert("policy_applied".into(), p);
+    }
+    let slack = threads
+        .first()
+        .and_then(|t| t.get("timer_slack_ns"))
+        .cloned();
+    if threads
+        .iter()
+        .all(|t| t.get("timer_slack_ns") == slack.as_ref())
+        && let Some(s) = slack
+    {
+        m.insert("timer_slack_applied_ns".into(), s);
+    }
+    m.insert(
+        "threads".into(),
+        Value::Array(threads.into_iter().map(Value::Object).collect()),
+    );
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpus_asked_must_be_allowed_and_default_to_all() {
+        let all = crate::platform::allowed_cpus().unwrap();
+        let o = LatencyOptions::default();
+        assert_eq!(o.measured_cpus().unwrap(), all);
+        let o = LatencyOptions {
+            cpus: Some(vec![10_000]),
+            ..Default::default()
+        };
+        let e = o.measured_cpus().unwrap_err();
+        assert!(
+            e.contains("CPU 10000 is not one this process may use"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn thread_facts_lift_what_every_thread_agrees_on() {
+        let t = |cpu: u64, pol: &str, slack: u64| {
+            json!({"cpu": cpu, "sched": {"policy": pol}, "timer_slack_ns": slack})
+                .as_object()
+                .unwrap()
+                .clone()
+        };
+        let m = thread_facts(vec![t(0, "SCHED_FIFO", 1), t(1, "SCHED_FIFO", 1)]);
+        assert_eq!(m["policy_applied"], "SCHED_FIFO");
+        assert_eq!(m["timer_slack_applied_ns"], 1);
+        assert_eq!(m["threads"].as_array().unwrap().len(), 2);
+        let m = thread_facts(vec![t(0, "SCHED_FIFO", 1), t(1, "SCHED_OTHER", 50_000)]);
+        assert!(m.get("policy_applied").is_none() && m.get("timer_slack_applied_ns").is_none());
+    }
+
+    #[test]
+    fn a_thread_is_pinned_and_read_back() {
+        let cpu = crate::platform::allowed_cpus().unwrap()[0];
+        let f = std::thread::spawn(move || place_thread(cpu, &SchedRequest::default(), Some(1)))
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_eq!(f["cpu"], cpu);
+        assert!(f["sched"]["policy"].is_string(), "{f:?}");
+        if cfg!(target_os = "linux") {
+            assert_eq!(f["timer_slack_ns"], 1, "{f:?}");
+        }
+    }
+}

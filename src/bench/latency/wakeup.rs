@@ -1,0 +1,267 @@
+//! `latency/wakeup`: timer wake-up latency per CPU, cyclictest's measurement. One thread per
+//! measured CPU, pinned and read back, sleeps to absolute times `start + k × interval` on the
+//! monotonic clock; its latency is the clock read right after the sleep returns minus the intended
+//! wake-up time.
+
+use serde_json::{Map, Value, json};
+
+use super::{Facts, LatencyOptions, cpu_metric, on_each_cpu, place_thread, thread_facts};
+use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
+use crate::harness::RunContext;
+use crate::model::BenchError;
+use crate::platform::realtime::{now_ns, sleep_until_ns};
+use crate::units::{Better, Unit};
+
+pub struct Wakeup {
+    info: Info,
+    opts: LatencyOptions,
+    cpus: Vec<usize>,
+}
+
+/// What one CPU's thread measured in a run.
+#[derive(Debug, Default)]
+pub struct PerCpu {
+    pub latencies_ns: Vec<f64>,
+    /// Periods that had already passed when the thread woke (skipped, not measured twice).
+    pub missed: u64,
+}
+
+/// The next intended wake-up after a wake at `now`: the next period boundary after `next`, and how
+/// many boundaries were skipped because they had passed (a wake-up later than a whole period).
+pub fn advance(next: u64, interval: u64, now: u64) -> (u64, u64) {
+    let mut n = next + interval;
+    let mut missed = 0;
+    if n <= now {
+        let behind = (now - n) / interval + 1;
+        n += behind * interval;
+        missed = behind;
+    }
+    (n, missed)
+}
+
+impl Wakeup {
+    pub fn new(opts: &LatencyOptions, cpus: &[usize]) -> Wakeup {
+        let mut metrics = vec![
+            MetricSpec {
+                name: "latency",
+                unit: Unit::Nanoseconds,
+                better: Better::Lower,
+                description: "wake-up latency of every thread (actual − intended wake), all CPUs; a run's median is its p50",
+            },
+            MetricSpec {
+                name: "latency_p99",
+                unit: Unit::Nanoseconds,
+                better: Better::Lower,
+                description: "99th percentile of the run's wake-up latencies, all CPUs",
+            },
+            MetricSpec {
+                name: "latency_p999",
+                unit: Unit::Nanoseconds,
+                better: Better::Lower,
+                description: "99.9th percentile of the run's wake-up latencies, all CPUs",
+            },
+            MetricSpec {
+                name: "latency_max",
+                unit: Unit::Nanoseconds,
+                better: Better::Lower,
+                description: "largest wake-up latency of the run, all CPUs",
+            },
+            MetricSpec {
+                name: "overflows",
+                unit: Unit::Count,
+                better: Better::Lower,
+                description: "wake-ups at or above the histogram limit (cyclictest's overflows)",
+            },
+            MetricSpec {
+                name: "missed_periods",
+                unit: Unit::Count,
+                better: Better::Lower,
+                description: "periods that had passed when a thread woke (latency over a whole interval)",
+            },
+        ];
+        for &c in cpus {
+            metrics.push(MetricSpec {
+                name: cpu_metric(c, ""),
+                unit: Unit::Nanoseconds,
+                better: Better::Lower,
+                description: "wake-up latency of the thread pinned to this CPU (per run: p50, p99, p99.9, max in the record)",
+            });
+        }
+        let interval = opts.interval;
+        Wakeup {
+            info: Info {
+                id: "latency/wakeup".into(),
+                suite: "latency",
+                title: format!(
+                    "Timer wake-up latency per CPU ({} period)",
+                    crate::units::format_time_ns(interval.as_nanos() as f64)
+                ),
+                method: format!(
+                    "cyclictest's measurement: one thread per measured CPU (--cpus, default every \
+                     CPU the run may use), pinned and read back, with the asked policy, priority \
+                     and nice applied and read back (a refused policy fails the benchmark) and \
+                     timer slack set to {} ns and read back (cyclictest leaves SCHED_OTHER threads \
+                     the default 50 µs). Each thread sleeps to absolute times start + k × interval \
+                     on the monotonic clock (clock_nanosleep TIMER_ABSTIME on Linux, \
+                     mach_wait_until on macOS, a high-resolution waitable timer on Windows); its \
+                     latency is the clock read right after the sleep returns minus the intended \
+                     time (the one clock read, ~20 ns, is not subtracted, as in cyclictest). A \
+                     wake-up later than a whole period skips the passed periods (missed_periods) \
+                     rather than measuring them twice. Per run: every latency of all CPUs \
+                     (latency: the run's median is its p50), the run's p99, p99.9 and max, \
+                     overflows at or above {} µs, and per CPU its own latencies. Runs are the \
+                     unit of the CI.",
+                    opts.timer_slack_ns, opts.histogram_limit_us
+                ),
+                metrics,
+            },
+            opts: opts.clone(),
+            cpus: cpus.to_vec(),
+        }
+    }
+
+    /// One CPU's thread: place it, then sleep and measure until the run time is up.
+    fn measure_cpu(&self, cpu: usize, ctx: &RunContext) -> Result<(PerCpu, Facts), BenchError> {
+        let facts = place_thread(cpu, &self.opts.sched, Some(self.opts.timer_slack_ns))?;
+        let interval = self.opts.interval.as_nanos() as u64;
+        let periods = (ctx.run_time.as_nanos() as u64 / interval).max(1);
+        let mut out = PerCpu {
+            latencies_ns: Vec::with_capacity(periods as usize),
+            missed: 0,
+        };
+        let start = now_ns() + interval;
+        let end = start + periods * interval;
+        let mut next = start;
+        while next < end {
+            sleep_until_ns(next).map_err(|e| crate::bench::os_err("sleep until", e))?;
+            let now = now_ns();
+            out.latencies_ns.push(now.saturating_sub(next) as f64);
+            let (n, missed) = advance(next, interval, now);
+            out.missed += missed;
+            next = n;
+            if out.latencies_ns.len().is_multiple_of(64) {
+                ctx.check()?;
+            }
+        }
+        Ok((out, facts))
+    }
+}
+
+impl Benchmark for Wakeup {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn params(&self) -> Map<String, Value> {
+        let mut m = self.opts.params();
+        m.insert("cpus".into(), json!(self.cpus));
+        m.insert(
+            "interval_ns".into(),
+            json!(self.opts.interval.as_nanos() as u64),
+        );
+        m.insert(
+            "timer_slack_asked_ns".into(),
+            json!(self.opts.timer_slack_ns),
+        );
+        m.insert(
+            "histogram_limit_us".into(),
+            json!(self.opts.histogram_limit_us),
+        );
+        m
+    }
+
+    /// Every CPU measures at once for the run time, after one interval.
+    fn estimate_s(&self, e: &Estimate) -> f64 {
+        e.timed(self.opts.interval.as_secs_f64() + crate::bench::DEFAULT_SETUP_S)
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        if self.cpus.is_empty() {
+            return Err(BenchError::failed("no CPU to measure on"));
+        }
+        let results = on_each_cpu(&self.cpus, |c| self.measure_cpu(c, ctx))?;
+        let mut out = RunOutput::default();
+        let mut all = Vec::new();
+        let mut missed = 0;
+        let mut threads = Vec::new();
+        for (&cpu, (m, facts)) in self.cpus.iter().zip(results) {
+            missed += m.missed;
+            all.extend_from_slice(&m.latencies_ns);
+            threads.push(facts);
+            out = out.metric(cpu_metric(cpu, ""), m.latencies_ns);
+        }
+        let limit = self.opts.histogram_limit_us as f64 * 1e3;
+        let overflows = all.iter().filter(|&&v| v >= limit).count();
+        let s = crate::stats::summarize(&all)
+            .ok_or_else(|| BenchError::failed("no wake-up was measured"))?;
+        for (k, v) in thread_facts(threads) {
+            out.facts.insert(k, v);
+        }
+        Ok(out
+            .metric("latency", all)
+            .metric("latency_p99", vec![s.p99])
+            .metric("latency_p999", vec![s.p999])
+            .metric("latency_max", vec![s.max])
+            .metric("overflows", vec![overflows as f64])
+            .metric("missed_periods", vec![missed as f64]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+    use std::time::Instant;
+
+    #[test]
+    fn a_late_wake_skips_the_periods_that_passed() {
+        // On time: the next boundary, nothing missed.
+        assert_eq!(advance(1000, 100, 1010), (1100, 0));
+        // Woke at 1250, past 1100 and 1200: the next is 1300, two missed.
+        assert_eq!(advance(1000, 100, 1250), (1300, 2));
+        // Exactly on the next boundary: it has passed too.
+        assert_eq!(advance(1000, 100, 1100), (1200, 1));
+    }
+
+    #[test]
+    fn a_short_run_measures_every_cpu_and_reads_its_placement_back() {
+        let cpus = crate::platform::allowed_cpus().unwrap();
+        let opts = LatencyOptions {
+            interval: Duration::from_micros(500),
+            ..Default::default()
+        };
+        let b = Wakeup::new(&opts, &cpus);
+        let timing = crate::harness::calibrate();
+        let cancel = AtomicBool::new(false);
+        let ctx = RunContext::new(
+            0,
+            false,
+            Duration::from_millis(50),
+            Instant::now() + Duration::from_secs(10),
+            &timing,
+            &cancel,
+        );
+        let out = b.run(&ctx).unwrap();
+        let get = |n: &str| out.samples.iter().find(|s| s.0 == n).unwrap().1.clone();
+        let all = get("latency");
+        let per_cpu: usize = cpus.iter().map(|&c| get(&format!("cpu{c}")).len()).sum();
+        assert_eq!(
+            all.len(),
+            per_cpu,
+            "every CPU's wake-ups are in the merged figure"
+        );
+        // 50 ms at 0.5 ms: 100 periods per CPU, fewer only when periods were missed.
+        let missed = get("missed_periods")[0] as usize;
+        assert_eq!(all.len() + missed, 100 * cpus.len());
+        assert!(all.iter().all(|&v| v >= 0.0));
+        let max = get("latency_max")[0];
+        assert_eq!(max, all.iter().copied().fold(0.0, f64::max));
+        assert!(get("latency_p99")[0] <= max);
+        let threads = out.facts["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), cpus.len());
+        for (t, c) in threads.iter().zip(&cpus) {
+            assert_eq!(t["cpu"], *c);
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! `osgauge latency` (timer wake-up latency per CPU, and the idle wake-up cost) and `osgauge noise`
+//! (OS noise per CPU): the latency suite with its options.
+
+use std::time::Duration;
+
+use super::{CliError, CpuList, Preset, RunOpts, parse_cpu_list, parse_run_time, run_plan};
+use crate::bench::latency::LatencyOptions;
+use crate::bench::registry::SuiteOptions;
+use crate::platform::realtime::{Policy, SchedRequest};
+
+pub const LATENCY_HELP: &str = "Examples:
+  osgauge latency                                        every CPU, 1 ms period, 10 s in 5 runs
+  osgauge latency --policy fifo --priority 90 --interval 200us --duration 60s
+  osgauge latency --policy other --timer-slack 50us      as cyclictest leaves SCHED_OTHER threads
+  osgauge latency --cpus 1 --export-json lat.json
+
+--duration is the total measuring time, split into --runs runs (default 5); each run is one
+point of the CI. Latency = actual wake − intended wake, per CPU and merged. Method: `osgauge list --long`.";
+
+pub const NOISE_HELP: &str = "Examples:
+  osgauge noise                                          every CPU, 10 s in 5 runs
+  osgauge noise --duration 30s --threshold 2us --cpus 1
+
+--duration is the total measuring time, split into --runs runs (default 5). Every measured CPU is
+kept busy at once (as osnoise does). Method: `osgauge list --long`.";
+
+/// Options shared by `latency` and `noise`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Placement {
+    /// CPUs to measure on, one thread each, e.g. 0 or 0,2-3 [default: every CPU the run may use]
+    #[arg(long, value_parser = parse_cpu_list)]
+    pub cpus: Option<CpuList>,
+    /// Scheduling policy of the measuring threads (read back; a refused policy fails the run)
+    #[arg(long, value_enum)]
+    pub policy: Option<Policy>,
+    /// Real-time priority for fifo/rr (1-99)
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub priority: Option<i32>,
+    /// Nice value of the measuring threads (-20..19; policies other/batch/idle)
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: Option<i32>,
+    /// Total measuring time, split into --runs runs, 100ms to 24h [default: 10s]
+    #[arg(long, value_parser = parse_run_time)]
+    pub duration: Option<Duration>,
+}
+
+impl Placement {
+    fn sched(&self) -> Result<SchedRequest, CliError> {
+        if self.priority.is_some() && !matches!(self.policy, Some(Policy::Fifo | Policy::Rr)) {
+            return Err(CliError::Usage(
+                "--priority needs --policy fifo or rr".into(),
+            ));
+        }
+        if self.nice.is_some() && self.policy.is_some_and(Policy::is_realtime) {
+            return Err(CliError::Usage(
+                "--nice applies to other/batch/idle, not to real-time policies".into(),
+            ));
+        }
+        if self.policy == Some(Policy::Deadline) {
+            return Err(CliError::Usage(
+                "--policy deadline: SCHED_DEADLINE admission control refuses the pinned threads this suite uses".into(),
+            ));
+        }
+        Ok(SchedRequest {
+            policy: self.policy,
+            priority: self.priority.or(self
+                .policy
+                .filter(|p| matches!(p, Policy::Fifo | Policy::Rr))
+                .map(|_| 50)),
+            nice: self.nice,
+            ..Default::default()
+        })
+    }
+
+    /// Runs and run time from --duration (total) and --runs.
+    fn split(&self, opts: &mut RunOpts) -> Result<(), CliError> {
+        if opts.run_time.is_some() && self.duration.is_some() {
+            return Err(CliError::Usage(
+                "give --duration (the total) or --run-time (per run), not both".into(),
+            ));
+        }
+        if opts.run_time.is_none() {
+            let total = self.duration.unwrap_or(Duration::from_secs(10));
+            let runs = opts.runs.unwrap_or(5).max(1);
+            opts.runs = Some(runs);
+            opts.run_time = Some(total / runs);
+        }
+        Ok(())
+    }
+}
+
+/// `osgauge latency`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub place: Placement,
+    /// Period of the timer wake-ups, 50µs to 1s [default: 1ms]
+    #[arg(long, value_parser = parse_interval)]
+    pub interval: Option<Duration>,
+    /// Timer slack of the measuring threads (Linux), 1ns to 10ms [default: 1ns, i.e. none]
+    #[arg(long, value_parser = parse_slack)]
+    pub timer_slack: Option<Duration>,
+    /// Wake-ups at or above this count as overflows (cyclictest's -h limit), µs [default: 10000]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub histogram_limit: Option<u64>,
+    /// Measure the idle wake-up cost too (latency/idle_wakeup)
+    #[arg(long)]
+    pub idle_wakeup: bool,
+    #[command(flatten)]
+    pub opts: RunOpts,
+}
+
+/// `osgauge noise`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct NoiseArgs {
+    #[command(flatten)]
+    pub place: Placement,
+    /// Gaps above this are noise, 10ns to 1ms (raised to 5 × the loop's clock-read cost) [default: 1us]
+    #[arg(long, value_parser = parse_threshold)]
+    pub threshold: Option<Duration>,
+    #[command(flatten)]
+    pub opts: RunOpts,
+}
+
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    ranged(
+        s,
+        Duration::from_micros(50),
+        Duration::from_secs(1),
+        "--interval",
+    )
+}
+
+fn parse_slack(s: &str) -> Result<Duration, String> {
+    ranged(
+        s,
+        Duration::from_nanos(1),
+        Duration::from_millis(10),
+        "--timer-slack",
+    )
+}
+
+fn parse_threshold(s: &str) -> Result<Duration, String> {
+    ranged(
+        s,
+        Duration::from_nanos(10),
+        Duration::from_millis(1),
+        "--threshold",
+    )
+}
+
+fn ranged(s: &str, lo: Duration, hi: Duration, flag: &str) -> Result<Duration, String> {
+    let d = crate::units::parse_duration(s)?;
+    if d < lo || d > hi {
+        return Err(format!(
+            "{flag} {s}: must be from {} to {}",
+            crate::units::format_time_ns(lo.as_nanos() as f64),
+            crate::units::format_time_ns(hi.as_nanos() as f64)
+        ));
+    }
+    Ok(d)
+}
+
+fn options(place: &Placement, sched: SchedRequest) -> LatencyOptions {
+    LatencyOptions {
+        cpus: place.cpus.clone().map(|c| c.0),
+        sched,
+        ..Default::default()
+    }
+}
+
+pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
+    let mut opts = a.opts.clone();
+    a.place.split(&mut opts)?;
+    let mut lo = options(&a.place, a.place.sched()?);
+    lo.measured_cpus().map_err(CliError::Usage)?;
+    if let Some(i) = a.interval {
+        lo.interval = i;
+    }
+    if let Some(s) = a.timer_slack {
+        lo.timer_slack_ns = s.as_nanos() as u64;
+    }
+    if let Some(h) = a.histogram_limit {
+        lo.histogram_limit_us = h;
+    }
+    let mut select = vec!["latency/wakeup".to_string()];
+    if a.idle_wakeup {
+        select.push("latency/idle_wakeup".into());
+    }
+    let suite_opts = SuiteOptions {
+        latency: lo,
+        ..Default::default()
+    };
+    run_plan("latency", Preset::Standard, select, opts, &suite_opts)
+}
+
+pub fn run_noise(a: NoiseArgs) -> Result<i32, CliError> {
+    let mut opts = a.opts.clone();
+    a.place.split(&mut opts)?;
+    let mut lo = options(&a.place, a.place.sched()?);
+    lo.measured_cpus().map_err(CliError::Usage)?;
+    if let Some(t) = a.threshold {
+        lo.noise_threshold_ns = t.as_nanos() as u64;
+    }
+    let suite_opts = SuiteOptions {
+        latency: lo,
+        ..Default::default()
+    };
+    run_plan(
+        "noise",
+        Preset::Standard,
+        vec!["latency/noise".into()],
+        opts,
+        &suite_opts,
+    )
+}
