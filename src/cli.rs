@@ -897,6 +897,18 @@ fn run_plan(
     opts: RunOpts,
     suite_opts: &SuiteOptions,
 ) -> Result<i32, CliError> {
+    run_plan_then(preset, defaults, selection, opts, suite_opts, |_| Ok(()))
+}
+
+/// [`run_plan`], then `after(record)` once the results are printed (a command's own exports).
+fn run_plan_then(
+    preset: &str,
+    defaults: Preset,
+    selection: Vec<String>,
+    opts: RunOpts,
+    suite_opts: &SuiteOptions,
+    after: impl FnOnce(&RunRecord) -> Result<(), CliError>,
+) -> Result<i32, CliError> {
     let benchmarks = select_with(&selection, suite_opts).map_err(CliError::Usage)?;
     opts.check_outputs()?;
     let (runs, run_time) = match defaults {
@@ -935,9 +947,13 @@ fn run_plan(
         plan.benchmarks.len(),
         runs_text(&plan)
     );
-    execute_and_keep(plan, &opts, &preface, |record| {
-        print_record(record, opts.quiet)
-    })
+    let mut after_result = Ok(());
+    let code = execute_and_keep(plan, &opts, &preface, |record| {
+        print_record(record, opts.quiet);
+        after_result = after(record);
+    })?;
+    after_result?;
+    Ok(code)
 }
 
 /// "5 run(s) each" or, adaptive, "4–30 run(s) each until the 95 % CI is within ±5 %".

@@ -106,6 +106,10 @@ pub struct LatencyArgs {
     /// Measure the idle wake-up cost too (latency/idle_wakeup)
     #[arg(long)]
     pub idle_wakeup: bool,
+    /// Write the per-CPU histogram in cyclictest's -h layout (1 µs buckets up to
+    /// --histogram-limit) to FILE, for the plotting scripts that read cyclictest's
+    #[arg(long, value_name = "FILE")]
+    pub histogram: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub opts: RunOpts,
 }
@@ -191,7 +195,35 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
         latency: lo,
         ..Default::default()
     };
-    run_plan("latency", Preset::Standard, select, opts, &suite_opts)
+    let limit = suite_opts.latency.histogram_limit_us;
+    let histogram = a.histogram.clone();
+    if let Some(p) = &histogram {
+        opts.check_outputs_with(&[("--histogram", p)])?;
+    }
+    super::run_plan_then(
+        "latency",
+        Preset::Standard,
+        select,
+        opts,
+        &suite_opts,
+        |record| {
+            let Some(path) = &histogram else {
+                return Ok(());
+            };
+            let text = record
+                .benchmark("latency/wakeup")
+                .and_then(|b| crate::export::cyclictest::render(b, limit))
+                .ok_or_else(|| {
+                    CliError::Other(anyhow::anyhow!(
+                        "--histogram {}: latency/wakeup measured no wake-up to write",
+                        path.display()
+                    ))
+                })?;
+            std::fs::write(path, text).map_err(|e| {
+                CliError::Other(anyhow::anyhow!("--histogram {}: {e}", path.display()))
+            })
+        },
+    )
 }
 
 pub fn run_noise(a: NoiseArgs) -> Result<i32, CliError> {

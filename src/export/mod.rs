@@ -1,6 +1,7 @@
 //! Exporters: pure functions of the result record (one file per format), and an atomic writer.
 
 pub mod csv;
+pub mod cyclictest;
 pub mod json;
 pub mod markdown;
 
