@@ -71,7 +71,7 @@ impl AppendLog {
     }
     /// The offset of the next `BLOCK`-byte append, and whether the file must be cut to zero
     /// length first (outside the timed section).
-    pub fn next(&mut self) -> (bool, u64) {
+    pub fn next_block(&mut self) -> (bool, u64) {
         let cut = self.len + BLOCK > self.cap;
         if cut {
             self.len = 0;
@@ -121,7 +121,7 @@ impl Benchmark for Fsync {
             lat.push(t2.duration_since(t0).as_nanos() as f64);
             sync_lat.push(t2.duration_since(t1).as_nanos() as f64);
 
-            let (cut, off) = log.next();
+            let (cut, off) = log.next_block();
             if cut {
                 fa.set_len(0).map_err(|e| io_err("truncate", &pa, e))?;
                 fa.sync_all().map_err(|e| io_err("fsync", &pa, e))?;
@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn the_append_log_grows_by_blocks_and_is_cut_before_it_passes_its_cap() {
         let mut l = AppendLog::new(3 * BLOCK);
-        let got: Vec<_> = (0..7).map(|_| l.next()).collect();
+        let got: Vec<_> = (0..7).map(|_| l.next_block()).collect();
         assert_eq!(
             got,
             vec![
@@ -168,10 +168,10 @@ mod tests {
         );
         // A cap below one block still appends one block at a time.
         let mut l = AppendLog::new(0);
-        assert_eq!(l.next(), (false, 0));
-        assert_eq!(l.next(), (true, 0));
+        assert_eq!(l.next_block(), (false, 0));
+        assert_eq!(l.next_block(), (true, 0));
         for _ in 0..1000 {
-            let (_, off) = l.next();
+            let (_, off) = l.next_block();
             assert!(off + BLOCK <= l.cap.max(BLOCK));
         }
     }
