@@ -93,7 +93,10 @@ impl ReadLatency {
                     orders are interleaved. The per-process device-read counter is read around \
                     each pass: a pass whose bytes did not reach the device is not reported \
                     (marked served-from-memory). Memory-backed file systems are refused. On a \
-                    VM the host's cache may still serve the reads (see host_cache_note)."
+                    VM the host's cache may still serve the reads (see host_cache_note). Against \
+                    fio (--direct=1 --bs=4k --ioengine=psync, clat p50; 24 interleaved rounds, \
+                    64 MiB on ext4 on a virtio disk): random 1.01x fio randread, backwards \
+                    0.99x fio --rw=read:-8k (fio's own backwards/forwards ratio 0.97)."
                         .into(),
                 metrics,
             },
