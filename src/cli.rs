@@ -210,8 +210,8 @@ pub struct InteractivityArgs {
     #[arg(long)]
     pub recalibrate: bool,
     /// Scheduling policy of the measured task (read back and recorded)
-    #[arg(long, value_enum)]
-    pub policy: Option<crate::platform::realtime::Policy>,
+    #[arg(long, value_parser = thread_policy())]
+    pub policy: Option<crate::platform::sched::Policy>,
     /// Real-time priority for fifo/rr (1-99)
     #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]
     pub priority: Option<i32>,
@@ -281,6 +281,15 @@ fn parse_custom_interval(s: &str) -> Result<Duration, String> {
         return Err(format!("'{s}': expected a period between 50µs and 10s"));
     }
     Ok(d)
+}
+
+/// `--policy` of a measuring thread (interactivity, latency, noise): the names of
+/// [`Policy::THREAD`](crate::platform::sched::Policy::THREAD), which every OS maps for a thread.
+fn thread_policy() -> impl clap::builder::TypedValueParser<Value = crate::platform::sched::Policy> {
+    use crate::platform::sched::Policy;
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Policy::THREAD.map(Policy::name))
+        .map(|s| Policy::parse(&s).expect("a listed policy name"))
 }
 
 /// The EEVDF custom slice: Linux accepts 0.1 ms to 100 ms.
@@ -718,8 +727,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             Ok(EXIT_OK)
         }
         Command::System(SystemCmd::Show { json }) => {
-            let m = crate::system::machine();
-            let e = crate::system::environment();
+            let m = crate::platform::sysinfo::machine();
+            let e = crate::platform::sysinfo::environment();
             if json {
                 let v = serde_json::json!({ "machine": m, "environment": e });
                 crate::outln!(
@@ -732,8 +741,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             Ok(EXIT_OK)
         }
         Command::System(SystemCmd::Check) => {
-            let m = crate::system::machine();
-            let e = crate::system::environment();
+            let m = crate::platform::sysinfo::machine();
+            let e = crate::platform::sysinfo::environment();
             let findings = crate::system::check(&m, &e);
             let warnings = findings
                 .iter()
@@ -1176,7 +1185,7 @@ pub(crate) fn interrupt_flag() -> &'static AtomicBool {
 
 fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     use crate::bench::interactivity::{self as ia, Settings};
-    use crate::platform::realtime::Policy;
+    use crate::platform::sched::Policy;
     use std::sync::Arc;
     let opts = a.opts.clone();
     opts.check_outputs()?;

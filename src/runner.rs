@@ -109,8 +109,8 @@ pub enum Event<'a> {
 /// Run the plan. `cancel` is set by the Ctrl-C handler; the record comes back with `complete ==
 /// false` if it was set before the end.
 pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event)) -> RunRecord {
-    let machine = crate::system::machine();
-    let env_start = crate::system::environment();
+    let machine = crate::platform::sysinfo::machine();
+    let env_start = crate::platform::sysinfo::environment();
     let timing = crate::harness::calibrate();
     let mut record = RunRecord {
         schema: SCHEMA.to_string(),
@@ -150,7 +150,7 @@ pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event))
         });
     }
     let interrupted = cancel.load(Ordering::Relaxed);
-    record.environment.end = Some(crate::system::environment());
+    record.environment.end = Some(crate::platform::sysinfo::environment());
     record.finished = Some(Utc::now());
     record.complete = !interrupted && record.benchmarks.len() == plan.benchmarks.len();
     record.warnings = run_warnings(&record, interrupted);

@@ -153,7 +153,7 @@ fn job_test() {}
 
 #[cfg(windows)]
 fn job_test() {
-    use osgauge::platform::policy::{ChildSet, under_wine};
+    use osgauge::platform::process::{ChildSet, under_wine};
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let d = tempfile::tempdir().unwrap();

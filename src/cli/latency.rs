@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
-use super::{CliError, CpuList, Preset, RunOpts, parse_cpu_list, parse_run_time, run_plan};
+use super::{
+    CliError, CpuList, Preset, RunOpts, parse_cpu_list, parse_run_time, run_plan, thread_policy,
+};
 use crate::bench::latency::LatencyOptions;
 use crate::bench::registry::SuiteOptions;
-use crate::platform::realtime::{Policy, SchedRequest};
+use crate::platform::sched::{Policy, SchedRequest};
 
 pub const LATENCY_HELP: &str = "Examples:
   osgauge latency                                        every CPU, 1 ms period, 10 s in 5 runs
@@ -31,7 +33,7 @@ pub struct Placement {
     #[arg(long, value_parser = parse_cpu_list)]
     pub cpus: Option<CpuList>,
     /// Scheduling policy of the measuring threads (read back; a refused policy fails the run)
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = thread_policy())]
     pub policy: Option<Policy>,
     /// Real-time priority for fifo/rr (1-99)
     #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]

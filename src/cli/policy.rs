@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::{CliError, RunOpts, execute_and_keep, parse_duration, parse_slice, print_warnings};
 use crate::bench::policy::work::WorkKind;
-use crate::platform::policy::{PolicyName, PolicySpec};
+use crate::platform::sched::{Policy, SchedRequest};
 
 pub const AFTER_HELP: &str = "Examples:
   osgauge policy                                   the seed's matrix: cpu,io,mixed × other,fifo,rr × 10,100,1000
@@ -39,7 +39,7 @@ pub struct PolicyArgs {
     pub work: Vec<WorkKind>,
     /// Policies, comma-separated (see below)
     #[arg(long, value_delimiter = ',', value_parser = crate::bench::policy::parse_policy, default_value = "other,fifo,rr")]
-    pub policy: Vec<PolicyName>,
+    pub policy: Vec<Policy>,
     /// Simultaneous processes, comma-separated, 1..=10000
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=10000), default_value = "10,100,1000")]
     pub procs: Vec<u32>,
@@ -83,18 +83,17 @@ fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
 }
 
 /// Policy specs from the arguments (exit 2 on contradictions).
-pub fn specs(a: &PolicyArgs) -> Result<Vec<PolicySpec>, CliError> {
+pub fn specs(a: &PolicyArgs) -> Result<Vec<SchedRequest>, CliError> {
     let usage = |m: &str| CliError::Usage(m.to_string());
     let policies = dedup(&a.policy);
-    let fair =
-        |p: PolicyName| matches!(p, PolicyName::Other | PolicyName::Batch | PolicyName::Idle);
+    let fair = |p: Policy| matches!(p, Policy::Other | Policy::Batch | Policy::Idle);
     if !a.nice.is_empty() && !policies.iter().any(|&p| fair(p)) {
         return Err(usage("--nice applies to other, batch or idle"));
     }
     if a.slice.is_some()
         && !policies
             .iter()
-            .any(|&p| matches!(p, PolicyName::Other | PolicyName::Batch))
+            .any(|&p| matches!(p, Policy::Other | Policy::Batch))
     {
         return Err(usage(
             "--slice applies to the fair policies other and batch",
@@ -103,7 +102,7 @@ pub fn specs(a: &PolicyArgs) -> Result<Vec<PolicySpec>, CliError> {
     if a.priority.is_some()
         && !policies
             .iter()
-            .any(|&p| matches!(p, PolicyName::Fifo | PolicyName::Rr) || !cfg!(target_os = "linux"))
+            .any(|&p| matches!(p, Policy::Fifo | Policy::Rr) || !cfg!(target_os = "linux"))
     {
         return Err(usage("--priority needs --policy fifo or rr"));
     }
@@ -116,7 +115,7 @@ pub fn specs(a: &PolicyArgs) -> Result<Vec<PolicySpec>, CliError> {
     if dl
         && !policies
             .iter()
-            .any(|&p| matches!(p, PolicyName::Deadline | PolicyName::TimeConstraint))
+            .any(|&p| matches!(p, Policy::Deadline | Policy::TimeConstraint))
     {
         return Err(usage(
             "--dl-runtime/--dl-deadline/--dl-period need --policy deadline (or time-constraint)",
@@ -132,28 +131,26 @@ pub fn specs(a: &PolicyArgs) -> Result<Vec<PolicySpec>, CliError> {
     }
     let mut out = Vec::new();
     for p in policies {
-        let mut s = PolicySpec::new(p);
+        let mut s = SchedRequest::new(p);
         match p {
-            PolicyName::Fifo | PolicyName::Rr => {
+            Policy::Fifo | Policy::Rr => {
                 s.priority = Some(
                     a.priority
                         .unwrap_or(crate::bench::policy::DEFAULT_RT_PRIORITY),
                 )
             }
-            PolicyName::Deadline | PolicyName::TimeConstraint => {
+            Policy::Deadline | Policy::TimeConstraint => {
                 s.runtime_ns = Some(runtime.as_nanos() as u64);
                 s.deadline_ns = Some(deadline.as_nanos() as u64);
                 s.period_ns = Some(period.as_nanos() as u64);
             }
-            PolicyName::Other | PolicyName::Batch => {
-                s.slice_ns = a.slice.map(|d| d.as_nanos() as u64)
-            }
+            Policy::Other | Policy::Batch => s.slice_ns = a.slice.map(|d| d.as_nanos() as u64),
             _ if !cfg!(target_os = "linux") => s.priority = a.priority,
             _ => {}
         }
         if fair(p) && !a.nice.is_empty() {
             for &n in &dedup(&a.nice) {
-                out.push(PolicySpec {
+                out.push(SchedRequest {
                     nice: Some(n),
                     ..s.clone()
                 });
@@ -183,16 +180,16 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
         crate::errln!("osgauge: removed {} left by a killed run", d.display());
     }
     // Refuse real-time cells up front, with the reason.
-    if specs.iter().any(|s| s.name.is_realtime())
+    if specs.iter().any(|s| s.effective_policy().is_realtime())
         && let Err(why) = crate::bench::policy::rt_safety()
     {
         return Err(CliError::Other(anyhow::anyhow!(why)));
     }
     let max = procs.iter().copied().max().unwrap_or(1);
-    crate::platform::policy::capacity_decision(
+    crate::platform::process::capacity_decision(
         u64::from(max),
-        crate::platform::policy::process_limit(),
-        crate::platform::policy::user_process_count(),
+        crate::platform::process::process_limit(),
+        crate::platform::process::user_process_count(),
         crate::platform::memory::available_bytes(),
         crate::bench::policy::CHILD_BYTES,
     )

@@ -28,7 +28,7 @@ pub fn last_level(caches: &[Cache]) -> Option<(u8, u64)> {
 
 /// This machine's LLC, or the stated size (and why) when the OS does not report one.
 pub fn llc() -> Llc {
-    llc_from(&crate::system::machine().caches)
+    llc_from(&crate::platform::sysinfo::machine().caches)
 }
 
 pub fn llc_from(caches: &[Cache]) -> Llc {

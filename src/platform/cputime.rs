@@ -304,6 +304,74 @@ mod imp {
     }
 }
 
+// ------------------------------------------------------------------------------------------------
+/// A cheap sample of how busy the machine is (no sampling window: deltas of two samples give the
+/// figures over an interval).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct BusySample {
+    pub loadavg1: Option<f64>,
+    /// Cumulative CPU "some" pressure stall time, µs (Linux PSI).
+    pub cpu_some_total_us: Option<u64>,
+    /// Cumulative steal and total CPU ticks of all CPUs (Linux /proc/stat).
+    pub steal_ticks: Option<u64>,
+    pub total_ticks: Option<u64>,
+}
+
+/// Load average, CPU pressure and steal, where the OS has them (Linux: /proc/loadavg,
+/// /proc/pressure/cpu, /proc/stat; macOS: getloadavg; Windows: none).
+pub fn busy_sample() -> BusySample {
+    #[cfg(target_os = "linux")]
+    {
+        let loadavg1 = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok());
+        let cpu_some_total_us = std::fs::read_to_string("/proc/pressure/cpu")
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("some"))?;
+                line.split_whitespace()
+                    .find_map(|f| f.strip_prefix("total="))?
+                    .parse()
+                    .ok()
+            });
+        let (steal_ticks, total_ticks) = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("cpu "))?;
+                let v: Vec<u64> = line
+                    .split_whitespace()
+                    .skip(1)
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                // user nice system idle iowait irq softirq steal guest guest_nice; guest time is
+                // already counted in user/nice.
+                let total: u64 = v.iter().take(8).sum();
+                Some((v.get(7).copied(), Some(total)))
+            })
+            .unwrap_or((None, None));
+        BusySample {
+            loadavg1,
+            cpu_some_total_us,
+            steal_ticks,
+            total_ticks,
+        }
+    }
+    #[cfg(target_os = "macos")]
+    {
+        let mut l = [0f64; 3];
+        // SAFETY: buffer of 3 doubles.
+        let ok = unsafe { libc::getloadavg(l.as_mut_ptr(), 3) } == 3;
+        BusySample {
+            loadavg1: ok.then_some(l[0]),
+            ..Default::default()
+        }
+    }
+    #[cfg(windows)]
+    {
+        BusySample::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,5 +415,12 @@ mod tests {
         assert!(b.total_ns >= a.total_ns && b.busy_ns >= a.busy_ns);
         // 60 ms of spinning shows in this process's own counter (a coarse tick may round it).
         assert!(p1 > p0, "process CPU did not advance: {p0} -> {p1}");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn busy_sample_reads_the_cpu_ticks() {
+        let b = busy_sample();
+        assert!(b.total_ticks.unwrap() > 0);
     }
 }

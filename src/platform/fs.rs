@@ -105,9 +105,42 @@ pub fn write_at(f: &File, buf: &[u8], off: u64) -> io::Result<usize> {
     }
 }
 
-/// Bytes free for this user on the file system of `dir`.
+/// Bytes free for this user on the file system of `dir` (statvfs; GetDiskFreeSpaceExW).
 pub fn free_bytes(dir: &Path) -> io::Result<u64> {
-    super::realtime::free_space_bytes(dir)
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
+        // SAFETY: zeroed statvfs is valid; c is NUL-terminated.
+        unsafe {
+            let mut s: libc::statvfs = std::mem::zeroed();
+            if libc::statvfs(c.as_ptr(), &mut s) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            #[allow(clippy::unnecessary_cast)]
+            Ok(s.f_bavail as u64 * s.f_frsize as u64)
+        }
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::ffi::OsStrExt;
+        let w: Vec<u16> = dir.as_os_str().encode_wide().chain(Some(0)).collect();
+        let mut avail = 0u64;
+        // SAFETY: NUL-terminated wide string; out pointers valid or null.
+        if unsafe {
+            windows_sys::Win32::Storage::FileSystem::GetDiskFreeSpaceExW(
+                w.as_ptr(),
+                &mut avail,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        } == 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(avail)
+    }
 }
 
 /// Why a secret file (a token) is open to other users, or None when it is not (or the OS keeps

@@ -46,11 +46,14 @@ pub mod cputime;
 /// The last-level cache size (working sets larger than it: `model validate`).
 pub mod cache;
 
-// Absolute-time sleeps, thread CPU clocks, scheduling policy read-back (interactivity suite).
-pub mod realtime;
+/// Absolute-time clock and sleeps, the thread CPU-time clock, timer slack.
+pub mod clock;
 
-/// One scheduling-policy vocabulary mapped per OS, RT safety checks, children reaped with usage.
-pub mod policy;
+/// One scheduling vocabulary (policy, request, read-back) mapped per OS; affinity; RT throttling.
+pub mod sched;
+
+/// Children reaped with their usage and killed together, own usage and context switches, limits.
+pub mod process;
 
 // Machine and environment facts (the system record) have their own back end per OS.
 #[cfg(target_os = "linux")]
@@ -495,5 +498,53 @@ mod tests {
                 assert_ne!(OS_NAME, "Linux", "{e}");
             }
         }
+    }
+
+    /// The machine and environment records are read quickly, round-trip through JSON, render and
+    /// check.
+    #[test]
+    fn smoke_machine_and_environment() {
+        use crate::system::{Environment, Machine, check, render_text};
+        use std::time::Instant;
+        let t = Instant::now();
+        let m = sysinfo::machine();
+        let machine_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let e = sysinfo::environment();
+        let env_ms = t.elapsed().as_secs_f64() * 1e3;
+        assert!(m.cpu.logical_cpus.unwrap_or(0) >= 1, "{m:?}");
+        assert_eq!(m.os, std::env::consts::OS);
+        let mj = serde_json::to_string_pretty(&m).unwrap();
+        let ej = serde_json::to_string_pretty(&e).unwrap();
+        let m2: Machine = serde_json::from_str(&mj).unwrap();
+        let e2: Environment = serde_json::from_str(&ej).unwrap();
+        assert_eq!(m, m2);
+        assert_eq!(e, e2);
+        let text = render_text(&m, &e);
+        assert!(text.starts_with("Machine\n"));
+        assert!(text.contains("\nEnvironment\n"));
+        let _ = check(&m, &e);
+        // Generous bounds (tests run in parallel on busy CI machines).
+        assert!(machine_ms < 1000.0, "machine() took {machine_ms} ms");
+        assert!(env_ms < 2000.0, "environment() took {env_ms} ms");
+    }
+
+    /// `cargo test --lib platform::tests::show_this_machine -- --ignored --nocapture`
+    #[test]
+    #[ignore = "prints this machine's records"]
+    fn show_this_machine() {
+        use crate::system::{check, render_findings, render_text};
+        use std::time::Instant;
+        let t = Instant::now();
+        let m = sysinfo::machine();
+        let tm = t.elapsed();
+        let t = Instant::now();
+        let e = sysinfo::environment();
+        let te = t.elapsed();
+        print!("{}", render_text(&m, &e));
+        println!();
+        print!("{}", render_findings(&check(&m, &e)));
+        println!("\nmachine() {tm:?}, environment() {te:?}");
+        println!("{}", serde_json::to_string_pretty(&(&m, &e)).unwrap());
     }
 }

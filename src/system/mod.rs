@@ -1,8 +1,8 @@
 //! Machine and environment record, and the hygiene check behind `osgauge system show`.
 //!
-//! * [`machine`] returns the static facts of the computer ([`Machine`]).
-//! * [`environment`] returns a snapshot of the tunable / transient state ([`Environment`]); a run
-//!   samples it at its start and at its end.
+//! * [`Machine`]: the static facts of the computer.
+//! * [`Environment`]: a snapshot of the tunable / transient state; a run samples it at its start
+//!   and at its end.
 //! * [`check`] turns the two records into plain advice ([`Finding`]s, pyperf style). It never
 //!   changes the system and is a pure function of the records, so it is unit-tested with
 //!   hand-built records.
@@ -11,9 +11,10 @@
 //! Every value that may be unknown is an `Option`; unknown values are `None`, never guessed, and
 //! where it helps the record's `notes` map (field name → reason) says why.
 //!
-//! The OS-specific reading lives in the platform layer (`src/platform/linux_sysinfo.rs` on Linux,
-//! `sysinfo_macos.rs`, `sysinfo_windows.rs`; no other OS is built); the text parsers it
-//! uses are pure functions in [`parse`].
+//! This module reads nothing from the OS. The records are read by the platform layer,
+//! `crate::platform::sysinfo::{machine, environment}` (`src/platform/linux_sysinfo.rs` on Linux,
+//! `sysinfo_macos.rs`, `sysinfo_windows.rs`; no other OS is built); the text parsers it uses are
+//! pure functions in [`parse`].
 
 use std::collections::BTreeMap;
 
@@ -26,8 +27,6 @@ mod render;
 
 pub use check::{check, explain_rt_denial, unchecked};
 pub use render::{format_bytes, format_cpu_list, render_findings, render_text};
-
-use crate::platform::sysinfo as backend;
 
 /// Why a field is unknown (or where a value came from), keyed by field name.
 pub type Notes = BTreeMap<String, String>;
@@ -337,62 +336,4 @@ pub struct Finding {
     pub message: String,
     /// What the user could do about it (never done by osgauge).
     pub fix: Option<String>,
-}
-
-/// Static facts about this machine.
-pub fn machine() -> Machine {
-    backend::machine()
-}
-
-/// A snapshot of the environment. Takes about 200 ms (the steal/busy sampling window).
-pub fn environment() -> Environment {
-    backend::environment()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Instant;
-
-    #[test]
-    fn smoke_machine_and_environment() {
-        let t = Instant::now();
-        let m = machine();
-        let machine_ms = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        let e = environment();
-        let env_ms = t.elapsed().as_secs_f64() * 1e3;
-        assert!(m.cpu.logical_cpus.unwrap_or(0) >= 1, "{m:?}");
-        assert_eq!(m.os, std::env::consts::OS);
-        let mj = serde_json::to_string_pretty(&m).unwrap();
-        let ej = serde_json::to_string_pretty(&e).unwrap();
-        let m2: Machine = serde_json::from_str(&mj).unwrap();
-        let e2: Environment = serde_json::from_str(&ej).unwrap();
-        assert_eq!(m, m2);
-        assert_eq!(e, e2);
-        let text = render_text(&m, &e);
-        assert!(text.starts_with("Machine\n"));
-        assert!(text.contains("\nEnvironment\n"));
-        let _ = check(&m, &e);
-        // Generous bounds (tests run in parallel on busy CI machines).
-        assert!(machine_ms < 1000.0, "machine() took {machine_ms} ms");
-        assert!(env_ms < 2000.0, "environment() took {env_ms} ms");
-    }
-
-    /// `cargo test --lib system::tests::show_this_machine -- --ignored --nocapture`
-    #[test]
-    #[ignore = "prints this machine's records"]
-    fn show_this_machine() {
-        let t = Instant::now();
-        let m = machine();
-        let tm = t.elapsed();
-        let t = Instant::now();
-        let e = environment();
-        let te = t.elapsed();
-        print!("{}", render_text(&m, &e));
-        println!();
-        print!("{}", render_findings(&check(&m, &e)));
-        println!("\nmachine() {tm:?}, environment() {te:?}");
-        println!("{}", serde_json::to_string_pretty(&(&m, &e)).unwrap());
-    }
 }

@@ -18,7 +18,7 @@ use super::work::{CHUNK, MB, PingPong, Ring, SWITCHES_PER_ROUND_TRIP, drain, pum
 use super::{INTERRUPTED, other, proc_cpu_s};
 use crate::appmodel::profile::Profile;
 use crate::cli::CliError;
-use crate::platform::realtime::{now_ns, sleep_until_ns, thread_cpu_time_ns};
+use crate::platform::clock::{now_ns, sleep_until_ns, thread_cpu_time_ns};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {

@@ -14,7 +14,7 @@ use super::{other, proc_cpu_s};
 use crate::appmodel::inputs::{FRAME_VARIANTS, Inputs, Origin, Value};
 use crate::appmodel::profile::Profile;
 use crate::cli::CliError;
-use crate::platform::realtime::thread_cpu_time_ns;
+use crate::platform::clock::thread_cpu_time_ns;
 
 fn put(inp: &mut Inputs, key: &str, value: f64, origin: Origin, how: &str) {
     inp.values.insert(

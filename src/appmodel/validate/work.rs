@@ -146,7 +146,7 @@ impl PingPong {
         let (mut pin, to) = std::io::pipe()?;
         let (from, mut pout) = std::io::pipe()?;
         let pinned = match cpu {
-            Some(c) => crate::platform::realtime::set_thread_affinity(&[c])
+            Some(c) => crate::platform::sched::set_thread_affinity(&[c])
                 .map(|()| c)
                 .map_err(|e| e.to_string()),
             None => Err("not asked".into()),
@@ -154,7 +154,7 @@ impl PingPong {
         let partner_cpu = pinned.as_ref().ok().copied();
         let partner = std::thread::spawn(move || {
             if let Some(c) = partner_cpu {
-                let _ = crate::platform::realtime::set_thread_affinity(&[c]);
+                let _ = crate::platform::sched::set_thread_affinity(&[c]);
             }
             let mut b = [0u8; 1];
             while matches!(pin.read(&mut b), Ok(1)) {

@@ -5,7 +5,7 @@ use std::hint::black_box;
 use super::super::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::realtime::{now_ns, sleep_until_ns};
+use crate::platform::clock::{now_ns, sleep_until_ns};
 use crate::units::{Better, Unit};
 
 /// Bytes per pixel: 16-bit greyscale, like the thesis's 2 MB one-megapixel X-ray frames.
@@ -40,7 +40,7 @@ impl Pacing {
                      longer). Presenting to a real display (VSync, the driver's upload) is OUT OF \
                      SCOPE: no display is used, so this measures the OS's timer and copy pacing \
                      only.",
-                    sleep = crate::platform::realtime::SLEEP_DESCRIPTION,
+                    sleep = crate::platform::clock::SLEEP_DESCRIPTION,
                     mb = bytes as f64 / 1e6,
                 ),
                 metrics: vec![

@@ -28,8 +28,9 @@ use super::task::{Task, run_task};
 use super::work::{Work, burn_loops};
 use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::realtime::{self, SchedReadback, SchedRequest};
+use crate::platform::sched::{self, SchedReadback, SchedRequest};
 use crate::platform::storage;
+use crate::platform::{clock, fs};
 
 const MIB: usize = 1 << 20;
 const MS: u64 = 1_000_000;
@@ -686,19 +687,19 @@ fn stopped(ctx: &Ctx) -> bool {
 fn thread_setup(spec: &LoadSpec) -> (Option<SchedReadback>, Option<Vec<usize>>, Option<String>) {
     let mut err = None;
     if let Some(c) = &spec.cpus
-        && let Err(e) = realtime::set_thread_affinity(c)
+        && let Err(e) = sched::set_thread_affinity(c)
     {
         err = Some(format!("affinity {c:?}: {e}"));
     }
     if spec.nice.is_some()
-        && let Err(e) = realtime::apply_sched(&SchedRequest {
+        && let Err(e) = sched::apply_thread(&SchedRequest {
             nice: spec.nice,
             ..Default::default()
         })
     {
         err = Some(format!("nice {:?}: {e}", spec.nice));
     }
-    let sched = realtime::read_sched();
+    let sched = sched::read_thread();
     let affinity = crate::platform::current_thread_affinity();
     if err.is_none()
         && let (Some(want), Ok(got)) = (&spec.cpus, &affinity)
@@ -747,7 +748,7 @@ fn spawn_worker(
     let ready = ready.clone();
     std::thread::spawn(move || {
         let (sched, affinity, mut error) = thread_setup(&ctx.spec);
-        let c0 = realtime::thread_cpu_time_ns().unwrap_or(0);
+        let c0 = clock::thread_cpu_time_ns().unwrap_or(0);
         let t0 = Instant::now();
         let mut said = false;
         let mut ops = 0;
@@ -772,9 +773,7 @@ fn spawn_worker(
         }
         ThreadReport {
             role,
-            cpu_ns: realtime::thread_cpu_time_ns()
-                .unwrap_or(0)
-                .saturating_sub(c0),
+            cpu_ns: clock::thread_cpu_time_ns().unwrap_or(0).saturating_sub(c0),
             wall_ns: t0.elapsed().as_nanos() as u64,
             ops,
             sched,
@@ -870,12 +869,12 @@ fn prepare_read_file(ctx: &Ctx) -> io::Result<()> {
         n += MIB as u64;
     }
     f.sync_all()?;
-    realtime::drop_file_cache(&f)
+    fs::drop_cache(&f)
 }
 
 fn read_load(ctx: &Ctx, method: &str, go: &mut dyn FnMut()) -> io::Result<u64> {
     let path = &ctx.spec.files()[1];
-    let (mut f, _) = realtime::open_uncached_read(path)?;
+    let mut f = fs::open_uncached_lenient(path, false)?.file;
     let advise = method.starts_with("posix_fadvise");
     let mut buf = Aligned::new(MIB);
     let mut total = 0u64;
@@ -886,7 +885,7 @@ fn read_load(ctx: &Ctx, method: &str, go: &mut dyn FnMut()) -> io::Result<u64> {
         if n < MIB {
             f.seek(SeekFrom::Start(0))?;
             if advise {
-                realtime::drop_file_cache(&f)?;
+                fs::drop_cache(&f)?;
             }
         }
     }
@@ -954,18 +953,18 @@ fn x_load(ctx: &Ctx, go: &mut dyn FnMut()) -> io::Result<u64> {
     let n = x_load_steps(ctx.spec.duration_ns);
     let step = 100 * MS;
     go();
-    let t0 = realtime::now_ns();
+    let t0 = clock::now_ns();
     let mut k = 0u64;
     let mut steps = 0;
     while !stopped(ctx) {
         let intended = t0 + k * step;
         // Sleep in slices of at most 10 ms so a stop is seen promptly.
         loop {
-            let now = realtime::now_ns();
+            let now = clock::now_ns();
             if now >= intended || stopped(ctx) {
                 break;
             }
-            realtime::sleep_until_ns(intended.min(now + 10 * MS))?;
+            clock::sleep_until_ns(intended.min(now + 10 * MS))?;
         }
         if stopped(ctx) {
             break;
@@ -1052,7 +1051,7 @@ pub fn child_main(spec_json: &str) -> i32 {
         }
         if matches!(k, LoadKind::Read | LoadKind::Compile) {
             prepare_read_file(&ctx)?;
-            let (_, method) = realtime::open_uncached_read(&spec.files()[1])?;
+            let method = fs::open_uncached_lenient(&spec.files()[1], false)?.method;
             notes.push(format!(
                 "read: {} MiB file in {}, {method}",
                 spec.file_bytes / MIB as u64,

@@ -26,7 +26,9 @@ use serde_json::{Map, Value, json};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::realtime::{self, BusySample, Policy, SchedRequest};
+use crate::platform::cputime::{self, BusySample};
+use crate::platform::sched::{self, Policy, SchedRequest};
+use crate::platform::{clock, fs};
 use crate::units::{Better, Unit};
 use load::{LoadKind, LoadProcess, LoadSpec};
 use task::Task;
@@ -107,7 +109,7 @@ impl Settings {
         let cpus = crate::platform::current_thread_affinity()
             .map(|c| format!("{c:?}"))
             .unwrap_or_else(|_| "unknown".into());
-        let sched = realtime::read_sched()
+        let sched = sched::read_thread()
             .map(|r| {
                 let mut v = r.policy;
                 if let Some(p) = r.priority.filter(|&p| p > 0) {
@@ -133,7 +135,7 @@ impl Settings {
         let by_affinity = crate::platform::allowed_cpus()
             .map(|c| c.len())
             .unwrap_or(1);
-        let quota = crate::system::machine()
+        let quota = crate::platform::sysinfo::machine()
             .cgroup
             .and_then(|c| c.cpu_limit_cpus)
             .map(|q| q.ceil().max(1.0) as usize);
@@ -146,8 +148,8 @@ impl Settings {
     pub fn mem_bytes(&self) -> (u64, String) {
         self.mem_bytes
             .get_or_init(|| {
-                let avail = crate::system::environment().mem_available_bytes;
-                let cg = crate::system::machine()
+                let avail = crate::platform::sysinfo::environment().mem_available_bytes;
+                let cg = crate::platform::sysinfo::machine()
                     .cgroup
                     .and_then(|c| c.memory_max_bytes);
                 let mut size = self.max_mem_bytes;
@@ -171,7 +173,7 @@ impl Settings {
     /// Write/read file size in `dir`: 5 % of its free space, at most `max_file_bytes`, at least
     /// 8 MiB.
     pub fn file_bytes_in(&self, dir: &std::path::Path) -> u64 {
-        let free = realtime::free_space_bytes(dir).unwrap_or(0);
+        let free = fs::free_bytes(dir).unwrap_or(0);
         let mib = 1u64 << 20;
         ((free / 20).min(self.max_file_bytes) / mib * mib).max(8 * mib)
     }
@@ -310,9 +312,9 @@ impl Cell {
             priority: s.priority,
             nice: s.nice,
             slice_ns: s.slice.map(|d| d.as_nanos() as u64),
-            dl_runtime_ns: Some(runtime),
-            dl_deadline_ns: Some(period),
-            dl_period_ns: Some(period),
+            runtime_ns: Some(runtime),
+            deadline_ns: Some(period),
+            period_ns: Some(period),
         }
     }
 }
@@ -331,15 +333,15 @@ fn place_thread(cell: &Cell, task: &Task) -> Result<(Map<String, Value>, Vec<Str
     let mut facts = Map::new();
     let mut warnings = Vec::new();
     if let Some(c) = &s.cpus {
-        realtime::set_thread_affinity(c).map_err(|e| crate::bench::os_err("set affinity", e))?;
+        sched::set_thread_affinity(c).map_err(|e| crate::bench::os_err("set affinity", e))?;
     }
     let req = cell.sched_request(task);
     if (req.policy.is_some() || req.nice.is_some() || req.slice_ns.is_some())
-        && let Err(e) = realtime::apply_sched(&req)
+        && let Err(e) = sched::apply_thread(&req)
     {
         let rt = req.policy.is_some_and(Policy::is_realtime);
         if rt && e.raw_os_error() == Some(libc_eperm()) {
-            let why = crate::system::environment()
+            let why = crate::platform::sysinfo::environment()
                 .realtime
                 .reason
                 .unwrap_or_else(|| e.to_string());
@@ -353,19 +355,16 @@ fn place_thread(cell: &Cell, task: &Task) -> Result<(Map<String, Value>, Vec<Str
         }
     }
     // Timer slack after the policy (a policy change can reset it).
-    match realtime::set_timer_slack_ns(1) {
+    match clock::set_timer_slack_ns(1) {
         Ok(()) => {}
         Err(e) => {
             facts.insert("timer_slack_note".into(), json!(e.to_string()));
         }
     }
-    facts.insert(
-        "timer_slack_ns".into(),
-        json!(realtime::timer_slack_ns().ok()),
-    );
+    facts.insert("timer_slack_ns".into(), json!(clock::timer_slack_ns().ok()));
     facts.insert(
         "task_sched".into(),
-        serde_json::to_value(realtime::read_sched().ok()).unwrap_or_default(),
+        serde_json::to_value(sched::read_thread().ok()).unwrap_or_default(),
     );
     facts.insert(
         "task_affinity".into(),
@@ -498,8 +497,8 @@ impl Benchmark for Cell {
         );
         m.insert("load_nice".into(), json!(s.load_nice));
         m.insert("cpus".into(), json!(s.cpus));
-        m.insert("sleep".into(), json!(realtime::SLEEP_DESCRIPTION));
-        m.insert("cpu_clock".into(), json!(realtime::CPU_CLOCK_DESCRIPTION));
+        m.insert("sleep".into(), json!(clock::SLEEP_DESCRIPTION));
+        m.insert("cpu_clock".into(), json!(clock::CPU_CLOCK_DESCRIPTION));
         m
     }
 
@@ -586,8 +585,8 @@ impl Benchmark for Cell {
         } else {
             None
         };
-        let before = realtime::busy_sample();
-        let t_before = realtime::now_ns();
+        let before = cputime::busy_sample();
+        let t_before = clock::now_ns();
         // The load child; its guard kills, reaps and cleans up on every exit path.
         let mut spec = None;
         let load = if self.load == LoadKind::None {
@@ -653,8 +652,8 @@ impl Benchmark for Cell {
             _ => None,
         };
         drop(folder);
-        let after = realtime::busy_sample();
-        let wall = realtime::now_ns() - t_before;
+        let after = cputime::busy_sample();
+        let wall = clock::now_ns() - t_before;
 
         for (k, v) in measured.facts {
             out.facts.insert(k, v);
@@ -919,13 +918,13 @@ mod tests {
         });
         let c = Cell::new("audio", LoadKind::None, s);
         let r = c.sched_request(&Task::Audio);
-        assert_eq!(r.dl_period_ns, Some(50_000_000));
-        assert_eq!(r.dl_runtime_ns, Some(5_500_000));
+        assert_eq!(r.period_ns, Some(50_000_000));
+        assert_eq!(r.runtime_ns, Some(5_500_000));
         let r = c.sched_request(&Task::X {
             stride: 1,
             offset: 0,
         });
-        assert_eq!(r.dl_runtime_ns, Some(90_000_000));
+        assert_eq!(r.runtime_ns, Some(90_000_000));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::accounting::{Accounting, Burst, Worked, next_frame};
 use super::work::Work;
-use crate::platform::realtime;
+use crate::platform::clock;
 
 const MS: u64 = 1_000_000;
 
@@ -170,37 +170,37 @@ pub struct OsEnv<'a> {
 
 impl TaskEnv for OsEnv<'_> {
     fn now_ns(&mut self) -> u64 {
-        realtime::now_ns()
+        clock::now_ns()
     }
 
     fn sleep_until_ns(&mut self, _k: u64, t: u64) -> io::Result<()> {
         // Long sleeps (custom intervals) in steps, so a stop is seen within ~0.1 s; the last
         // step ends at `t`, so the measured wake-up is that of one absolute-time sleep.
         loop {
-            let now = realtime::now_ns();
+            let now = clock::now_ns();
             if t <= now + 200 * MS || (self.stop)() {
                 break;
             }
-            realtime::sleep_until_ns(now + 100 * MS)?;
+            clock::sleep_until_ns(now + 100 * MS)?;
         }
-        realtime::sleep_until_ns(t)
+        clock::sleep_until_ns(t)
     }
 
     fn work(&mut self, _k: u64, wanted_ns: u64, deadline: u64) -> io::Result<Worked> {
         let fine = self.fine;
-        let cpu = || realtime::thread_cpu_time_ns().unwrap_or(0);
+        let cpu = || clock::thread_cpu_time_ns().unwrap_or(0);
         let c0 = if fine {
-            realtime::thread_cpu_time_ns()?
+            clock::thread_cpu_time_ns()?
         } else {
             0
         };
         // What the frame had obtained when the deadline passed (Some once it has).
-        let mut at_deadline = (realtime::now_ns() >= deadline).then_some(0);
+        let mut at_deadline = (clock::now_ns() >= deadline).then_some(0);
         let mut last_done = 0.0;
         let stop = self.stop;
         let complete = self.work.run(wanted_ns, &mut |done| {
             last_done = done;
-            if at_deadline.is_none() && realtime::now_ns() >= deadline {
+            if at_deadline.is_none() && clock::now_ns() >= deadline {
                 at_deadline = Some(if fine {
                     cpu().saturating_sub(c0)
                 } else {
@@ -209,10 +209,10 @@ impl TaskEnv for OsEnv<'_> {
             }
             stop()
         });
-        let finish = realtime::now_ns();
+        let finish = clock::now_ns();
         let obtained = match at_deadline {
             Some(o) => o,
-            None if fine => realtime::thread_cpu_time_ns()?.saturating_sub(c0),
+            None if fine => clock::thread_cpu_time_ns()?.saturating_sub(c0),
             None if complete => wanted_ns,
             None => (last_done * wanted_ns as f64) as u64,
         };
@@ -245,8 +245,8 @@ pub fn run_task(
     duration_ns: u64,
     stop: &dyn Fn() -> bool,
 ) -> io::Result<TaskRun> {
-    let c0 = realtime::thread_cpu_time_ns()?;
-    let t0 = realtime::now_ns() + MS;
+    let c0 = clock::thread_cpu_time_ns()?;
+    let t0 = clock::now_ns() + MS;
     let end = t0.saturating_add(duration_ns);
     let fine = super::work::cpu_clock_is_fine();
     let mut out = TaskRun {
@@ -258,7 +258,7 @@ pub fn run_task(
         let mut env = OsEnv { work, stop, fine };
         run_periodic(&mut env, &task, t0, end, &mut out.acc)?;
     } else {
-        realtime::sleep_until_ns(t0)?;
+        clock::sleep_until_ns(t0)?;
         // Where the thread CPU clock is coarse (Windows: one step per scheduler tick) a 100 ms
         // burst cannot be timed by it; the work wanted stands in for the CPU time then.
         out.burst_cpu_from = if fine {
@@ -267,14 +267,14 @@ pub fn run_task(
             "work wanted (the thread CPU clock is too coarse to time a burst)"
         };
         let mut k = 0;
-        while realtime::now_ns() < end && !stop() {
-            let c = realtime::thread_cpu_time_ns()?;
-            let s = realtime::now_ns();
+        while clock::now_ns() < end && !stop() {
+            let c = clock::thread_cpu_time_ns()?;
+            let s = clock::now_ns();
             let wanted = task.work_ns(k);
             work.run(wanted, &mut |_| stop());
-            let wall_ns = realtime::now_ns() - s;
+            let wall_ns = clock::now_ns() - s;
             let cpu_ns = if fine {
-                realtime::thread_cpu_time_ns()?.saturating_sub(c)
+                clock::thread_cpu_time_ns()?.saturating_sub(c)
             } else {
                 wanted.min(wall_ns)
             };
@@ -282,8 +282,8 @@ pub fn run_task(
             k += 1;
         }
     }
-    out.wall_ns = realtime::now_ns().saturating_sub(t0);
-    out.cpu_ns = realtime::thread_cpu_time_ns()?.saturating_sub(c0);
+    out.wall_ns = clock::now_ns().saturating_sub(t0);
+    out.cpu_ns = clock::thread_cpu_time_ns()?.saturating_sub(c0);
     Ok(out)
 }
 

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::platform::realtime;
+use crate::platform::clock;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -78,7 +78,7 @@ impl Work {
                 true
             }
             WorkMode::Cputime => {
-                let Ok(c0) = realtime::thread_cpu_time_ns() else {
+                let Ok(c0) = clock::thread_cpu_time_ns() else {
                     return false;
                 };
                 // ~5 µs between clock reads, a poll every ~0.1 ms.
@@ -86,7 +86,7 @@ impl Work {
                 let mut reads = 0u32;
                 loop {
                     burn_loops(chunk);
-                    let c = realtime::thread_cpu_time_ns().unwrap_or(u64::MAX);
+                    let c = clock::thread_cpu_time_ns().unwrap_or(u64::MAX);
                     let used = c.saturating_sub(c0);
                     if used >= ns {
                         return true;
@@ -112,19 +112,19 @@ pub const FINE_CPU_CLOCK_NS: u64 = 100_000;
 pub fn cpu_clock_step_ns() -> u64 {
     static STEP: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *STEP.get_or_init(|| {
-        let deadline = realtime::now_ns() + 250_000_000;
+        let deadline = clock::now_ns() + 250_000_000;
         let next_step = |from: u64| -> Option<u64> {
             loop {
-                let c = realtime::thread_cpu_time_ns().ok()?;
+                let c = clock::thread_cpu_time_ns().ok()?;
                 if c != from {
                     return Some(c);
                 }
-                if realtime::now_ns() > deadline {
+                if clock::now_ns() > deadline {
                     return None;
                 }
             }
         };
-        let Ok(c0) = realtime::thread_cpu_time_ns() else {
+        let Ok(c0) = clock::thread_cpu_time_ns() else {
             return u64::MAX;
         };
         match next_step(c0).and_then(|a| next_step(a).map(|b| b - a)) {
@@ -180,10 +180,10 @@ pub enum CalibrationError {
 fn trial_clock() -> (&'static str, fn() -> u64) {
     if cpu_clock_is_fine() {
         ("thread CPU clock", || {
-            realtime::thread_cpu_time_ns().unwrap_or(0)
+            clock::thread_cpu_time_ns().unwrap_or(0)
         })
     } else {
-        ("monotonic clock", realtime::now_ns)
+        ("monotonic clock", clock::now_ns)
     }
 }
 
@@ -206,7 +206,7 @@ fn size_trial(
         if dt >= target_ns / 5 {
             return Ok((((n as f64) * target_ns as f64 / dt as f64) as u64).max(1));
         }
-        if realtime::now_ns() > deadline || n > 1 << 40 {
+        if clock::now_ns() > deadline || n > 1 << 40 {
             return Err(CalibrationError::Failed(format!(
                 "work calibration: {n} loop iterations took {dt} ns on the {}; the clock does not \
                  advance as it should",
@@ -225,7 +225,7 @@ pub fn measure_loops_per_us(
     stop: &dyn Fn() -> bool,
 ) -> Result<(f64, f64, u32, bool), CalibrationError> {
     let (_, clock) = trial_clock();
-    let deadline = realtime::now_ns().saturating_add(budget_ns);
+    let deadline = clock::now_ns().saturating_add(budget_ns);
     let n = size_trial(clock, 10_000_000, deadline, stop)?;
     let mut best: Option<(f64, f64)> = None;
     let mut rounds = 0;
@@ -237,7 +237,7 @@ pub fn measure_loops_per_us(
             if stop() {
                 return Err(CalibrationError::Stopped);
             }
-            if realtime::now_ns() > deadline {
+            if clock::now_ns() > deadline {
                 cut = true;
                 break;
             }
@@ -280,7 +280,7 @@ pub fn measure_loops_per_us(
 /// (median), bounded to ~0.5 s.
 pub fn quick_loops_per_us(stop: &dyn Fn() -> bool) -> Result<f64, CalibrationError> {
     let (_, clock) = trial_clock();
-    let deadline = realtime::now_ns() + 500_000_000;
+    let deadline = clock::now_ns() + 500_000_000;
     // With a coarse (monotonic) clock, trials of ~1 ms are too short for nothing: use 10 ms.
     let target = if cpu_clock_is_fine() {
         1_000_000
@@ -324,8 +324,8 @@ pub fn cache_dir() -> Option<PathBuf> {
 /// Machine key of a calibration: CPU model, OS and kernel version, governor(s), osgauge version
 /// and build profile.
 pub fn machine_key() -> String {
-    let m = crate::system::machine();
-    let e = crate::system::environment();
+    let m = crate::platform::sysinfo::machine();
+    let e = crate::platform::sysinfo::environment();
     let gov = e
         .governors
         .map(|g| {
@@ -454,9 +454,9 @@ mod tests {
             mode: WorkMode::Cputime,
             loops_per_us: lpu,
         };
-        let c0 = realtime::thread_cpu_time_ns().unwrap();
+        let c0 = clock::thread_cpu_time_ns().unwrap();
         assert!(w.run(20_000_000, &mut |_| false));
-        let used = realtime::thread_cpu_time_ns().unwrap() - c0;
+        let used = clock::thread_cpu_time_ns().unwrap() - c0;
         assert!(used >= 20_000_000, "used {used}");
         // poll() ends a long fixed burst early, and sees the work progress.
         let w = Work {

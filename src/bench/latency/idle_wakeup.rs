@@ -12,7 +12,8 @@ use super::{Facts, place_thread};
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::realtime::{Policy, SchedRequest, now_ns};
+use crate::platform::clock::now_ns;
+use crate::platform::sched::{Policy, SchedRequest};
 use crate::units::{Better, Unit};
 
 /// Pause between wake-ups, long enough for an idle CPU to enter an idle state.

@@ -14,7 +14,8 @@ use serde_json::{Map, Value, json};
 
 use super::Benchmark;
 use crate::model::BenchError;
-use crate::platform::realtime::{self, Policy, SchedRequest};
+use crate::platform::clock;
+use crate::platform::sched::{self, Policy, SchedRequest};
 
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "Latency: per-CPU timer wake-up latency (cyclictest's measurement), OS noise per CPU (osnoise's), the cost of waking an idle CPU";
@@ -106,7 +107,7 @@ pub fn place_thread(
     sched: &SchedRequest,
     slack_ns: Option<u64>,
 ) -> Result<Map<String, Value>, BenchError> {
-    realtime::set_thread_affinity(&[cpu])
+    sched::set_thread_affinity(&[cpu])
         .map_err(|e| BenchError::failed(format!("pinning a thread to CPU {cpu}: {e}")))?;
     let on = crate::platform::current_thread_affinity()
         .map_err(|e| BenchError::failed(format!("reading a thread's affinity back: {e}")))?;
@@ -116,10 +117,10 @@ pub fn place_thread(
         )));
     }
     if sched.policy.is_some() || sched.nice.is_some() || sched.priority.is_some() {
-        realtime::apply_sched(sched).map_err(|e| {
+        sched::apply_thread(sched).map_err(|e| {
             let what = sched.policy.map(Policy::name).unwrap_or("nice");
             if sched.policy.is_some_and(Policy::is_realtime) {
-                let why = crate::system::environment()
+                let why = crate::platform::sysinfo::environment()
                     .realtime
                     .reason
                     .unwrap_or_else(|| e.to_string());
@@ -134,15 +135,12 @@ pub fn place_thread(
     let mut facts = Map::new();
     if let Some(ns) = slack_ns {
         // After the policy: a policy change can reset the slack.
-        if let Err(e) = realtime::set_timer_slack_ns(ns) {
+        if let Err(e) = clock::set_timer_slack_ns(ns) {
             facts.insert("timer_slack_note".into(), json!(e.to_string()));
         }
-        facts.insert(
-            "timer_slack_ns".into(),
-            json!(realtime::timer_slack_ns().ok()),
-        );
+        facts.insert("timer_slack_ns".into(), json!(clock::timer_slack_ns().ok()));
     }
-    let back = realtime::read_sched()
+    let back = sched::read_thread()
         .map_err(|e| BenchError::failed(format!("reading the policy back: {e}")))?;
     // Linux reads the policy back in the request's own names; elsewhere the read-back (a
     // priority class, a QoS) is recorded as it is.

@@ -8,7 +8,7 @@ use super::{LatencyOptions, cpu_metric, on_each_cpu, place_thread, thread_facts}
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::realtime::now_ns;
+use crate::platform::clock::now_ns;
 use crate::units::{Better, Unit};
 
 /// The threshold is never below this many times the loop's own clock-read cost.

@@ -9,7 +9,7 @@ use super::{Facts, LatencyOptions, cpu_metric, on_each_cpu, place_thread, thread
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::realtime::{now_ns, sleep_until_ns};
+use crate::platform::clock::{now_ns, sleep_until_ns};
 use crate::units::{Better, Unit};
 
 pub struct Wakeup {

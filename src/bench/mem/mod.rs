@@ -209,7 +209,7 @@ pub fn validate_max_size(b: u64) -> Result<(), String> {
 /// The machine record, read once per process.
 pub fn machine() -> &'static crate::system::Machine {
     static MACHINE: OnceLock<crate::system::Machine> = OnceLock::new();
-    MACHINE.get_or_init(crate::system::machine)
+    MACHINE.get_or_init(crate::platform::sysinfo::machine)
 }
 
 /// Data caches from the machine record, by level.

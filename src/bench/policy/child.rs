@@ -8,14 +8,15 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::work::{self, WorkSize};
-use crate::platform::policy::{self as pp, PolicySpec};
-use crate::platform::realtime::now_ns;
+use crate::platform::clock::now_ns;
+use crate::platform::process as pp;
+use crate::platform::sched::{self, SchedRequest};
 
 #[derive(Deserialize)]
 struct Spec {
     work: WorkSize,
     dir: PathBuf,
-    policy: PolicySpec,
+    policy: SchedRequest,
     parent: u32,
 }
 
@@ -38,10 +39,13 @@ pub fn child_main(spec_json: &str) -> i32 {
     };
     // Linux: SIGTERM when the parent dies (elsewhere the closed pipe ends the wait).
     let _ = crate::platform::terminate_with_parent(spec.parent);
-    let applied = match pp::apply_process(&spec.policy) {
+    let applied = match sched::apply_process(&spec.policy) {
         Ok(a) => a,
         Err(e) => {
-            return fail(format!("setting policy {}: {e}", spec.policy.name.name()));
+            return fail(format!(
+                "setting policy {}: {e}",
+                spec.policy.effective_policy().name()
+            ));
         }
     };
     let dir = spec.dir.join(std::process::id().to_string());

@@ -22,8 +22,9 @@ use serde_json::{Map, Value};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::policy::{self as pp, PolicyName, PolicySpec};
-use crate::platform::realtime::{now_ns, sleep_until_ns};
+use crate::platform::clock::{now_ns, sleep_until_ns};
+use crate::platform::process as pp;
+use crate::platform::sched::{self, Policy, SchedRequest};
 use crate::units::{Better, Unit};
 use work::{WorkKind, WorkSize};
 
@@ -105,7 +106,7 @@ struct ChildLine {
     #[serde(default)]
     end: u64,
     #[serde(default)]
-    applied: Option<pp::Applied>,
+    applied: Option<sched::SchedReadback>,
     #[serde(default)]
     error: Option<String>,
     /// The line a child sends once its policy is set and it waits for the release.
@@ -312,7 +313,7 @@ pub struct Cell {
     info: Info,
     study: Arc<Study>,
     work: WorkKind,
-    policy: PolicySpec,
+    policy: SchedRequest,
     procs: u32,
 }
 
@@ -347,8 +348,8 @@ switch fewer per child: an inherited counter is folded into the parent's at exit
 dying task's last switch, which wait4 still counts (the voluntary gap of 1 above).";
 
 impl Cell {
-    pub fn new(study: Arc<Study>, work: WorkKind, policy: PolicySpec, procs: u32) -> Cell {
-        let mut label = policy.name.name().to_string();
+    pub fn new(study: Arc<Study>, work: WorkKind, policy: SchedRequest, procs: u32) -> Cell {
+        let mut label = policy.effective_policy().name().to_string();
         if let Some(n) = policy.nice {
             label = format!("{label}-nice{n}");
         }
@@ -452,7 +453,7 @@ impl Cell {
     /// Refusals that apply before anything starts.
     fn preflight(&self) -> Result<Vec<String>, BenchError> {
         let mut notes = Vec::new();
-        if self.policy.name.is_realtime() {
+        if self.policy.effective_policy().is_realtime() {
             let why = rt_safety().map_err(BenchError::failed)?;
             notes.push(why);
         }
@@ -471,8 +472,8 @@ impl Cell {
 /// Linux: the RT throttling decision; Windows / macOS: what keeps the machine alive instead.
 pub fn rt_safety() -> Result<String, String> {
     if cfg!(target_os = "linux") {
-        let (r, p) = pp::rt_throttle_settings();
-        pp::rt_throttle_decision(r, p, pp::deadline_server())
+        let (r, p) = sched::rt_throttle_settings();
+        sched::rt_throttle_decision(r, p, sched::deadline_server())
     } else if cfg!(windows) {
         Ok("Windows: REALTIME needs the increase-base-priority privilege (else HIGH is granted, read back); the watchdog ends the run at its time bound".into())
     } else {
@@ -566,7 +567,7 @@ impl Benchmark for Cell {
         let expired = AtomicBool::new(false);
         let late_max = AtomicU64::new(0);
         let group = set.group();
-        let rt = self.policy.name.is_realtime();
+        let rt = self.policy.effective_policy().is_realtime();
         let (lines, outcome, t_go, watchdog_note) = std::thread::scope(|s| {
             let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
             let reader = s.spawn(move || {
@@ -587,7 +588,7 @@ impl Benchmark for Cell {
             let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
             let (done, expired, late_max) = (&done, &expired, &late_max);
             let watchdog = s.spawn(move || {
-                let prio = pp::set_watchdog_priority(WATCHDOG_PRIORITY);
+                let prio = sched::set_watchdog_priority(WATCHDOG_PRIORITY);
                 let _ = ready_tx.send(prio.map_err(|e| e.to_string()));
                 let mut next = now_ns() + WATCHDOG_TICK_NS;
                 while !done.load(Ordering::Acquire) {
@@ -667,7 +668,7 @@ impl Benchmark for Cell {
             }
         }
         let mut procs = Vec::new();
-        let mut applied: Option<pp::Applied> = None;
+        let mut applied: Option<sched::SchedReadback> = None;
         // Switches before the release (exec, start-up, policy, the wait), kept apart as a fact so
         // the totals can be checked against a whole-process counter (perf stat).
         let mut startup_switches: Option<u64> = Some(0);
@@ -757,7 +758,7 @@ impl Benchmark for Cell {
         }
         let applied = applied.unwrap_or_default();
         let mut out = RunOutput::default();
-        let requested = self.policy.name.name();
+        let requested = self.policy.effective_policy().name();
         if applied.policy != requested && applied.downgraded.is_none() {
             return Err(BenchError::failed(format!(
                 "policy {requested} requested, {} read back",
@@ -869,7 +870,7 @@ impl Benchmark for Cell {
 pub fn matrix(
     study: Arc<Study>,
     works: &[WorkKind],
-    policies: &[PolicySpec],
+    policies: &[SchedRequest],
     procs: &[u32],
 ) -> Vec<Box<dyn Benchmark>> {
     let mut v: Vec<Box<dyn Benchmark>> = Vec::new();
@@ -890,14 +891,14 @@ pub fn quick_benchmarks() -> Vec<Box<dyn Benchmark>> {
     matrix(
         study,
         &[WorkKind::Cpu, WorkKind::Io],
-        &[PolicySpec::new(PolicyName::Other)],
+        &[SchedRequest::new(Policy::Other)],
         &[10],
     )
 }
 
 /// Parse a policy name of the common vocabulary (for the CLI).
-pub fn parse_policy(s: &str) -> Result<PolicyName, String> {
-    PolicyName::parse(s)
+pub fn parse_policy(s: &str) -> Result<Policy, String> {
+    Policy::parse(s)
 }
 
 #[cfg(test)]
