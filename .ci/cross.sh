@@ -69,7 +69,7 @@ printf '  %s\n' "${TESTS[@]}"
 
 step "ProcessPrng shim (Wine 8 has no bcryptprimitives.dll)"
 SHIM="$CARGO_TARGET_DIR/bcryptprimitives.dll"
-x86_64-w64-mingw32-gcc -shared -O2 -o "$SHIM" ci/wine/processprng.c -ladvapi32
+x86_64-w64-mingw32-gcc -shared -O2 -o "$SHIM" .ci/wine/processprng.c -ladvapi32
 for f in "$EXE" "${TESTS[@]}"; do cp "$SHIM" "$(dirname "$f")/"; done
 
 step "Wine prefix"
