@@ -48,6 +48,7 @@ pub mod cache;
 
 // Absolute-time sleeps, thread CPU clocks, scheduling policy read-back (interactivity suite).
 pub mod realtime;
+pub mod tracefs;
 
 /// One scheduling-policy vocabulary mapped per OS, RT safety checks, children reaped with usage.
 pub mod policy;
