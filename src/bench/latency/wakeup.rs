@@ -257,13 +257,6 @@ impl Benchmark for Wakeup {
             out.facts.insert(k, v);
         }
         if let Some((text, lost)) = trace {
-            if let Some(p) = std::env::var_os("OSGAUGE_TRACE_DUMP") {
-                let _ = std::fs::write(&p, &text);
-                let _ = std::fs::write(
-                    std::path::Path::new(&p).with_extension("late"),
-                    format!("{late:?}"),
-                );
-            }
             out.facts
                 .insert("attribution".into(), self.attribution(&text, lost, late));
         }
