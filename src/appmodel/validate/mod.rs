@@ -18,14 +18,13 @@ mod probe;
 pub mod report;
 pub mod work;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::calc::{Prediction, fmt};
 use super::inputs::{Inputs, Origin, Value};
 use super::profile::Profile;
-use crate::cli::CliError;
 use crate::cpucost::CpuMeter;
 use crate::platform::cputime;
 use report::{StepRow, Validation, WorkingSet};
@@ -33,12 +32,16 @@ use report::{StepRow, Validation, WorkingSet};
 /// Set by Ctrl-C (SIGINT/SIGTERM/SIGHUP): the current step stops, files are removed, exit 130/143.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Where to write the validation (each optional).
-#[derive(Debug, Default, Clone)]
-pub struct Exports {
-    pub json: Option<PathBuf>,
-    pub markdown: Option<PathBuf>,
-    pub html: Option<PathBuf>,
+/// Why `model validate` came to no verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    /// Something failed while measuring: an I/O error, a worker that panicked, no rate that
+    /// could be predicted.
+    #[error("model validate: {0}")]
+    Failed(String),
+    /// A stop signal (Ctrl-C, SIGTERM, SIGHUP) ended the run; its temporary files are removed.
+    #[error("model validate interrupted; temporary files removed")]
+    Interrupted,
 }
 
 /// Remove the temp folders of validate runs whose process is gone (killed before cleaning up).
@@ -46,12 +49,12 @@ fn remove_stale() {
     crate::tempfiles::remove_stale_in(&std::env::temp_dir(), &["validate"]);
 }
 
-fn other(e: impl std::fmt::Display) -> CliError {
-    CliError::Other(anyhow::anyhow!("model validate: {e}"))
+fn failed(e: impl std::fmt::Display) -> ValidateError {
+    ValidateError::Failed(e.to_string())
 }
 
-fn proc_cpu_s() -> Result<f64, CliError> {
-    Ok(cputime::process_cpu_ns().map_err(other)? as f64 / 1e9)
+fn proc_cpu_s() -> Result<f64, ValidateError> {
+    Ok(cputime::process_cpu_ns().map_err(failed)? as f64 / 1e9)
 }
 
 /// Flat-out runs, each followed by a probe; the maximum rate measured is their median.
@@ -78,68 +81,27 @@ fn deviation_text(r: f64, range: bool) -> String {
     )
 }
 
-pub fn run_cli(
+/// Validate the profile `p` (read from `path`) on every CPU of this machine, in a temp folder of
+/// its own (removed before it returns; those of killed runs are removed first). `max_rate`: the
+/// highest offered rate (default 1.25 × the prediction); `step_s`: seconds per step; `stored`: a
+/// stored run's inputs, predicted from too.
+pub fn run(
+    p: Profile,
     path: &Path,
     max_rate: Option<f64>,
     step_s: f64,
-    exports: &Exports,
-    run: Option<Inputs>,
-) -> Result<i32, CliError> {
-    let p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
-    if !(0.2..=60.0).contains(&step_s) {
-        return Err(CliError::Usage("--step-s: from 0.2 to 60 seconds".into()));
-    }
-    if let Some(m) = max_rate
-        && !(m.is_finite() && m > 0.0)
-    {
-        return Err(CliError::Usage("--max-rate: a rate above 0".into()));
-    }
-    let mut outputs: Vec<(&str, &Path)> = Vec::new();
-    for (p, flag) in [
-        (&exports.json, "--export-json"),
-        (&exports.markdown, "--export-markdown"),
-        (&exports.html, "--export-html"),
-    ] {
-        if let Some(p) = p {
-            crate::export::check_writable(p)
-                .map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
-            outputs.push((flag, p));
-        }
-    }
-    crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
-    crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
+    stored: Option<Inputs>,
+) -> Result<Validation, ValidateError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     remove_stale();
-    crate::platform::install_interrupt_handler(&INTERRUPTED).map_err(other)?;
-    let dir = crate::tempfiles::dir("validate").map_err(other)?;
-    let r = validate(p, path, cpus, dir.path(), max_rate, step_s, run);
+    crate::platform::install_interrupt_handler(&INTERRUPTED).map_err(failed)?;
+    let dir = crate::tempfiles::dir("validate").map_err(failed)?;
+    let r = validate(p, path, cpus, dir.path(), max_rate, step_s, stored);
     drop(dir);
-    match crate::platform::interrupt_exit_code() {
-        Some(code) if INTERRUPTED.load(Ordering::Relaxed) => {
-            crate::errln!("osgauge: model validate interrupted; temporary files removed");
-            Ok(code)
-        }
-        _ => {
-            let v = r?;
-            write_exports(&v, exports)?;
-            Ok(v.exit_code)
-        }
+    if INTERRUPTED.load(Ordering::Relaxed) && crate::platform::interrupt_exit_code().is_some() {
+        return Err(ValidateError::Interrupted);
     }
-}
-
-/// Every export asked for, each on its own (one failure does not stop the others).
-fn write_exports(v: &Validation, ex: &Exports) -> Result<(), CliError> {
-    let mut outs: Vec<crate::export::Output> = Vec::new();
-    if let Some(p) = &ex.json {
-        outs.push(("--export-json", p, report::json(v)));
-    }
-    if let Some(p) = &ex.markdown {
-        outs.push(("--export-markdown", p, Ok(report::markdown(v))));
-    }
-    if let Some(p) = &ex.html {
-        outs.push(("--export-html", p, Ok(report::html(v))));
-    }
-    crate::export::write_each(outs).map_err(CliError::Other)
+    r
 }
 
 fn validate(
@@ -150,7 +112,7 @@ fn validate(
     max_rate: Option<f64>,
     step_s: f64,
     run: Option<Inputs>,
-) -> Result<Validation, CliError> {
+) -> Result<Validation, ValidateError> {
     let mut p = p;
     let mut notes = Vec::new();
     let llc = crate::platform::cache::llc();
@@ -179,8 +141,8 @@ fn validate(
     crate::outln!(
         "validate: measuring the inputs with probes (loopback TCP, temp file, copies, ping-pong) …"
     );
-    let meter = CpuMeter::start(Duration::from_millis(500)).map_err(other)?;
-    let base = meter.stop().map_err(other)?.baseline.busy_cpus();
+    let meter = CpuMeter::start(Duration::from_millis(500)).map_err(failed)?;
+    let base = meter.stop().map_err(failed)?.baseline.busy_cpus();
     // Probed five times — before the steps, between them and after each flat-out run — and judged on the
     // median of each input: on a shared host the core speed swings ~2× from moment to moment,
     // and one probe may catch a slow or a fast moment that the steps do not see.
@@ -225,7 +187,7 @@ fn validate(
         }
     );
     let Some(x_pred) = pred.x_max else {
-        return Err(other(
+        return Err(failed(
             "no maximum rate could be predicted (nothing limits the profile's work)",
         ));
     };
@@ -242,16 +204,12 @@ fn validate(
     let show = |r: &StepRow| {
         crate::outln!(
             "  {:>14}  {:>15.2}  {:>17.1} %  {:>8}  {:>14}  {}",
-            r.offered.map_or("flat out".into(), |o| format!("{o:.2}")),
+            r.offered_text(),
             r.achieved,
             r.cpu_measured_pct,
             r.cpu_pacing_pct.map_or("—".into(), |x| format!("{x:.1} %")),
             r.cpu_predicted_text(),
-            r.achieved_mb_s
-                .iter()
-                .map(|(k, v)| format!("{k} {v:.1}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            r.achieved_mb_s_text()
         );
     };
     let null = app::null_profile(&p);
@@ -266,7 +224,7 @@ fn validate(
         show(&StepRow::new(&st, &pred, disk_mb));
         raw.push(st);
         if INTERRUPTED.load(Ordering::Relaxed) {
-            return Err(other("interrupted"));
+            return Err(failed("interrupted"));
         }
         if k == 1 {
             probes.push(probe::probe(&p, cpus, dir, ws)?);
@@ -280,7 +238,7 @@ fn validate(
         show(&StepRow::new(&st, &pred, disk_mb));
         raw.push(st);
         if INTERRUPTED.load(Ordering::Relaxed) {
-            return Err(other("interrupted"));
+            return Err(failed("interrupted"));
         }
         probes.push(probe::probe(&p, cpus, dir, ws)?);
     }
@@ -312,7 +270,7 @@ fn validate(
     let a = super::analyse(&p, ins, None);
     let pred: Prediction = a.predictions[0].clone();
     let Some(x_pred) = pred.x_max else {
-        return Err(other(
+        return Err(failed(
             "no maximum rate could be predicted from the median probes",
         ));
     };
@@ -423,7 +381,6 @@ fn validate(
         sat_cpu,
     );
     crate::outln!("{}", verdict.text);
-    let exit_code = verdict.exit_code();
     Ok(Validation {
         schema: "osgauge.appmodel.validate/1",
         profile_path: path.display().to_string(),
@@ -438,6 +395,5 @@ fn validate(
         analysis: a,
         steps,
         verdict,
-        exit_code,
     })
 }

@@ -10,10 +10,9 @@ use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use super::work::{CHUNK, MB, PingPong, Ring, SWITCHES_PER_ROUND_TRIP, pump, recv, tcp_pair};
-use super::{other, proc_cpu_s};
+use super::{ValidateError, failed, proc_cpu_s};
 use crate::appmodel::inputs::{FRAME_VARIANTS, Inputs, Origin, Value};
 use crate::appmodel::profile::Profile;
-use crate::cli::CliError;
 use crate::platform::realtime::thread_cpu_time_ns;
 
 fn put(inp: &mut Inputs, key: &str, value: f64, origin: Origin, how: &str) {
@@ -94,7 +93,7 @@ pub fn median_of(probes: &[Inputs]) -> (Inputs, Vec<(String, f64, f64)>) {
 }
 
 /// Measure the inputs. `ws`: the working-set size of every ring.
-pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, CliError> {
+pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, ValidateError> {
     let mut inp = Inputs::new("this machine (probes)", std::env::consts::OS);
     measured(&mut inp, "cpus", cpus as f64, "logical CPUs");
     // The profile's own [assumptions] win (they are how a user tests another copy count).
@@ -105,13 +104,13 @@ pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, 
     }
     // Loopback TCP: 64 MB, CPU of this process (sender + receiver threads) per MB.
     {
-        let (mut r, w) = tcp_pair().map_err(other)?;
+        let (mut r, w) = tcp_pair().map_err(failed)?;
         let stop = Arc::new(AtomicBool::new(false));
         let h = pump(w, Ring::new(ws), stop.clone());
         let mut ring = Ring::new(ws);
-        recv(&mut r, &mut ring, 8 * MB).map_err(other)?; // warm-up
+        recv(&mut r, &mut ring, 8 * MB).map_err(failed)?; // warm-up
         let (c0, t0) = (proc_cpu_s()?, Instant::now());
-        recv(&mut r, &mut ring, 64 * MB).map_err(other)?;
+        recv(&mut r, &mut ring, 64 * MB).map_err(failed)?;
         let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
         stop.store(true, Ordering::Relaxed);
         drop(r);
@@ -139,16 +138,16 @@ pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, 
             .read(true)
             .write(true)
             .open(&path)
-            .map_err(other)?;
+            .map_err(failed)?;
         // A first pass allocates the cached pages (not timed); the timed pass overwrites them in
         // place, as the app does with its pre-filled file.
         for _ in 0..total {
-            f.write_all(ring.take(CHUNK)).map_err(other)?;
+            f.write_all(ring.take(CHUNK)).map_err(failed)?;
         }
-        f.seek(SeekFrom::Start(0)).map_err(other)?;
+        f.seek(SeekFrom::Start(0)).map_err(failed)?;
         let (c0, t0) = (proc_cpu_s()?, Instant::now());
         for _ in 0..total {
-            f.write_all(ring.take(CHUNK)).map_err(other)?;
+            f.write_all(ring.take(CHUNK)).map_err(failed)?;
         }
         let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
         let t = p.demand.disk_threads;
@@ -163,10 +162,10 @@ pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, 
             cpu / tf,
             &how,
         );
-        f.seek(SeekFrom::Start(0)).map_err(other)?;
+        f.seek(SeekFrom::Start(0)).map_err(failed)?;
         let (c0, t0) = (proc_cpu_s()?, Instant::now());
         for _ in 0..total {
-            f.read_exact(ring.take(CHUNK)).map_err(other)?;
+            f.read_exact(ring.take(CHUNK)).map_err(failed)?;
         }
         let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
         let how = format!("{total} MB buffered reads of 1 MB from the temp file (page cache)");
@@ -189,9 +188,9 @@ pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, 
         let mut ring = Ring::new(ws);
         ring.copy(ws); // warm-up
         let bytes = 4 * ws;
-        let t0 = thread_cpu_time_ns().map_err(other)?;
+        let t0 = thread_cpu_time_ns().map_err(failed)?;
         ring.copy(bytes);
-        let cpu = (thread_cpu_time_ns().map_err(other)? - t0) as f64 / 1e9;
+        let cpu = (thread_cpu_time_ns().map_err(failed)? - t0) as f64 / 1e9;
         let copied_mb = bytes as f64 / 1e6;
         let how = format!(
             "{} MB copied in 1 MB chunks through a {} MiB ring by one thread, its thread CPU",
@@ -256,16 +255,16 @@ pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, 
     {
         let n = 20_000;
         let (cpu, pinned) = std::thread::scope(|s| {
-            s.spawn(|| -> Result<(f64, Result<usize, String>), CliError> {
-                let mut pp = PingPong::start(super::work::nth_allowed_cpu(0)).map_err(other)?;
-                pp.round_trips(2000).map_err(other)?;
+            s.spawn(|| -> Result<(f64, Result<usize, String>), ValidateError> {
+                let mut pp = PingPong::start(super::work::nth_allowed_cpu(0)).map_err(failed)?;
+                pp.round_trips(2000).map_err(failed)?;
                 let c0 = proc_cpu_s()?;
-                pp.round_trips(n).map_err(other)?;
+                pp.round_trips(n).map_err(failed)?;
                 let cpu = proc_cpu_s()? - c0;
                 Ok((cpu, pp.pinned.clone()))
             })
             .join()
-            .map_err(|_| other("the ping-pong probe panicked"))?
+            .map_err(|_| failed("the ping-pong probe panicked"))?
         })?;
         measured(
             &mut inp,
