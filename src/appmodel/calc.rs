@@ -727,7 +727,7 @@ mod tests {
             ("disk_write_mb_s_t1", 200.0),
             ("net_link_mb_s", 125.0),
         ]);
-        i.apply_profile(p);
+        p.apply_to(&mut i);
         i
     }
 
@@ -766,7 +766,7 @@ mod tests {
             ("net_link_mb_s", 125.0),
         ]);
         i.miss("disk_write_mb_s_t1", "fs/seq_write_t1 is not in this run");
-        i.apply_profile(&p);
+        p.apply_to(&mut i);
         let pr = predict(&p, &i);
         assert!(pr.upper_bound);
         assert!(
@@ -845,7 +845,7 @@ mod tests {
             ("mem_bw_1t_mb_s", 16000.0),
             ("net_link_mb_s", 1000.0),
         ]);
-        i.apply_profile(&p);
+        p.apply_to(&mut i);
         let pr = predict(&p, &i);
         let cpu = pr.resource("cpu").unwrap();
         assert!((cpu.demand - 0.017).abs() < 1e-12, "{}", cpu.demand);
@@ -875,7 +875,7 @@ mod tests {
             ("net_link_mb_s", 1000.0),
         ]);
         i.miss("mem_bw_1t_mb_s", "mem/bandwidth_1t is not in this run");
-        i.apply_profile(&p);
+        p.apply_to(&mut i);
         let pr = predict(&p, &i);
         assert!((pr.resource("cpu").unwrap().demand - 0.051).abs() < 1e-12);
         assert!(!pr.upper_bound);

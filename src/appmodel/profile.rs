@@ -52,7 +52,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::inputs;
+use super::inputs::{self, Dir, Inputs, Origin, SPECS, Source, Value};
 
 type Num = Option<Spanned<f64>>;
 
@@ -114,14 +114,6 @@ struct RawWeight {
     worst: Num,
     require_min: Num,
     require_max: Num,
-}
-
-/// Which way is better for a scored figure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dir {
-    Higher,
-    Lower,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -301,6 +293,40 @@ impl Profile {
             p.inputs = Some(base.join(i));
         }
         Ok(p)
+    }
+
+    /// What the profile states into `inputs`: the copy-count assumptions (the profile's
+    /// overrides first) for every key the source did not supply, and the stated capacities.
+    pub fn apply_to(&self, inputs: &mut Inputs) {
+        for s in SPECS {
+            if let Source::Assumed { default, why } = s.source
+                && !inputs.values.contains_key(s.key)
+            {
+                let (value, source) = match self.assumptions.get(s.key) {
+                    Some(v) => (*v, "ASSUMED by the profile's [assumptions]".to_string()),
+                    None => (default, why.to_string()),
+                };
+                inputs.values.insert(
+                    s.key.to_string(),
+                    Value {
+                        value,
+                        origin: Origin::Assumed,
+                        source,
+                    },
+                );
+            }
+        }
+        for (k, v) in &self.capacity {
+            inputs.missing.remove(k);
+            inputs.values.insert(
+                k.clone(),
+                Value {
+                    value: *v,
+                    origin: Origin::Stated,
+                    source: "stated by the profile's [capacity], not measured".into(),
+                },
+            );
+        }
     }
 
     /// Parse and validate profile text; `file` names it in errors.

@@ -14,8 +14,9 @@
 use serde::Serialize;
 
 use super::calc::Prediction;
+use super::inputs::Dir;
 use super::inputs::Inputs;
-use super::profile::{Dir, Profile};
+use super::profile::Profile;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
