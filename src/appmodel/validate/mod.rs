@@ -144,7 +144,7 @@ fn validate(
     // Probed five times — before the steps, between them and after each flat-out run — and judged on the
     // median of each input: on a shared host the core speed swings ~2× from moment to moment,
     // and one probe may catch a slow or a fast moment that the steps do not see.
-    let mut probes = vec![probe::probe(&p, cpus, dir, ws)?];
+    let mut probes = vec![rig.probe()?];
     let stored = stored.map(|r| with_loopback_traffic(r, &p));
     if let Some(r) = &stored {
         notes.push(format!(
@@ -334,6 +334,11 @@ fn spread_note(n: usize, spread: &[(String, f64, f64)]) -> String {
 }
 
 impl Rig<'_> {
+    /// Fresh inputs, measured the way the app does the same work.
+    fn probe(&self) -> Result<Inputs, ValidateError> {
+        probe::probe(self.p, self.cpus, self.dir, self.ws)
+    }
+
     /// The synthetic application at four rising offered rates up to `top` (a probe after the
     /// second), then flat out [`FLAT_OUT_RUNS`] times, each followed by a probe; each step
     /// printed against `pred` as it ends.
@@ -368,7 +373,7 @@ impl Rig<'_> {
                 return Err(failed("interrupted"));
             }
             if k == 1 {
-                probes.push(probe::probe(p, cpus, dir, ws)?);
+                probes.push(self.probe()?);
             }
         }
         // Flat out three times, each followed by a probe: the measured maximum rate is the median of
@@ -381,7 +386,7 @@ impl Rig<'_> {
             if INTERRUPTED.load(Ordering::Relaxed) {
                 return Err(failed("interrupted"));
             }
-            probes.push(probe::probe(p, cpus, dir, ws)?);
+            probes.push(self.probe()?);
         }
         Ok(raw)
     }
