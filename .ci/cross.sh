@@ -140,7 +140,7 @@ if [ "${#FLAKY[@]}" -gt 0 ]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-step "osgauge.exe: every suite under Wine (micro cpu proc mem frame, micro net, micro fs, the whole interactivity matrix, a policy study, the application model)"
+step "osgauge.exe: every suite under Wine (micro cpu proc mem frame, micro net, micro fs, the whole interactivity matrix, latency and noise, a policy study, the application model)"
 OUT=$(mktemp -d /tmp/osgauge-wine-out.XXXXXX)
 (cd "$OUT" && timeout 300 "$WINE" "$EXE" list --json >list.json)
 # Exit 0 = all measured, 1 = some benchmarks unsupported/failed (the check below decides).
@@ -175,6 +175,9 @@ wine_run micro fs --runs 3 --timeout 120s --max-size 16MiB --sizes 32KiB,256KiB 
     --dir "Z:$FSDIR" --export-json fs.json
 if find "$FSDIR" -mindepth 1 | grep -q .; then echo "micro fs left files in $FSDIR"; exit 1; fi
 rm -rf "$FSDIR"
+# The latency suite: wake-up latency per CPU with the idle wake-up cost, and OS noise.
+wine_run latency --duration 600ms --runs 3 --warmup 0 --idle-wakeup --export-json latency.json
+wine_run noise --duration 300ms --runs 3 --warmup 0 --export-json noise.json
 wine_run policy --work cpu,io,mixed,sleepy \
     --policy other,idle,below-normal,above-normal,high,realtime,fifo \
     --procs 2 --runs 2 --warmup 0 --work-time 5ms --export-json policy.json \
@@ -238,6 +241,8 @@ def check(path, expected, runs):
 
 
 check(f"{out}/micro.json", listed, 3)
+check(f"{out}/latency.json", ["latency/wakeup", "latency/idle_wakeup"], 3)
+check(f"{out}/noise.json", ["latency/noise"], 3)
 check(f"{out}/interactivity.json", matrix, 2)
 check(f"{out}/net.json", net, 3)
 check(f"{out}/fs.json", fs_listed, 3)

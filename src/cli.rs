@@ -16,9 +16,9 @@ use crate::output::progress::Progress;
 use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
+mod appmodel;
 mod fs;
 mod latency;
-mod model;
 pub mod policy;
 mod results;
 mod serve;
@@ -153,8 +153,8 @@ pub enum Command {
     /// Application model: predict an application's capacity, bottleneck and QoS on stored runs
     /// (or published figures) from a TOML profile; `model validate <PROFILE>` runs a synthetic
     /// application and compares
-    #[command(after_help = model::AFTER_HELP)]
-    Model(Box<model::ModelArgs>),
+    #[command(after_help = appmodel::AFTER_HELP)]
+    Model(Box<appmodel::ModelArgs>),
     /// Internal: the echo peer of proc/ctx_switch_process_* where the peer is a started program
     /// (Windows). Copies stdin to stdout byte by byte until end of input. Hidden from --help.
     #[command(name = "__echo", hide = true)]
@@ -799,7 +799,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Compare(args) => results::dispatch_compare(args),
         Command::Report(args) => results::dispatch_report(args),
         Command::Serve(args) => serve::run_serve(args),
-        Command::Model(args) => model::dispatch(*args),
+        Command::Model(args) => appmodel::dispatch(*args),
     }
 }
 

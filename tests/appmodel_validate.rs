@@ -6,6 +6,7 @@ use std::path::Path;
 mod common;
 
 use common::osgauge;
+use osgauge::appmodel::validate::median_run;
 
 const TINY: &str = "[app]\nname = \"tiny\"\nunit = \"req\"\ntarget_rate = 10\n[demand]\n\
     net_rx_mb = 0.2\nnet_tx_mb = 0.1\ndisk_write_mb = 0.2\ndisk_read_mb = 0.1\nframes = 1\n\
@@ -72,23 +73,28 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     assert_eq!(steps.len(), 7, "4 offered rates + 3 flat-out runs");
     assert!(steps[..4].iter().all(|s| s["offered"].is_f64()));
     assert!(steps[4..].iter().all(|s| s["offered"].is_null()));
-    // The maximum rate measured is the median flat-out run.
-    let mut flat: Vec<f64> = steps[4..]
+    // The maximum rate measured is the median flat-out run (the rule: validate::median_run).
+    let flat: Vec<f64> = steps[4..]
         .iter()
         .map(|s| s["achieved"].as_f64().unwrap())
         .collect();
-    flat.sort_by(f64::total_cmp);
-    assert_eq!(v["verdict"]["x_measured"].as_f64().unwrap(), flat[1]);
+    assert_eq!(
+        v["verdict"]["x_measured"].as_f64().unwrap(),
+        *median_run(&flat, |x| *x)
+    );
     assert!(text.contains("median of 5 probes"), "{text}");
     // The harness's pacing is measured at every offered rate, never flat out.
-    assert!(
-        steps[..4]
-            .iter()
-            .all(|s| s["cpu_pacing_pct"].as_f64().unwrap() >= 0.0)
-    );
+    assert!(steps[..4].iter().all(|s| s["cpu_pacing_pct"].is_f64()));
     assert!(steps[4..].iter().all(|s| s["cpu_pacing_pct"].is_null()));
     for s in steps {
-        assert!(s["achieved"].as_f64().unwrap() >= 0.0);
+        // The units finished in the step: a whole number, at an offered rate no more than the
+        // units its schedule starts (one every 1/offered s from the step's start).
+        let units = s["achieved"].as_f64().unwrap() * s["duration_s"].as_f64().unwrap();
+        assert!((units - units.round()).abs() < 1e-6, "{s}");
+        if let Some(offered) = s["offered"].as_f64() {
+            let scheduled = (offered * s["duration_s"].as_f64().unwrap()).ceil();
+            assert!(units.round() <= scheduled, "{s}");
+        }
         assert!(s["cpu_measured_pct"].is_f64() && s["cpu_predicted_pct"].is_f64());
         for r in ["memory", "net_rx", "net_tx", "disk", "display"] {
             assert!(s["achieved_mb_s"][r].is_f64(), "{r}: {s}");

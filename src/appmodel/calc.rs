@@ -108,12 +108,16 @@ impl Prediction {
     }
 }
 
+/// One prediction being built: the inputs read (each recorded as used, flagged or missing) and
+/// the notes on what the calculation changed or could not check.
 struct Builder<'a> {
+    p: &'a Profile,
     inp: &'a Inputs,
     missing: Vec<(String, String)>,
     flagged: Vec<(String, String)>,
     /// Every key asked for, present or not.
     read: BTreeSet<String>,
+    notes: Vec<String>,
 }
 
 impl Builder<'_> {
@@ -220,25 +224,67 @@ fn part(label: String, amount: f64, source: String, assumed: bool) -> Part {
 
 /// Predict `profile` on `inputs`.
 pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
-    let d = &p.demand;
     let mut b = Builder {
+        p,
         inp,
         missing: Vec::new(),
         flagged: Vec::new(),
         read: BTreeSet::new(),
+        notes: Vec::new(),
     };
-    let t = d.disk_threads;
-    let fv = d.frame_pacing.as_str();
-    let frame_mb = d.frames * d.frame_mb;
-    let mut resources = Vec::new();
-    let mut notes = Vec::new();
+    let mut resources = vec![b.cpu(), b.memory(), b.disk()];
+    resources.extend(b.links());
+    resources.push(b.display());
+    // Drop resources with no demand at all.
+    resources.retain(|r| !r.parts.is_empty() || !r.missing.is_empty());
+    let laws = Laws::of(&resources, p);
+    for r in resources.iter_mut() {
+        r.util_at_target = r.s.map(|s| r.background + p.target_rate * s);
+    }
+    let qos = b.qos();
+    let upper_bound = !b.missing.is_empty();
+    if p.demand.app_mem_mb > 0.0 {
+        // Read by the CPU floor (directly: its absence is a note, not a gap).
+        b.read.insert("mem_bw_1t_mb_s".into());
+    }
+    let to_measure = super::inputs::measure_command(&b.read, inp);
+    Prediction {
+        name: inp.name.clone(),
+        os: inp.os.clone(),
+        unit: p.unit.clone(),
+        target_rate: p.target_rate,
+        ceiling: p.ceiling,
+        resources,
+        x_max: laws.x_max,
+        bottleneck: laws.bottleneck,
+        next_bottleneck: laws.next_bottleneck,
+        x_ceiling: laws.x_ceiling,
+        x_max_plus10: laws.x_max_plus10,
+        gain_plus10: laws.gain_plus10,
+        upper_bound,
+        missing: b.missing,
+        flagged: b.flagged,
+        notes: b.notes,
+        to_measure,
+        qos,
+        target_ok: laws.x_ceiling.map(|x| p.target_rate <= x),
+    }
+}
 
-    // CPU (CPU-seconds per unit; capacity = logical CPUs).
-    {
+impl Builder<'_> {
+    /// MB of frames copied per unit.
+    fn frame_mb(&self) -> f64 {
+        self.p.demand.frames * self.p.demand.frame_mb
+    }
+
+    /// CPU (CPU-seconds per unit; capacity = logical CPUs).
+    fn cpu(&mut self) -> ResourceCalc {
+        let (p, d) = (self.p, &self.p.demand);
+        let (t, fv) = (d.disk_threads, d.frame_pacing.as_str());
         let mut miss = Vec::new();
         let mut parts = Vec::new();
-        let floor = app_cpu_parts(d, inp, &mut parts, &mut notes);
-        if let Some(pub_part) = b.published(
+        let floor = app_cpu_parts(d, self.inp, &mut parts, &mut self.notes);
+        if let Some(pub_part) = self.published(
             "os_cpu_pct_per_unit",
             "OS work per unit (published total)",
             &mut miss,
@@ -258,11 +304,11 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                 ("network send", d.net_tx_mb, "net_tx_cpu_s_per_mb"),
                 ("disk write", d.disk_write_mb, &w_key),
                 ("disk read", d.disk_read_mb, &r_key),
-                ("frame copy", frame_mb, &f_key),
+                ("frame copy", self.frame_mb(), &f_key),
             ];
-            b.per_mb(&acts, "CPU-s", &mut miss, &mut parts);
+            self.per_mb(&acts, "CPU-s", &mut miss, &mut parts);
             if d.context_switches > 0.0
-                && let Some(us) = b.get("ctx_switch_us", &mut miss)
+                && let Some(us) = self.get("ctx_switch_us", &mut miss)
             {
                 parts.push(part(
                     format!(
@@ -271,13 +317,13 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                         fmt(us)
                     ),
                     d.context_switches * us * 1e-6,
-                    b.src("ctx_switch_us"),
+                    self.src("ctx_switch_us"),
                     false,
                 ));
             }
         }
         let needs_cap = parts.iter().any(|x| x.amount.is_some());
-        let (cap, cap_src) = b.capacity(needs_cap, "cpus", &mut miss);
+        let (cap, cap_src) = self.capacity(needs_cap, "cpus", &mut miss);
         let mut cpu = finish(
             "cpu", "CPU", "CPU-s", parts, cap, cap_src, needs_cap, miss, p,
         );
@@ -286,13 +332,13 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             floor,
             cpu.s,
             cap.filter(|c| *c > 0.0),
-            inp.get("mem_bw_mb_s").filter(|b| *b > 0.0),
+            self.inp.get("mem_bw_mb_s").filter(|b| *b > 0.0),
         ) {
             let contended = d.app_mem_mb * n / all;
             if contended > f {
                 let sc = s + (contended - f) / n;
                 cpu.s_contended = Some(sc);
-                notes.push(format!(
+                self.notes.push(format!(
                     "Memory contention: when every core moves memory at once each gets mem_bw_mb_s / cpus = {} MB/s, not one core's {} MB/s, and the application's CPU per unit grows to {} CPU-s — CPU utilisation at the target {} % instead of {} %, the CPU saturating at {} instead of {} {}/s. The measured CPU lies between the two; which end depends on how often the cores copy at the same moment.",
                     fmt(all / n),
                     fmt(d.app_mem_mb / f),
@@ -305,11 +351,12 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                 ));
             }
         }
-        resources.push(cpu);
+        cpu
     }
 
-    // Memory (MB of traffic per unit, STREAM convention; capacity = memory bandwidth).
-    {
+    /// Memory (MB of traffic per unit, STREAM convention; capacity = memory bandwidth).
+    fn memory(&mut self) -> ResourceCalc {
+        let d = &self.p.demand;
         let mut miss = Vec::new();
         let mut parts = Vec::new();
         if d.app_mem_mb > 0.0 {
@@ -320,12 +367,12 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                 false,
             ));
         }
-        if inp.values.contains_key("os_mem_mb_per_unit") {
-            let v = b.get("os_mem_mb_per_unit", &mut miss).unwrap();
+        if self.inp.values.contains_key("os_mem_mb_per_unit") {
+            let v = self.get("os_mem_mb_per_unit", &mut miss).unwrap();
             parts.push(part(
                 "OS work per unit (published total)".into(),
                 v,
-                b.src("os_mem_mb_per_unit"),
+                self.src("os_mem_mb_per_unit"),
                 false,
             ));
         } else {
@@ -334,13 +381,13 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                 ("network send", d.net_tx_mb, "net_tx_mem_per_mb"),
                 ("disk write", d.disk_write_mb, "disk_write_mem_per_mb"),
                 ("disk read", d.disk_read_mb, "disk_read_mem_per_mb"),
-                ("frame copy", frame_mb, "frame_mem_per_mb"),
+                ("frame copy", self.frame_mb(), "frame_mem_per_mb"),
             ];
-            b.per_mb(&acts, "MB", &mut miss, &mut parts);
+            self.per_mb(&acts, "MB", &mut miss, &mut parts);
         }
         let needs = !parts.is_empty();
-        let (cap, cap_src) = b.capacity(needs, "mem_bw_mb_s", &mut miss);
-        resources.push(finish(
+        let (cap, cap_src) = self.capacity(needs, "mem_bw_mb_s", &mut miss);
+        finish(
             "memory",
             "Memory bandwidth",
             "MB",
@@ -349,15 +396,17 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             cap_src,
             needs,
             miss,
-            p,
-        ));
+            self.p,
+        )
     }
 
-    // Disk (disk-seconds per unit: MB / bandwidth of the profile's thread count; capacity 1).
-    {
+    /// Disk (disk-seconds per unit: MB / bandwidth of the profile's thread count; capacity 1).
+    fn disk(&mut self) -> ResourceCalc {
+        let d = &self.p.demand;
+        let t = d.disk_threads;
         let mut miss = Vec::new();
         let mut parts = Vec::new();
-        if let Some(pub_part) = b.published(
+        if let Some(pub_part) = self.published(
             "disk_pct_per_unit",
             "disk I/O per unit (published)",
             &mut miss,
@@ -369,13 +418,13 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
                 ("read", d.disk_read_mb, format!("disk_read_mb_s_t{t}")),
             ] {
                 if mb > 0.0
-                    && let Some(bw) = b.get(&key, &mut miss)
+                    && let Some(bw) = self.get(&key, &mut miss)
                     && bw > 0.0
                 {
                     parts.push(part(
                         format!("{label} {} MB at {} MB/s ({t} thread(s))", fmt(mb), fmt(bw)),
                         mb / bw,
-                        b.src(&key),
+                        self.src(&key),
                         false,
                     ));
                 }
@@ -383,7 +432,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
         }
         let needs = parts.iter().any(|x| x.amount.is_some());
         let any = d.disk_write_mb + d.disk_read_mb > 0.0 || !parts.is_empty();
-        resources.push(finish(
+        finish(
             "disk",
             "Disk",
             "disk-s",
@@ -392,45 +441,51 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             needs.then(|| "1 disk-second per second".to_string()),
             any && needs,
             miss,
-            p,
-        ));
+            self.p,
+        )
     }
 
-    // Network receive / send links (MB per unit; capacity = link MB/s).
-    for (res, title, mb) in [
-        ("net_rx", "Network receive", d.net_rx_mb),
-        ("net_tx", "Network send", d.net_tx_mb),
-    ] {
-        let mut miss = Vec::new();
-        let mut parts = Vec::new();
-        if mb > 0.0 {
-            parts.push(part(
-                format!("{} MB", fmt(mb)),
-                mb,
-                "profile demand".into(),
-                false,
-            ));
-        }
-        let (cap, cap_src) = b.capacity(mb > 0.0, "net_link_mb_s", &mut miss);
-        resources.push(finish(
-            res,
-            title,
-            "MB",
-            parts,
-            cap,
-            cap_src,
-            mb > 0.0,
-            miss,
-            p,
-        ));
+    /// Network receive / send links (MB per unit; capacity = link MB/s).
+    fn links(&mut self) -> [ResourceCalc; 2] {
+        let d = &self.p.demand;
+        [
+            ("net_rx", "Network receive", d.net_rx_mb),
+            ("net_tx", "Network send", d.net_tx_mb),
+        ]
+        .map(|(res, title, mb)| {
+            let mut miss = Vec::new();
+            let mut parts = Vec::new();
+            if mb > 0.0 {
+                parts.push(part(
+                    format!("{} MB", fmt(mb)),
+                    mb,
+                    "profile demand".into(),
+                    false,
+                ));
+            }
+            let (cap, cap_src) = self.capacity(mb > 0.0, "net_link_mb_s", &mut miss);
+            finish(
+                res,
+                title,
+                "MB",
+                parts,
+                cap,
+                cap_src,
+                mb > 0.0,
+                miss,
+                self.p,
+            )
+        })
     }
 
-    // Display upload link (MB per unit).
-    {
+    /// Display upload link (MB per unit).
+    fn display(&mut self) -> ResourceCalc {
+        let d = &self.p.demand;
+        let frame_mb = self.frame_mb();
         let mut miss = Vec::new();
         let mut parts = Vec::new();
         let mut needs = false;
-        if let Some(pub_part) = b.published(
+        if let Some(pub_part) = self.published(
             "display_pct_per_unit",
             "display upload per unit (published)",
             &mut miss,
@@ -445,8 +500,8 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             ));
             needs = true;
         }
-        let (cap, cap_src) = b.capacity(needs, "display_link_mb_s", &mut miss);
-        resources.push(finish(
+        let (cap, cap_src) = self.capacity(needs, "display_link_mb_s", &mut miss);
+        finish(
             "display",
             "Display upload",
             "MB",
@@ -455,99 +510,92 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
             cap_src,
             needs,
             miss,
-            p,
-        ));
+            self.p,
+        )
     }
 
-    // Drop resources with no demand at all.
-    resources.retain(|r| !r.parts.is_empty() || !r.missing.is_empty());
-
-    // The laws.
-    let mut sat: Vec<(f64, &str)> = resources
-        .iter()
-        .filter_map(|r| r.x_sat.map(|x| (x, r.resource)))
-        .collect();
-    sat.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let x_max = sat.first().map(|s| s.0);
-    let bottleneck = sat.first().map(|s| s.1.to_string());
-    let next_bottleneck = sat.get(1).map(|s| s.1.to_string());
-    let x_ceiling = resources
-        .iter()
-        .filter_map(|r| {
-            r.s.filter(|s| *s > 0.0)
-                .map(|s| ((p.ceiling - r.background) / s).max(0.0))
-        })
-        .min_by(f64::total_cmp);
-    let x_max_plus10 = sat.first().map(|(x, _)| {
-        let boosted = x * 1.1;
-        sat.get(1).map_or(boosted, |n| boosted.min(n.0))
-    });
-    let gain_plus10 = match (x_max, x_max_plus10) {
-        (Some(a), Some(b)) if a > 0.0 => Some(b / a - 1.0),
-        _ => None,
-    };
-    for r in resources.iter_mut() {
-        r.util_at_target = r.s.map(|s| r.background + p.target_rate * s);
+    /// The profile's QoS limits against the inputs' latency figures.
+    fn qos(&mut self) -> Vec<QosCheck> {
+        let (p, inp) = (self.p, self.inp);
+        let fv = p.demand.frame_pacing.as_str();
+        let mut qos = Vec::new();
+        for q in QOS_KEYS {
+            let Some(limit) = p.qos.get(q.key) else {
+                continue;
+            };
+            let key = if q.input.starts_with("frame_") {
+                format!("{}_{fv}", q.input)
+            } else {
+                q.input.to_string()
+            };
+            let v = inp.values.get(&key);
+            self.read.insert(key.clone());
+            qos.push(QosCheck {
+                key: q.key.to_string(),
+                what: q.what.to_string(),
+                limit: *limit,
+                measured: v.map(|v| v.value),
+                source: v
+                    .map(|v| format!("{key} ← {}", v.source))
+                    .unwrap_or_else(|| {
+                        format!(
+                            "{key}: {}",
+                            inp.missing
+                                .get(&key)
+                                .map_or("no source in these inputs", |s| s)
+                        )
+                    }),
+                pass: v.map(|v| v.value <= *limit),
+            });
+        }
+        qos
     }
+}
 
-    // QoS limits.
-    let mut qos = Vec::new();
-    for q in QOS_KEYS {
-        let Some(limit) = p.qos.get(q.key) else {
-            continue;
-        };
-        let key = if q.input.starts_with("frame_") {
-            format!("{}_{fv}", q.input)
-        } else {
-            q.input.to_string()
-        };
-        let v = inp.values.get(&key);
-        b.read.insert(key.clone());
-        qos.push(QosCheck {
-            key: q.key.to_string(),
-            what: q.what.to_string(),
-            limit: *limit,
-            measured: v.map(|v| v.value),
-            source: v
-                .map(|v| format!("{key} ← {}", v.source))
-                .unwrap_or_else(|| {
-                    format!(
-                        "{key}: {}",
-                        inp.missing
-                            .get(&key)
-                            .map_or("no source in these inputs", |s| s)
-                    )
-                }),
-            pass: v.map(|v| v.value <= *limit),
+/// The operational laws over the resources.
+struct Laws {
+    /// X_max = min (1 − F)/S, and the resource it is reached at.
+    x_max: Option<f64>,
+    bottleneck: Option<String>,
+    next_bottleneck: Option<String>,
+    /// The rate at the utilisation ceiling ρ: min (ρ − F)/S.
+    x_ceiling: Option<f64>,
+    /// X_max with the bottleneck's capacity +10 % (then the next one may limit), and the gain.
+    x_max_plus10: Option<f64>,
+    gain_plus10: Option<f64>,
+}
+
+impl Laws {
+    fn of(resources: &[ResourceCalc], p: &Profile) -> Laws {
+        let mut sat: Vec<(f64, &str)> = resources
+            .iter()
+            .filter_map(|r| r.x_sat.map(|x| (x, r.resource)))
+            .collect();
+        sat.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let x_max = sat.first().map(|s| s.0);
+        let x_ceiling = resources
+            .iter()
+            .filter_map(|r| {
+                r.s.filter(|s| *s > 0.0)
+                    .map(|s| ((p.ceiling - r.background) / s).max(0.0))
+            })
+            .min_by(f64::total_cmp);
+        let x_max_plus10 = sat.first().map(|(x, _)| {
+            let boosted = x * 1.1;
+            sat.get(1).map_or(boosted, |n| boosted.min(n.0))
         });
-    }
-
-    let upper_bound = !b.missing.is_empty();
-    if d.app_mem_mb > 0.0 {
-        // Read by the CPU floor (directly: its absence is a note, not a gap).
-        b.read.insert("mem_bw_1t_mb_s".into());
-    }
-    let to_measure = super::inputs::measure_command(&b.read, inp);
-    Prediction {
-        name: inp.name.clone(),
-        os: inp.os.clone(),
-        unit: p.unit.clone(),
-        target_rate: p.target_rate,
-        ceiling: p.ceiling,
-        resources,
-        x_max,
-        bottleneck,
-        next_bottleneck,
-        x_ceiling,
-        x_max_plus10,
-        gain_plus10,
-        upper_bound,
-        missing: b.missing,
-        flagged: b.flagged,
-        notes,
-        to_measure,
-        qos,
-        target_ok: x_ceiling.map(|x| p.target_rate <= x),
+        let gain_plus10 = match (x_max, x_max_plus10) {
+            (Some(a), Some(b)) if a > 0.0 => Some(b / a - 1.0),
+            _ => None,
+        };
+        Laws {
+            x_max,
+            bottleneck: sat.first().map(|s| s.1.to_string()),
+            next_bottleneck: sat.get(1).map(|s| s.1.to_string()),
+            x_ceiling,
+            x_max_plus10,
+            gain_plus10,
+        }
     }
 }
 
@@ -727,7 +775,7 @@ mod tests {
             ("disk_write_mb_s_t1", 200.0),
             ("net_link_mb_s", 125.0),
         ]);
-        i.apply_profile(p);
+        p.apply_to(&mut i);
         i
     }
 
@@ -766,7 +814,7 @@ mod tests {
             ("net_link_mb_s", 125.0),
         ]);
         i.miss("disk_write_mb_s_t1", "fs/seq_write_t1 is not in this run");
-        i.apply_profile(&p);
+        p.apply_to(&mut i);
         let pr = predict(&p, &i);
         assert!(pr.upper_bound);
         assert!(
@@ -845,7 +893,7 @@ mod tests {
             ("mem_bw_1t_mb_s", 16000.0),
             ("net_link_mb_s", 1000.0),
         ]);
-        i.apply_profile(&p);
+        p.apply_to(&mut i);
         let pr = predict(&p, &i);
         let cpu = pr.resource("cpu").unwrap();
         assert!((cpu.demand - 0.017).abs() < 1e-12, "{}", cpu.demand);
@@ -875,7 +923,7 @@ mod tests {
             ("net_link_mb_s", 1000.0),
         ]);
         i.miss("mem_bw_1t_mb_s", "mem/bandwidth_1t is not in this run");
-        i.apply_profile(&p);
+        p.apply_to(&mut i);
         let pr = predict(&p, &i);
         assert!((pr.resource("cpu").unwrap().demand - 0.051).abs() < 1e-12);
         assert!(!pr.upper_bound);

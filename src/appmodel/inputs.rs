@@ -12,8 +12,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::profile::{Dir, Profile};
 use crate::model::RunRecord;
+
+/// Which way is better for a scored figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dir {
+    Higher,
+    Lower,
+}
 
 /// Frame-pacing variants (benchmark `frame/pacing_<variant>`).
 pub const FRAME_VARIANTS: &[&str] = &["60fps_1mp", "25fps_5mp"];
@@ -547,40 +554,6 @@ impl Inputs {
         self.missing
             .entry(key.to_string())
             .or_insert_with(|| why.into());
-    }
-
-    /// The stated copy-count assumptions (profile overrides first) and stated capacities, for
-    /// every key the source did not supply.
-    pub fn apply_profile(&mut self, p: &Profile) {
-        for s in SPECS {
-            if let Source::Assumed { default, why } = s.source
-                && !self.values.contains_key(s.key)
-            {
-                let (value, source) = match p.assumptions.get(s.key) {
-                    Some(v) => (*v, "ASSUMED by the profile's [assumptions]".to_string()),
-                    None => (default, why.to_string()),
-                };
-                self.values.insert(
-                    s.key.to_string(),
-                    Value {
-                        value,
-                        origin: Origin::Assumed,
-                        source,
-                    },
-                );
-            }
-        }
-        for (k, v) in &p.capacity {
-            self.missing.remove(k);
-            self.values.insert(
-                k.clone(),
-                Value {
-                    value: *v,
-                    origin: Origin::Stated,
-                    source: "stated by the profile's [capacity], not measured".into(),
-                },
-            );
-        }
     }
 }
 

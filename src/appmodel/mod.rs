@@ -40,7 +40,7 @@ pub fn analyse(
     published: Option<(published::RawSource, Vec<Vec<published::RawCheckOut>>)>,
 ) -> Analysis {
     for i in inputs.iter_mut() {
-        i.apply_profile(profile);
+        profile.apply_to(i);
     }
     let predictions: Vec<Prediction> = inputs.iter().map(|i| predict(profile, i)).collect();
     let scores = score::scores(profile, &predictions, &inputs);

@@ -52,7 +52,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::inputs;
+use super::inputs::{self, Dir, Inputs, Origin, SPECS, Source, Value};
 
 type Num = Option<Spanned<f64>>;
 
@@ -114,14 +114,6 @@ struct RawWeight {
     worst: Num,
     require_min: Num,
     require_max: Num,
-}
-
-/// Which way is better for a scored figure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dir {
-    Higher,
-    Lower,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -224,16 +216,9 @@ pub const QOS_KEYS: &[QosKey] = &[
 pub const RESOURCES: &[&str] = &["cpu", "memory", "disk", "net_rx", "net_tx", "display"];
 
 /// A profile error: where, which key, what is wrong.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct ProfileError(pub String);
-
-impl std::fmt::Display for ProfileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ProfileError {}
 
 /// 1-based line of byte offset `at` in `src`.
 pub fn line_of(src: &str, at: usize) -> usize {
@@ -303,6 +288,40 @@ impl Profile {
         Ok(p)
     }
 
+    /// What the profile states into `inputs`: the copy-count assumptions (the profile's
+    /// overrides first) for every key the source did not supply, and the stated capacities.
+    pub fn apply_to(&self, inputs: &mut Inputs) {
+        for s in SPECS {
+            if let Source::Assumed { default, why } = s.source
+                && !inputs.values.contains_key(s.key)
+            {
+                let (value, source) = match self.assumptions.get(s.key) {
+                    Some(v) => (*v, "ASSUMED by the profile's [assumptions]".to_string()),
+                    None => (default, why.to_string()),
+                };
+                inputs.values.insert(
+                    s.key.to_string(),
+                    Value {
+                        value,
+                        origin: Origin::Assumed,
+                        source,
+                    },
+                );
+            }
+        }
+        for (k, v) in &self.capacity {
+            inputs.missing.remove(k);
+            inputs.values.insert(
+                k.clone(),
+                Value {
+                    value: *v,
+                    origin: Origin::Stated,
+                    source: "stated by the profile's [capacity], not measured".into(),
+                },
+            );
+        }
+    }
+
     /// Parse and validate profile text; `file` names it in errors.
     pub fn parse(file: &str, src: &str) -> Result<Profile, ProfileError> {
         let raw: Raw = toml::from_str(src).map_err(|e| {
@@ -314,137 +333,23 @@ impl Profile {
             })
         })?;
         let c = Ctx { file, src };
-        let target_rate = c.check(&raw.app.target_rate, "app.target_rate", 0.0, f64::MAX)?;
-        if target_rate <= 0.0 {
-            return c.err(raw.app.target_rate.span(), "app.target_rate", "must be > 0");
-        }
-        let ceiling = match &raw.app.utilisation_ceiling {
-            Some(s) => {
-                let v = c.check(s, "app.utilisation_ceiling", 0.0, 1.0)?;
-                if v <= 0.0 {
-                    return c.err(s.span(), "app.utilisation_ceiling", "must be > 0");
-                }
-                v
-            }
-            None => 0.8,
-        };
-        let d = &raw.demand;
-        let disk_threads = match &d.disk_threads {
-            None => 1,
-            Some(s) => {
-                let v = *s.get_ref();
-                if !(1..=3).contains(&v) {
-                    return c.err(
-                        s.span(),
-                        "demand.disk_threads",
-                        &format!(
-                            "must be 1, 2 or 3 (the file-system suite measures those; got {v})"
-                        ),
-                    );
-                }
-                v as u32
-            }
-        };
-        let net_protocol = match &d.net_protocol {
-            None => "tcp".to_string(),
-            Some(s) if s.get_ref() == "tcp" || s.get_ref() == "udp" => s.get_ref().clone(),
-            Some(s) => {
-                return c.err(
-                    s.span(),
-                    "demand.net_protocol",
-                    "must be \"tcp\" or \"udp\"",
-                );
-            }
-        };
-        let frame_pacing = match &d.frame_pacing {
-            None => "60fps_1mp".to_string(),
-            Some(s) if inputs::FRAME_VARIANTS.contains(&s.get_ref().as_str()) => {
-                s.get_ref().clone()
-            }
-            Some(s) => {
-                return c.err(
-                    s.span(),
-                    "demand.frame_pacing",
-                    &format!("must be one of {}", inputs::FRAME_VARIANTS.join(", ")),
-                );
-            }
-        };
-        if let (Some(a), Some(_)) = (&d.app_cpu_s, &d.app_cpu_pct) {
-            return c.err(
-                a.span(),
-                "demand.app_cpu_s",
-                "give app_cpu_s (CPU-seconds per unit) or app_cpu_pct (percent of all CPUs per unit/s), not both",
-            );
-        }
-        let app_cpu_s = d
-            .app_cpu_s
-            .as_ref()
-            .map(|s| c.check(s, "demand.app_cpu_s", 0.0, ABSURD))
-            .transpose()?;
-        let app_cpu_pct = d
-            .app_cpu_pct
-            .as_ref()
-            .map(|s| c.check(s, "demand.app_cpu_pct", 0.0, 100.0))
-            .transpose()?;
-        let demand = Demand {
-            net_rx_mb: c.non_neg(&d.net_rx_mb, "demand.net_rx_mb")?,
-            net_tx_mb: c.non_neg(&d.net_tx_mb, "demand.net_tx_mb")?,
-            net_protocol,
-            disk_write_mb: c.non_neg(&d.disk_write_mb, "demand.disk_write_mb")?,
-            disk_read_mb: c.non_neg(&d.disk_read_mb, "demand.disk_read_mb")?,
-            disk_threads,
-            frames: c.non_neg(&d.frames, "demand.frames")?,
-            frame_mb: c.non_neg(&d.frame_mb, "demand.frame_mb")?,
-            frame_pacing,
-            app_cpu_s,
-            app_cpu_pct,
-            app_mem_mb: c.non_neg(&d.app_mem_mb, "demand.app_mem_mb")?,
-            context_switches: c.non_neg(&d.context_switches, "demand.context_switches")?,
-        };
-        if demand.frames > 0.0 && demand.frame_mb == 0.0 {
-            let span = d.frames.as_ref().map(|s| s.span()).unwrap_or(0..0);
-            return c.err(span, "demand.frame_mb", "frames > 0 needs the frame size");
-        }
-        let keyed = |table: &BTreeMap<String, Spanned<f64>>,
-                     name: &str,
-                     allowed: &dyn Fn(&str) -> bool,
-                     hint: &str,
-                     hi: f64|
-         -> Result<BTreeMap<String, f64>, ProfileError> {
-            let mut out = BTreeMap::new();
-            for (k, v) in table {
-                let key = format!("{name}.{k}");
-                if !allowed(k) {
-                    return c.err(v.span(), &key, &format!("unknown key ({hint})"));
-                }
-                let x = c.check(v, &key, 0.0, hi)?;
-                if name == "capacity" && x == 0.0 {
-                    return c.err(
-                        v.span(),
-                        &key,
-                        "must be > 0: a capacity of 0 would leave this resource out of the \
-                         bottleneck analysis (leave the key out to use the measured figure)",
-                    );
-                }
-                out.insert(k.clone(), x);
-            }
-            Ok(out)
-        };
-        let capacity = keyed(
+        let (target_rate, ceiling) = c.rates(&raw.app)?;
+        let demand = c.demand(&raw.demand)?;
+        let capacity = c.keyed(
             &raw.capacity,
             "capacity",
             &|k| inputs::is_capacity_key(k),
             &format!("capacity keys: {}", inputs::capacity_keys().join(", ")),
             ABSURD,
         )?;
-        let assumptions = keyed(
+        let assumptions = c.keyed(
             &raw.assumptions,
             "assumptions",
             &|k| inputs::is_assumption_key(k),
             &format!("assumption keys: {}", inputs::assumption_keys().join(", ")),
             ABSURD,
         )?;
-        let background = keyed(
+        let background = c.keyed(
             &raw.background,
             "background",
             &|k| RESOURCES.contains(&k),
@@ -452,96 +357,19 @@ impl Profile {
             1.0,
         )?;
         let qos_names: Vec<&str> = QOS_KEYS.iter().map(|q| q.key).collect();
-        let qos = keyed(
+        let qos = c.keyed(
             &raw.qos,
             "qos",
             &|k| qos_names.contains(&k),
             &format!("qos keys: {}", qos_names.join(", ")),
             ABSURD,
         )?;
-        let mut weights = Vec::new();
-        for (i, w) in raw.weights.iter().enumerate() {
-            let key = format!("weights[{i}]");
-            let weight = c.check(&w.weight, &format!("{key}.weight"), 0.0, f64::MAX)?;
-            if weight <= 0.0 {
-                return c.err(w.weight.span(), &format!("{key}.weight"), "must be > 0");
-            }
-            let input = w.input.get_ref().clone();
-            let default_dir = if input == "max_rate" {
-                Some(Dir::Higher)
-            } else {
-                inputs::spec(&input).map(|s| s.better)
-            };
-            let Some(default_dir) = default_dir else {
-                return c.err(
-                    w.input.span(),
-                    &format!("{key}.input"),
-                    &format!(
-                        "unknown input '{input}' (\"max_rate\" or one of: {})",
-                        inputs::scorable_keys().join(", ")
-                    ),
-                );
-            };
-            let better = match &w.better {
-                None => default_dir,
-                Some(s) if s.get_ref() == "higher" => Dir::Higher,
-                Some(s) if s.get_ref() == "lower" => Dir::Lower,
-                Some(s) => {
-                    return c.err(
-                        s.span(),
-                        &format!("{key}.better"),
-                        "must be \"higher\" or \"lower\"",
-                    );
-                }
-            };
-            let opt = |n: &Num, k: &str| -> Result<Option<f64>, ProfileError> {
-                n.as_ref()
-                    .map(|s| c.check(s, &format!("{key}.{k}"), -ABSURD, ABSURD))
-                    .transpose()
-            };
-            let best = opt(&w.best, "best")?;
-            let worst = opt(&w.worst, "worst")?;
-            if best.is_some() != worst.is_some() {
-                let span = w.best.as_ref().or(w.worst.as_ref()).unwrap().span();
-                return c.err(
-                    span,
-                    &key,
-                    "give both best and worst (an absolute scale) or neither",
-                );
-            }
-            if let (Some(b), Some(wo)) = (best, worst)
-                && b == wo
-            {
-                return c.err(
-                    w.best.as_ref().unwrap().span(),
-                    &key,
-                    "best and worst are equal",
-                );
-            }
-            let (require_min, require_max) = (
-                opt(&w.require_min, "require_min")?,
-                opt(&w.require_max, "require_max")?,
-            );
-            if let (Some(lo), Some(hi)) = (require_min, require_max)
-                && lo > hi
-            {
-                return c.err(
-                    w.require_min.as_ref().unwrap().span(),
-                    &key,
-                    &format!("require_min {lo} is above require_max {hi}: nothing could pass"),
-                );
-            }
-            weights.push(Weight {
-                subsystem: w.subsystem.clone(),
-                weight,
-                input,
-                better,
-                best,
-                worst,
-                require_min,
-                require_max,
-            });
-        }
+        let weights = raw
+            .weights
+            .iter()
+            .enumerate()
+            .map(|(i, w)| c.weight(i, w))
+            .collect::<Result<_, _>>()?;
         Ok(Profile {
             file: file.to_string(),
             name: raw.app.name,
@@ -556,6 +384,224 @@ impl Profile {
             background,
             qos,
             weights,
+        })
+    }
+}
+
+/// The checks of each part of a profile, in the order they are read.
+impl Ctx<'_> {
+    /// `[app]`: the target rate (> 0) and the utilisation ceiling (in (0, 1], default 0.8).
+    fn rates(&self, app: &RawApp) -> Result<(f64, f64), ProfileError> {
+        let target_rate = self.check(&app.target_rate, "app.target_rate", 0.0, f64::MAX)?;
+        if target_rate <= 0.0 {
+            return self.err(app.target_rate.span(), "app.target_rate", "must be > 0");
+        }
+        let ceiling = match &app.utilisation_ceiling {
+            Some(s) => {
+                let v = self.check(s, "app.utilisation_ceiling", 0.0, 1.0)?;
+                if v <= 0.0 {
+                    return self.err(s.span(), "app.utilisation_ceiling", "must be > 0");
+                }
+                v
+            }
+            None => 0.8,
+        };
+        Ok((target_rate, ceiling))
+    }
+
+    /// `[demand]`: every figure ≥ 0, the choices among what the suites measure.
+    fn demand(&self, d: &RawDemand) -> Result<Demand, ProfileError> {
+        let disk_threads = match &d.disk_threads {
+            None => 1,
+            Some(s) => {
+                let v = *s.get_ref();
+                if !(1..=3).contains(&v) {
+                    return self.err(
+                        s.span(),
+                        "demand.disk_threads",
+                        &format!(
+                            "must be 1, 2 or 3 (the file-system suite measures those; got {v})"
+                        ),
+                    );
+                }
+                v as u32
+            }
+        };
+        let net_protocol = match &d.net_protocol {
+            None => "tcp".to_string(),
+            Some(s) if s.get_ref() == "tcp" || s.get_ref() == "udp" => s.get_ref().clone(),
+            Some(s) => {
+                return self.err(
+                    s.span(),
+                    "demand.net_protocol",
+                    "must be \"tcp\" or \"udp\"",
+                );
+            }
+        };
+        let frame_pacing = match &d.frame_pacing {
+            None => "60fps_1mp".to_string(),
+            Some(s) if inputs::FRAME_VARIANTS.contains(&s.get_ref().as_str()) => {
+                s.get_ref().clone()
+            }
+            Some(s) => {
+                return self.err(
+                    s.span(),
+                    "demand.frame_pacing",
+                    &format!("must be one of {}", inputs::FRAME_VARIANTS.join(", ")),
+                );
+            }
+        };
+        if let (Some(a), Some(_)) = (&d.app_cpu_s, &d.app_cpu_pct) {
+            return self.err(
+                a.span(),
+                "demand.app_cpu_s",
+                "give app_cpu_s (CPU-seconds per unit) or app_cpu_pct (percent of all CPUs per unit/s), not both",
+            );
+        }
+        let app_cpu_s = d
+            .app_cpu_s
+            .as_ref()
+            .map(|s| self.check(s, "demand.app_cpu_s", 0.0, ABSURD))
+            .transpose()?;
+        let app_cpu_pct = d
+            .app_cpu_pct
+            .as_ref()
+            .map(|s| self.check(s, "demand.app_cpu_pct", 0.0, 100.0))
+            .transpose()?;
+        let demand = Demand {
+            net_rx_mb: self.non_neg(&d.net_rx_mb, "demand.net_rx_mb")?,
+            net_tx_mb: self.non_neg(&d.net_tx_mb, "demand.net_tx_mb")?,
+            net_protocol,
+            disk_write_mb: self.non_neg(&d.disk_write_mb, "demand.disk_write_mb")?,
+            disk_read_mb: self.non_neg(&d.disk_read_mb, "demand.disk_read_mb")?,
+            disk_threads,
+            frames: self.non_neg(&d.frames, "demand.frames")?,
+            frame_mb: self.non_neg(&d.frame_mb, "demand.frame_mb")?,
+            frame_pacing,
+            app_cpu_s,
+            app_cpu_pct,
+            app_mem_mb: self.non_neg(&d.app_mem_mb, "demand.app_mem_mb")?,
+            context_switches: self.non_neg(&d.context_switches, "demand.context_switches")?,
+        };
+        if demand.frames > 0.0 && demand.frame_mb == 0.0 {
+            let span = d.frames.as_ref().map(|s| s.span()).unwrap_or(0..0);
+            return self.err(span, "demand.frame_mb", "frames > 0 needs the frame size");
+        }
+        Ok(demand)
+    }
+
+    /// A table of `name.key = figure` (`[capacity]`, `[assumptions]`, `[background]`, `[qos]`):
+    /// each key `allowed` (else the error lists them: `hint`), each figure from 0 to `hi`.
+    fn keyed(
+        &self,
+        table: &BTreeMap<String, Spanned<f64>>,
+        name: &str,
+        allowed: &dyn Fn(&str) -> bool,
+        hint: &str,
+        hi: f64,
+    ) -> Result<BTreeMap<String, f64>, ProfileError> {
+        let mut out = BTreeMap::new();
+        for (k, v) in table {
+            let key = format!("{name}.{k}");
+            if !allowed(k) {
+                return self.err(v.span(), &key, &format!("unknown key ({hint})"));
+            }
+            let x = self.check(v, &key, 0.0, hi)?;
+            if name == "capacity" && x == 0.0 {
+                return self.err(
+                    v.span(),
+                    &key,
+                    "must be > 0: a capacity of 0 would leave this resource out of the \
+                     bottleneck analysis (leave the key out to use the measured figure)",
+                );
+            }
+            out.insert(k.clone(), x);
+        }
+        Ok(out)
+    }
+
+    /// `[[weights]]` number `i`: a weight > 0 on a scorable input or "max_rate", which way is
+    /// better, an absolute scale (both ends or neither) and the requirements of the gate.
+    fn weight(&self, i: usize, w: &RawWeight) -> Result<Weight, ProfileError> {
+        let key = format!("weights[{i}]");
+        let weight = self.check(&w.weight, &format!("{key}.weight"), 0.0, f64::MAX)?;
+        if weight <= 0.0 {
+            return self.err(w.weight.span(), &format!("{key}.weight"), "must be > 0");
+        }
+        let input = w.input.get_ref().clone();
+        let default_dir = if input == "max_rate" {
+            Some(Dir::Higher)
+        } else {
+            inputs::spec(&input).map(|s| s.better)
+        };
+        let Some(default_dir) = default_dir else {
+            return self.err(
+                w.input.span(),
+                &format!("{key}.input"),
+                &format!(
+                    "unknown input '{input}' (\"max_rate\" or one of: {})",
+                    inputs::scorable_keys().join(", ")
+                ),
+            );
+        };
+        let better = match &w.better {
+            None => default_dir,
+            Some(s) if s.get_ref() == "higher" => Dir::Higher,
+            Some(s) if s.get_ref() == "lower" => Dir::Lower,
+            Some(s) => {
+                return self.err(
+                    s.span(),
+                    &format!("{key}.better"),
+                    "must be \"higher\" or \"lower\"",
+                );
+            }
+        };
+        let opt = |n: &Num, k: &str| -> Result<Option<f64>, ProfileError> {
+            n.as_ref()
+                .map(|s| self.check(s, &format!("{key}.{k}"), -ABSURD, ABSURD))
+                .transpose()
+        };
+        let best = opt(&w.best, "best")?;
+        let worst = opt(&w.worst, "worst")?;
+        if best.is_some() != worst.is_some() {
+            let span = w.best.as_ref().or(w.worst.as_ref()).unwrap().span();
+            return self.err(
+                span,
+                &key,
+                "give both best and worst (an absolute scale) or neither",
+            );
+        }
+        if let (Some(b), Some(wo)) = (best, worst)
+            && b == wo
+        {
+            return self.err(
+                w.best.as_ref().unwrap().span(),
+                &key,
+                "best and worst are equal",
+            );
+        }
+        let (require_min, require_max) = (
+            opt(&w.require_min, "require_min")?,
+            opt(&w.require_max, "require_max")?,
+        );
+        if let (Some(lo), Some(hi)) = (require_min, require_max)
+            && lo > hi
+        {
+            return self.err(
+                w.require_min.as_ref().unwrap().span(),
+                &key,
+                &format!("require_min {lo} is above require_max {hi}: nothing could pass"),
+            );
+        }
+        Ok(Weight {
+            subsystem: w.subsystem.clone(),
+            weight,
+            input,
+            better,
+            best,
+            worst,
+            require_min,
+            require_max,
         })
     }
 }

@@ -28,9 +28,21 @@ fn gate_text(g: Gate) -> &'static str {
     }
 }
 
+/// The tables of one run's prediction (`k`: its place among the analysis's runs).
 fn per_run(a: &Analysis, pr: &Prediction, k: usize) -> Vec<Table> {
+    let mut out = vec![demand_table(a, pr), parts_table(pr)];
+    if let Some(checks) = a.checks.get(k)
+        && !checks.is_empty()
+    {
+        out.push(checks_table(pr, checks));
+    }
+    out
+}
+
+/// Per resource: demand, capacity, S, U at the target and the rate it saturates at; under it
+/// the laws' results, the QoS checks and every input missing, flagged or to measure.
+fn demand_table(a: &Analysis, pr: &Prediction) -> Table {
     let unit = &a.profile.unit;
-    let mut out = Vec::new();
     let mut rows = Vec::new();
     for r in &pr.resources {
         let cap = match (r.capacity, r.resource) {
@@ -60,6 +72,32 @@ fn per_run(a: &Analysis, pr: &Prediction, k: usize) -> Vec<Table> {
             },
         ]);
     }
+    let notes = laws_notes(a, pr);
+    Table {
+        title: format!(
+            "{} ({}): service demand per {unit} and utilisation",
+            pr.name, pr.os
+        ),
+        header: [
+            "resource",
+            "demand/unit",
+            "capacity",
+            &format!("S (per {unit}/s)"),
+            &format!("U at {} {unit}/s", fmt(pr.target_rate)),
+            &format!("saturates at ({unit}/s)"),
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows,
+        notes,
+    }
+}
+
+/// The notes under the demand table.
+fn laws_notes(a: &Analysis, pr: &Prediction) -> Vec<String> {
+    let unit = &a.profile.unit;
     let mut notes = Vec::new();
     let ub = if pr.upper_bound {
         " UPPER BOUND (inputs missing)"
@@ -123,26 +161,11 @@ fn per_run(a: &Analysis, pr: &Prediction, k: usize) -> Vec<Table> {
             super::inputs::model_command(&a.profile.file)
         ));
     }
-    out.push(Table {
-        title: format!(
-            "{} ({}): service demand per {unit} and utilisation",
-            pr.name, pr.os
-        ),
-        header: [
-            "resource",
-            "demand/unit",
-            "capacity",
-            &format!("S (per {unit}/s)"),
-            &format!("U at {} {unit}/s", fmt(pr.target_rate)),
-            &format!("saturates at ({unit}/s)"),
-            "",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        rows,
-        notes,
-    });
+    notes
+}
+
+/// Where each demand comes from: every part of every resource.
+fn parts_table(pr: &Prediction) -> Table {
     let mut prow = Vec::new();
     for r in &pr.resources {
         for p in &r.parts {
@@ -158,44 +181,43 @@ fn per_run(a: &Analysis, pr: &Prediction, k: usize) -> Vec<Table> {
             ]);
         }
     }
-    out.push(Table {
+    Table {
         title: format!("{}: where each demand comes from", pr.name),
         header: ["resource", "part", "per unit", "source"]
             .map(String::from)
             .to_vec(),
         rows: prow,
         notes: vec![],
-    });
-    if let Some(checks) = a.checks.get(k)
-        && !checks.is_empty()
-    {
-        out.push(Table {
-            title: format!("{}: published results recomputed (printed vs computed)", pr.name),
-            header: ["table", "figure", "printed", "computed", ""].map(String::from).to_vec(),
-            rows: checks
-                .iter()
-                .map(|c| {
-                    vec![
-                        c.table.clone(),
-                        c.what.clone(),
-                        c.printed.clone(),
-                        c.computed_text.clone(),
-                        c.verdict.to_string(),
-                    ]
-                })
-                .collect(),
-            notes: std::iter::once(
-                "= same at the printed precision; ≈ within 2 units of the last printed digit (the source \
-                 multiplied its own rounded intermediates); ≠ further apart."
-                    .to_string(),
-            )
-            .chain(checks.iter().filter_map(|c| {
-                c.note.as_ref().map(|n| format!("Table {} {}: {n}", c.table, c.what))
-            }))
-            .collect(),
-        });
     }
-    out
+}
+
+/// A published column's printed results against the same figures recomputed.
+fn checks_table(pr: &Prediction, checks: &[super::published::Check]) -> Table {
+    Table {
+        title: format!("{}: published results recomputed (printed vs computed)", pr.name),
+        header: ["table", "figure", "printed", "computed", ""].map(String::from).to_vec(),
+        rows: checks
+            .iter()
+            .map(|c| {
+                vec![
+                    c.table.clone(),
+                    c.what.clone(),
+                    c.printed.clone(),
+                    c.computed_text.clone(),
+                    c.verdict.to_string(),
+                ]
+            })
+            .collect(),
+        notes: std::iter::once(
+            "= same at the printed precision; ≈ within 2 units of the last printed digit (the source \
+             multiplied its own rounded intermediates); ≠ further apart."
+                .to_string(),
+        )
+        .chain(checks.iter().filter_map(|c| {
+            c.note.as_ref().map(|n| format!("Table {} {}: {n}", c.table, c.what))
+        }))
+        .collect(),
+    }
 }
 
 /// Every table of the analysis, in print order.

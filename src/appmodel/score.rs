@@ -14,8 +14,8 @@
 use serde::Serialize;
 
 use super::calc::Prediction;
-use super::inputs::Inputs;
-use super::profile::{Dir, Profile};
+use super::inputs::{Dir, Inputs};
+use super::profile::{Profile, Weight};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
@@ -73,162 +73,11 @@ fn value(w_input: &str, pred: &Prediction, inp: &Inputs) -> Option<f64> {
 }
 
 pub fn scores(p: &Profile, preds: &[Prediction], inputs: &[Inputs]) -> Scores {
+    let mut gates: Vec<RunGate> = preds.iter().map(gate).collect();
     let mut rows = Vec::new();
-    let mut gates: Vec<RunGate> = preds
-        .iter()
-        .map(|pr| {
-            let mut reasons = Vec::new();
-            let mut failed = false;
-            let mut unverified = false;
-            match pr.target_ok {
-                Some(true) => {}
-                Some(false) => {
-                    failed = true;
-                    reasons.push(format!(
-                        "target {} {}/s above the rate at the {} % ceiling ({:.3})",
-                        super::calc::fmt(pr.target_rate),
-                        pr.unit,
-                        super::calc::fmt(pr.ceiling * 100.0),
-                        pr.x_ceiling.unwrap_or(0.0)
-                    ));
-                }
-                None => {
-                    unverified = true;
-                    reasons.push("no rate could be predicted".into());
-                }
-            }
-            if pr.upper_bound && pr.target_ok == Some(true) {
-                unverified = true;
-                reasons.push("rate is an upper bound (inputs missing)".into());
-            }
-            for q in &pr.qos {
-                match q.pass {
-                    Some(true) => {}
-                    Some(false) => {
-                        failed = true;
-                        reasons.push(format!(
-                            "{} {} > limit {}",
-                            q.what,
-                            super::calc::fmt(q.measured.unwrap_or(0.0)),
-                            super::calc::fmt(q.limit)
-                        ));
-                    }
-                    None => {
-                        unverified = true;
-                        reasons.push(format!("{}: not measured", q.what));
-                    }
-                }
-            }
-            RunGate {
-                gate: if failed {
-                    Gate::Failed
-                } else if unverified {
-                    Gate::NotVerified
-                } else {
-                    Gate::Pass
-                },
-                reasons,
-                weighted: 0.0,
-                weighted_max: 0.0,
-                rows_unscored: 0,
-            }
-        })
-        .collect();
     for w in &p.weights {
-        let vals: Vec<Option<f64>> = preds
-            .iter()
-            .zip(inputs)
-            .map(|(pr, i)| value(&w.input, pr, i))
-            .collect();
-        let best = vals
-            .iter()
-            .flatten()
-            .copied()
-            .filter(|v| *v > 0.0)
-            .reduce(|a, b| match w.better {
-                Dir::Higher => a.max(b),
-                Dir::Lower => a.min(b),
-            });
-        let best_ci = best.and_then(|b| {
-            vals.iter()
-                .position(|v| *v == Some(b))
-                .and_then(|k| inputs[k].ci(&w.input))
-        });
-        let relative = w.best.is_none() || w.worst.is_none();
-        let cells: Vec<Cell> = vals
-            .iter()
-            .zip(inputs)
-            .map(|(v, inp)| {
-                let within_noise = relative
-                    && v.is_some_and(|v| v > 0.0 && Some(v) != best)
-                    && matches!((inp.ci(&w.input), best_ci),
-                        (Some([lo, hi]), Some([blo, bhi])) if lo <= bhi && blo <= hi);
-                if within_noise {
-                    return Cell {
-                        value: *v,
-                        score: Some(5),
-                        within_noise,
-                    };
-                }
-                let score = v.and_then(|v| match (w.best, w.worst) {
-                    (Some(b), Some(wo)) => {
-                        let f = ((v - wo) / (b - wo)).clamp(0.0, 1.0);
-                        Some((1.0 + 4.0 * f).round() as u8)
-                    }
-                    _ => best.filter(|_| v > 0.0).map(|b| {
-                        let r = match w.better {
-                            Dir::Higher => v / b,
-                            Dir::Lower => b / v,
-                        };
-                        ((5.0 * r).round() as u8).clamp(1, 5)
-                    }),
-                });
-                Cell {
-                    value: *v,
-                    score,
-                    within_noise,
-                }
-            })
-            .collect();
-        for (k, c) in cells.iter().enumerate() {
-            let g = &mut gates[k];
-            match c.score {
-                Some(s) => {
-                    g.weighted += w.weight * s as f64;
-                    g.weighted_max += 5.0 * w.weight;
-                }
-                None => g.rows_unscored += 1,
-            }
-            let req = (w.require_min, w.require_max);
-            if req.0.is_some() || req.1.is_some() {
-                match c.value {
-                    None => {
-                        if g.gate == Gate::Pass {
-                            g.gate = Gate::NotVerified;
-                        }
-                        g.reasons.push(format!(
-                            "{}: requirement not verified (not measured)",
-                            w.subsystem
-                        ));
-                    }
-                    Some(v) => {
-                        let lo = req.0.is_some_and(|m| v < m);
-                        let hi = req.1.is_some_and(|m| v > m);
-                        if lo || hi {
-                            g.gate = Gate::Failed;
-                            g.reasons.push(format!(
-                                "{}: {} {} required {} {}",
-                                w.subsystem,
-                                w.input,
-                                super::calc::fmt(v),
-                                if lo { "≥" } else { "≤" },
-                                super::calc::fmt(if lo { req.0.unwrap() } else { req.1.unwrap() })
-                            ));
-                        }
-                    }
-                }
-            }
-        }
+        let cells = cells(w, preds, inputs);
+        count(w, &cells, &mut gates);
         rows.push(Row {
             subsystem: w.subsystem.clone(),
             weight: w.weight,
@@ -252,6 +101,168 @@ pub fn scores(p: &Profile, preds: &[Prediction], inputs: &[Inputs]) -> Scores {
         rows,
         gates,
         ranking,
+    }
+}
+
+/// A run's gate from its prediction alone: the target against the rate at the ceiling, and the
+/// QoS limits (the requirements of the weights are added by [`count`]).
+fn gate(pr: &Prediction) -> RunGate {
+    let mut reasons = Vec::new();
+    let mut failed = false;
+    let mut unverified = false;
+    match pr.target_ok {
+        Some(true) => {}
+        Some(false) => {
+            failed = true;
+            reasons.push(format!(
+                "target {} {}/s above the rate at the {} % ceiling ({:.3})",
+                super::calc::fmt(pr.target_rate),
+                pr.unit,
+                super::calc::fmt(pr.ceiling * 100.0),
+                pr.x_ceiling.unwrap_or(0.0)
+            ));
+        }
+        None => {
+            unverified = true;
+            reasons.push("no rate could be predicted".into());
+        }
+    }
+    if pr.upper_bound && pr.target_ok == Some(true) {
+        unverified = true;
+        reasons.push("rate is an upper bound (inputs missing)".into());
+    }
+    for q in &pr.qos {
+        match q.pass {
+            Some(true) => {}
+            Some(false) => {
+                failed = true;
+                reasons.push(format!(
+                    "{} {} > limit {}",
+                    q.what,
+                    super::calc::fmt(q.measured.unwrap_or(0.0)),
+                    super::calc::fmt(q.limit)
+                ));
+            }
+            None => {
+                unverified = true;
+                reasons.push(format!("{}: not measured", q.what));
+            }
+        }
+    }
+    RunGate {
+        gate: if failed {
+            Gate::Failed
+        } else if unverified {
+            Gate::NotVerified
+        } else {
+            Gate::Pass
+        },
+        reasons,
+        weighted: 0.0,
+        weighted_max: 0.0,
+        rows_unscored: 0,
+    }
+}
+
+/// Each run's value of the weight's input and its 1–5 score: on the weight's absolute scale,
+/// else relative to the best run (5 too where the run's 95 % CI overlaps the best one's).
+fn cells(w: &Weight, preds: &[Prediction], inputs: &[Inputs]) -> Vec<Cell> {
+    let vals: Vec<Option<f64>> = preds
+        .iter()
+        .zip(inputs)
+        .map(|(pr, i)| value(&w.input, pr, i))
+        .collect();
+    let best = vals
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| *v > 0.0)
+        .reduce(|a, b| match w.better {
+            Dir::Higher => a.max(b),
+            Dir::Lower => a.min(b),
+        });
+    let best_ci = best.and_then(|b| {
+        vals.iter()
+            .position(|v| *v == Some(b))
+            .and_then(|k| inputs[k].ci(&w.input))
+    });
+    let relative = w.best.is_none() || w.worst.is_none();
+    vals.iter()
+        .zip(inputs)
+        .map(|(v, inp)| {
+            let within_noise = relative
+                && v.is_some_and(|v| v > 0.0 && Some(v) != best)
+                && matches!((inp.ci(&w.input), best_ci),
+                    (Some([lo, hi]), Some([blo, bhi])) if lo <= bhi && blo <= hi);
+            if within_noise {
+                return Cell {
+                    value: *v,
+                    score: Some(5),
+                    within_noise,
+                };
+            }
+            let score = v.and_then(|v| match (w.best, w.worst) {
+                (Some(b), Some(wo)) => {
+                    let f = ((v - wo) / (b - wo)).clamp(0.0, 1.0);
+                    Some((1.0 + 4.0 * f).round() as u8)
+                }
+                _ => best.filter(|_| v > 0.0).map(|b| {
+                    let r = match w.better {
+                        Dir::Higher => v / b,
+                        Dir::Lower => b / v,
+                    };
+                    ((5.0 * r).round() as u8).clamp(1, 5)
+                }),
+            });
+            Cell {
+                value: *v,
+                score,
+                within_noise,
+            }
+        })
+        .collect()
+}
+
+/// A row's scores into each run's weighted sum, and its requirement into each run's gate.
+fn count(w: &Weight, cells: &[Cell], gates: &mut [RunGate]) {
+    for (k, c) in cells.iter().enumerate() {
+        let g = &mut gates[k];
+        match c.score {
+            Some(s) => {
+                g.weighted += w.weight * s as f64;
+                g.weighted_max += 5.0 * w.weight;
+            }
+            None => g.rows_unscored += 1,
+        }
+        let req = (w.require_min, w.require_max);
+        if req.0.is_some() || req.1.is_some() {
+            match c.value {
+                None => {
+                    if g.gate == Gate::Pass {
+                        g.gate = Gate::NotVerified;
+                    }
+                    g.reasons.push(format!(
+                        "{}: requirement not verified (not measured)",
+                        w.subsystem
+                    ));
+                }
+                Some(v) => {
+                    let lo = req.0.is_some_and(|m| v < m);
+                    let hi = req.1.is_some_and(|m| v > m);
+                    if lo || hi {
+                        g.gate = Gate::Failed;
+                        g.reasons.push(format!(
+                            "{}: {} {} required {} {}",
+                            w.subsystem,
+                            w.input,
+                            super::calc::fmt(v),
+                            if lo { "≥" } else { "≤" },
+                            super::calc::fmt(if lo { req.0.unwrap() } else { req.1.unwrap() })
+                        ));
+                    }
+                }
+            }
+        }
     }
 }
 

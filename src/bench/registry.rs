@@ -92,6 +92,8 @@ pub fn remove_leftovers() -> Vec<PathBuf> {
     if let Ok(cwd) = std::env::current_dir() {
         gone.extend(fs::workdir::clean_stale(&cwd));
     }
+    // Tracing settings a killed `latency --attribute` changed are put back (its state file goes).
+    gone.extend(crate::platform::tracefs::restore_stale());
     gone.extend(interactivity::load::remove_stale(
         &interactivity::load::default_load_base(),
         &[],

@@ -105,6 +105,13 @@ pub struct LatencyArgs {
     /// Wake-ups at or above this count as overflows (cyclictest's -h limit), µs [default: 10000]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub histogram_limit: Option<u64>,
+    /// Explain every wake-up at least this late: what held the CPU (tasks, IRQs, softirqs, the
+    /// wake-up path, unexplained), from Linux tracefs (root), e.g. 100us
+    #[arg(long, value_name = "THRESHOLD", value_parser = parse_attribute)]
+    pub attribute: Option<Duration>,
+    /// Spikes shown and kept per run with --attribute (the culprit totals cover all)
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub attribute_top: u64,
     /// Measure the idle wake-up cost too (latency/idle_wakeup)
     #[arg(long)]
     pub idle_wakeup: bool,
@@ -126,6 +133,15 @@ pub struct NoiseArgs {
     pub threshold: Option<Duration>,
     #[command(flatten)]
     pub opts: RunOpts,
+}
+
+fn parse_attribute(s: &str) -> Result<Duration, String> {
+    ranged(
+        s,
+        Duration::from_micros(1),
+        Duration::from_secs(1),
+        "--attribute",
+    )
 }
 
 fn parse_interval(s: &str) -> Result<Duration, String> {
@@ -189,6 +205,9 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
     if let Some(h) = a.histogram_limit {
         lo.histogram_limit_us = h;
     }
+    lo.attribute_ns = a.attribute.map(|d| d.as_nanos() as u64);
+    lo.attribute_top = a.attribute_top as usize;
+    let top = lo.attribute_top;
     let mut select = vec!["latency/wakeup".to_string()];
     if a.idle_wakeup {
         select.push("latency/idle_wakeup".into());
@@ -209,6 +228,11 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
         opts,
         &suite_opts,
         |record| {
+            if let Some(b) = record.benchmark("latency/wakeup") {
+                for l in attribution_lines(b, top) {
+                    crate::outln!("{l}");
+                }
+            }
             let Some(path) = &histogram else {
                 return Ok(());
             };
@@ -247,4 +271,64 @@ pub fn run_noise(a: NoiseArgs) -> Result<i32, CliError> {
         opts,
         &suite_opts,
     )
+}
+
+/// The terminal's attribution: the culprits over every run, then one line per top spike.
+pub fn attribution_lines(b: &crate::model::BenchmarkResult, top: usize) -> Vec<String> {
+    use crate::bench::latency::attribution::{Part, Spike, part_text, top_culprits};
+    let per_run: Vec<&serde_json::Value> = b
+        .run_facts
+        .iter()
+        .filter_map(|f| f.get("attribution"))
+        .collect();
+    if per_run.is_empty() {
+        return Vec::new();
+    }
+    let mut spikes: Vec<Spike> = per_run
+        .iter()
+        .filter_map(|a| serde_json::from_value::<Vec<Spike>>(a["top"].clone()).ok())
+        .flatten()
+        .collect();
+    spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+    let count: u64 = per_run.iter().filter_map(|a| a["spikes"].as_u64()).sum();
+    let lost: u64 = per_run
+        .iter()
+        .filter_map(|a| a["events_lost"].as_u64())
+        .sum();
+    let threshold = per_run[0]["threshold_ns"].as_f64().unwrap_or(0.0);
+    let mut out = vec![
+        String::new(),
+        format!(
+            "Attribution (tracefs): {count} wake-up(s) at least {} late in {} run(s){}",
+            crate::units::format_time_ns(threshold),
+            per_run.len(),
+            if lost > 0 {
+                format!(
+                    "; the trace ring lost {lost} event(s): spikes before them may be unexplained"
+                )
+            } else {
+                String::new()
+            }
+        ),
+    ];
+    let culprits: Vec<Part> = top_culprits(&spikes, 5);
+    if !culprits.is_empty() {
+        out.push(format!(
+            "  culprits (top spikes): {}",
+            culprits
+                .iter()
+                .map(part_text)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for s in spikes.iter().take(top) {
+        out.push(format!(
+            "  cpu{} {}: {}",
+            s.cpu,
+            crate::units::format_time_ns(s.latency_ns as f64),
+            s.parts.iter().map(part_text).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    out
 }

@@ -7,7 +7,7 @@
 //! have been (0 when all went well): the reader asked for no more, like `yes | head -1`. Any other
 //! write error (a full disk behind `> file`, `/dev/full`) and a standard output that was closed
 //! when osgauge started (`>&-`) are errors: printing stops, the command finishes its work, and
-//! [`crate::cli::main`] reports "writing to standard output: …" and exits 1. Messages on standard
+//! the command line's `main` reports "writing to standard output: …" and exits 1. Messages on standard
 //! error go through [`crate::errln!`], which never panics either.
 
 use std::io::{self, Write};

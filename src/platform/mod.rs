@@ -49,6 +49,9 @@ pub mod cache;
 /// Absolute-time clock and sleeps, the thread CPU-time clock, timer slack.
 pub mod clock;
 
+/// The kernel's tracing file system (Linux): events read for the latency suite's attribution.
+pub mod tracefs;
+
 /// One scheduling vocabulary (policy, request, read-back) mapped per OS; affinity; RT throttling.
 pub mod sched;
 

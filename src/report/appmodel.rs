@@ -1,6 +1,7 @@
 //! HTML page of an application-model analysis (`osgauge model … --export-html`): per run, a
 //! utilisation bar per resource at the target rate and the capacity-vs-rate lines U_r(X) with the
-//! ceiling and the target marked; then every table of the terminal view.
+//! ceiling and the target marked; then every table of the terminal view. And the page of
+//! `osgauge model validate … --export-html`: the steps, the CPU chart and the verdict.
 
 use anyhow::Result;
 
@@ -8,6 +9,7 @@ use super::esc;
 use crate::appmodel::Analysis;
 use crate::appmodel::calc::{Prediction, fmt};
 use crate::appmodel::render::sections;
+use crate::appmodel::validate::report::Validation;
 
 const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
@@ -231,11 +233,74 @@ pub fn page(a: &Analysis) -> String {
     h
 }
 
+/// `model validate`'s HTML page: the prediction from the probes, every step, the CPU chart and
+/// the verdict, with the exit status the command gave it.
+pub fn validate_page(v: &Validation, exit_code: i32) -> String {
+    let mut rows = String::new();
+    for s in &v.steps {
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&s.offered_text()),
+            s.duration_s,
+            s.achieved,
+            s.cpu_measured_pct,
+            s.cpu_pacing_pct.map_or("—".into(), |x| format!("{x:.1}")),
+            esc(&s.cpu_predicted_text()),
+            s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
+            esc(&s.achieved_mb_s_text())
+        ));
+    }
+    let mut res = String::new();
+    if let Some(pr) = v.analysis.predictions.first() {
+        for rc in &pr.resources {
+            res.push_str(&format!(
+                "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td></tr>\n",
+                esc(rc.title),
+                fmt(rc.demand),
+                esc(rc.unit),
+                rc.capacity
+                    .map_or("—".into(), |c| esc(&format!("{} {}/s", fmt(c), rc.unit))),
+                rc.x_sat.map_or("—".into(), |x| format!("{x:.2}"))
+            ));
+        }
+    }
+    let notes: String = v
+        .notes
+        .iter()
+        .map(|n| format!("<li>{}</li>", esc(n)))
+        .collect();
+    let vd = &v.verdict;
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>model validate: {name}</title>\n<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}</style></head><body>\n<h1>model validate: {name}</h1>\n<p>Working set per ring: {ring} MiB (LLC {llc} MiB: {llcs}). Other work during the idle baseline: {bg:.2} CPUs{shared}.</p>\n<ul>{notes}</ul>\n<h2>Prediction (from the probes)</h2>\n<table><tr><th>resource</th><th>demand per {unit}</th><th>capacity</th><th>saturates at ({unit}/s)</th></tr>\n{res}</table>\n<h2>Steps</h2>\n<table><tr><th>offered ({unit}/s)</th><th>s</th><th>achieved ({unit}/s)</th><th>CPU measured %</th><th>− pacing %</th><th>CPU predicted %</th><th>CPU agrees</th><th>achieved MB/s (per-unit MB × rate)</th></tr>\n{rows}</table>\n<p>CPU utilisation against the achieved rate, predicted and measured:</p>\n{chart}\n<h2>Verdict</h2>\n<p>Maximum rate: predicted {xp:.2}, measured {xm:.2} {unit}/s. Bottleneck predicted: {bn}; flat out this process used {fo:.1} % of all CPUs.</p>\n<p><b>{text}</b> (exit status {code})</p>\n</body></html>\n",
+        name = esc(&v.analysis.profile.name),
+        ring = v.working_set.ring_bytes >> 20,
+        llc = v.working_set.llc_bytes >> 20,
+        llcs = esc(&v.working_set.llc_source),
+        bg = v.background_cpus,
+        shared = if v.shared_machine {
+            " (shared machine)"
+        } else {
+            ""
+        },
+        unit = esc(&v.analysis.profile.unit),
+        xp = vd.x_predicted,
+        xm = vd.x_measured,
+        bn = esc(&vd.bottleneck),
+        fo = vd.flat_out_cpu_pct,
+        text = esc(&vd.text),
+        code = exit_code,
+        chart = match validate_cpu_chart(v) {
+            Ok(svg) => svg,
+            Err(e) => format!("<p>(no chart: {})</p>", esc(&e.to_string())),
+        },
+    )
+}
+
 /// `model validate`'s chart: CPU utilisation against the achieved rate — the predicted line
 /// U = F + X·S (with the band up to the contended end where there is one), each step's measured
 /// CPU less the harness's pacing (circles: offered rates; squares: flat out), and the predicted
 /// maximum rate.
-pub fn validate_cpu_chart(v: &crate::appmodel::validate::report::Validation) -> Result<String> {
+fn validate_cpu_chart(v: &Validation) -> Result<String> {
     use super::charts::{chart_on, house_legend, house_mesh, pe, rgb, svg_chart};
     use plotters::prelude::*;
     let pr = v
@@ -330,4 +395,28 @@ pub fn validate_cpu_chart(v: &crate::appmodel::validate::report::Validation) -> 
             .legend(move |(x, y)| Rectangle::new([(x + 4, y - 5), (x + 14, y + 5)], red.filled()));
         house_legend(&mut chart, Some(SeriesLabelPosition::UpperLeft))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page carries every step, the prediction's resources, the chart and the exit status.
+    #[test]
+    fn the_validate_page_shows_every_step_the_chart_and_the_verdict() {
+        let v = crate::appmodel::validate::report::tests::sample();
+        let h = validate_page(&v, 1);
+        assert!(
+            h.contains("<td>12.50</td>") && h.contains("<td>flat out</td>"),
+            "{h}"
+        );
+        assert!(h.contains("Memory bandwidth"), "{h}");
+        assert!(h.contains(&esc(&v.verdict.text)), "{h}");
+        assert!(h.contains("(exit status 1)"), "{h}");
+        // The chart: the predicted line and the measured points.
+        assert!(
+            h.contains("<svg") && h.contains("predicted U = F + X·S"),
+            "{h}"
+        );
+    }
 }

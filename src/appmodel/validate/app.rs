@@ -15,9 +15,8 @@ use std::sync::{Arc, Barrier};
 use serde::Serialize;
 
 use super::work::{CHUNK, MB, PingPong, Ring, SWITCHES_PER_ROUND_TRIP, drain, pump, recv, send};
-use super::{INTERRUPTED, other, proc_cpu_s};
+use super::{INTERRUPTED, ValidateError, failed, proc_cpu_s};
 use crate::appmodel::profile::Profile;
-use crate::cli::CliError;
 use crate::platform::clock::{now_ns, sleep_until_ns, thread_cpu_time_ns};
 
 #[derive(Debug, Clone, Serialize)]
@@ -83,25 +82,25 @@ impl Worker {
         ws: usize,
         path: &Path,
         stop: &Arc<AtomicBool>,
-    ) -> Result<Self, CliError> {
+    ) -> Result<Self, ValidateError> {
         let d = &p.demand;
         let mut helpers = Vec::new();
         let rx = if d.net_rx_mb > 0.0 {
-            let (r, w) = super::work::tcp_pair().map_err(other)?;
+            let (r, w) = super::work::tcp_pair().map_err(failed)?;
             helpers.push(pump(w, Ring::new(ws), stop.clone()));
             Some(r)
         } else {
             None
         };
         let tx = if d.net_tx_mb > 0.0 {
-            let (r, w) = super::work::tcp_pair().map_err(other)?;
+            let (r, w) = super::work::tcp_pair().map_err(failed)?;
             helpers.push(drain(r, Ring::new(ws)));
             Some(w)
         } else {
             None
         };
         let pp = if d.context_switches > 0.0 {
-            Some(PingPong::start(super::work::nth_allowed_cpu(k)).map_err(other)?)
+            Some(PingPong::start(super::work::nth_allowed_cpu(k)).map_err(failed)?)
         } else {
             None
         };
@@ -111,7 +110,7 @@ impl Worker {
             .read(true)
             .write(true)
             .open(path)
-            .map_err(other)?;
+            .map_err(failed)?;
         let mut ring = Ring::new(ws);
         // The file is filled to its full size before the step (not measured): writes then
         // overwrite cached pages in place, as the probe's timed pass does, and reads stream
@@ -120,10 +119,10 @@ impl Worker {
         if d.disk_write_mb > 0.0 || d.disk_read_mb > 0.0 {
             let mut file = &file;
             while held < file_cap(ws) {
-                file.write_all(ring.take(CHUNK)).map_err(other)?;
+                file.write_all(ring.take(CHUNK)).map_err(failed)?;
                 held += CHUNK;
             }
-            file.seek(SeekFrom::Start(0)).map_err(other)?;
+            file.seek(SeekFrom::Start(0)).map_err(failed)?;
         }
         Ok(Worker {
             ring,
@@ -139,19 +138,19 @@ impl Worker {
     }
 
     /// One unit of the profile's work.
-    fn unit(&mut self, p: &Profile, app_cpu: f64, cap: usize) -> Result<(), CliError> {
+    fn unit(&mut self, p: &Profile, app_cpu: f64, cap: usize) -> Result<(), ValidateError> {
         let d = &p.demand;
         if let Some(r) = self.rx.as_mut() {
-            recv(r, &mut self.ring, mb(d.net_rx_mb)).map_err(other)?;
+            recv(r, &mut self.ring, mb(d.net_rx_mb)).map_err(failed)?;
         }
         let mut left = mb(d.disk_write_mb);
         while left > 0 {
             let n = left.min(CHUNK);
             if self.wpos + n > cap {
-                self.file.seek(SeekFrom::Start(0)).map_err(other)?;
+                self.file.seek(SeekFrom::Start(0)).map_err(failed)?;
                 self.wpos = 0;
             }
-            self.file.write_all(self.ring.take(n)).map_err(other)?;
+            self.file.write_all(self.ring.take(n)).map_err(failed)?;
             self.wpos += n;
             self.held = self.held.max(self.wpos);
             left -= n;
@@ -161,29 +160,29 @@ impl Worker {
         if left > 0 {
             self.file
                 .seek(SeekFrom::Start(self.rpos as u64))
-                .map_err(other)?;
+                .map_err(failed)?;
         }
         while left > 0 {
             if self.rpos >= self.held {
                 self.rpos = 0;
-                self.file.seek(SeekFrom::Start(0)).map_err(other)?;
+                self.file.seek(SeekFrom::Start(0)).map_err(failed)?;
             }
             let n = left.min(CHUNK).min(self.held - self.rpos);
-            self.file.read_exact(self.ring.take(n)).map_err(other)?;
+            self.file.read_exact(self.ring.take(n)).map_err(failed)?;
             self.rpos += n;
             left -= n;
         }
         if d.disk_read_mb > 0.0 && self.held > 0 {
             self.file
                 .seek(SeekFrom::Start(self.wpos as u64))
-                .map_err(other)?;
+                .map_err(failed)?;
         }
         // The application's own work: its memory traffic (a copy counts read + written), then
         // compute until its CPU time per unit (the copy included) is spent.
-        let t0 = thread_cpu_time_ns().map_err(other)?;
+        let t0 = thread_cpu_time_ns().map_err(failed)?;
         self.ring.copy(mb(d.app_mem_mb / 2.0));
         let target = t0 + (app_cpu * 1e9) as u64;
-        while thread_cpu_time_ns().map_err(other)? < target {
+        while thread_cpu_time_ns().map_err(failed)? < target {
             for _ in 0..1000 {
                 std::hint::black_box(0u64);
             }
@@ -192,11 +191,11 @@ impl Worker {
             self.ring.copy(mb(d.frame_mb));
         }
         if let Some(w) = self.tx.as_mut() {
-            send(w, &mut self.ring, mb(d.net_tx_mb)).map_err(other)?;
+            send(w, &mut self.ring, mb(d.net_tx_mb)).map_err(failed)?;
         }
         if let Some(pp) = self.pp.as_mut() {
             pp.round_trips(round_trips(d.context_switches))
-                .map_err(other)?;
+                .map_err(failed)?;
         }
         Ok(())
     }
@@ -221,7 +220,7 @@ pub fn run_app(
     secs: f64,
     dir: &Path,
     ws: usize,
-) -> Result<Step, CliError> {
+) -> Result<Step, ValidateError> {
     let d = &p.demand;
     let app_cpu = d.app_cpu_s.unwrap_or(0.0) + d.app_cpu_pct.unwrap_or(0.0) / 100.0 * cpus as f64;
     let cap = file_cap(ws);
@@ -230,12 +229,12 @@ pub fn run_app(
     // Every worker is set up (rings touched, peers connected) before the step's clock starts.
     let barrier = Barrier::new(cpus + 1);
     let dur = (secs * 1e9) as u64;
-    let res: Result<f64, CliError> = std::thread::scope(|s| {
+    let res: Result<f64, ValidateError> = std::thread::scope(|s| {
         let mut hs = Vec::new();
         for k in 0..cpus {
             let (done, start_at, barrier) = (&done, &start_at, &barrier);
             let path = dir.join(format!("app-{k}.bin"));
-            hs.push(s.spawn(move || -> Result<(), CliError> {
+            hs.push(s.spawn(move || -> Result<(), ValidateError> {
                 // Each worker stops its own helpers (another worker may still be mid-unit).
                 let stop = Arc::new(AtomicBool::new(false));
                 let setup = Worker::new(p, k, ws, &path, &stop);
@@ -245,9 +244,9 @@ pub fn run_app(
                 let start = start_at.load(Ordering::SeqCst);
                 let end = start + dur;
                 let mut j = 0u64;
-                let r = (|| -> Result<(), CliError> {
+                let r = (|| -> Result<(), ValidateError> {
                     if rate.is_none() {
-                        sleep_until_ns(start).map_err(other)?;
+                        sleep_until_ns(start).map_err(failed)?;
                     }
                     loop {
                         if let Some(r) = rate {
@@ -256,7 +255,7 @@ pub fn run_app(
                             if t >= end {
                                 break;
                             }
-                            sleep_until_ns(t).map_err(other)?;
+                            sleep_until_ns(t).map_err(failed)?;
                         }
                         // A unit behind schedule at the end is not started.
                         if now_ns() >= end || INTERRUPTED.load(Ordering::Relaxed) {
@@ -279,14 +278,14 @@ pub fn run_app(
         let start = now_ns() + 20_000_000;
         start_at.store(start, Ordering::SeqCst);
         barrier.wait();
-        let cpu = (|| -> Result<f64, CliError> {
-            sleep_until_ns(start).map_err(other)?;
+        let cpu = (|| -> Result<f64, ValidateError> {
+            sleep_until_ns(start).map_err(failed)?;
             let c0 = proc_cpu_s()?;
-            sleep_until_ns(start + dur).map_err(other)?;
+            sleep_until_ns(start + dur).map_err(failed)?;
             Ok(proc_cpu_s()? - c0)
         })();
         for h in hs {
-            h.join().map_err(|_| other("a worker panicked"))??;
+            h.join().map_err(|_| failed("a worker panicked"))??;
         }
         cpu
     });

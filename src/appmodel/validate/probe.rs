@@ -10,10 +10,9 @@ use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use super::work::{CHUNK, MB, PingPong, Ring, SWITCHES_PER_ROUND_TRIP, pump, recv, tcp_pair};
-use super::{other, proc_cpu_s};
+use super::{ValidateError, failed, proc_cpu_s};
 use crate::appmodel::inputs::{FRAME_VARIANTS, Inputs, Origin, Value};
 use crate::appmodel::profile::Profile;
-use crate::cli::CliError;
 use crate::platform::clock::thread_cpu_time_ns;
 
 fn put(inp: &mut Inputs, key: &str, value: f64, origin: Origin, how: &str) {
@@ -94,7 +93,7 @@ pub fn median_of(probes: &[Inputs]) -> (Inputs, Vec<(String, f64, f64)>) {
 }
 
 /// Measure the inputs. `ws`: the working-set size of every ring.
-pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, CliError> {
+pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, ValidateError> {
     let mut inp = Inputs::new("this machine (probes)", std::env::consts::OS);
     measured(&mut inp, "cpus", cpus as f64, "logical CPUs");
     // The profile's own [assumptions] win (they are how a user tests another copy count).
@@ -103,185 +102,195 @@ pub fn probe(p: &Profile, cpus: usize, dir: &Path, ws: usize) -> Result<Inputs, 
             put(&mut inp, k, *v, Origin::Assumed, why);
         }
     }
-    // Loopback TCP: 64 MB, CPU of this process (sender + receiver threads) per MB.
-    {
-        let (mut r, w) = tcp_pair().map_err(other)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let h = pump(w, Ring::new(ws), stop.clone());
-        let mut ring = Ring::new(ws);
-        recv(&mut r, &mut ring, 8 * MB).map_err(other)?; // warm-up
-        let (c0, t0) = (proc_cpu_s()?, Instant::now());
-        recv(&mut r, &mut ring, 64 * MB).map_err(other)?;
-        let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
-        stop.store(true, Ordering::Relaxed);
-        drop(r);
-        let _ = h.join();
-        let how =
-            "64 MB over loopback TCP in 1 MB chunks, this process's CPU (sender + receiver) per MB";
-        measured(&mut inp, "net_rx_cpu_s_per_mb_tcp", cpu / 64.0, how);
-        measured(&mut inp, "net_rx_cpu_s_per_mb_udp", cpu / 64.0, how);
-        measured(&mut inp, "net_tx_cpu_s_per_mb", cpu / 64.0, how);
+    loopback_tcp(&mut inp, ws)?;
+    file(&mut inp, p, dir, ws)?;
+    copies(&mut inp, cpus, ws)?;
+    ping_pong(&mut inp)?;
+    Ok(inp)
+}
+
+/// Loopback TCP: 64 MB, CPU of this process (sender + receiver threads) per MB.
+fn loopback_tcp(inp: &mut Inputs, ws: usize) -> Result<(), ValidateError> {
+    let (mut r, w) = tcp_pair().map_err(failed)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let h = pump(w, Ring::new(ws), stop.clone());
+    let mut ring = Ring::new(ws);
+    recv(&mut r, &mut ring, 8 * MB).map_err(failed)?; // warm-up
+    let (c0, t0) = (proc_cpu_s()?, Instant::now());
+    recv(&mut r, &mut ring, 64 * MB).map_err(failed)?;
+    let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
+    stop.store(true, Ordering::Relaxed);
+    drop(r);
+    let _ = h.join();
+    let how =
+        "64 MB over loopback TCP in 1 MB chunks, this process's CPU (sender + receiver) per MB";
+    measured(inp, "net_rx_cpu_s_per_mb_tcp", cpu / 64.0, how);
+    measured(inp, "net_rx_cpu_s_per_mb_udp", cpu / 64.0, how);
+    measured(inp, "net_tx_cpu_s_per_mb", cpu / 64.0, how);
+    measured(
+        inp,
+        "net_link_mb_s",
+        64.0 / wall,
+        "64 MB over loopback TCP, MB/s",
+    );
+
+    Ok(())
+}
+
+/// File write then read (buffered, the page cache), 1 MB chunks, a file of ≥ the working set.
+fn file(inp: &mut Inputs, p: &Profile, dir: &Path, ws: usize) -> Result<(), ValidateError> {
+    let total = ws.max(128 * MB).div_ceil(MB);
+    let path = dir.join("probe.bin");
+    let mut ring = Ring::new(ws);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(failed)?;
+    // A first pass allocates the cached pages (not timed); the timed pass overwrites them in
+    // place, as the app does with its pre-filled file.
+    for _ in 0..total {
+        f.write_all(ring.take(CHUNK)).map_err(failed)?;
+    }
+    f.seek(SeekFrom::Start(0)).map_err(failed)?;
+    let (c0, t0) = (proc_cpu_s()?, Instant::now());
+    for _ in 0..total {
+        f.write_all(ring.take(CHUNK)).map_err(failed)?;
+    }
+    let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
+    let t = p.demand.disk_threads;
+    let how = format!(
+        "{total} MB buffered writes of 1 MB overwriting a cached temp file in place, this process's CPU"
+    );
+    let tf = total as f64;
+    measured(inp, &format!("disk_write_mb_s_t{t}"), tf / wall, &how);
+    measured(
+        inp,
+        &format!("disk_write_cpu_s_per_mb_t{t}"),
+        cpu / tf,
+        &how,
+    );
+    f.seek(SeekFrom::Start(0)).map_err(failed)?;
+    let (c0, t0) = (proc_cpu_s()?, Instant::now());
+    for _ in 0..total {
+        f.read_exact(ring.take(CHUNK)).map_err(failed)?;
+    }
+    let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
+    let how = format!("{total} MB buffered reads of 1 MB from the temp file (page cache)");
+    measured(inp, &format!("disk_read_mb_s_t{t}"), tf / wall, &how);
+    measured(inp, &format!("disk_read_cpu_s_per_mb_t{t}"), cpu / tf, &how);
+    drop(f);
+    let _ = std::fs::remove_file(&path);
+
+    Ok(())
+}
+
+/// Copies in 1 MB chunks through a ring: one thread (frame copy CPU per MB copied, and one
+/// core's copy rate: the CPU floor of memory traffic), then all threads at once (bandwidth,
+/// bytes read + written). The all-thread clock runs from a start barrier to an end barrier
+/// that every thread reaches right after its copy: ring set-up and freeing (unmapping the
+/// rings takes as long as a third of the copy) stay outside it.
+fn copies(inp: &mut Inputs, cpus: usize, ws: usize) -> Result<(), ValidateError> {
+    let mut ring = Ring::new(ws);
+    ring.copy(ws); // warm-up
+    let bytes = 4 * ws;
+    let t0 = thread_cpu_time_ns().map_err(failed)?;
+    ring.copy(bytes);
+    let cpu = (thread_cpu_time_ns().map_err(failed)? - t0) as f64 / 1e9;
+    let copied_mb = bytes as f64 / 1e6;
+    let how = format!(
+        "{} MB copied in 1 MB chunks through a {} MiB ring by one thread, its thread CPU",
+        bytes / MB,
+        ws >> 20
+    );
+    for var in FRAME_VARIANTS {
         measured(
-            &mut inp,
-            "net_link_mb_s",
-            64.0 / wall,
-            "64 MB over loopback TCP, MB/s",
+            inp,
+            &format!("frame_copy_cpu_s_per_mb_{var}"),
+            cpu / copied_mb,
+            &format!("{how} per MB copied"),
         );
     }
-    // File write then read (buffered, the page cache), 1 MB chunks, a file of ≥ the working set.
-    {
-        let total = ws.max(128 * MB).div_ceil(MB);
-        let path = dir.join("probe.bin");
-        let mut ring = Ring::new(ws);
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(other)?;
-        // A first pass allocates the cached pages (not timed); the timed pass overwrites them in
-        // place, as the app does with its pre-filled file.
-        for _ in 0..total {
-            f.write_all(ring.take(CHUNK)).map_err(other)?;
+    measured(
+        inp,
+        "mem_bw_1t_mb_s",
+        2.0 * copied_mb / cpu,
+        &format!("{how}: bytes read + written per CPU-second"),
+    );
+    drop(ring);
+    // A capacity: the best of 3 passes (as STREAM reports its best), since a shared host's
+    // other work only ever lowers it.
+    let (bytes, passes) = (4 * ws, 3);
+    let (start, end) = (Barrier::new(cpus + 1), Barrier::new(cpus + 1));
+    let wall = std::thread::scope(|s| {
+        for _ in 0..cpus {
+            s.spawn(|| {
+                let mut ring = Ring::new(ws);
+                ring.copy(ws); // warm-up
+                for _ in 0..passes {
+                    start.wait();
+                    ring.copy(bytes);
+                    end.wait();
+                }
+            });
         }
-        f.seek(SeekFrom::Start(0)).map_err(other)?;
-        let (c0, t0) = (proc_cpu_s()?, Instant::now());
-        for _ in 0..total {
-            f.write_all(ring.take(CHUNK)).map_err(other)?;
-        }
-        let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
-        let t = p.demand.disk_threads;
-        let how = format!(
-            "{total} MB buffered writes of 1 MB overwriting a cached temp file in place, this process's CPU"
-        );
-        let tf = total as f64;
-        measured(&mut inp, &format!("disk_write_mb_s_t{t}"), tf / wall, &how);
-        measured(
-            &mut inp,
-            &format!("disk_write_cpu_s_per_mb_t{t}"),
-            cpu / tf,
-            &how,
-        );
-        f.seek(SeekFrom::Start(0)).map_err(other)?;
-        let (c0, t0) = (proc_cpu_s()?, Instant::now());
-        for _ in 0..total {
-            f.read_exact(ring.take(CHUNK)).map_err(other)?;
-        }
-        let (cpu, wall) = (proc_cpu_s()? - c0, t0.elapsed().as_secs_f64());
-        let how = format!("{total} MB buffered reads of 1 MB from the temp file (page cache)");
-        measured(&mut inp, &format!("disk_read_mb_s_t{t}"), tf / wall, &how);
-        measured(
-            &mut inp,
-            &format!("disk_read_cpu_s_per_mb_t{t}"),
-            cpu / tf,
-            &how,
-        );
-        drop(f);
-        let _ = std::fs::remove_file(&path);
-    }
-    // Copies in 1 MB chunks through a ring: one thread (frame copy CPU per MB copied, and one
-    // core's copy rate: the CPU floor of memory traffic), then all threads at once (bandwidth,
-    // bytes read + written). The all-thread clock runs from a start barrier to an end barrier
-    // that every thread reaches right after its copy: ring set-up and freeing (unmapping the
-    // rings takes as long as a third of the copy) stay outside it.
-    {
-        let mut ring = Ring::new(ws);
-        ring.copy(ws); // warm-up
-        let bytes = 4 * ws;
-        let t0 = thread_cpu_time_ns().map_err(other)?;
-        ring.copy(bytes);
-        let cpu = (thread_cpu_time_ns().map_err(other)? - t0) as f64 / 1e9;
-        let copied_mb = bytes as f64 / 1e6;
-        let how = format!(
-            "{} MB copied in 1 MB chunks through a {} MiB ring by one thread, its thread CPU",
+        (0..passes)
+            .map(|_| {
+                start.wait();
+                let t0 = Instant::now();
+                end.wait();
+                t0.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    });
+    let traffic = cpus as f64 * 2.0 * bytes as f64;
+    measured(
+        inp,
+        "mem_bw_mb_s",
+        traffic / 1e6 / wall,
+        &format!(
+            "{cpus} thread(s) each copying {} MB in 1 MB chunks through its own {} MiB ring, bytes read + written / wall (start to end barrier), best of {passes} passes",
             bytes / MB,
             ws >> 20
-        );
-        for var in FRAME_VARIANTS {
-            measured(
-                &mut inp,
-                &format!("frame_copy_cpu_s_per_mb_{var}"),
-                cpu / copied_mb,
-                &format!("{how} per MB copied"),
-            );
-        }
-        measured(
-            &mut inp,
-            "mem_bw_1t_mb_s",
-            2.0 * copied_mb / cpu,
-            &format!("{how}: bytes read + written per CPU-second"),
-        );
-        drop(ring);
-        // A capacity: the best of 3 passes (as STREAM reports its best), since a shared host's
-        // other work only ever lowers it.
-        let (bytes, passes) = (4 * ws, 3);
-        let (start, end) = (Barrier::new(cpus + 1), Barrier::new(cpus + 1));
-        let wall = std::thread::scope(|s| {
-            for _ in 0..cpus {
-                s.spawn(|| {
-                    let mut ring = Ring::new(ws);
-                    ring.copy(ws); // warm-up
-                    for _ in 0..passes {
-                        start.wait();
-                        ring.copy(bytes);
-                        end.wait();
-                    }
-                });
+        ),
+    );
+
+    Ok(())
+}
+
+/// Context switches: the app's own ping-pong with a partner thread, bound to one CPU as in the
+/// app, this process's CPU per switch (2 per round trip, the pipe write + read of both sides
+/// included). In a thread of its own, so the binding does not stay with the caller.
+fn ping_pong(inp: &mut Inputs) -> Result<(), ValidateError> {
+    let n = 20_000;
+    let (cpu, pinned) = std::thread::scope(|s| {
+        s.spawn(|| -> Result<(f64, Result<usize, String>), ValidateError> {
+            let mut pp = PingPong::start(super::work::nth_allowed_cpu(0)).map_err(failed)?;
+            pp.round_trips(2000).map_err(failed)?;
+            let c0 = proc_cpu_s()?;
+            pp.round_trips(n).map_err(failed)?;
+            let cpu = proc_cpu_s()? - c0;
+            Ok((cpu, pp.pinned.clone()))
+        })
+        .join()
+        .map_err(|_| failed("the ping-pong probe panicked"))?
+    })?;
+    measured(
+        inp,
+        "ctx_switch_us",
+        cpu / (n as f64 * SWITCHES_PER_ROUND_TRIP) * 1e6,
+        &format!(
+            "{n} round trips of a 1-byte pipe ping-pong with a partner thread (the app's own), {}, this process's CPU per switch (2 per round trip, pipe write + read included)",
+            match pinned {
+                Ok(c) => format!("both bound to CPU {c} (same-CPU switches, as in the app)"),
+                Err(why) => format!("NOT bound to one CPU ({why}): cross-CPU wake-ups included"),
             }
-            (0..passes)
-                .map(|_| {
-                    start.wait();
-                    let t0 = Instant::now();
-                    end.wait();
-                    t0.elapsed().as_secs_f64()
-                })
-                .fold(f64::INFINITY, f64::min)
-        });
-        let traffic = cpus as f64 * 2.0 * bytes as f64;
-        measured(
-            &mut inp,
-            "mem_bw_mb_s",
-            traffic / 1e6 / wall,
-            &format!(
-                "{cpus} thread(s) each copying {} MB in 1 MB chunks through its own {} MiB ring, bytes read + written / wall (start to end barrier), best of {passes} passes",
-                bytes / MB,
-                ws >> 20
-            ),
-        );
-    }
-    // Context switches: the app's own ping-pong with a partner thread, bound to one CPU as in the
-    // app, this process's CPU per switch (2 per round trip, the pipe write + read of both sides
-    // included). In a thread of its own, so the binding does not stay with the caller.
-    {
-        let n = 20_000;
-        let (cpu, pinned) = std::thread::scope(|s| {
-            s.spawn(|| -> Result<(f64, Result<usize, String>), CliError> {
-                let mut pp = PingPong::start(super::work::nth_allowed_cpu(0)).map_err(other)?;
-                pp.round_trips(2000).map_err(other)?;
-                let c0 = proc_cpu_s()?;
-                pp.round_trips(n).map_err(other)?;
-                let cpu = proc_cpu_s()? - c0;
-                Ok((cpu, pp.pinned.clone()))
-            })
-            .join()
-            .map_err(|_| other("the ping-pong probe panicked"))?
-        })?;
-        measured(
-            &mut inp,
-            "ctx_switch_us",
-            cpu / (n as f64 * SWITCHES_PER_ROUND_TRIP) * 1e6,
-            &format!(
-                "{n} round trips of a 1-byte pipe ping-pong with a partner thread (the app's own), {}, this process's CPU per switch (2 per round trip, pipe write + read included)",
-                match pinned {
-                    Ok(c) => format!("both bound to CPU {c} (same-CPU switches, as in the app)"),
-                    Err(why) =>
-                        format!("NOT bound to one CPU ({why}): cross-CPU wake-ups included"),
-                }
-            ),
-        );
-    }
-    Ok(inp)
+        ),
+    );
+
+    Ok(())
 }
 
 #[cfg(test)]

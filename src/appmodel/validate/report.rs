@@ -1,5 +1,6 @@
 //! What `model validate` found: the prediction, every step, the verdict (which law or input is
-//! off when it disagrees), the exit status, and its JSON / Markdown / HTML exports.
+//! off when it disagrees), and its JSON and Markdown exports (the HTML page is drawn by
+//! `crate::report::appmodel`). The exit status the command gave it is the caller's to say.
 
 use std::collections::BTreeMap;
 
@@ -8,8 +9,6 @@ use serde::Serialize;
 use super::app::Step;
 use crate::appmodel::Analysis;
 use crate::appmodel::calc::Prediction;
-use crate::cli::{EXIT_OK, EXIT_WARN};
-use crate::report::esc;
 
 /// Relative agreement required.
 pub const TOLERANCE: f64 = 0.15;
@@ -68,6 +67,19 @@ impl StepRow {
             (st.achieved > 0.0 && pr > 0.0).then(|| row.cpu_deviation().abs() <= TOLERANCE);
         row
     }
+    /// The offered rate ("12.50"), or "flat out".
+    pub fn offered_text(&self) -> String {
+        self.offered
+            .map_or("flat out".into(), |v| format!("{v:.2}"))
+    }
+    /// "memory 12.3, net_rx 4.5": MB/s per resource at the achieved rate.
+    pub fn achieved_mb_s_text(&self) -> String {
+        self.achieved_mb_s
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
     /// "21.8 %", or "21.8–28.4 %" with the contended end.
     pub fn cpu_predicted_text(&self) -> String {
         match self.cpu_predicted_contended_pct {
@@ -124,13 +136,10 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// 0: agrees, or not judged (shared machine); 1: a quiet machine's measurement disagrees.
-    pub fn exit_code(&self) -> i32 {
-        if !self.judged || self.agrees {
-            EXIT_OK
-        } else {
-            EXIT_WARN
-        }
+    /// A quiet machine's measurement disagrees with the prediction (a shared machine's is not
+    /// judged).
+    pub fn disagrees(&self) -> bool {
+        self.judged && !self.agrees
     }
 }
 
@@ -213,25 +222,25 @@ pub struct Validation {
     pub analysis: Analysis,
     pub steps: Vec<StepRow>,
     pub verdict: Verdict,
-    pub exit_code: i32,
 }
 
-fn opt(o: Option<f64>) -> String {
-    o.map_or("flat out".into(), |v| format!("{v:.2}"))
+/// The JSON export: the validation and the exit status `model validate` gave it.
+pub fn json(v: &Validation, exit_code: i32) -> anyhow::Result<String> {
+    #[derive(Serialize)]
+    struct Export<'a> {
+        #[serde(flatten)]
+        validation: &'a Validation,
+        exit_code: i32,
+    }
+    let e = Export {
+        validation: v,
+        exit_code,
+    };
+    Ok(serde_json::to_string_pretty(&e)? + "\n")
 }
 
-fn rates(r: &BTreeMap<String, f64>) -> String {
-    r.iter()
-        .map(|(k, v)| format!("{k} {v:.1}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-pub fn json(v: &Validation) -> anyhow::Result<String> {
-    Ok(serde_json::to_string_pretty(v)? + "\n")
-}
-
-pub fn markdown(v: &Validation) -> String {
+/// The Markdown export, with the exit status `model validate` gave it.
+pub fn markdown(v: &Validation, exit_code: i32) -> String {
     let mut o = String::new();
     o.push_str(&format!(
         "# model validate: {}\n\n",
@@ -257,14 +266,14 @@ pub fn markdown(v: &Validation) -> String {
     for s in &v.steps {
         o.push_str(&format!(
             "| {} | {:.1} | {:.2} | {:.1} | {} | {} | {} | {} |\n",
-            opt(s.offered),
+            s.offered_text(),
             s.duration_s,
             s.achieved,
             s.cpu_measured_pct,
             s.cpu_pacing_pct.map_or("—".into(), |x| format!("{x:.1}")),
             s.cpu_predicted_text(),
             s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
-            rates(&s.achieved_mb_s)
+            s.achieved_mb_s_text()
         ));
     }
     let vd = &v.verdict;
@@ -276,77 +285,13 @@ pub fn markdown(v: &Validation) -> String {
         vd.bottleneck,
         vd.flat_out_cpu_pct,
         vd.text,
-        v.exit_code
+        exit_code
     ));
     o
 }
 
-pub fn html(v: &Validation) -> String {
-    let mut rows = String::new();
-    for s in &v.steps {
-        rows.push_str(&format!(
-            "<tr><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            esc(&opt(s.offered)),
-            s.duration_s,
-            s.achieved,
-            s.cpu_measured_pct,
-            s.cpu_pacing_pct.map_or("—".into(), |x| format!("{x:.1}")),
-            esc(&s.cpu_predicted_text()),
-            s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
-            esc(&rates(&s.achieved_mb_s))
-        ));
-    }
-    let mut res = String::new();
-    if let Some(pr) = v.analysis.predictions.first() {
-        for rc in &pr.resources {
-            res.push_str(&format!(
-                "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td></tr>\n",
-                esc(rc.title),
-                crate::appmodel::calc::fmt(rc.demand),
-                esc(rc.unit),
-                rc.capacity.map_or("—".into(), |c| esc(&format!(
-                    "{} {}/s",
-                    crate::appmodel::calc::fmt(c),
-                    rc.unit
-                ))),
-                rc.x_sat.map_or("—".into(), |x| format!("{x:.2}"))
-            ));
-        }
-    }
-    let notes: String = v
-        .notes
-        .iter()
-        .map(|n| format!("<li>{}</li>", esc(n)))
-        .collect();
-    let vd = &v.verdict;
-    format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>model validate: {name}</title>\n<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}</style></head><body>\n<h1>model validate: {name}</h1>\n<p>Working set per ring: {ring} MiB (LLC {llc} MiB: {llcs}). Other work during the idle baseline: {bg:.2} CPUs{shared}.</p>\n<ul>{notes}</ul>\n<h2>Prediction (from the probes)</h2>\n<table><tr><th>resource</th><th>demand per {unit}</th><th>capacity</th><th>saturates at ({unit}/s)</th></tr>\n{res}</table>\n<h2>Steps</h2>\n<table><tr><th>offered ({unit}/s)</th><th>s</th><th>achieved ({unit}/s)</th><th>CPU measured %</th><th>− pacing %</th><th>CPU predicted %</th><th>CPU agrees</th><th>achieved MB/s (per-unit MB × rate)</th></tr>\n{rows}</table>\n<p>CPU utilisation against the achieved rate, predicted and measured:</p>\n{chart}\n<h2>Verdict</h2>\n<p>Maximum rate: predicted {xp:.2}, measured {xm:.2} {unit}/s. Bottleneck predicted: {bn}; flat out this process used {fo:.1} % of all CPUs.</p>\n<p><b>{text}</b> (exit status {code})</p>\n</body></html>\n",
-        name = esc(&v.analysis.profile.name),
-        ring = v.working_set.ring_bytes >> 20,
-        llc = v.working_set.llc_bytes >> 20,
-        llcs = esc(&v.working_set.llc_source),
-        bg = v.background_cpus,
-        shared = if v.shared_machine {
-            " (shared machine)"
-        } else {
-            ""
-        },
-        unit = esc(&v.analysis.profile.unit),
-        xp = vd.x_predicted,
-        xm = vd.x_measured,
-        bn = esc(&vd.bottleneck),
-        fo = vd.flat_out_cpu_pct,
-        text = esc(&vd.text),
-        code = v.exit_code,
-        chart = match crate::report::appmodel::validate_cpu_chart(v) {
-            Ok(svg) => svg,
-            Err(e) => format!("<p>(no chart: {})</p>", esc(&e.to_string())),
-        },
-    )
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -423,14 +368,14 @@ mod tests {
     }
 
     #[test]
-    fn exit_status_rule() {
-        // Agrees: 0.
+    fn a_quiet_machine_that_disagrees_is_the_only_disagreement() {
+        // Agrees.
         let v = judge(false, 100.0, 110.0, true, "cpu", "", 0.95);
         assert!(v.agrees && v.judged);
-        assert_eq!(v.exit_code(), 0);
-        // A quiet machine that disagrees: 1, naming what is off.
+        assert!(!v.disagrees());
+        // A quiet machine that disagrees, naming what is off.
         let v = judge(false, 100.0, 170.0, true, "memory", "assumed copies", 0.5);
-        assert_eq!(v.exit_code(), 1);
+        assert!(v.disagrees());
         assert!(
             v.off
                 .as_deref()
@@ -445,19 +390,44 @@ mod tests {
                 .starts_with("the capacity of the bottleneck (cpu)")
         );
         let v = judge(false, 100.0, 100.0, false, "cpu", "", 0.99);
-        assert_eq!(v.exit_code(), 1);
+        assert!(v.disagrees());
         assert!(v.off.as_deref().unwrap().contains("utilisation law"));
-        // A shared machine: shown, not judged, 0.
+        // A shared machine: shown, not judged.
         let v = judge(true, 100.0, 170.0, false, "memory", "", 0.5);
         assert!(!v.judged);
-        assert_eq!(v.exit_code(), 0);
+        assert!(!v.disagrees());
         assert!(v.text.starts_with("NOT JUDGED"), "{}", v.text);
     }
 
     /// Every export carries every step (offered, achieved, CPU measured vs predicted, per-resource
-    /// MB/s) and the verdict.
+    /// MB/s), the verdict and the exit status given.
     #[test]
     fn the_exports_contain_the_prediction_every_step_and_the_verdict() {
+        let v = sample();
+        // S_cpu = (0.01 + 0.001) / 2 = 0.0055 → at 12.4/s, 6.82 %.
+        assert!((v.steps[0].cpu_predicted_pct - 6.82).abs() < 1e-9);
+        assert_eq!(v.steps[0].cpu_agrees, Some(true));
+        assert!((v.steps[1].achieved_mb_s["net_rx"] - 77.7).abs() < 1e-9);
+        let j: serde_json::Value = serde_json::from_str(&json(&v, 1).unwrap()).unwrap();
+        assert_eq!(j["steps"].as_array().unwrap().len(), 2);
+        assert_eq!(j["steps"][0]["offered"], 12.5);
+        assert!(j["steps"][1]["offered"].is_null());
+        assert_eq!(j["verdict"]["x_measured"], 77.7);
+        assert!(j["analysis"]["predictions"][0]["x_max"].is_f64());
+        assert_eq!(j["exit_code"], 1);
+        let md = markdown(&v, 1);
+        assert!(
+            md.contains("| 12.50 | 1.0 | 12.40 | 6.8 | — | 6.8 % | yes |"),
+            "{md}"
+        );
+        assert!(md.contains("| flat out | 1.0 | 77.70 |"), "{md}");
+        assert!(md.contains(&v.verdict.text), "{md}");
+        assert!(md.contains("(exit status 1)"), "{md}");
+    }
+
+    /// A validation of a small profile: two steps (an offered rate and flat out) and a verdict
+    /// that the memory bandwidth is off.
+    pub(crate) fn sample() -> Validation {
         use crate::appmodel::inputs::{Inputs, Origin, Value};
         use crate::appmodel::{Profile, analyse};
         let p = Profile::parse(
@@ -497,12 +467,8 @@ mod tests {
             )
         };
         let steps = vec![step(Some(12.5), 12.4, 0.068), step(None, 77.7, 0.42)];
-        // S_cpu = (0.01 + 0.001) / 2 = 0.0055 → at 12.4/s, 6.82 %.
-        assert!((steps[0].cpu_predicted_pct - 6.82).abs() < 1e-9);
-        assert_eq!(steps[0].cpu_agrees, Some(true));
-        assert!((steps[1].achieved_mb_s["net_rx"] - 77.7).abs() < 1e-9);
         let verdict = judge(false, pred.x_max.unwrap(), 77.7, true, "memory", "x", 0.42);
-        let v = Validation {
+        Validation {
             schema: "osgauge.appmodel.validate/1",
             profile_path: "p.toml".into(),
             working_set: WorkingSet {
@@ -513,34 +479,9 @@ mod tests {
             background_cpus: 0.0,
             shared_machine: false,
             notes: vec!["a note".into()],
-            exit_code: verdict.exit_code(),
             analysis: a,
             steps,
             verdict,
-        };
-        let j: serde_json::Value = serde_json::from_str(&json(&v).unwrap()).unwrap();
-        assert_eq!(j["steps"].as_array().unwrap().len(), 2);
-        assert_eq!(j["steps"][0]["offered"], 12.5);
-        assert!(j["steps"][1]["offered"].is_null());
-        assert_eq!(j["verdict"]["x_measured"], 77.7);
-        assert!(j["analysis"]["predictions"][0]["x_max"].is_f64());
-        let md = markdown(&v);
-        assert!(
-            md.contains("| 12.50 | 1.0 | 12.40 | 6.8 | — | 6.8 % | yes |"),
-            "{md}"
-        );
-        assert!(md.contains("| flat out | 1.0 | 77.70 |"), "{md}");
-        assert!(md.contains(&v.verdict.text), "{md}");
-        let h = html(&v);
-        assert!(
-            h.contains("<td>12.50</td>") && h.contains("<td>flat out</td>"),
-            "{h}"
-        );
-        assert!(h.contains("Memory bandwidth"), "{h}");
-        // The chart: the predicted line and the measured points.
-        assert!(
-            h.contains("<svg") && h.contains("predicted U = F + X·S"),
-            "{h}"
-        );
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! through `platform` and read back, and a request the OS refused fails the benchmark: a figure is
 //! never passed off as measured under a policy it did not run with.
 
+pub mod attribution;
 pub mod idle_wakeup;
 pub mod noise;
 pub mod wakeup;
@@ -37,6 +38,10 @@ pub struct LatencyOptions {
     pub histogram_limit_us: u64,
     /// Gaps of the noise loop above this are noise, ns (raised to 5 × the loop's own read cost).
     pub noise_threshold_ns: u64,
+    /// Explain every wake-up at least this late (Linux tracefs), ns; None = no tracing.
+    pub attribute_ns: Option<u64>,
+    /// Spikes kept per run with their parts (the culprit totals cover every spike).
+    pub attribute_top: usize,
 }
 
 impl Default for LatencyOptions {
@@ -48,6 +53,8 @@ impl Default for LatencyOptions {
             timer_slack_ns: 1,
             histogram_limit_us: 10_000,
             noise_threshold_ns: 1_000,
+            attribute_ns: None,
+            attribute_top: 10,
         }
     }
 }
@@ -80,6 +87,7 @@ impl LatencyOptions {
         );
         m.insert("priority".into(), json!(self.sched.priority));
         m.insert("nice".into(), json!(self.sched.nice));
+        m.insert("attribute_ns".into(), json!(self.attribute_ns));
         m
     }
 }

@@ -22,6 +22,8 @@ pub struct Wakeup {
 #[derive(Debug, Default)]
 pub struct PerCpu {
     pub latencies_ns: Vec<f64>,
+    /// Wake-ups at or above the attribution threshold (when tracing).
+    pub late: Vec<super::attribution::Late>,
     /// Periods that had already passed when the thread woke (skipped, not measured twice).
     pub missed: u64,
 }
@@ -127,15 +129,26 @@ impl Wakeup {
         let periods = (ctx.run_time.as_nanos() as u64 / interval).max(1);
         let mut out = PerCpu {
             latencies_ns: Vec::with_capacity(periods as usize),
+            late: Vec::new(),
             missed: 0,
         };
+        let tid = crate::platform::tracefs::current_tid();
         let start = now_ns() + interval;
         let end = start + periods * interval;
         let mut next = start;
         while next < end {
             sleep_until_ns(next).map_err(|e| crate::bench::os_err("sleep until", e))?;
             let now = now_ns();
-            out.latencies_ns.push(now.saturating_sub(next) as f64);
+            let lat = now.saturating_sub(next);
+            out.latencies_ns.push(lat as f64);
+            if self.opts.attribute_ns.is_some_and(|a| lat >= a) {
+                out.late.push(super::attribution::Late {
+                    cpu,
+                    tid,
+                    intended_ns: next,
+                    actual_ns: now,
+                });
+            }
             let (n, missed) = advance(next, interval, now);
             out.missed += missed;
             next = n;
@@ -144,6 +157,33 @@ impl Wakeup {
             }
         }
         Ok((out, facts))
+    }
+}
+
+impl Wakeup {
+    /// The run's `attribution` fact: every late wake-up explained, the top ones kept with their
+    /// parts, the culprits over all of them, and the events the ring lost.
+    fn attribution(&self, text: &str, lost: u64, mut late: Vec<super::attribution::Late>) -> Value {
+        use super::attribution::{attribute, parse, top_culprits};
+        let events = parse(text);
+        late.sort_by_key(|l| std::cmp::Reverse(l.actual_ns - l.intended_ns));
+        let spikes: Vec<_> = late.iter().map(|l| attribute(&events, l)).collect();
+        let explained: u64 = spikes
+            .iter()
+            .flat_map(|s| &s.parts)
+            .filter(|p| p.kind != super::attribution::PartKind::Unexplained)
+            .map(|p| p.ns)
+            .sum();
+        let total: u64 = spikes.iter().map(|s| s.latency_ns).sum();
+        json!({
+            "threshold_ns": self.opts.attribute_ns,
+            "spikes": spikes.len(),
+            "explained_pct": if total > 0 { 100.0 * explained as f64 / total as f64 } else { 100.0 },
+            "events": events.len(),
+            "events_lost": lost,
+            "culprits": top_culprits(&spikes, 10),
+            "top": spikes.iter().take(self.opts.attribute_top).collect::<Vec<_>>(),
+        })
     }
 }
 
@@ -179,13 +219,32 @@ impl Benchmark for Wakeup {
         if self.cpus.is_empty() {
             return Err(BenchError::failed("no CPU to measure on"));
         }
+        // Tracing (--attribute) runs around the measurement; a session that cannot start makes
+        // the benchmark unsupported here, with the reason — never measured untraced instead.
+        let mut session = match self.opts.attribute_ns {
+            Some(_) => Some(
+                crate::platform::tracefs::Session::start(&self.cpus)
+                    .map_err(|why| BenchError::unsupported(format!("--attribute: {why}")))?,
+            ),
+            None => None,
+        };
         let results = on_each_cpu(&self.cpus, |c| self.measure_cpu(c, ctx))?;
+        let trace = match session.as_mut() {
+            Some(s) => Some(
+                s.stop_and_read()
+                    .map_err(|e| BenchError::failed(format!("--attribute: {e}")))?,
+            ),
+            None => None,
+        };
+        drop(session);
         let mut out = RunOutput::default();
         let mut all = Vec::new();
         let mut missed = 0;
         let mut threads = Vec::new();
+        let mut late = Vec::new();
         for (&cpu, (m, facts)) in self.cpus.iter().zip(results) {
             missed += m.missed;
+            late.extend(m.late);
             all.extend_from_slice(&m.latencies_ns);
             threads.push(facts);
             out = out.metric(cpu_metric(cpu, ""), m.latencies_ns);
@@ -196,6 +255,10 @@ impl Benchmark for Wakeup {
             .ok_or_else(|| BenchError::failed("no wake-up was measured"))?;
         for (k, v) in thread_facts(threads) {
             out.facts.insert(k, v);
+        }
+        if let Some((text, lost)) = trace {
+            out.facts
+                .insert("attribution".into(), self.attribution(&text, lost, late));
         }
         Ok(out
             .metric("latency", all)

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::results::{StorePath, load_runs};
-use super::{CliError, EXIT_OK};
+use super::{CliError, EXIT_INTERRUPTED, EXIT_OK, EXIT_WARN};
+use crate::appmodel::validate::{self, ValidateError, report};
 use crate::appmodel::{self, Profile, published};
 use crate::export::check_writable;
 
@@ -47,25 +48,7 @@ pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeli
 
 pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
     if a.profile == "validate" {
-        let [p] = a.runs.as_slice() else {
-            return Err(CliError::Usage(
-                "usage: osgauge model validate <PROFILE>".into(),
-            ));
-        };
-        let run = match &a.inputs {
-            Some(k) => {
-                let runs = load_runs(std::slice::from_ref(k), &a.store)?;
-                runs.first()
-                    .map(|(n, r)| appmodel::inputs::from_record(n, r))
-            }
-            None => None,
-        };
-        let ex = crate::appmodel::validate::Exports {
-            json: a.export_json,
-            markdown: a.export_markdown,
-            html: a.export_html,
-        };
-        return crate::appmodel::validate::run_cli(Path::new(p), a.max_rate, a.step_s, &ex, run);
+        return validate(a);
     }
     if a.inputs.is_some() {
         return Err(CliError::Usage(
@@ -73,19 +56,7 @@ pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
                 .into(),
         ));
     }
-    let mut outputs: Vec<(&str, &Path)> = Vec::new();
-    for (p, flag) in [
-        (&a.export_json, "--export-json"),
-        (&a.export_markdown, "--export-markdown"),
-        (&a.export_html, "--export-html"),
-    ] {
-        if let Some(p) = p {
-            check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
-            outputs.push((flag, p));
-        }
-    }
-    crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
-    crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
+    check_exports(&a)?;
     let profile = Profile::load(Path::new(&a.profile)).map_err(|e| CliError::Usage(e.0))?;
     let mut runs_given = a.runs.clone();
     if runs_given.is_empty() && profile.inputs.is_none() {
@@ -137,4 +108,106 @@ pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
     }
     crate::export::write_each(outs)?;
     Ok(EXIT_OK)
+}
+
+/// `osgauge model validate <PROFILE>`: the usage checked before anything runs, then the run, its
+/// exports, and the exit status of its verdict.
+fn validate(a: ModelArgs) -> Result<i32, CliError> {
+    let [path] = a.runs.as_slice() else {
+        return Err(CliError::Usage(
+            "usage: osgauge model validate <PROFILE>".into(),
+        ));
+    };
+    let stored = match &a.inputs {
+        Some(k) => {
+            let runs = load_runs(std::slice::from_ref(k), &a.store)?;
+            runs.first()
+                .map(|(n, r)| appmodel::inputs::from_record(n, r))
+        }
+        None => None,
+    };
+    let path = Path::new(path);
+    let p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
+    if !(0.2..=60.0).contains(&a.step_s) {
+        return Err(CliError::Usage("--step-s: from 0.2 to 60 seconds".into()));
+    }
+    if let Some(m) = a.max_rate
+        && !(m.is_finite() && m > 0.0)
+    {
+        return Err(CliError::Usage("--max-rate: a rate above 0".into()));
+    }
+    check_exports(&a)?;
+    match validate::run(p, path, a.max_rate, a.step_s, stored) {
+        Ok(v) => {
+            let code = exit_code(&v.verdict);
+            write_validation(&v, code, &a)?;
+            Ok(code)
+        }
+        Err(ValidateError::Interrupted) => {
+            crate::errln!("osgauge: {}", ValidateError::Interrupted);
+            Ok(crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED))
+        }
+        Err(e @ ValidateError::Failed(_)) => Err(CliError::Other(e.into())),
+    }
+}
+
+/// Every export asked for can be written, each to a file of its own; when one is `-`, standard
+/// output carries it alone from now on.
+fn check_exports(a: &ModelArgs) -> Result<(), CliError> {
+    let mut outputs: Vec<(&str, &Path)> = Vec::new();
+    for (p, flag) in [
+        (&a.export_json, "--export-json"),
+        (&a.export_markdown, "--export-markdown"),
+        (&a.export_html, "--export-html"),
+    ] {
+        if let Some(p) = p {
+            check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+            outputs.push((flag, p));
+        }
+    }
+    crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
+    crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
+    Ok(())
+}
+
+/// 0 when the verdict agrees or the machine was shared (not judged); 1 when a quiet machine's
+/// measurement disagrees.
+fn exit_code(v: &report::Verdict) -> i32 {
+    if v.disagrees() { EXIT_WARN } else { EXIT_OK }
+}
+
+/// Every export asked for, each on its own (one failure does not stop the others).
+fn write_validation(v: &report::Validation, code: i32, a: &ModelArgs) -> Result<(), CliError> {
+    let mut outs: Vec<crate::export::Output> = Vec::new();
+    if let Some(p) = &a.export_json {
+        outs.push(("--export-json", p, report::json(v, code)));
+    }
+    if let Some(p) = &a.export_markdown {
+        outs.push(("--export-markdown", p, Ok(report::markdown(v, code))));
+    }
+    if let Some(p) = &a.export_html {
+        outs.push((
+            "--export-html",
+            p,
+            Ok(crate::report::appmodel::validate_page(v, code)),
+        ));
+    }
+    crate::export::write_each(outs).map_err(CliError::Other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::appmodel::validate::report::judge;
+
+    #[test]
+    fn validate_exits_1_only_when_a_quiet_machine_disagrees() {
+        let agrees = judge(false, 100.0, 110.0, true, "cpu", "", 0.95);
+        assert_eq!(exit_code(&agrees), EXIT_OK);
+        let disagrees = judge(false, 100.0, 170.0, true, "memory", "", 0.5);
+        assert_eq!(exit_code(&disagrees), EXIT_WARN);
+        assert_eq!(EXIT_WARN, 1);
+        let shared = judge(true, 100.0, 170.0, false, "memory", "", 0.5);
+        assert_eq!(exit_code(&shared), EXIT_OK);
+    }
 }
