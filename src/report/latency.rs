@@ -27,7 +27,7 @@ fn histogram_figure(name: &str, r: &RunRecord) -> Result<Option<Figure>> {
                 .iter()
                 .enumerate()
                 .filter(|(_, n)| **n > 0)
-                .map(|(us, n)| (us as f64 + 1.0, *n as f64))
+                .map(|(us, n)| (us as f64 + 0.5, *n as f64))
                 .collect()
         })
         .collect();
@@ -39,12 +39,12 @@ fn histogram_figure(name: &str, r: &RunRecord) -> Result<Option<Figure>> {
     let ymax = all.iter().map(|p| p.1).fold(1.0, f64::max) * 2.0;
     let svg = svg_chart((1260, 360), |root| {
         let mut chart = chart_on(root, 10, 40, 80)
-            .build_cartesian_2d((1.0..xmax).log_scale(), (0.8..ymax).log_scale())
+            .build_cartesian_2d((0.5..xmax).log_scale(), (0.8..ymax).log_scale())
             .map_err(pe)?;
         house_mesh(&mut chart.configure_mesh())
-            .x_label_formatter(&|x| format!("{} µs", crate::units::sig(*x - 1.0)))
+            .x_label_formatter(&|x| format!("{} µs", crate::units::sig(*x)))
             .y_label_formatter(&|y| crate::units::sig(*y))
-            .x_desc("wake-up latency (1 µs buckets, log scale)")
+            .x_desc("wake-up latency (1 µs buckets drawn at their middle, log scale)")
             .y_desc("wake-ups (log scale)")
             .draw()
             .map_err(pe)?;
