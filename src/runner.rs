@@ -606,6 +606,50 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+/// The figures an idle wake-up can dominate: (benchmark, metric) of wake-up and round-trip
+/// latencies.
+const WAKEUP_BOUND: &[(&str, &str)] = &[
+    ("net/tcp_rtt_64b", "rtt_p50_us"),
+    ("net/tcp_rtt_1b", "rtt_p50_us"),
+    ("latency/wakeup", "latency"),
+    ("interactivity/audio/none", "latency"),
+    ("interactivity/video/none", "latency"),
+];
+
+/// When waking an idle CPU (latency/idle_wakeup's `idle_exit`) is at least a quarter of a
+/// wake-up or round-trip figure of the same run, say so: those figures then measure mostly the
+/// idle exit (on a VM, the host's halt exit), and can be lower under load than idle.
+pub fn idle_wakeup_note(record: &RunRecord) -> Option<String> {
+    let center_ns = |b: &str, m: &str| -> Option<f64> {
+        let m = record.benchmark(b)?.metrics.iter().find(|x| x.name == m)?;
+        let c = m.summary.as_ref()?.center;
+        Some(match m.unit {
+            crate::units::Unit::Microseconds => c * 1e3,
+            _ => c,
+        })
+    };
+    let exit = center_ns("latency/idle_wakeup", "idle_exit")?;
+    if exit <= 0.0 {
+        return None;
+    }
+    let hit: Vec<String> = WAKEUP_BOUND
+        .iter()
+        .filter_map(|(b, m)| {
+            let v = center_ns(b, m)?;
+            (v > 0.0 && exit >= 0.25 * v).then(|| format!("{b} ({:.0} %)", 100.0 * exit / v))
+        })
+        .collect();
+    (!hit.is_empty()).then(|| {
+        format!(
+            "idle wake-up: waking an idle CPU costs {} here (latency/idle_wakeup idle_exit), at \
+             least a quarter of {}: these figures largely measure leaving an idle state (on a VM, \
+             the host's halt exit) and can be lower under load than on an idle machine",
+            crate::units::format_time_ns(exit),
+            hit.join(", ")
+        )
+    })
+}
+
 /// Run-wide warnings in plain language.
 fn run_warnings(record: &RunRecord, interrupted: bool) -> Vec<String> {
     let mut w = Vec::new();
@@ -626,6 +670,9 @@ fn run_warnings(record: &RunRecord, interrupted: bool) -> Vec<String> {
         if f.level == crate::system::Level::Warning {
             w.push(format!("{}: {}", f.topic, f.message));
         }
+    }
+    if let Some(n) = idle_wakeup_note(record) {
+        w.push(n);
     }
     let failed: Vec<_> = record
         .benchmarks
@@ -688,6 +735,43 @@ mod tests {
         assert_eq!(m.runs[0].summary.p50, 7.0);
         let why = m.not_measured.as_deref().unwrap();
         assert!(why.starts_with("only 1 of 6 runs measured it"), "{why}");
+    }
+
+    #[test]
+    fn an_idle_exit_that_dominates_a_wakeup_figure_is_said() {
+        let p = plan(
+            vec![
+                fake("latency/idle_wakeup", |_| {
+                    Ok(RunOutput::default().metric("t", vec![12_000.0]))
+                }),
+                fake("net/tcp_rtt_64b", |_| {
+                    Ok(RunOutput::default().metric("t", vec![40.0]))
+                }),
+            ],
+            3,
+            10,
+        );
+        let cancel = AtomicBool::new(false);
+        let record_of = |exit_ns: f64| {
+            let mut bs: Vec<BenchmarkResult> = p
+                .benchmarks
+                .iter()
+                .map(|b| run_benchmark(b.as_ref(), &p, &timing(), &cancel))
+                .collect();
+            bs[0].metrics[0].name = "idle_exit".into();
+            bs[0].metrics[0].summary.as_mut().unwrap().center = exit_ns;
+            bs[1].metrics[0].name = "rtt_p50_us".into();
+            bs[1].metrics[0].unit = crate::units::Unit::Microseconds;
+            let mut r: RunRecord =
+                serde_json::from_str(include_str!("../tests/fixtures/cpu-a.json")).unwrap();
+            r.benchmarks = bs;
+            r
+        };
+        // 12 µs against a 40 µs round trip: 30 %, said with the figure.
+        let n = idle_wakeup_note(&record_of(12_000.0)).unwrap();
+        assert!(n.contains("net/tcp_rtt_64b (30 %)"), "{n}");
+        // 5 µs: 12.5 %, not a quarter: nothing said.
+        assert!(idle_wakeup_note(&record_of(5_000.0)).is_none());
     }
 
     #[test]

@@ -209,6 +209,9 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
     lo.attribute_top = a.attribute_top as usize;
     let top = lo.attribute_top;
     let mut select = vec!["latency/wakeup".to_string()];
+    if a.attribute.is_some() {
+        select.push("latency/wakeup_untraced".into());
+    }
     if a.idle_wakeup {
         select.push("latency/idle_wakeup".into());
     }
@@ -230,6 +233,12 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
         |record| {
             if let Some(b) = record.benchmark("latency/wakeup") {
                 for l in attribution_lines(b, top) {
+                    crate::outln!("{l}");
+                }
+                if let Some(l) = record
+                    .benchmark("latency/wakeup_untraced")
+                    .and_then(|u| tracing_cost(b, u))
+                {
                     crate::outln!("{l}");
                 }
             }
@@ -331,4 +340,28 @@ pub fn attribution_lines(b: &crate::model::BenchmarkResult, top: usize) -> Vec<S
         ));
     }
     out
+}
+
+/// "tracing cost: p50 12 µs traced vs 11 µs untraced, p99 …", from the medians of both runs'
+/// figures; None when either side has none.
+pub fn tracing_cost(
+    traced: &crate::model::BenchmarkResult,
+    untraced: &crate::model::BenchmarkResult,
+) -> Option<String> {
+    let center = |b: &crate::model::BenchmarkResult, m: &str| {
+        b.metrics
+            .iter()
+            .find(|x| x.name == m)
+            .and_then(|x| x.summary.as_ref())
+            .map(|s| s.center)
+    };
+    let t = crate::units::format_time_ns;
+    Some(format!(
+        "  tracing cost (same settings, untraced run after the traced one): p50 {} traced vs {} \
+         untraced, p99 {} vs {}",
+        t(center(traced, "latency")?),
+        t(center(untraced, "latency")?),
+        t(center(traced, "latency_p99")?),
+        t(center(untraced, "latency_p99")?)
+    ))
 }

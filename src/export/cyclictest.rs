@@ -9,18 +9,20 @@
 use crate::model::{BenchmarkResult, decode_histogram};
 
 /// One CPU's merged histogram in whole microseconds.
-struct Column {
-    counts: Vec<u64>,
-    overflows: u64,
-    total: u64,
-    min_us: f64,
-    sum_us: f64,
-    max_us: f64,
+pub struct Column {
+    /// Count per 1 µs bucket, 0 … limit − 1.
+    pub counts: Vec<u64>,
+    /// Samples at or above the limit.
+    pub overflows: u64,
+    pub total: u64,
+    pub min_us: f64,
+    pub sum_us: f64,
+    pub max_us: f64,
 }
 
-/// The histogram text of `b` (a `latency/wakeup` result) with `limit_us` one-µs buckets, or None
-/// when it has no per-CPU histogram.
-pub fn render(b: &BenchmarkResult, limit_us: u64) -> Option<String> {
+/// Every `cpu<N>` metric of `b` (a `latency/wakeup` result) as 1 µs buckets up to `limit_us`,
+/// all runs merged.
+pub fn columns(b: &BenchmarkResult, limit_us: u64) -> Vec<(String, Column)> {
     let mut cols: Vec<(String, Column)> = Vec::new();
     for m in b.metrics.iter().filter(|m| {
         m.name
@@ -61,6 +63,13 @@ pub fn render(b: &BenchmarkResult, limit_us: u64) -> Option<String> {
             cols.push((m.name.clone(), c));
         }
     }
+    cols
+}
+
+/// The histogram text of `b` (a `latency/wakeup` result) with `limit_us` one-µs buckets, or None
+/// when it has no per-CPU histogram.
+pub fn render(b: &BenchmarkResult, limit_us: u64) -> Option<String> {
+    let cols = columns(b, limit_us);
     if cols.is_empty() {
         return None;
     }

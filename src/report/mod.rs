@@ -11,6 +11,7 @@
 pub mod appmodel;
 mod charts;
 mod fs;
+mod latency;
 mod net;
 mod policy;
 mod policy_sig;
@@ -150,6 +151,7 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
     }
 
     h.push_str(&net::section(runs)?);
+    h.push_str(&latency::section(runs)?);
     h.push_str(&fs::section(runs)?);
     h.push_str(&policy::section(runs)?);
 

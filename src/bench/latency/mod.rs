@@ -95,11 +95,13 @@ impl LatencyOptions {
 /// Every benchmark of the suite with `opts`.
 pub fn benchmarks(opts: &LatencyOptions) -> Vec<Box<dyn Benchmark>> {
     let cpus = opts.measured_cpus().unwrap_or_default();
-    vec![
-        Box::new(wakeup::Wakeup::new(opts, &cpus)),
-        Box::new(noise::Noise::new(opts, &cpus)),
-        Box::new(idle_wakeup::IdleWakeup::new()),
-    ]
+    let mut v: Vec<Box<dyn Benchmark>> = vec![Box::new(wakeup::Wakeup::new(opts, &cpus))];
+    if opts.attribute_ns.is_some() {
+        v.push(Box::new(wakeup::Wakeup::untraced(opts, &cpus)));
+    }
+    v.push(Box::new(noise::Noise::new(opts, &cpus)));
+    v.push(Box::new(idle_wakeup::IdleWakeup::new()));
+    v
 }
 
 /// Metric name `cpu<N><suffix>` as a `'static str` (names are declared once per benchmark).

@@ -42,6 +42,17 @@ pub fn advance(next: u64, interval: u64, now: u64) -> (u64, u64) {
 }
 
 impl Wakeup {
+    /// The same measurement without tracing, beside a traced one (`--attribute`): what tracing
+    /// costs, p50 and p99, under the same settings.
+    pub fn untraced(opts: &LatencyOptions, cpus: &[usize]) -> Wakeup {
+        let mut o = opts.clone();
+        o.attribute_ns = None;
+        let mut w = Wakeup::new(&o, cpus);
+        w.info.id = "latency/wakeup_untraced".into();
+        w.info.title = format!("{} — untraced, beside the traced run", w.info.title);
+        w
+    }
+
     pub fn new(opts: &LatencyOptions, cpus: &[usize]) -> Wakeup {
         let mut metrics = vec![
             MetricSpec {
@@ -95,8 +106,16 @@ impl Wakeup {
                 id: "latency/wakeup".into(),
                 suite: "latency",
                 title: format!(
-                    "Timer wake-up latency per CPU ({} period)",
-                    crate::units::format_time_ns(interval.as_nanos() as f64)
+                    "Timer wake-up latency per CPU ({} period){}",
+                    crate::units::format_time_ns(interval.as_nanos() as f64),
+                    match opts.attribute_ns {
+                        Some(a) => format!(
+                            ", traced for attribution (spikes ≥ {}): tracing costs, see \
+                             latency/wakeup_untraced",
+                            crate::units::format_time_ns(a as f64)
+                        ),
+                        None => String::new(),
+                    }
                 ),
                 method: format!(
                     "cyclictest's measurement: one thread per measured CPU (--cpus, default every \

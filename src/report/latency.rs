@@ -1,0 +1,230 @@
+//! The latency section of the HTML report: per record the wake-up latency histogram of every CPU
+//! (`latency/wakeup`'s per-run histograms merged, 1 µs buckets, log-log as real-time users plot
+//! cyclictest's), and, where the run was traced (`--attribute`), the culprits over all spikes and
+//! the top spikes with what held the CPU, each part's share drawn as a bar.
+
+use anyhow::Result;
+use plotters::prelude::*;
+use serde_json::Value;
+
+use super::charts::{chart_on, house_mesh, pe, rgb, svg_chart};
+use super::{Figure, esc};
+use crate::bench::latency::attribution::{Part, PartKind, Spike, part_text, top_culprits};
+use crate::model::RunRecord;
+
+/// Histogram buckets drawn, µs (wake-ups beyond are counted in the caption).
+const LIMIT_US: u64 = 20_000;
+
+fn histogram_figure(name: &str, r: &RunRecord) -> Result<Option<Figure>> {
+    let Some(b) = r.benchmark("latency/wakeup") else {
+        return Ok(None);
+    };
+    let cols = crate::export::cyclictest::columns(b, LIMIT_US);
+    let pts: Vec<Vec<(f64, f64)>> = cols
+        .iter()
+        .map(|(_, c)| {
+            c.counts
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(us, n)| (us as f64 + 0.5, *n as f64))
+                .collect()
+        })
+        .collect();
+    let all: Vec<&(f64, f64)> = pts.iter().flatten().collect();
+    if all.is_empty() {
+        return Ok(None);
+    }
+    let xmax = all.iter().map(|p| p.0).fold(1.0, f64::max) * 1.5;
+    let ymax = all.iter().map(|p| p.1).fold(1.0, f64::max) * 2.0;
+    let svg = svg_chart((1260, 360), |root| {
+        let mut chart = chart_on(root, 10, 40, 80)
+            .build_cartesian_2d((0.5..xmax).log_scale(), (0.8..ymax).log_scale())
+            .map_err(pe)?;
+        house_mesh(&mut chart.configure_mesh())
+            .x_label_formatter(&|x| format!("{} µs", crate::units::sig(*x)))
+            .y_label_formatter(&|y| crate::units::sig(*y))
+            .x_desc("wake-up latency (1 µs buckets drawn at their middle, log scale)")
+            .y_desc("wake-ups (log scale)")
+            .draw()
+            .map_err(pe)?;
+        for (i, ((cpu, _), p)) in cols.iter().zip(&pts).enumerate() {
+            chart
+                .draw_series(LineSeries::new(p.clone(), rgb(i).stroke_width(1)))
+                .map_err(pe)?
+                .label(cpu.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], rgb(i)));
+        }
+        chart
+            .configure_series_labels()
+            .border_style(BLACK.mix(0.3))
+            .background_style(WHITE.mix(0.9))
+            .draw()
+            .map_err(pe)?;
+        Ok(())
+    })?;
+    let over: u64 = cols.iter().map(|(_, c)| c.overflows).sum();
+    let maxes: Vec<String> = cols
+        .iter()
+        .map(|(cpu, c)| format!("{cpu} max {} µs", c.max_us.floor()))
+        .collect();
+    Ok(Some(Figure {
+        title: format!(
+            "{name}: latency/wakeup histogram per CPU, all runs ({}{})",
+            maxes.join(", "),
+            if over > 0 {
+                format!("; {over} wake-up(s) over {} ms not drawn", LIMIT_US / 1000)
+            } else {
+                String::new()
+            }
+        ),
+        svg,
+        wide: true,
+    }))
+}
+
+fn css(kind: PartKind) -> &'static str {
+    match kind {
+        PartKind::Task => "#4682b4",
+        PartKind::Irq => "#d2691e",
+        PartKind::Softirq => "#e6a23c",
+        PartKind::Timer => "#8fbc8f",
+        PartKind::WakeupPath => "#9370db",
+        PartKind::Unexplained => "#b0b0b0",
+    }
+}
+
+/// One spike's parts as a bar of shares, with the parts named.
+fn spike_row(s: &Spike) -> String {
+    let total = s.latency_ns.max(1) as f64;
+    let bar: String = s
+        .parts
+        .iter()
+        .map(|p| {
+            format!(
+                "<i style=\"display:inline-block;height:10px;width:{:.2}%;background:{}\" title=\"{}\"></i>",
+                100.0 * p.ns as f64 / total,
+                css(p.kind),
+                esc(&part_text(p))
+            )
+        })
+        .collect();
+    format!(
+        "<tr><td>cpu{}</td><td class=\"num\">{}</td><td style=\"width:40%\"><div style=\"width:100%;white-space:nowrap;font-size:0\">{bar}</div></td><td>{}</td></tr>\n",
+        s.cpu,
+        esc(&crate::units::format_time_ns(s.latency_ns as f64)),
+        esc(&s.parts.iter().map(part_text).collect::<Vec<_>>().join(", "))
+    )
+}
+
+fn attribution_html(name: &str, r: &RunRecord) -> Option<String> {
+    let b = r.benchmark("latency/wakeup")?;
+    let per_run: Vec<&Value> = b
+        .run_facts
+        .iter()
+        .filter_map(|f| f.get("attribution"))
+        .collect();
+    if per_run.is_empty() {
+        return None;
+    }
+    let mut spikes: Vec<Spike> = per_run
+        .iter()
+        .filter_map(|a| serde_json::from_value::<Vec<Spike>>(a["top"].clone()).ok())
+        .flatten()
+        .collect();
+    spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+    let culprits: Vec<Part> = top_culprits(&spikes, 10);
+    let count: u64 = per_run.iter().filter_map(|a| a["spikes"].as_u64()).sum();
+    let lost: u64 = per_run
+        .iter()
+        .filter_map(|a| a["events_lost"].as_u64())
+        .sum();
+    let mut h = format!(
+        "<h3>{}: what held the CPU (tracefs)</h3>\n<p class=\"note\">{count} late wake-up(s) in {} run(s); the top ones of each run are kept. Each part is charged to the innermost IRQ/softirq/timer interrupt, else the running task, else the wake-up path; unexplained time (idle exit, the VM's host) is shown, never hidden.{}</p>\n<table class=\"res\"><tr><th>culprit (top spikes)</th><th>total</th></tr>\n",
+        esc(name),
+        per_run.len(),
+        if lost > 0 {
+            format!(" The trace ring lost {lost} event(s).")
+        } else {
+            String::new()
+        }
+    );
+    for p in &culprits {
+        h.push_str(&format!(
+            "<tr><td><i style=\"display:inline-block;width:10px;height:10px;background:{}\"></i> {}</td><td class=\"num\">{}</td></tr>\n",
+            css(p.kind),
+            esc(&part_text(p)),
+            esc(&crate::units::format_time_ns(p.ns as f64))
+        ));
+    }
+    h.push_str("</table>\n<table class=\"res\"><tr><th>CPU</th><th>late by</th><th>shares</th><th>parts</th></tr>\n");
+    for s in spikes.iter().take(20) {
+        h.push_str(&spike_row(s));
+    }
+    h.push_str("</table>\n");
+    Some(h)
+}
+
+/// The report's latency section (empty when no record has latency results).
+pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
+    let mut figs = Vec::new();
+    let mut attr = String::new();
+    for (name, r) in runs {
+        if let Some(f) = histogram_figure(name, r)? {
+            figs.push(f);
+        }
+        if let Some(a) = attribution_html(name, r) {
+            attr.push_str(&a);
+        }
+    }
+    if figs.is_empty() && attr.is_empty() {
+        return Ok(String::new());
+    }
+    let mut h = String::from(
+        "<section>\n<h2>Latency: wake-up histograms per CPU, spike attribution</h2>\n",
+    );
+    h.push_str(&super::figures(&figs));
+    h.push_str(&attr);
+    h.push_str("</section>\n");
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spike_row_names_every_part_and_escapes_names() {
+        let s = Spike {
+            cpu: 1,
+            at_ns: 0,
+            latency_ns: 4_000_000,
+            parts: vec![
+                Part {
+                    kind: PartKind::Task,
+                    name: "<script>x</script>".into(),
+                    pid: Some(7),
+                    prio: Some(49),
+                    ns: 3_000_000,
+                },
+                Part {
+                    kind: PartKind::Unexplained,
+                    name: String::new(),
+                    pid: None,
+                    prio: None,
+                    ns: 1_000_000,
+                },
+            ],
+        };
+        let row = spike_row(&s);
+        assert!(
+            row.contains("width:75.00%") && row.contains("width:25.00%"),
+            "{row}"
+        );
+        assert!(
+            !row.contains("<script>") && row.contains("&lt;script&gt;"),
+            "{row}"
+        );
+        assert!(row.contains("unexplained"));
+    }
+}
