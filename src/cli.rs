@@ -218,6 +218,13 @@ pub struct InteractivityArgs {
     /// Nice value of the measured task (-20..19)
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: Option<i32>,
+    /// Explain every period at least this late: what held the CPU (tasks, IRQs, softirqs, the
+    /// wake-up path, unexplained), from Linux tracefs (root), e.g. 2ms
+    #[arg(long, value_name = "THRESHOLD", value_parser = latency::parse_attribute)]
+    pub attribute: Option<Duration>,
+    /// Spikes shown and kept per run with --attribute
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub attribute_top: u64,
     /// EEVDF custom slice of the measured task, 100µs to 100ms, e.g. 1ms (Linux ≥ 6.12; policies other/batch)
     #[arg(long, value_parser = parse_slice)]
     pub slice: Option<Duration>,
@@ -1294,6 +1301,8 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         priority: a.priority,
         nice: a.nice,
         slice: a.slice,
+        attribute_ns: a.attribute.map(|d| d.as_nanos() as u64),
+        attribute_top: a.attribute_top as usize,
         load_nice: a.load_nice,
         cpus,
         load_threads: a.load_threads.map(|n| n as usize),
@@ -1354,6 +1363,15 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         match a.format {
             TableFormat::Table => crate::out!("{}", ia::table::render(record)),
             TableFormat::Interbench => crate::out!("{}", ia::table::render_interbench(record)),
+        }
+        for b in &record.benchmarks {
+            let lines = latency::attribution_lines(b, a.attribute_top as usize);
+            if !lines.is_empty() {
+                crate::outln!("\n{}:", b.id);
+                for l in lines.iter().skip(1) {
+                    crate::outln!("{l}");
+                }
+            }
         }
         print_warnings(record, opts.quiet);
     })

@@ -327,3 +327,65 @@ fn a_killed_tracing_session_is_undone_by_the_next_start() {
         "tracefs settings restored after SIGKILL"
     );
 }
+
+#[test]
+fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
+    if let Err(why) = can_trace() {
+        eprintln!("NOT RUN: interactivity attribution: {why}");
+        return;
+    }
+    let before = tracefs_settings();
+    let out = osgauge()
+        .args([
+            "interactivity",
+            "--task",
+            "audio",
+            "--load",
+            "burn",
+            "--uniprocessor",
+            "--attribute",
+            "50us",
+            "--duration",
+            "2s",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--no-store",
+            "--export-json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    let v = record(&out);
+    let b = json_bench(&v, "interactivity/audio/burn");
+    if b["error"]["kind"] == "unsupported" {
+        eprintln!(
+            "NOT RUN: interactivity attribution: {}",
+            b["error"]["message"]
+        );
+        return;
+    }
+    assert!(b["error"].is_null(), "{}", b["error"]);
+    let a = &b["run_facts"][0]["attribution"];
+    assert!(a.is_object(), "no attribution in {}", b["run_facts"][0]);
+    assert_eq!(a["threshold_ns"], 50_000);
+    let spikes = a["top"].as_array().unwrap();
+    for s in spikes {
+        let sum: u64 = s["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["ns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, s["latency_ns"].as_u64().unwrap(), "{s}");
+    }
+    // Every late period is either explained or counted as not located; none vanish.
+    let late = a["spikes"].as_u64().unwrap() + a["not_located"].as_u64().unwrap();
+    assert!(late as usize >= spikes.len());
+    eprintln!(
+        "interactivity: {} late period(s) explained, culprits {}",
+        a["spikes"], a["culprits"]
+    );
+    assert_eq!(tracefs_settings(), before, "tracefs settings restored");
+}

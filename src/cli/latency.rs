@@ -135,7 +135,7 @@ pub struct NoiseArgs {
     pub opts: RunOpts,
 }
 
-fn parse_attribute(s: &str) -> Result<Duration, String> {
+pub(super) fn parse_attribute(s: &str) -> Result<Duration, String> {
     ranged(
         s,
         Duration::from_micros(1),

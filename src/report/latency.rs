@@ -90,6 +90,7 @@ fn css(kind: PartKind) -> &'static str {
         PartKind::Softirq => "#e6a23c",
         PartKind::Timer => "#8fbc8f",
         PartKind::WakeupPath => "#9370db",
+        PartKind::OwnWork => "#2e8b57",
         PartKind::Unexplained => "#b0b0b0",
     }
 }

@@ -63,7 +63,15 @@ pub struct Accounting {
     pub wanted_ns: u64,
     /// CPU obtained by the deadlines (see the rules), ns.
     pub obtained_ns: u64,
+    /// Frames at least this late are kept in `late` for attribution (`--attribute`).
+    pub late_threshold_ns: Option<u64>,
+    /// (intended, actual start) of the frames at least `late_threshold_ns` late, at most
+    /// [`MAX_LATE`] of them.
+    pub late: Vec<(u64, u64)>,
 }
+
+/// Late frames kept for attribution per run.
+pub const MAX_LATE: usize = 10_000;
 
 impl Accounting {
     /// An empty account that keeps at most `latency_cap` latencies.
@@ -79,6 +87,13 @@ impl Accounting {
         self.frames += 1;
         self.ran += 1;
         self.wanted_ns += wanted_ns;
+        if self
+            .late_threshold_ns
+            .is_some_and(|t| start.saturating_sub(intended) >= t)
+            && self.late.len() < MAX_LATE
+        {
+            self.late.push((intended, start));
+        }
         if self.latencies_ns.len() < self.latency_cap {
             self.latencies_ns
                 .push(start.saturating_sub(intended) as f64);

@@ -1093,7 +1093,7 @@ pub fn child_main(spec_json: &str) -> i32 {
             let work = spec.work;
             handles.push(spawn_worker(&ctx, "video", &ready_tx, move |c, go| {
                 go();
-                let run = run_task(task, &work, u64::MAX / 4, &|| stopped(c))?;
+                let run = run_task(task, &work, u64::MAX / 4, &|| stopped(c), None)?;
                 Ok(run.acc.frames)
             }));
         }

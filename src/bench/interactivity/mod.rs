@@ -56,6 +56,10 @@ pub struct Settings {
     pub priority: Option<i32>,
     pub nice: Option<i32>,
     pub slice: Option<Duration>,
+    /// Explain every period at least this late (Linux tracefs), ns; None = no tracing.
+    pub attribute_ns: Option<u64>,
+    /// Spikes kept per run with their parts.
+    pub attribute_top: usize,
     pub load_nice: Option<i32>,
     /// CPUs every thread (task and load) is pinned to.
     pub cpus: Option<Vec<usize>>,
@@ -88,6 +92,8 @@ impl Default for Settings {
             priority: None,
             nice: None,
             slice: None,
+            attribute_ns: None,
+            attribute_top: 10,
             load_nice: None,
             cpus: None,
             load_threads: None,
@@ -415,8 +421,14 @@ fn measure(
 ) -> Result<Measured, BenchError> {
     let (facts, warnings) = place_thread(cell, &task)?;
     let stop = || ctx.check().is_err();
-    let run = task::run_task(task, work, duration.as_nanos() as u64, &stop)
-        .map_err(|e| crate::bench::os_err("absolute sleep", e))?;
+    let run = task::run_task(
+        task,
+        work,
+        duration.as_nanos() as u64,
+        &stop,
+        cell.settings.attribute_ns,
+    )
+    .map_err(|e| crate::bench::os_err("absolute sleep", e))?;
     ctx.check()?;
     Ok(Measured {
         run,
@@ -634,11 +646,35 @@ impl Benchmark for Cell {
         };
         ctx.check()?;
 
+        // --attribute: trace the CPUs the task may run on while it measures; a session that cannot
+        // start makes the cell unsupported here (never measured untraced instead).
+        let mut session = match s.attribute_ns {
+            Some(_) => {
+                let cpus = match &s.cpus {
+                    Some(c) => c.clone(),
+                    None => crate::platform::allowed_cpus()
+                        .map_err(|e| BenchError::failed(format!("allowed CPUs unknown: {e}")))?,
+                };
+                Some(
+                    crate::platform::tracefs::Session::start(&cpus)
+                        .map_err(|why| BenchError::unsupported(format!("--attribute: {why}")))?,
+                )
+            }
+            None => None,
+        };
         let measured = std::thread::scope(|sc| {
             sc.spawn(|| measure(self, task, &work, duration, ctx))
                 .join()
                 .unwrap_or_else(|_| Err(BenchError::failed("measuring thread panicked")))
         })?;
+        let trace = match session.as_mut() {
+            Some(t) => Some(
+                t.stop_and_read()
+                    .map_err(|e| BenchError::failed(format!("--attribute: {e}")))?,
+            ),
+            None => None,
+        };
+        drop(session);
         // A load that failed, ended early or did not really run fails the cell: its figures were
         // not measured under that load.
         let report = match (load, &spec) {
@@ -660,6 +696,28 @@ impl Benchmark for Cell {
         }
         out.warnings.extend(measured.warnings);
         let run = measured.run;
+        if let (Some((text, lost)), Some(threshold)) = (trace, s.attribute_ns) {
+            use crate::bench::latency::attribution::{Late, cpu_of, parse, summary};
+            let events = parse(&text);
+            let late: Vec<Late> = run
+                .acc
+                .late
+                .iter()
+                .filter_map(|&(intended, start)| {
+                    Some(Late {
+                        cpu: cpu_of(&events, run.tid, start)?,
+                        tid: run.tid,
+                        intended_ns: intended,
+                        actual_ns: start,
+                    })
+                })
+                .collect();
+            let unlocated = run.acc.late.len() - late.len();
+            let mut a = summary(&text, lost, late, threshold, s.attribute_top);
+            // Late periods whose CPU no event shows (no switch to the task recorded): counted.
+            a["not_located"] = json!(unlocated);
+            out.facts.insert("attribution".into(), a);
+        }
         let frames_total = if task.periodic() {
             run.acc.frames
         } else {

@@ -105,6 +105,8 @@ pub struct TaskRun {
     pub burst_cpu_from: &'static str,
     pub cpu_ns: u64,
     pub wall_ns: u64,
+    /// The measuring thread's id as tracefs names it (for attribution).
+    pub tid: u32,
 }
 
 /// What the periodic loop needs from the world: a clock, an absolute-time sleep, the work, and
@@ -244,13 +246,18 @@ pub fn run_task(
     work: &Work,
     duration_ns: u64,
     stop: &dyn Fn() -> bool,
+    late_threshold_ns: Option<u64>,
 ) -> io::Result<TaskRun> {
     let c0 = clock::thread_cpu_time_ns()?;
     let t0 = clock::now_ns() + MS;
     let end = t0.saturating_add(duration_ns);
     let fine = super::work::cpu_clock_is_fine();
     let mut out = TaskRun {
-        acc: Accounting::new(MAX_PERIODS_PER_RUN as usize),
+        acc: Accounting {
+            late_threshold_ns,
+            ..Accounting::new(MAX_PERIODS_PER_RUN as usize)
+        },
+        tid: crate::platform::tracefs::current_tid(),
         ..TaskRun::default()
     };
     if task.periodic() {
@@ -539,7 +546,7 @@ mod tests {
             eprintln!("skipped: the thread CPU clock is coarse here (--work cputime unsupported)");
             return;
         }
-        let r = run_task(custom(10 * MS, MS), &work, 200 * MS, &|| false).unwrap();
+        let r = run_task(custom(10 * MS, MS), &work, 200 * MS, &|| false, None).unwrap();
         assert_eq!(r.acc.frames, 20);
         assert_eq!(r.acc.ran + r.acc.dropped, 20);
         assert_eq!(r.acc.latencies_ns.len() as u64, r.acc.ran);

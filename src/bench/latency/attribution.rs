@@ -6,6 +6,8 @@
 //! - else the task running, when it is not the measured thread (comm, pid, kernel priority);
 //! - else, once the measured thread was woken (sched_waking), the wake-up path (waking → running
 //!   → the thread's clock read);
+//! - else, when the measured thread itself runs without having slept, its own previous period
+//!   (an interactivity frame that overran into the next);
 //! - else the CPU idling (idle exit, on a VM the host's halt exit) or anything no event shows —
 //!   "unexplained".
 //!
@@ -143,6 +145,9 @@ pub enum PartKind {
     Timer,
     /// The measured thread had been woken and was on its way to run.
     WakeupPath,
+    /// The measured thread itself was running, never having slept: its previous period's work
+    /// ran past this period's start (interactivity tasks).
+    OwnWork,
     /// Nothing recorded explains it: idle exit, a VM's host, SMIs.
     Unexplained,
 }
@@ -267,8 +272,11 @@ pub fn attribute(events: &[Event], late: &Late) -> Spike {
             (*k, n.clone(), None, None)
         } else {
             match running {
-                Some((_, pid, _)) if *pid == late.tid => {
+                Some((_, pid, _)) if *pid == late.tid && woken => {
                     (PartKind::WakeupPath, String::new(), None, None)
+                }
+                Some((_, pid, _)) if *pid == late.tid => {
+                    (PartKind::OwnWork, String::new(), None, None)
                 }
                 Some((comm, pid, prio)) if *pid != 0 => {
                     (PartKind::Task, comm.clone(), Some(*pid), Some(*prio))
@@ -304,6 +312,50 @@ pub fn attribute(events: &[Event], late: &Late) -> Spike {
         latency_ns: late.actual_ns.saturating_sub(late.intended_ns),
         parts,
     }
+}
+
+/// The CPU a late thread ran on when it finally ran: the last switch to `tid` at or before
+/// `actual_ns` (for a thread that was not pinned).
+pub fn cpu_of(events: &[Event], tid: u32, actual_ns: u64) -> Option<usize> {
+    events
+        .iter()
+        .take_while(|e| e.ts_ns <= actual_ns)
+        .filter(|e| {
+            matches!(&e.kind, Kind::Switch { next_pid, .. } if *next_pid == tid) || e.pid == tid
+        })
+        .last()
+        .map(|e| e.cpu)
+}
+
+/// A run's `attribution` fact: every late wake-up explained, the `top` latest kept with their
+/// parts, the culprits over all of them, the share of the time explained, and the events the ring
+/// lost.
+pub fn summary(
+    text: &str,
+    lost: u64,
+    mut late: Vec<Late>,
+    threshold_ns: u64,
+    top: usize,
+) -> serde_json::Value {
+    let events = parse(text);
+    late.sort_by_key(|l| std::cmp::Reverse(l.actual_ns - l.intended_ns));
+    let spikes: Vec<Spike> = late.iter().map(|l| attribute(&events, l)).collect();
+    let explained: u64 = spikes
+        .iter()
+        .flat_map(|s| &s.parts)
+        .filter(|p| p.kind != PartKind::Unexplained)
+        .map(|p| p.ns)
+        .sum();
+    let total: u64 = spikes.iter().map(|s| s.latency_ns).sum();
+    serde_json::json!({
+        "threshold_ns": threshold_ns,
+        "spikes": spikes.len(),
+        "explained_pct": if total > 0 { 100.0 * explained as f64 / total as f64 } else { 100.0 },
+        "events": events.len(),
+        "events_lost": lost,
+        "culprits": top_culprits(&spikes, 10),
+        "top": spikes.iter().take(top).collect::<Vec<_>>(),
+    })
 }
 
 /// The culprits over many spikes: total time per (kind, name, pid), largest first.
@@ -344,6 +396,7 @@ pub fn part_text(p: &Part) -> String {
         PartKind::Softirq => format!("softirq {} {t}", p.name),
         PartKind::Timer => format!("{} {t}", p.name),
         PartKind::WakeupPath => format!("wake-up path {t}"),
+        PartKind::OwnWork => format!("its own previous period {t}"),
         PartKind::Unexplained => format!("unexplained {t}"),
     }
 }
@@ -467,6 +520,32 @@ mod tests {
             .unwrap();
         assert_eq!(un.ns, 10_000);
         assert_eq!(s.parts.iter().map(|p| p.ns).sum::<u64>(), s.latency_ns);
+    }
+
+    #[test]
+    fn a_thread_running_its_own_overrun_is_its_own_previous_period() {
+        // The task (pid 42) never slept: its previous frame ran until 100.002000.
+        let t = "\
+         osgauge-42      [001] d.h..  100.000900: local_timer_entry: vector=236
+         osgauge-42      [001] d.h..  100.000910: local_timer_exit: vector=236
+";
+        let s = attribute(
+            &parse(t),
+            &Late {
+                cpu: 1,
+                tid: 42,
+                intended_ns: 100_001_000_000,
+                actual_ns: 100_002_000_000,
+            },
+        );
+        assert_eq!(s.parts.len(), 1, "{:?}", s.parts);
+        assert_eq!(
+            (s.parts[0].kind, s.parts[0].ns),
+            (PartKind::OwnWork, 1_000_000)
+        );
+        assert!(part_text(&s.parts[0]).starts_with("its own previous period"));
+        assert_eq!(cpu_of(&parse(t), 42, 100_002_000_000), Some(1));
+        assert_eq!(cpu_of(&parse(t), 7, 100_002_000_000), None);
     }
 
     #[test]

@@ -179,33 +179,6 @@ impl Wakeup {
     }
 }
 
-impl Wakeup {
-    /// The run's `attribution` fact: every late wake-up explained, the top ones kept with their
-    /// parts, the culprits over all of them, and the events the ring lost.
-    fn attribution(&self, text: &str, lost: u64, mut late: Vec<super::attribution::Late>) -> Value {
-        use super::attribution::{attribute, parse, top_culprits};
-        let events = parse(text);
-        late.sort_by_key(|l| std::cmp::Reverse(l.actual_ns - l.intended_ns));
-        let spikes: Vec<_> = late.iter().map(|l| attribute(&events, l)).collect();
-        let explained: u64 = spikes
-            .iter()
-            .flat_map(|s| &s.parts)
-            .filter(|p| p.kind != super::attribution::PartKind::Unexplained)
-            .map(|p| p.ns)
-            .sum();
-        let total: u64 = spikes.iter().map(|s| s.latency_ns).sum();
-        json!({
-            "threshold_ns": self.opts.attribute_ns,
-            "spikes": spikes.len(),
-            "explained_pct": if total > 0 { 100.0 * explained as f64 / total as f64 } else { 100.0 },
-            "events": events.len(),
-            "events_lost": lost,
-            "culprits": top_culprits(&spikes, 10),
-            "top": spikes.iter().take(self.opts.attribute_top).collect::<Vec<_>>(),
-        })
-    }
-}
-
 impl Benchmark for Wakeup {
     fn info(&self) -> &Info {
         &self.info
@@ -276,8 +249,16 @@ impl Benchmark for Wakeup {
             out.facts.insert(k, v);
         }
         if let Some((text, lost)) = trace {
-            out.facts
-                .insert("attribution".into(), self.attribution(&text, lost, late));
+            out.facts.insert(
+                "attribution".into(),
+                super::attribution::summary(
+                    &text,
+                    lost,
+                    late,
+                    self.opts.attribute_ns.unwrap_or(0),
+                    self.opts.attribute_top,
+                ),
+            );
         }
         Ok(out
             .metric("latency", all)
