@@ -180,7 +180,7 @@ fn validate(
         "validate: measuring the inputs with probes (loopback TCP, temp file, copies, ping-pong) …"
     );
     let meter = CpuMeter::start(Duration::from_millis(500)).map_err(other)?;
-    let base = meter.stop().map_err(other)?.baseline.busy_cpus();
+    let base = meter.peek().map_err(other)?.baseline.busy_cpus();
     // Probed five times — before the steps, between them and after each flat-out run — and judged on the
     // median of each input: on a shared host the core speed swings ~2× from moment to moment,
     // and one probe may catch a slow or a fast moment that the steps do not see.

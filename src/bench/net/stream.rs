@@ -8,7 +8,9 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{NetOptions, Peer, peer_cpu_facts, peer_facts, with_demand, with_peer_demand};
+use super::{
+    NetOptions, OtherEnd, Peer, peer_cpu_facts, peer_facts, with_demand, with_peer_demand,
+};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::CpuMeter;
 use crate::harness::RunContext;
@@ -179,7 +181,7 @@ impl Benchmark for Stream {
                     std::thread::sleep((until - now).min(Duration::from_millis(50)));
                     continue;
                 }
-                if now >= cap || ctx.check().is_err() || !meter.stop().is_ok_and(|c| c.wants_more())
+                if now >= cap || ctx.check().is_err() || !meter.peek().is_ok_and(|c| c.wants_more())
                 {
                     break;
                 }
@@ -213,6 +215,7 @@ impl Benchmark for Stream {
             .stop()
             .map_err(|e| BenchError::os("CPU counters", e))?;
         let mut out = peer_facts(RunOutput::default(), &peer);
+        let other = OtherEnd::of(&peer);
         peer.close();
         if let Some(e) = report.errors.first() {
             return Err(BenchError::failed(format!("peer: {e}")));
@@ -238,9 +241,15 @@ impl Benchmark for Stream {
         if let Some(b) = report.rcvbuf {
             out = out.fact("peer_rcvbuf_bytes", b);
         }
-        out = with_demand(out, "tx_service_demand_us_per_kib", &tx, sent);
+        out = with_demand(
+            out,
+            "tx_service_demand_us_per_kib",
+            &tx,
+            sent,
+            other.cpu_s(report.cpu.as_ref()),
+        );
         out = peer_cpu_facts(out, &report, "rx");
-        Ok(with_peer_demand(out, &report, report.bytes))
+        Ok(with_peer_demand(out, &report, report.bytes, other, &tx))
     }
 }
 

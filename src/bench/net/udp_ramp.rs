@@ -85,7 +85,7 @@ impl Benchmark for UdpRamp {
         let mut stop = "reached the last step";
         for rate in STEPS {
             let (sent, report, _) =
-                udp_test(&mut peer, ctx, size, rate, step_time, Duration::ZERO)?;
+                udp_test(&mut peer, ctx, size, rate, step_time, Duration::ZERO, false)?;
             let u = report.udp.expect("checked in udp_test");
             let achieved = sent.bytes as f64 * 8.0 / sent.wall_s.max(1e-9);
             steps.push(json!({
