@@ -495,16 +495,48 @@ impl CpuMeter {
 
     /// Ends the test window, then measures the idle window after it by sleeping as long as the
     /// one before (the caller must be doing nothing meanwhile; none for a meter started with no
-    /// idle time).
+    /// idle time). [`Self::end`] and [`Ended::after_idle`] in one.
     pub fn stop(&self) -> io::Result<CpuCost> {
+        self.end()?.after_idle()
+    }
+
+    /// Ends the test window; the idle window after it is measured by [`Ended::after_idle`] (so
+    /// that a client can tell its peer to end its window first and both idle together).
+    pub fn end(&self) -> io::Result<Ended> {
         let end = CpuSample::now()?;
-        let test = Window::between(&self.start, &end);
+        Ok(Ended {
+            baseline: self.baseline,
+            test: Window::between(&self.start, &end),
+            end,
+            idle: self.idle,
+        })
+    }
+}
+
+/// A test window that has ended, its idle window after it still to measure.
+pub struct Ended {
+    baseline: Window,
+    test: Window,
+    end: CpuSample,
+    idle: Duration,
+}
+
+impl Ended {
+    /// The cost without an idle window after the test (for a run that failed anyway).
+    pub fn after_idle_skipped(self) -> io::Result<CpuCost> {
+        Ok(CpuCost::from_windows(self.baseline, self.test)
+            .with_resolution(cputime::system_cpu_resolution_s()))
+    }
+
+    /// Sleeps as long as the idle window before the test (the caller doing nothing meanwhile),
+    /// then the cost with both idle windows; without an idle time, the cost as it is.
+    pub fn after_idle(self) -> io::Result<CpuCost> {
         let c = if self.idle.is_zero() {
-            CpuCost::from_windows(self.baseline, test)
+            CpuCost::from_windows(self.baseline, self.test)
         } else {
             std::thread::sleep(self.idle);
-            let after = Window::between(&end, &CpuSample::now()?);
-            CpuCost::from_windows_around(self.baseline, test, after)
+            let after = Window::between(&self.end, &CpuSample::now()?);
+            CpuCost::from_windows_around(self.baseline, self.test, after)
         };
         Ok(c.with_resolution(cputime::system_cpu_resolution_s()))
     }

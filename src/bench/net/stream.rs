@@ -206,14 +206,22 @@ impl Benchmark for Stream {
                 }
             }
         }
-        let report = peer.client.finish(sent, 0);
+        // Let the peer read what is still in flight, then end this side's window; its idle
+        // window after the test overlaps the peer's (which starts at finish).
+        std::thread::sleep(Duration::from_millis(20));
+        let ended = meter.end();
+        let report = peer.client.send_finish(sent, 0);
+        let tx = match failed {
+            None => ended.and_then(|e| e.after_idle()),
+            // Not used: the run fails.
+            Some(_) => ended.and_then(|e| e.after_idle_skipped()),
+        };
+        let report = report.and_then(|()| peer.client.read_report());
         if let Some(e) = failed {
             return Err(super::with_peer_reason(e, report.as_ref()));
         }
         let report = report.map_err(peer.err("stream"))?;
-        let tx = meter
-            .stop()
-            .map_err(|e| BenchError::os("CPU counters", e))?;
+        let tx = tx.map_err(|e| BenchError::os("CPU counters", e))?;
         let mut out = peer_facts(RunOutput::default(), &peer);
         let other = OtherEnd::of(&peer);
         peer.close();

@@ -159,15 +159,17 @@ pub fn udp_test(
     let sent = send_paced(to, size, rate_bps, duration, ctx, extend)?;
     // Let the last datagrams land before the peer stops listening.
     std::thread::sleep(Duration::from_millis(20));
-    let tx = meter
-        .stop()
-        .map_err(|e| BenchError::os("CPU counters", e))?;
+    let ended = meter.end().map_err(|e| BenchError::os("CPU counters", e))?;
     // Sequence numbers used (failed sends included): the receiver counts the missing as lost.
     let used = sent.datagrams + sent.send_errors;
-    let report = peer
-        .client
-        .finish(sent.bytes, used)
+    peer.client
+        .send_finish(sent.bytes, used)
         .map_err(peer.err("udp"))?;
+    // Our idle window after the test, while the peer measures its own.
+    let tx = ended
+        .after_idle()
+        .map_err(|e| BenchError::os("CPU counters", e))?;
+    let report = peer.client.read_report().map_err(peer.err("udp"))?;
     if let Some(e) = report.errors.first() {
         return Err(BenchError::failed(format!("peer: {e}")));
     }
