@@ -446,6 +446,19 @@ mod tests {
                     assert!((10..=connect::MAX_PER_RUN as u64).contains(&n));
                 }
                 "net/udp_stream" => {
+                    // The measuring time is a floor here too (the CPU window may send on).
+                    let send = o.facts["send_s"].as_f64().unwrap();
+                    assert!(send >= 0.055, "{id}: sent for {send} s only");
+                    let timed = o.facts["timed_datagrams"].as_u64().unwrap();
+                    let used = o.facts["datagrams_sent"].as_u64().unwrap()
+                        + o.facts["send_errors"].as_u64().unwrap();
+                    assert!(timed <= used, "{timed} timed of {used}");
+                    for side in ["tx_cpu", "rx_cpu"] {
+                        let c = &o.facts[side];
+                        assert!(c["baseline_before_busy_cpus"].is_number(), "{side}: {c}");
+                        assert!(c["baseline_after_busy_cpus"].is_number(), "{side}: {c}");
+                        assert!(c["process_cpu_s"].is_number(), "{side}: {c}");
+                    }
                     let l = get(&o, "loss_pct");
                     assert!((0.0..=100.0).contains(&l));
                     assert!(get(&o, "jitter_p50_us") <= get(&o, "jitter_p99_us"));

@@ -381,3 +381,46 @@ impl Benchmark for UdpStream {
         Ok(with_peer_demand(out, &report, u.bytes, other, &tx))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stream goes on at its rate past the measuring time while the extension asks for more,
+    /// asked about every 50 ms, and stops at once when it says no; without one it stops on time.
+    #[test]
+    fn a_paced_stream_sends_on_only_while_its_extension_asks() {
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = sink.local_addr().unwrap();
+        // 1 KiB every 1 ms (8.192 Mbit/s), 50 ms timed: 50 datagrams.
+        let (size, rate) = (1024u32, 8_192_000u64);
+        let run = Duration::from_millis(50);
+        crate::bench::testutil::with_ctx(run, Duration::from_secs(30), |ctx| {
+            let plain = send_paced(to, size, rate, run, ctx, None).unwrap();
+            assert_eq!(plain.timed_seqs, 50);
+            assert_eq!(plain.datagrams + plain.send_errors, 50);
+            // Asked three times: yes, yes, no — two more ~50 ms stretches.
+            let mut asked = 0;
+            let mut more = || {
+                asked += 1;
+                asked < 3
+            };
+            let ext = Extension {
+                cap: Instant::now() + Duration::from_secs(10),
+                more: &mut more,
+            };
+            let s = send_paced(to, size, rate, run, ctx, Some(ext)).unwrap();
+            assert_eq!(s.timed_seqs, 50);
+            assert_eq!(s.datagrams + s.send_errors, 150, "{} sent", s.datagrams);
+            assert_eq!(asked, 3);
+            // A cap already passed: nothing past the timed part, `more` never asked.
+            let mut never = || -> bool { panic!("asked past the cap") };
+            let ext = Extension {
+                cap: Instant::now(),
+                more: &mut never,
+            };
+            let s = send_paced(to, size, rate, run, ctx, Some(ext)).unwrap();
+            assert_eq!(s.datagrams + s.send_errors, 50);
+        });
+    }
+}
