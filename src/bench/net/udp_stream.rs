@@ -281,10 +281,10 @@ impl Benchmark for UdpStream {
         &self.info
     }
 
-    /// Each run: the idle windows before and after the stream at both ends (four), the
+    /// Each run: the idle windows before and after the stream (both ends idle together), the
     /// measuring time and its set-up.
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
-        e.timed(crate::bench::DEFAULT_SETUP_S) + e.all_runs() * 4.0 * self.opts.idle().as_secs_f64()
+        e.timed(crate::bench::DEFAULT_SETUP_S) + e.all_runs() * 2.0 * self.opts.idle().as_secs_f64()
     }
 
     /// Every measured run's stream sent on to the CPU-cost window's cap
