@@ -54,6 +54,9 @@ pub struct Window {
     /// where the OS splits it out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_cpu_s: Option<f64>,
+    /// CPU-seconds the hypervisor gave to others (in neither busy nor total), where reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_cpu_s: Option<f64>,
 }
 
 impl Window {
@@ -64,6 +67,10 @@ impl Window {
             total_cpu_s: b.system.total_ns.saturating_sub(a.system.total_ns) as f64 / 1e9,
             process_cpu_s: b.process_ns.saturating_sub(a.process_ns) as f64 / 1e9,
             irq_cpu_s: match (a.system.irq_ns, b.system.irq_ns) {
+                (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / 1e9),
+                _ => None,
+            },
+            steal_cpu_s: match (a.system.steal_ns, b.system.steal_ns) {
                 (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / 1e9),
                 _ => None,
             },
@@ -222,6 +229,9 @@ impl CpuCost {
         if let Some(why) = self.baselines_differ() {
             return Err(why);
         }
+        if let Some(why) = self.displaced() {
+            return Err(why);
+        }
         let floor = self.floor_cpu_s();
         if self.below_resolution() {
             return Err(format!(
@@ -284,7 +294,10 @@ impl CpuCost {
     /// net CPU is still under [`EXTEND_MARGIN`] × the floor.
     pub fn wants_more(&self) -> bool {
         let floor = self.floor_cpu_s();
-        !self.baseline_busy() && floor > 0.0 && self.net_cpu_s < EXTEND_MARGIN * floor
+        !self.baseline_busy()
+            && self.displaced().is_none()
+            && floor > 0.0
+            && self.net_cpu_s < EXTEND_MARGIN * floor
     }
 }
 
@@ -340,6 +353,30 @@ impl CpuCost {
             0.0
         };
         self.resolution_cpu_s + rate_err * self.test.wall_s
+    }
+
+    /// Why a net system cost below this process's own CPU (by more than the counters' error and
+    /// the test's steal time) is not measured: the process's CPU is part of the system's, so the
+    /// background must have shrunk during the test — work the test displaced on a machine with
+    /// no idle CPU to spare —, and the baseline no longer describes it. None otherwise.
+    pub fn displaced(&self) -> Option<String> {
+        let slack = self.net_error_cpu_s() + self.test.steal_cpu_s.unwrap_or(0.0);
+        (self.net_cpu_s + slack < self.process_cpu_s).then(|| {
+            format!(
+                "background displaced: the system-wide net CPU ({:.1} ms ± {:.1} ms) is below \
+                 this process's own ({:.1} ms), so other work gave way to the test (the idle \
+                 baselines used {:.3} CPUs before, {} after) and its share is not known",
+                self.net_cpu_s * 1e3,
+                slack * 1e3,
+                self.process_cpu_s * 1e3,
+                self.baseline.busy_cpus(),
+                self.baseline_after
+                    .map_or("not measured".to_string(), |a| format!(
+                        "{:.3} CPUs",
+                        a.busy_cpus()
+                    ))
+            )
+        })
     }
 
     /// CPU-seconds known to explain the net system cost: this process's own CPU, the test's net
@@ -411,6 +448,7 @@ impl CpuCost {
             "net_error_cpu_s": self.net_error_cpu_s(),
             "process_cpu_s": self.process_cpu_s,
             "irq_softirq_net_cpu_s": self.irq_net_cpu_s(),
+            "steal_cpu_s": self.test.steal_cpu_s,
             "other_end_process_cpu_s": outside_cpu_s,
             "resolution_cpu_s": self.resolution_cpu_s,
             "check": check,
@@ -451,7 +489,8 @@ pub fn method() -> String {
         "system-wide CPU during the test minus an idle baseline (the busy rate of idle windows \
          just before and just after it, together) × the test's wall time (service demand); idle \
          windows whose rates differ by more than the counters' steps explain, enough to move \
-         the net CPU over 10 %, make it not measured (both in the run's facts); a net CPU over \
+         the net CPU over 10 %, make it not measured (both in the run's facts), as does a net \
+         CPU below this process's own (the test displaced other work); a net CPU over \
          2× what this process's own CPU, interrupt + softirq time and (a peer on the same \
          machine) the other end's process explain is flagged with the figures; a window with \
          less net CPU than 12.5 counter steps is extended over more of the same work (TCP \
@@ -553,6 +592,7 @@ mod tests {
             total_cpu_s: total,
             process_cpu_s: proc_,
             irq_cpu_s: None,
+            steal_cpu_s: None,
         }
     }
 
@@ -752,6 +792,31 @@ mod tests {
             .with_resolution(0.01);
         assert!((c.net_error_cpu_s() - 0.07).abs() < 1e-9);
         assert_eq!(c.unexplained(0.0), None);
+    }
+
+    #[test]
+    fn a_system_cost_below_the_process_cpu_is_not_measured() {
+        // A saturated machine: 1.0 CPU busy in both idle windows, 1.9 of 2 CPUs in the test, of
+        // which this process used 0.6: the background gave way, net 0.9 − 1.0 × 1 → 0 < 0.6.
+        let half = w(0.2, 0.2, 0.4, 0.0);
+        let c =
+            CpuCost::from_windows_around(half, w(1.0, 1.3, 2.0, 0.6), half).with_resolution(0.01);
+        assert!((c.net_cpu_s - 0.3).abs() < 1e-9);
+        let why = c.cross_check(0.0).unwrap_err();
+        assert!(why.contains("background displaced"), "{why}");
+        assert!(why.contains("(600.0 ms)"), "{why}");
+        assert!(!c.wants_more(), "more work cannot help");
+        // Steal time (counted in the process's CPU, in neither system figure) can explain it.
+        let stolen = Window {
+            steal_cpu_s: Some(0.3),
+            ..w(1.0, 1.3, 2.0, 0.6)
+        };
+        let c = CpuCost::from_windows_around(half, stolen, half).with_resolution(0.01);
+        assert_eq!(c.displaced(), None);
+        // Within the counters' error: measured.
+        let c =
+            CpuCost::from_windows_around(half, w(1.0, 1.58, 2.0, 0.6), half).with_resolution(0.01);
+        assert_eq!(c.displaced(), None);
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub struct SystemCpu {
     /// such as the network stack's receive side that runs outside any process's own CPU time),
     /// ns over every CPU; None where the OS does not split it out.
     pub irq_ns: Option<u64>,
+    /// Time the hypervisor gave to someone else while this machine's CPUs wanted to run (Linux
+    /// steal), ns over every CPU: in no busy or idle figure here, but a process's own CPU time may
+    /// include it. None where the OS does not report it.
+    pub steal_ns: Option<u64>,
 }
 
 /// What [`system_cpu`] reads on this OS (for the record).
@@ -63,11 +67,11 @@ fn rusage_self_ns() -> io::Result<u64> {
 
 /// The aggregate `cpu` line of /proc/stat as (busy, total) ticks; steal and guest left out.
 pub fn parse_proc_stat_busy_total(text: &str) -> Option<(u64, u64)> {
-    parse_proc_stat(text).map(|(b, t, _)| (b, t))
+    parse_proc_stat(text).map(|(b, t, _, _)| (b, t))
 }
 
-/// The aggregate `cpu` line of /proc/stat as (busy, total, irq + softirq) ticks.
-pub fn parse_proc_stat(text: &str) -> Option<(u64, u64, u64)> {
+/// The aggregate `cpu` line of /proc/stat as (busy, total, irq + softirq, steal) ticks.
+pub fn parse_proc_stat(text: &str) -> Option<(u64, u64, u64, u64)> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line
         .split_whitespace()
@@ -81,7 +85,7 @@ pub fn parse_proc_stat(text: &str) -> Option<(u64, u64, u64)> {
     // user nice system idle iowait irq softirq steal (guest is already inside user/nice).
     let busy = g(0) + g(1) + g(2) + g(5) + g(6);
     let idle = g(3) + g(4);
-    Some((busy, busy + idle, g(5) + g(6)))
+    Some((busy, busy + idle, g(5) + g(6), g(7)))
 }
 
 #[cfg(target_os = "linux")]
@@ -95,7 +99,7 @@ mod imp {
 
     pub fn system_cpu() -> io::Result<SystemCpu> {
         let text = std::fs::read_to_string("/proc/stat")?;
-        let (busy, total, irq) = super::parse_proc_stat(&text)
+        let (busy, total, irq, steal) = super::parse_proc_stat(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "/proc/stat: no cpu line"))?;
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
@@ -104,6 +108,7 @@ mod imp {
             busy_ns: busy * ns,
             total_ns: total * ns,
             irq_ns: Some(irq * ns),
+            steal_ns: Some(steal * ns),
         })
     }
 
@@ -165,6 +170,7 @@ mod imp {
             busy_ns: busy * ns,
             total_ns: (busy + idle) * ns,
             irq_ns: None,
+            steal_ns: None,
         })
     }
 
@@ -210,6 +216,7 @@ mod imp {
             busy_ns: total.saturating_sub(idle),
             total_ns: total,
             irq_ns: None,
+            steal_ns: None,
         })
     }
 
@@ -241,7 +248,7 @@ mod tests {
     fn proc_stat_line_parses_busy_and_total_without_steal() {
         let t = "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3 4\n";
         assert_eq!(parse_proc_stat_busy_total(t), Some((160, 1180)));
-        assert_eq!(parse_proc_stat(t), Some((160, 1180, 5)));
+        assert_eq!(parse_proc_stat(t), Some((160, 1180, 5, 7)));
         assert_eq!(parse_proc_stat_busy_total("cpu  1 2\n"), None);
         assert_eq!(parse_proc_stat_busy_total("intr 5\n"), None);
     }

@@ -373,6 +373,7 @@ mod tests {
             total_cpu_s: 2.0,
             process_cpu_s: 0.1,
             irq_cpu_s: None,
+            steal_cpu_s: None,
         };
         let quiet = CpuCost::from_windows(w(0.1), w(0.6));
         assert!((service_demand(&quiet, 1024 * 1000).unwrap() - 500.0).abs() < 1e-9);
