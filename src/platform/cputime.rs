@@ -88,25 +88,62 @@ pub fn parse_proc_stat(text: &str) -> Option<(u64, u64, u64, u64)> {
     Some((busy, busy + idle, g(5) + g(6), g(7)))
 }
 
+/// The `cpuN` lines of /proc/stat: the online CPUs.
+pub fn online_cpus_in_proc_stat(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix("cpu")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count() as u64
+}
+
+/// Cumulative (busy, total) ns from `cpus` × the time since boot less the idle (+ iowait) and
+/// steal time: idle is what a tickless kernel measures exactly, the busy fields it samples at
+/// ticks. Differences of two readings are what counts (a CPU brought online late only shifts
+/// both).
+pub fn busy_from_idle(cpus: u64, boot_ns: u64, idle_ns: u64, steal_ns: u64) -> (u64, u64) {
+    let total = (cpus.max(1) * boot_ns).saturating_sub(steal_ns);
+    (total.saturating_sub(idle_ns), total)
+}
+
 #[cfg(target_os = "linux")]
 mod imp {
     use super::SystemCpu;
     use std::io;
 
-    pub const SYSTEM_CPU_SOURCE: &str = "/proc/stat aggregate cpu line (user+nice+system+irq+softirq \
-        busy; idle+iowait idle; steal excluded), USER_HZ ticks";
+    pub const SYSTEM_CPU_SOURCE: &str = "/proc/stat aggregate cpu line: busy = online CPUs × \
+        CLOCK_BOOTTIME − idle − iowait − steal (the kernel measures idle time exactly on a \
+        tickless kernel; its user/system/irq figures are sampled at ticks, and a paced stream \
+        that wakes in step with the tick is over- or under-counted there), USER_HZ ticks; \
+        irq+softirq and steal beside it";
     pub const PROCESS_CPU_SOURCE: &str = "getrusage(RUSAGE_SELF) user + system";
 
     pub fn system_cpu() -> io::Result<SystemCpu> {
         let text = std::fs::read_to_string("/proc/stat")?;
         let (busy, total, irq, steal) = super::parse_proc_stat(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "/proc/stat: no cpu line"))?;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid out pointer.
+        if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let boot_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
         let ns = 1_000_000_000 / hz;
+        let (busy_ns, total_ns) = super::busy_from_idle(
+            super::online_cpus_in_proc_stat(&text),
+            boot_ns,
+            (total - busy) * ns,
+            steal * ns,
+        );
         Ok(SystemCpu {
-            busy_ns: busy * ns,
-            total_ns: total * ns,
+            busy_ns,
+            total_ns,
             irq_ns: Some(irq * ns),
             steal_ns: Some(steal * ns),
         })
@@ -249,6 +286,16 @@ mod tests {
         let t = "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3 4\n";
         assert_eq!(parse_proc_stat_busy_total(t), Some((160, 1180)));
         assert_eq!(parse_proc_stat(t), Some((160, 1180, 5, 7)));
+        assert_eq!(online_cpus_in_proc_stat(t), 1);
+        assert_eq!(
+            online_cpus_in_proc_stat("cpu  1 2 3 4\ncpu0 1\ncpu1 2\nintr 5\n"),
+            2
+        );
+        // 2 CPUs 10 s since boot, 12 s idle, 1 s stolen: 7 s busy of 19.
+        assert_eq!(
+            busy_from_idle(2, 10_000_000_000, 12_000_000_000, 1_000_000_000),
+            (7_000_000_000, 19_000_000_000)
+        );
         assert_eq!(parse_proc_stat_busy_total("cpu  1 2\n"), None);
         assert_eq!(parse_proc_stat_busy_total("intr 5\n"), None);
     }
