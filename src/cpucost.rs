@@ -5,9 +5,15 @@
 //!
 //! Method: sample every CPU's cumulative busy and total time ([`platform::cputime`]) and this
 //! process's user + system time, (1) over an idle window before the test — the *baseline* busy
-//! rate in CPUs, i.e. what the rest of the machine was doing anyway — and (2) over the test itself.
-//! The net cost is `busy_during − baseline_rate × test_wall`, never below zero. Both figures are
-//! kept, so a reader can see how much of a cost was background.
+//! rate in CPUs, i.e. what the rest of the machine was doing anyway —, (2) over the test itself
+//! and (3) over an idle window after it. The net cost is `busy_during − baseline_rate ×
+//! test_wall`, never below zero, the rate being that of both idle windows together. Both figures
+//! are kept, so a reader can see how much of a cost was background.
+//!
+//! Two cross-checks ([`CpuCost::cross_check`]): idle windows before and after that differ by
+//! more than the counters' steps explain, by enough to move the net cost over 10 %, make it not
+//! measured (the background changed under the test); a net system cost far above what this
+//! process's own CPU plus the interrupt/softirq time explain is flagged with the figures.
 //!
 //! [`platform::cputime`]: crate::platform::cputime
 
@@ -44,6 +50,13 @@ pub struct Window {
     pub total_cpu_s: f64,
     /// This process's CPU-seconds in the window.
     pub process_cpu_s: f64,
+    /// The part of `busy_cpu_s` spent in interrupts and softirqs (work charged to no process),
+    /// where the OS splits it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_cpu_s: Option<f64>,
+    /// CPU-seconds the hypervisor gave to others (in neither busy nor total), where reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_cpu_s: Option<f64>,
 }
 
 impl Window {
@@ -53,6 +66,23 @@ impl Window {
             busy_cpu_s: b.system.busy_ns.saturating_sub(a.system.busy_ns) as f64 / 1e9,
             total_cpu_s: b.system.total_ns.saturating_sub(a.system.total_ns) as f64 / 1e9,
             process_cpu_s: b.process_ns.saturating_sub(a.process_ns) as f64 / 1e9,
+            irq_cpu_s: match (a.system.irq_ns, b.system.irq_ns) {
+                (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / 1e9),
+                _ => None,
+            },
+            steal_cpu_s: match (a.system.steal_ns, b.system.steal_ns) {
+                (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64 / 1e9),
+                _ => None,
+            },
+        }
+    }
+
+    /// Average CPUs the window saw (0 when it is empty).
+    pub fn cpus(&self) -> f64 {
+        if self.wall_s > 0.0 {
+            self.total_cpu_s / self.wall_s
+        } else {
+            0.0
         }
     }
 
@@ -71,6 +101,10 @@ impl Window {
 pub struct CpuCost {
     /// The idle window before the test.
     pub baseline: Window,
+    /// The idle window after the test (None: not measured — an older peer, a meter without an
+    /// idle time, or a cost read while the test still ran).
+    #[serde(default)]
+    pub baseline_after: Option<Window>,
     /// The test itself.
     pub test: Window,
     /// System-wide busy CPU-seconds during the test minus the baseline rate × test wall, ≥ 0.
@@ -90,11 +124,47 @@ impl CpuCost {
         let background = baseline.busy_cpus() * test.wall_s;
         CpuCost {
             baseline,
+            baseline_after: None,
             test,
             net_cpu_s: (test.busy_cpu_s - background).max(0.0),
             process_cpu_s: test.process_cpu_s,
             resolution_cpu_s: 0.0,
         }
+    }
+
+    /// Pure: the cost from idle windows before and after the test and the test window; the
+    /// background rate is that of both idle windows together.
+    pub fn from_windows_around(before: Window, test: Window, after: Window) -> CpuCost {
+        let mut c = CpuCost::from_windows(before, test);
+        c.baseline_after = Some(after);
+        c.net_cpu_s = (test.busy_cpu_s - c.background_cpus() * test.wall_s).max(0.0);
+        c
+    }
+
+    /// The background busy rate, CPUs: the idle windows' busy CPU-seconds over their wall time
+    /// (the one before alone when there is no after window).
+    pub fn background_cpus(&self) -> f64 {
+        let b = &self.baseline;
+        match &self.baseline_after {
+            Some(a) if b.wall_s + a.wall_s > 0.0 => {
+                (b.busy_cpu_s + a.busy_cpu_s) / (b.wall_s + a.wall_s)
+            }
+            _ => b.busy_cpus(),
+        }
+    }
+
+    /// The test's interrupt + softirq CPU-seconds net of the idle windows' rate of it (None
+    /// where the OS does not split it out).
+    pub fn irq_net_cpu_s(&self) -> Option<f64> {
+        let t = self.test.irq_cpu_s?;
+        let mut busy = self.baseline.irq_cpu_s?;
+        let mut wall = self.baseline.wall_s;
+        if let Some(a) = &self.baseline_after {
+            busy += a.irq_cpu_s?;
+            wall += a.wall_s;
+        }
+        let rate = if wall > 0.0 { busy / wall } else { 0.0 };
+        Some((t - rate * self.test.wall_s).max(0.0))
     }
 
     /// The same cost, knowing the counters' resolution: `per_cpu_s` per CPU step, over as many
@@ -156,6 +226,12 @@ impl CpuCost {
                 self.baseline_cpus()
             ));
         }
+        if let Some(why) = self.baselines_differ() {
+            return Err(why);
+        }
+        if let Some(why) = self.displaced() {
+            return Err(why);
+        }
         let floor = self.floor_cpu_s();
         if self.below_resolution() {
             return Err(format!(
@@ -193,15 +269,10 @@ pub const EXTEND_MARGIN: f64 = 1.25;
 impl CpuCost {
     /// CPUs the baseline window saw (0 for an empty window).
     fn baseline_cpus(&self) -> f64 {
-        let b = &self.baseline;
-        if b.wall_s > 0.0 {
-            b.total_cpu_s / b.wall_s
-        } else {
-            0.0
-        }
+        self.baseline.cpus()
     }
 
-    /// The idle baseline already used over [`MAX_BASELINE_SHARE`] of all CPUs.
+    /// The idle baseline before the test already used over [`MAX_BASELINE_SHARE`] of all CPUs.
     pub fn baseline_busy(&self) -> bool {
         let cpus = self.baseline_cpus();
         cpus > 0.0 && self.baseline.busy_cpus() > MAX_BASELINE_SHARE * cpus
@@ -223,7 +294,165 @@ impl CpuCost {
     /// net CPU is still under [`EXTEND_MARGIN`] × the floor.
     pub fn wants_more(&self) -> bool {
         let floor = self.floor_cpu_s();
-        !self.baseline_busy() && floor > 0.0 && self.net_cpu_s < EXTEND_MARGIN * floor
+        !self.baseline_busy()
+            && self.displaced().is_none()
+            && floor > 0.0
+            && self.net_cpu_s < EXTEND_MARGIN * floor
+    }
+}
+
+/// A net system cost above this many times what is known to explain it (this process's own CPU,
+/// interrupt + softirq time, the other end's process where it shares the machine) is flagged:
+/// more than half of it is work nothing known accounts for.
+pub const MAX_UNEXPLAINED_RATIO: f64 = 2.0;
+
+impl CpuCost {
+    /// How much the background's change between the idle windows could move the net cost,
+    /// CPU-seconds: the difference of their busy rates beyond what the counters' steps explain
+    /// (one step per CPU in each window), over half the test's wall time (the net cost uses the
+    /// rate of both windows, which lies between them). None without an after window.
+    pub fn baseline_drift_cpu_s(&self) -> Option<f64> {
+        let (b, a) = (&self.baseline, self.baseline_after.as_ref()?);
+        if b.wall_s <= 0.0 || a.wall_s <= 0.0 {
+            return None;
+        }
+        let steps = self.resolution_cpu_s * (1.0 / b.wall_s + 1.0 / a.wall_s);
+        let d = ((a.busy_cpus() - b.busy_cpus()).abs() - steps).max(0.0);
+        Some(d * self.test.wall_s / 2.0)
+    }
+
+    /// Why the idle windows before and after the test leave the net cost unknown: the background
+    /// changed by more than the counters' steps explain, by enough to move the net cost over
+    /// 1/[`MIN_RESOLUTION_STEPS`] (10 %, what the resolution rule asks of a figure). None when
+    /// they agree or there is no after window.
+    pub fn baselines_differ(&self) -> Option<String> {
+        let drift = self.baseline_drift_cpu_s()?;
+        let a = self.baseline_after.as_ref()?;
+        (drift > self.net_cpu_s / MIN_RESOLUTION_STEPS).then(|| {
+            format!(
+                "the background changed under the test: the idle baselines before and after it \
+                 used {:.3} and {:.3} CPUs ({:.0} and {:.0} ms windows), a change that could \
+                 move the net CPU ({:.1} ms) by {:.1} ms, over the 10 % a figure allows",
+                self.baseline.busy_cpus(),
+                a.busy_cpus(),
+                self.baseline.wall_s * 1e3,
+                a.wall_s * 1e3,
+                self.net_cpu_s * 1e3,
+                drift * 1e3
+            )
+        })
+    }
+
+    /// The largest error the counters' steps put on `net_cpu_s`: one step per CPU over the test
+    /// window, plus one per CPU over the idle windows scaled to the test's wall time.
+    pub fn net_error_cpu_s(&self) -> f64 {
+        let idle_s = self.baseline.wall_s + self.baseline_after.map_or(0.0, |a| a.wall_s);
+        let rate_err = if idle_s > 0.0 {
+            self.resolution_cpu_s / idle_s
+        } else {
+            0.0
+        };
+        self.resolution_cpu_s + rate_err * self.test.wall_s
+    }
+
+    /// Why a net system cost below this process's own CPU (by more than the counters' error and
+    /// the test's steal time) is not measured: the process's CPU is part of the system's, so the
+    /// background must have shrunk during the test — work the test displaced on a machine with
+    /// no idle CPU to spare —, and the baseline no longer describes it. None otherwise.
+    pub fn displaced(&self) -> Option<String> {
+        let slack = self.net_error_cpu_s() + self.test.steal_cpu_s.unwrap_or(0.0);
+        (self.net_cpu_s + slack < self.process_cpu_s).then(|| {
+            format!(
+                "background displaced: the system-wide net CPU ({:.1} ms ± {:.1} ms) is below \
+                 this process's own ({:.1} ms), so other work gave way to the test (the idle \
+                 baselines used {:.3} CPUs before, {} after) and its share is not known",
+                self.net_cpu_s * 1e3,
+                slack * 1e3,
+                self.process_cpu_s * 1e3,
+                self.baseline.busy_cpus(),
+                self.baseline_after
+                    .map_or("not measured".to_string(), |a| format!(
+                        "{:.3} CPUs",
+                        a.busy_cpus()
+                    ))
+            )
+        })
+    }
+
+    /// CPU-seconds known to explain the net system cost: this process's own CPU, the test's net
+    /// interrupt + softirq time (where known) and `outside_cpu_s` (the other end's process when
+    /// it is another process on the same machine).
+    pub fn explained_cpu_s(&self, outside_cpu_s: f64) -> f64 {
+        self.process_cpu_s + self.irq_net_cpu_s().unwrap_or(0.0) + outside_cpu_s.max(0.0)
+    }
+
+    /// A net system cost that, even less the counters' error, is over
+    /// [`MAX_UNEXPLAINED_RATIO`] × what is known to explain it ([`Self::explained_cpu_s`]): the
+    /// warning, with the figures. None when it is explained.
+    pub fn unexplained(&self, outside_cpu_s: f64) -> Option<String> {
+        let explained = self.explained_cpu_s(outside_cpu_s);
+        let net = self.net_cpu_s;
+        if net - self.net_error_cpu_s() <= MAX_UNEXPLAINED_RATIO * explained {
+            return None;
+        }
+        let ratio = if explained > 0.0 {
+            format!("{:.1}×", net / explained)
+        } else {
+            "far above".to_string()
+        };
+        let irq = self
+            .irq_net_cpu_s()
+            .map_or("not known".to_string(), |i| format!("{:.1} ms", i * 1e3));
+        Some(format!(
+            "system-wide net CPU {:.1} ms (±{:.1} ms) is {ratio} what this process ({:.1} ms), \
+             interrupts + softirqs ({irq}) and the other end's process ({:.1} ms) explain: work \
+             outside the test (another program, kernel threads) may be in it; idle baselines \
+             {:.3} CPUs before, {} after",
+            net * 1e3,
+            self.net_error_cpu_s() * 1e3,
+            self.process_cpu_s * 1e3,
+            outside_cpu_s.max(0.0) * 1e3,
+            self.baseline.busy_cpus(),
+            self.baseline_after
+                .map_or("not measured".to_string(), |a| format!(
+                    "{:.3} CPUs",
+                    a.busy_cpus()
+                ))
+        ))
+    }
+
+    /// The cross-check of a finished cost: Err(why not measured) — a busy or changing background,
+    /// below the counters' resolution ([`Self::usable`]) —, Ok(Some(warning)) for a figure kept
+    /// but flagged ([`Self::unexplained`]), Ok(None) for a figure that holds up.
+    pub fn cross_check(&self, outside_cpu_s: f64) -> Result<Option<String>, String> {
+        self.usable()?;
+        Ok(self.unexplained(outside_cpu_s))
+    }
+
+    /// The windows and both checks, for a run's facts.
+    pub fn facts(&self, outside_cpu_s: f64) -> serde_json::Value {
+        let after = self.baseline_after.as_ref();
+        let check = match self.cross_check(outside_cpu_s) {
+            Ok(None) => "ok".to_string(),
+            Ok(Some(flag)) => format!("flagged: {flag}"),
+            Err(why) => format!("not measured: {why}"),
+        };
+        serde_json::json!({
+            "baseline_before_busy_cpus": self.baseline.busy_cpus(),
+            "baseline_before_s": self.baseline.wall_s,
+            "baseline_after_busy_cpus": after.map(|a| a.busy_cpus()),
+            "baseline_after_s": after.map(|a| a.wall_s),
+            "test_wall_s": self.test.wall_s,
+            "system_busy_cpu_s": self.test.busy_cpu_s,
+            "net_cpu_s": self.net_cpu_s,
+            "net_error_cpu_s": self.net_error_cpu_s(),
+            "process_cpu_s": self.process_cpu_s,
+            "irq_softirq_net_cpu_s": self.irq_net_cpu_s(),
+            "steal_cpu_s": self.test.steal_cpu_s,
+            "other_end_process_cpu_s": outside_cpu_s,
+            "resolution_cpu_s": self.resolution_cpu_s,
+            "check": check,
+        })
     }
 }
 
@@ -247,20 +476,27 @@ pub fn extend_until(
     now + max_extension(run_time).min(share)
 }
 
-/// Measures the idle baseline, then a test.
+/// Measures the idle baseline, then a test, then an idle window after it.
 pub struct CpuMeter {
     baseline: Window,
     start: CpuSample,
+    idle: Duration,
 }
 
 /// How the cost is measured, for a benchmark's method text.
 pub fn method() -> String {
     format!(
-        "system-wide CPU during the test minus an idle baseline measured just before it \
-         (service demand); a window with less net CPU than 12.5 counter steps is extended over \
-         more of the same work (TCP streams send on; file passes repeat, except at the quick preset; paced UDP streams do not) for up to 10 × the run \
-         time (at least 1 s), and one still under 10 steps is not measured; system counters: {}; \
-         this process's own CPU beside it: {}",
+        "system-wide CPU during the test minus an idle baseline (the busy rate of idle windows \
+         just before and just after it, together) × the test's wall time (service demand); idle \
+         windows whose rates differ by more than the counters' steps explain, enough to move \
+         the net CPU over 10 %, make it not measured (both in the run's facts), as does a net \
+         CPU below this process's own (the test displaced other work); a net CPU over \
+         2× what this process's own CPU, interrupt + softirq time and (a peer on the same \
+         machine) the other end's process explain is flagged with the figures; a window with \
+         less net CPU than 12.5 counter steps is extended over more of the same work (TCP \
+         streams send on, paced UDP streams send on at their rate; file passes repeat, except \
+         at the quick preset) for up to 10 × the run time (at least 1 s), and one still under \
+         10 steps is not measured; system counters: {}; this process's own CPU beside it: {}",
         cputime::SYSTEM_CPU_SOURCE,
         cputime::PROCESS_CPU_SOURCE
     )
@@ -276,6 +512,7 @@ impl CpuMeter {
         Ok(CpuMeter {
             baseline: Window::between(&a, &b),
             start: b,
+            idle,
         })
     }
 
@@ -285,13 +522,62 @@ impl CpuMeter {
         Ok(())
     }
 
-    /// Ends the test window.
-    pub fn stop(&self) -> io::Result<CpuCost> {
+    /// The cost so far, the test still running (no after window): for deciding whether to
+    /// extend the window ([`CpuCost::wants_more`]).
+    pub fn peek(&self) -> io::Result<CpuCost> {
         let end = CpuSample::now()?;
         Ok(
             CpuCost::from_windows(self.baseline, Window::between(&self.start, &end))
                 .with_resolution(cputime::system_cpu_resolution_s()),
         )
+    }
+
+    /// Ends the test window, then measures the idle window after it by sleeping as long as the
+    /// one before (the caller must be doing nothing meanwhile; none for a meter started with no
+    /// idle time). [`Self::end`] and [`Ended::after_idle`] in one.
+    pub fn stop(&self) -> io::Result<CpuCost> {
+        self.end()?.after_idle()
+    }
+
+    /// Ends the test window; the idle window after it is measured by [`Ended::after_idle`] (so
+    /// that a client can tell its peer to end its window first and both idle together).
+    pub fn end(&self) -> io::Result<Ended> {
+        let end = CpuSample::now()?;
+        Ok(Ended {
+            baseline: self.baseline,
+            test: Window::between(&self.start, &end),
+            end,
+            idle: self.idle,
+        })
+    }
+}
+
+/// A test window that has ended, its idle window after it still to measure.
+pub struct Ended {
+    baseline: Window,
+    test: Window,
+    end: CpuSample,
+    idle: Duration,
+}
+
+impl Ended {
+    /// The cost without an idle window after the test (for a run that failed anyway).
+    pub fn after_idle_skipped(self) -> io::Result<CpuCost> {
+        Ok(CpuCost::from_windows(self.baseline, self.test)
+            .with_resolution(cputime::system_cpu_resolution_s()))
+    }
+
+    /// Sleeps as long as the idle window before the test (the caller doing nothing meanwhile),
+    /// then the cost with both idle windows; without an idle time, the cost as it is.
+    pub fn after_idle(self) -> io::Result<CpuCost> {
+        let c = if self.idle.is_zero() {
+            CpuCost::from_windows(self.baseline, self.test)
+        } else {
+            std::thread::sleep(self.idle);
+            let after = Window::between(&self.end, &CpuSample::now()?);
+            CpuCost::from_windows_around(self.baseline, self.test, after)
+        };
+        Ok(c.with_resolution(cputime::system_cpu_resolution_s()))
     }
 }
 
@@ -305,6 +591,8 @@ mod tests {
             busy_cpu_s: busy,
             total_cpu_s: total,
             process_cpu_s: proc_,
+            irq_cpu_s: None,
+            steal_cpu_s: None,
         }
     }
 
@@ -415,6 +703,141 @@ mod tests {
         );
     }
 
+    fn wi(wall: f64, busy: f64, total: f64, proc_: f64, irq: f64) -> Window {
+        Window {
+            irq_cpu_s: Some(irq),
+            ..w(wall, busy, total, proc_)
+        }
+    }
+
+    #[test]
+    fn the_background_is_the_rate_of_both_idle_windows() {
+        // 0.1 CPUs before, 0.3 after (equal windows): 0.2 CPUs of background over a 2 s test.
+        let c = CpuCost::from_windows_around(
+            w(0.2, 0.02, 0.4, 0.0),
+            w(2.0, 1.0, 4.0, 0.5),
+            w(0.2, 0.06, 0.4, 0.0),
+        );
+        assert!((c.background_cpus() - 0.2).abs() < 1e-12);
+        assert!((c.net_cpu_s - 0.6).abs() < 1e-12);
+        // Without an after window: the one before alone.
+        let c = CpuCost::from_windows(w(0.2, 0.02, 0.4, 0.0), w(2.0, 1.0, 4.0, 0.5));
+        assert!((c.background_cpus() - 0.1).abs() < 1e-12);
+        assert_eq!(c.baseline_drift_cpu_s(), None);
+        assert_eq!(c.baselines_differ(), None);
+    }
+
+    #[test]
+    fn idle_baselines_that_differ_make_the_cost_not_measured() {
+        // 2 CPUs in 10 ms steps, 200 ms idle windows: the steps explain 0.1 CPUs each.
+        let test = w(2.0, 0.9, 4.0, 0.4);
+        let quiet = w(0.2, 0.0, 0.4, 0.0);
+        // Something started during the test and ran on after it: 1.5 CPUs in the after window.
+        let busy_after = w(0.2, 0.3, 0.4, 0.0);
+        let c = CpuCost::from_windows_around(quiet, test, busy_after).with_resolution(0.01);
+        // Net: 0.9 − 0.75 × 2 → 0 (never below); drift (1.5 − 0.2) × 2 / 2 = 1.3 CPU-s.
+        assert!((c.baseline_drift_cpu_s().unwrap() - 1.3).abs() < 1e-9);
+        let why = c.cross_check(0.0).unwrap_err();
+        assert!(why.contains("background changed"), "{why}");
+        assert!(why.contains("0.000 and 1.500 CPUs"), "{why}");
+        assert!(c.checked_us_per_kib(1 << 30).is_err());
+        let f = c.facts(0.0);
+        assert!((f["baseline_after_busy_cpus"].as_f64().unwrap() - 1.5).abs() < 1e-9);
+        assert!(f["check"].as_str().unwrap().starts_with("not measured"));
+        // Within the counters' steps (one tick per CPU more after): the same test measures.
+        let tick_after = w(0.2, 0.02, 0.4, 0.0);
+        let c = CpuCost::from_windows_around(quiet, test, tick_after).with_resolution(0.01);
+        assert_eq!(c.baseline_drift_cpu_s(), Some(0.0));
+        assert_eq!(c.cross_check(0.0), Ok(None));
+        // A small real change on a large net cost: under 10 % of it, measured.
+        let c = CpuCost::from_windows_around(quiet, w(2.0, 1.9, 4.0, 1.5), w(0.2, 0.05, 0.4, 0.0))
+            .with_resolution(0.01);
+        assert!(c.baseline_drift_cpu_s().unwrap() > 0.0);
+        assert_eq!(c.cross_check(0.0), Ok(None));
+    }
+
+    #[test]
+    fn a_system_cost_far_above_the_process_cpu_is_flagged_with_the_figures() {
+        let quiet = wi(0.2, 0.0, 0.4, 0.0, 0.0);
+        // 1 s of test on 2 CPUs: 0.6 CPU-s net system-wide, the process only 0.05, irq 0.02.
+        let c = CpuCost::from_windows_around(quiet, wi(1.0, 0.6, 2.0, 0.05, 0.02), quiet)
+            .with_resolution(0.01);
+        assert!((c.irq_net_cpu_s().unwrap() - 0.02).abs() < 1e-12);
+        assert!((c.explained_cpu_s(0.0) - 0.07).abs() < 1e-12);
+        let flag = c.cross_check(0.0).unwrap().expect("flagged");
+        assert!(flag.contains("600.0 ms"), "{flag}");
+        assert!(flag.contains("8.6×"), "{flag}");
+        assert!(
+            flag.contains("(50.0 ms)") && flag.contains("(20.0 ms)"),
+            "{flag}"
+        );
+        assert!(
+            c.facts(0.0)["check"]
+                .as_str()
+                .unwrap()
+                .starts_with("flagged")
+        );
+        // The same system figure explained by the process and interrupts: not flagged.
+        let c = CpuCost::from_windows_around(quiet, wi(1.0, 0.6, 2.0, 0.35, 0.2), quiet)
+            .with_resolution(0.01);
+        assert_eq!(c.cross_check(0.0), Ok(None));
+        // Or by the other end, another process on this machine.
+        let c = CpuCost::from_windows_around(quiet, wi(1.0, 0.6, 2.0, 0.1, 0.0), quiet)
+            .with_resolution(0.01);
+        assert!(c.unexplained(0.0).is_some());
+        assert_eq!(c.unexplained(0.2), None);
+        // Within the counters' error: not flagged even with no process CPU at all.
+        // (20 ms over the test, 20 ms / 0.4 s of idle windows × 1 s: 70 ms.)
+        let c = CpuCost::from_windows_around(quiet, wi(1.0, 0.06, 2.0, 0.0, 0.0), quiet)
+            .with_resolution(0.01);
+        assert!((c.net_error_cpu_s() - 0.07).abs() < 1e-9);
+        assert_eq!(c.unexplained(0.0), None);
+    }
+
+    #[test]
+    fn a_system_cost_below_the_process_cpu_is_not_measured() {
+        // A saturated machine: 1.0 CPU busy in both idle windows, 1.9 of 2 CPUs in the test, of
+        // which this process used 0.6: the background gave way, net 0.9 − 1.0 × 1 → 0 < 0.6.
+        let half = w(0.2, 0.2, 0.4, 0.0);
+        let c =
+            CpuCost::from_windows_around(half, w(1.0, 1.3, 2.0, 0.6), half).with_resolution(0.01);
+        assert!((c.net_cpu_s - 0.3).abs() < 1e-9);
+        let why = c.cross_check(0.0).unwrap_err();
+        assert!(why.contains("background displaced"), "{why}");
+        assert!(why.contains("(600.0 ms)"), "{why}");
+        assert!(!c.wants_more(), "more work cannot help");
+        // Steal time (counted in the process's CPU, in neither system figure) can explain it.
+        let stolen = Window {
+            steal_cpu_s: Some(0.3),
+            ..w(1.0, 1.3, 2.0, 0.6)
+        };
+        let c = CpuCost::from_windows_around(half, stolen, half).with_resolution(0.01);
+        assert_eq!(c.displaced(), None);
+        // Within the counters' error: measured.
+        let c =
+            CpuCost::from_windows_around(half, w(1.0, 1.58, 2.0, 0.6), half).with_resolution(0.01);
+        assert_eq!(c.displaced(), None);
+    }
+
+    #[test]
+    fn an_older_peers_cost_without_the_new_fields_still_loads() {
+        let c = CpuCost::from_windows_around(
+            wi(0.2, 0.0, 0.4, 0.0, 0.0),
+            wi(1.0, 0.6, 2.0, 0.3, 0.1),
+            wi(0.2, 0.0, 0.4, 0.0, 0.0),
+        );
+        let mut v = serde_json::to_value(c).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("baseline_after");
+        for k in ["baseline", "test"] {
+            o[k].as_object_mut().unwrap().remove("irq_cpu_s");
+        }
+        let back: CpuCost = serde_json::from_value(v).unwrap();
+        assert_eq!(back.baseline_after, None);
+        assert_eq!(back.irq_net_cpu_s(), None);
+        assert_eq!(back.baselines_differ(), None);
+    }
+
     #[test]
     fn meter_sees_this_process_spinning() {
         let m = CpuMeter::start(Duration::from_millis(50)).unwrap();
@@ -422,9 +845,24 @@ mod tests {
         while t0.elapsed() < Duration::from_millis(120) {
             std::hint::black_box(0u64);
         }
+        assert_eq!(m.peek().unwrap().baseline_after, None);
         let c = m.stop().unwrap();
         assert!(c.test.wall_s >= 0.12);
         assert!(c.process_cpu_s > 0.0, "{c:?}");
         assert!(c.test.busy_cpu_s <= c.test.total_cpu_s + 1e-9);
+        // The idle window after the test, as long as the one before.
+        let after = c.baseline_after.expect("an after window");
+        assert!(after.wall_s >= 0.05, "{after:?}");
+        let f = c.facts(0.0);
+        for k in [
+            "baseline_before_busy_cpus",
+            "baseline_after_busy_cpus",
+            "process_cpu_s",
+        ] {
+            assert!(f[k].is_number(), "{k}: {f}");
+        }
+        // No idle time: no after window.
+        let c = CpuMeter::start(Duration::ZERO).unwrap().stop().unwrap();
+        assert_eq!(c.baseline_after, None);
     }
 }

@@ -1301,12 +1301,16 @@ mod tests {
                     if id == "net/udp_max_rate" {
                         assert!(t >= 6.0 * 8.0 * 0.05, "{id}: {t}");
                     }
-                    // Only the fs bandwidth benchmarks extend their CPU-cost windows, and not
-                    // at the quick preset: 2 windows × max(10 × run time, 1 s) per measured run.
+                    // The fs bandwidth benchmarks extend their CPU-cost windows, not at the
+                    // quick preset: 2 windows × max(10 × run time, 1 s) per measured run; the
+                    // TCP and UDP streams at every preset, 1 window each.
                     let x = b.estimate_extension_s(&e);
                     let bandwidth = id.starts_with("fs/seq_");
+                    let stream =
+                        matches!(id, "net/tcp_stream" | "net/tcp_stream_n" | "net/udp_stream");
                     match (bandwidth, opts.fs.quick) {
                         (true, false) => assert!((x - 5.0 * 2.0 * 1.0).abs() < 1e-9, "{id}: {x}"),
+                        _ if stream => assert!((x - 5.0 * 1.0).abs() < 1e-9, "{id}: {x}"),
                         _ => assert_eq!(x, 0.0, "{id}"),
                     }
                 }

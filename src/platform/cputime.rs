@@ -14,6 +14,14 @@ pub struct SystemCpu {
     /// All time (busy + idle + iowait), in ns summed over every CPU. On Linux steal time is left
     /// out of both: it is time the hypervisor gave to someone else.
     pub total_ns: u64,
+    /// The part of `busy_ns` spent serving interrupts and softirqs (Linux irq + softirq: work
+    /// such as the network stack's receive side that runs outside any process's own CPU time),
+    /// ns over every CPU; None where the OS does not split it out.
+    pub irq_ns: Option<u64>,
+    /// Time the hypervisor gave to someone else while this machine's CPUs wanted to run (Linux
+    /// steal), ns over every CPU: in no busy or idle figure here, but a process's own CPU time may
+    /// include it. None where the OS does not report it.
+    pub steal_ns: Option<u64>,
 }
 
 /// What [`system_cpu`] reads on this OS (for the record).
@@ -142,6 +150,11 @@ fn rusage_self_ns() -> io::Result<u64> {
 
 /// The aggregate `cpu` line of /proc/stat as (busy, total) ticks; steal and guest left out.
 pub fn parse_proc_stat_busy_total(text: &str) -> Option<(u64, u64)> {
+    parse_proc_stat(text).map(|(b, t, _, _)| (b, t))
+}
+
+/// The aggregate `cpu` line of /proc/stat as (busy, total, irq + softirq, steal) ticks.
+pub fn parse_proc_stat(text: &str) -> Option<(u64, u64, u64, u64)> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line
         .split_whitespace()
@@ -155,7 +168,26 @@ pub fn parse_proc_stat_busy_total(text: &str) -> Option<(u64, u64)> {
     // user nice system idle iowait irq softirq steal (guest is already inside user/nice).
     let busy = g(0) + g(1) + g(2) + g(5) + g(6);
     let idle = g(3) + g(4);
-    Some((busy, busy + idle))
+    Some((busy, busy + idle, g(5) + g(6), g(7)))
+}
+
+/// The `cpuN` lines of /proc/stat: the online CPUs.
+pub fn online_cpus_in_proc_stat(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix("cpu")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count() as u64
+}
+
+/// Cumulative (busy, total) ns from `cpus` × the time since boot less the idle (+ iowait) and
+/// steal time: idle is what a tickless kernel measures exactly, the busy fields it samples at
+/// ticks. Differences of two readings are what counts (a CPU brought online late only shifts
+/// both).
+pub fn busy_from_idle(cpus: u64, boot_ns: u64, idle_ns: u64, steal_ns: u64) -> (u64, u64) {
+    let total = (cpus.max(1) * boot_ns).saturating_sub(steal_ns);
+    (total.saturating_sub(idle_ns), total)
 }
 
 #[cfg(target_os = "linux")]
@@ -163,20 +195,40 @@ mod imp {
     use super::SystemCpu;
     use std::io;
 
-    pub const SYSTEM_CPU_SOURCE: &str = "/proc/stat aggregate cpu line (user+nice+system+irq+softirq \
-        busy; idle+iowait idle; steal excluded), USER_HZ ticks";
+    pub const SYSTEM_CPU_SOURCE: &str = "/proc/stat aggregate cpu line: busy = online CPUs × \
+        CLOCK_BOOTTIME − idle − iowait − steal (the kernel measures idle time exactly on a \
+        tickless kernel; its user/system/irq figures are sampled at ticks, and a paced stream \
+        that wakes in step with the tick is over- or under-counted there), USER_HZ ticks; \
+        irq+softirq and steal beside it";
     pub const PROCESS_CPU_SOURCE: &str = "getrusage(RUSAGE_SELF) user + system";
 
     pub fn system_cpu() -> io::Result<SystemCpu> {
         let text = std::fs::read_to_string("/proc/stat")?;
-        let (busy, total) = super::parse_proc_stat_busy_total(&text)
+        let (busy, total, irq, steal) = super::parse_proc_stat(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "/proc/stat: no cpu line"))?;
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid out pointer.
+        if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let boot_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
         let ns = 1_000_000_000 / hz;
+        let (busy_ns, total_ns) = super::busy_from_idle(
+            super::online_cpus_in_proc_stat(&text),
+            boot_ns,
+            (total - busy) * ns,
+            steal * ns,
+        );
         Ok(SystemCpu {
-            busy_ns: busy * ns,
-            total_ns: total * ns,
+            busy_ns,
+            total_ns,
+            irq_ns: Some(irq * ns),
+            steal_ns: Some(steal * ns),
         })
     }
 
@@ -237,6 +289,8 @@ mod imp {
         Ok(SystemCpu {
             busy_ns: busy * ns,
             total_ns: (busy + idle) * ns,
+            irq_ns: None,
+            steal_ns: None,
         })
     }
 
@@ -281,6 +335,8 @@ mod imp {
         Ok(SystemCpu {
             busy_ns: total.saturating_sub(idle),
             total_ns: total,
+            irq_ns: None,
+            steal_ns: None,
         })
     }
 
@@ -397,6 +453,17 @@ mod tests {
     fn proc_stat_line_parses_busy_and_total_without_steal() {
         let t = "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3 4\n";
         assert_eq!(parse_proc_stat_busy_total(t), Some((160, 1180)));
+        assert_eq!(parse_proc_stat(t), Some((160, 1180, 5, 7)));
+        assert_eq!(online_cpus_in_proc_stat(t), 1);
+        assert_eq!(
+            online_cpus_in_proc_stat("cpu  1 2 3 4\ncpu0 1\ncpu1 2\nintr 5\n"),
+            2
+        );
+        // 2 CPUs 10 s since boot, 12 s idle, 1 s stolen: 7 s busy of 19.
+        assert_eq!(
+            busy_from_idle(2, 10_000_000_000, 12_000_000_000, 1_000_000_000),
+            (7_000_000_000, 19_000_000_000)
+        );
         assert_eq!(parse_proc_stat_busy_total("cpu  1 2\n"), None);
         assert_eq!(parse_proc_stat_busy_total("intr 5\n"), None);
     }

@@ -127,6 +127,14 @@ impl<'a> Client<'a> {
 
     /// End the data phase and get the peer's report.
     pub fn finish(&mut self, sent_bytes: u64, sent_datagrams: u64) -> Result<PeerReport, String> {
+        self.send_finish(sent_bytes, sent_datagrams)?;
+        self.read_report()
+    }
+
+    /// End the data phase ([`Self::read_report`] then reads the peer's report): the peer ends its
+    /// CPU-cost window and measures its idle window after it, while this side may measure its
+    /// own.
+    pub fn send_finish(&mut self, sent_bytes: u64, sent_datagrams: u64) -> Result<(), String> {
         proto::write_msg(
             &mut self.ctl(),
             &Msg::Finish {
@@ -134,7 +142,11 @@ impl<'a> Client<'a> {
                 sent_datagrams,
             },
         )
-        .map_err(|e| format!("finish: {e}"))?;
+        .map_err(|e| format!("finish: {e}"))
+    }
+
+    /// The peer's report on the test [`Self::send_finish`] ended.
+    pub fn read_report(&mut self) -> Result<PeerReport, String> {
         match proto::read_msg(&mut self.ctl()) {
             Ok(Msg::Report { report }) => Ok(*report),
             other => Err(refused_or(other, "report")),

@@ -287,7 +287,7 @@ fn setup_notes(p: &mut Profile, llc: &crate::platform::cache::Llc, ws: usize) ->
 /// Other work on this machine, CPUs busy during a 0.5 s idle baseline.
 fn idle_baseline() -> Result<f64, ValidateError> {
     let meter = CpuMeter::start(Duration::from_millis(500)).map_err(failed)?;
-    Ok(meter.stop().map_err(failed)?.baseline.busy_cpus())
+    Ok(meter.peek().map_err(failed)?.baseline.busy_cpus())
 }
 
 /// A stored run's inputs for the app, which runs over loopback: the same loopback traffic

@@ -185,10 +185,10 @@ impl Bandwidth {
         };
         let mut passes = 1;
         loop {
-            let c = meter.stop();
-            let more = c.as_ref().is_ok_and(|c| c.wants_more());
+            let more = meter.peek().is_ok_and(|c| c.wants_more());
             if !more || Instant::now() >= until {
-                return Ok((c, moved, passes));
+                // The window ends here; the idle window after it follows.
+                return Ok((meter.stop(), moved, passes));
             }
             ctx.check()?;
             moved += self.threads_once(files, bytes, direct, || {})?.0;
@@ -426,10 +426,18 @@ impl Benchmark for Bandwidth {
                 .fact(&format!("cpu_cost_bytes_{mode}"), cost_bytes);
             match cost {
                 Ok(c) => {
-                    let quick_below =
-                        !self.extend_cost && !c.baseline_busy() && c.below_resolution();
+                    let quick_below = !self.extend_cost
+                        && !c.baseline_busy()
+                        && c.baselines_differ().is_none()
+                        && c.below_resolution();
+                    // Both idle baselines, this process's CPU and the checks, per run.
+                    out = out.fact(&format!("cpu_{mode}"), c.facts(0.0));
                     match c.checked_cpu_s_per_gb(cost_bytes) {
                         Ok(v) => {
+                            if let Some(flag) = c.unexplained(0.0) {
+                                out.warnings
+                                    .push(format!("{}: {cpu}: {flag}", self.info.id));
+                            }
                             out = out.metric(cpu, vec![v]);
                             if direct {
                                 out = out.metric("pct_all_cpus", vec![c.pct_all_cpus()]);

@@ -252,24 +252,74 @@ pub fn service_demand(c: &crate::cpucost::CpuCost, bytes: u64) -> Result<f64, St
     c.checked_us_per_kib(bytes)
 }
 
-/// Adds a service-demand metric, or says why it is not measured.
+/// Adds a service-demand metric, or says why it is not measured; the cost's windows and checks go
+/// into the run's facts (`tx_cpu` / `rx_cpu`), and a figure that the process CPU does not explain
+/// ([`crate::cpucost::CpuCost::unexplained`]) is kept with a warning giving the figures.
+/// `other_cpu_s`: the other end's process CPU when it is another process on this machine
+/// ([`OtherEnd`]), else 0.
 pub fn with_demand(
-    out: super::RunOutput,
+    mut out: super::RunOutput,
     name: &'static str,
     c: &crate::cpucost::CpuCost,
     bytes: u64,
+    other_cpu_s: f64,
 ) -> super::RunOutput {
+    let side = name.split('_').next().unwrap_or("cpu");
+    out = out.fact(&format!("{side}_cpu"), c.facts(other_cpu_s));
     match service_demand(c, bytes) {
-        Ok(v) => out.metric(name, vec![v]),
+        Ok(v) => {
+            if let Some(flag) = c.unexplained(other_cpu_s) {
+                out.warnings.push(format!("{name}: {flag}"));
+            }
+            out.metric(name, vec![v])
+        }
         Err(why) => out.not_measured(name, why),
     }
 }
 
+/// Whether the two ends of a test are distinct processes on this machine (a `--peer` on a
+/// loopback address): each end's system-wide cost then includes the other's process CPU, which
+/// its own process figure does not. (The in-process peer is this process; a peer elsewhere is
+/// not in this machine's counters.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OtherEnd {
+    pub same_host_process: bool,
+}
+
+impl OtherEnd {
+    pub fn of(peer: &Peer) -> OtherEnd {
+        OtherEnd {
+            same_host_process: peer.remote() && peer.client.peer().ip().is_loopback(),
+        }
+    }
+
+    /// The other end's process CPU to count as explained, s.
+    pub fn cpu_s(&self, other: Option<&crate::cpucost::CpuCost>) -> f64 {
+        match other {
+            Some(c) if self.same_host_process => c.process_cpu_s,
+            _ => 0.0,
+        }
+    }
+}
+
 /// The receiving peer's service demand and process-only cost for `bytes` it received, or why the
-/// peer could not measure them.
-pub fn with_peer_demand(out: super::RunOutput, r: &PeerReport, bytes: u64) -> super::RunOutput {
+/// peer could not measure them; `tx` is this end's cost (the other end, seen from the peer).
+pub fn with_peer_demand(
+    out: super::RunOutput,
+    r: &PeerReport,
+    bytes: u64,
+    other: OtherEnd,
+    tx: &crate::cpucost::CpuCost,
+) -> super::RunOutput {
     match &r.cpu {
-        Some(c) => with_demand(out, "rx_service_demand_us_per_kib", c, bytes).metric(
+        Some(c) => with_demand(
+            out,
+            "rx_service_demand_us_per_kib",
+            c,
+            bytes,
+            other.cpu_s(Some(tx)),
+        )
+        .metric(
             "rx_process_us_per_kib",
             c.process_us_per_kib(bytes).into_iter().collect(),
         ),
@@ -325,6 +375,8 @@ mod tests {
             busy_cpu_s: busy,
             total_cpu_s: 2.0,
             process_cpu_s: 0.1,
+            irq_cpu_s: None,
+            steal_cpu_s: None,
         };
         let quiet = CpuCost::from_windows(w(0.1), w(0.6));
         assert!((service_demand(&quiet, 1024 * 1000).unwrap() - 500.0).abs() < 1e-9);
@@ -398,6 +450,19 @@ mod tests {
                     assert!((10..=connect::MAX_PER_RUN as u64).contains(&n));
                 }
                 "net/udp_stream" => {
+                    // The measuring time is a floor here too (the CPU window may send on).
+                    let send = o.facts["send_s"].as_f64().unwrap();
+                    assert!(send >= 0.055, "{id}: sent for {send} s only");
+                    let timed = o.facts["timed_datagrams"].as_u64().unwrap();
+                    let used = o.facts["datagrams_sent"].as_u64().unwrap()
+                        + o.facts["send_errors"].as_u64().unwrap();
+                    assert!(timed <= used, "{timed} timed of {used}");
+                    for side in ["tx_cpu", "rx_cpu"] {
+                        let c = &o.facts[side];
+                        assert!(c["baseline_before_busy_cpus"].is_number(), "{side}: {c}");
+                        assert!(c["baseline_after_busy_cpus"].is_number(), "{side}: {c}");
+                        assert!(c["process_cpu_s"].is_number(), "{side}: {c}");
+                    }
                     let l = get(&o, "loss_pct");
                     assert!((0.0..=100.0).contains(&l));
                     assert!(get(&o, "jitter_p50_us") <= get(&o, "jitter_p99_us"));

@@ -8,7 +8,9 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{NetOptions, Peer, peer_cpu_facts, peer_facts, with_demand, with_peer_demand};
+use super::{
+    NetOptions, OtherEnd, Peer, peer_cpu_facts, peer_facts, with_demand, with_peer_demand,
+};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::CpuMeter;
 use crate::harness::RunContext;
@@ -116,6 +118,18 @@ impl Benchmark for Stream {
         &self.info
     }
 
+    /// Each run: the idle windows before and after the stream (both ends idle together), the
+    /// measuring time and its set-up.
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        e.timed(crate::bench::DEFAULT_SETUP_S) + e.all_runs() * 2.0 * self.opts.idle().as_secs_f64()
+    }
+
+    /// Every measured run's stream sent on to the CPU-cost window's cap
+    /// ([`crate::cpucost::max_extension`]).
+    fn estimate_extension_s(&self, e: &crate::bench::Estimate) -> f64 {
+        f64::from(e.runs) * crate::cpucost::max_extension(e.run_time).as_secs_f64()
+    }
+
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let streams = if self.all_cpus {
             crate::platform::allowed_cpus()
@@ -179,7 +193,7 @@ impl Benchmark for Stream {
                     std::thread::sleep((until - now).min(Duration::from_millis(50)));
                     continue;
                 }
-                if now >= cap || ctx.check().is_err() || !meter.stop().is_ok_and(|c| c.wants_more())
+                if now >= cap || ctx.check().is_err() || !meter.peek().is_ok_and(|c| c.wants_more())
                 {
                     break;
                 }
@@ -204,15 +218,24 @@ impl Benchmark for Stream {
                 }
             }
         }
-        let report = peer.client.finish(sent, 0);
+        // Let the peer read what is still in flight, then end this side's window; its idle
+        // window after the test overlaps the peer's (which starts at finish).
+        std::thread::sleep(Duration::from_millis(20));
+        let ended = meter.end();
+        let report = peer.client.send_finish(sent, 0);
+        let tx = match failed {
+            None => ended.and_then(|e| e.after_idle()),
+            // Not used: the run fails.
+            Some(_) => ended.and_then(|e| e.after_idle_skipped()),
+        };
+        let report = report.and_then(|()| peer.client.read_report());
         if let Some(e) = failed {
             return Err(super::with_peer_reason(e, report.as_ref()));
         }
         let report = report.map_err(peer.err("stream"))?;
-        let tx = meter
-            .stop()
-            .map_err(|e| BenchError::os("CPU counters", e))?;
+        let tx = tx.map_err(|e| BenchError::os("CPU counters", e))?;
         let mut out = peer_facts(RunOutput::default(), &peer);
+        let other = OtherEnd::of(&peer);
         peer.close();
         if let Some(e) = report.errors.first() {
             return Err(BenchError::failed(format!("peer: {e}")));
@@ -238,9 +261,15 @@ impl Benchmark for Stream {
         if let Some(b) = report.rcvbuf {
             out = out.fact("peer_rcvbuf_bytes", b);
         }
-        out = with_demand(out, "tx_service_demand_us_per_kib", &tx, sent);
+        out = with_demand(
+            out,
+            "tx_service_demand_us_per_kib",
+            &tx,
+            sent,
+            other.cpu_s(report.cpu.as_ref()),
+        );
         out = peer_cpu_facts(out, &report, "rx");
-        Ok(with_peer_demand(out, &report, report.bytes))
+        Ok(with_peer_demand(out, &report, report.bytes, other, &tx))
     }
 }
 

@@ -11,7 +11,8 @@ use serde_json::json;
 use super::stream::demand_metrics;
 use super::udp_stats::UdpSummary;
 use super::{
-    NetOptions, Peer, peer_cpu_facts, peer_facts, percentile, with_demand, with_peer_demand,
+    NetOptions, OtherEnd, Peer, peer_cpu_facts, peer_facts, percentile, with_demand,
+    with_peer_demand,
 };
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::{CpuCost, CpuMeter};
@@ -35,16 +36,28 @@ pub struct Sent {
     pub lateness_us: Vec<f64>,
     pub sndbuf: Option<u64>,
     pub wall_s: f64,
+    /// Sequence numbers used in the timed part (the run's measuring time); the rest extended
+    /// the CPU-cost window.
+    pub timed_seqs: u64,
 }
 
-/// Send `size`-byte datagrams to `to` at `rate_bps` for `duration`, paced by sleeping until each
-/// datagram's scheduled time (no spinning; a late sender catches up at once).
+/// How a paced stream may go on past its measuring time: at the same rate, while `more` says so
+/// (asked every ~50 ms of traffic), never past `cap`.
+pub struct Extension<'a> {
+    pub cap: Instant,
+    pub more: &'a mut dyn FnMut() -> bool,
+}
+
+/// Send `size`-byte datagrams to `to` at `rate_bps` for `duration` (then on at the same rate as
+/// `extend` allows), paced by sleeping until each datagram's scheduled time (no spinning; a late
+/// sender catches up at once).
 pub fn send_paced(
     to: SocketAddr,
     size: u32,
     rate_bps: u64,
     duration: Duration,
     ctx: &RunContext,
+    mut extend: Option<Extension<'_>>,
 ) -> Result<Sent, BenchError> {
     let local: SocketAddr = if to.is_ipv4() {
         "0.0.0.0:0".parse().unwrap()
@@ -59,19 +72,31 @@ pub fn send_paced(
     let mut buf = vec![0x3cu8; size as usize];
     buf[..4].copy_from_slice(&UDP_MAGIC);
     let base = Instant::now();
-    let n_total = (duration.as_secs_f64() / period.as_secs_f64())
+    let n_timed = (duration.as_secs_f64() / period.as_secs_f64())
         .ceil()
         .max(1.0) as u64;
+    // Past the timed part, whether to go on is asked once per ~50 ms of datagrams.
+    let ask_every = ((0.05 / period.as_secs_f64()) as u64).max(1);
     let mut s = Sent {
         datagrams: 0,
         bytes: 0,
         send_errors: 0,
-        lateness_us: Vec::with_capacity(n_total.min(10_000_000) as usize),
+        lateness_us: Vec::with_capacity(n_timed.min(10_000_000) as usize),
         sndbuf,
         wall_s: 0.0,
+        timed_seqs: n_timed,
     };
-    for seq in 0..n_total {
-        if seq % 256 == 0 {
+    let mut seq = 0u64;
+    loop {
+        if seq >= n_timed {
+            let Some(x) = extend.as_mut() else { break };
+            if (seq - n_timed).is_multiple_of(ask_every)
+                && (Instant::now() >= x.cap || ctx.check().is_err() || !(x.more)())
+            {
+                break;
+            }
+        }
+        if seq.is_multiple_of(256) {
             ctx.check()?;
         }
         let due = base + period.mul_f64(seq as f64);
@@ -93,6 +118,7 @@ pub fn send_paced(
             // receiver sees it as lost.
             Err(_) => s.send_errors += 1,
         }
+        seq += 1;
     }
     s.wall_s = base.elapsed().as_secs_f64();
     s.lateness_us.sort_by(|a, b| a.total_cmp(b));
@@ -100,6 +126,9 @@ pub fn send_paced(
 }
 
 /// One UDP test against the peer: returns what was sent, the peer's report and our CPU cost.
+/// With `extend_cost` (and not in a warm-up run) the stream goes on at the same rate past
+/// `duration` while this side's CPU cost is below the counters' resolution, up to
+/// [`crate::cpucost::extend_until`] — the way a TCP stream's window is extended.
 pub fn udp_test(
     peer: &mut Peer,
     ctx: &RunContext,
@@ -107,6 +136,7 @@ pub fn udp_test(
     rate_bps: u64,
     duration: Duration,
     idle: Duration,
+    extend_cost: bool,
 ) -> Result<(Sent, PeerReport, CpuCost), BenchError> {
     peer.client
         .send_start(&TestSpec::Udp {
@@ -120,18 +150,26 @@ pub fn udp_test(
     meter
         .restart()
         .map_err(|e| BenchError::os("CPU counters", e))?;
-    let sent = send_paced(to, size, rate_bps, duration, ctx)?;
+    let until = Instant::now() + duration;
+    let mut more = || meter.peek().is_ok_and(|c| c.wants_more());
+    let extend = (extend_cost && !ctx.warmup).then(|| Extension {
+        cap: crate::cpucost::extend_until(until, ctx.run_time, ctx.deadline, ctx.runs_left),
+        more: &mut more,
+    });
+    let sent = send_paced(to, size, rate_bps, duration, ctx, extend)?;
     // Let the last datagrams land before the peer stops listening.
     std::thread::sleep(Duration::from_millis(20));
-    let tx = meter
-        .stop()
-        .map_err(|e| BenchError::os("CPU counters", e))?;
+    let ended = meter.end().map_err(|e| BenchError::os("CPU counters", e))?;
     // Sequence numbers used (failed sends included): the receiver counts the missing as lost.
     let used = sent.datagrams + sent.send_errors;
-    let report = peer
-        .client
-        .finish(sent.bytes, used)
+    peer.client
+        .send_finish(sent.bytes, used)
         .map_err(peer.err("udp"))?;
+    // Our idle window after the test, while the peer measures its own.
+    let tx = ended
+        .after_idle()
+        .map_err(|e| BenchError::os("CPU counters", e))?;
+    let report = peer.client.read_report().map_err(peer.err("udp"))?;
     if let Some(e) = report.errors.first() {
         return Err(BenchError::failed(format!("peer: {e}")));
     }
@@ -205,7 +243,9 @@ impl UdpStream {
                     "Seed 003 §5.1: the client sends datagrams of a fixed size (default 8 KiB) on a \
                      regular schedule (default 200 Mbit/s; paced by sleeping until each one is due, \
                      a late sender catches up at once; its lateness is recorded) for the run's \
-                     measuring time; each carries a sequence number and its send time. The peer \
+                     measuring time, and on at the same rate while the CPU cost's window is \
+                     below the counters' resolution (see CPU cost; facts send_s and \
+                     timed_datagrams; loss, jitter and stalls cover the whole stream); each carries a sequence number and its send time. The peer \
                      (in-process on 127.0.0.1 by default, or --peer; receive buffer asked 4 MiB, \
                      read back) timestamps every arrival. Jitter = |inter-arrival − period × \
                      sequence step| between consecutive arrivals, as a distribution; RFC 3550's \
@@ -241,6 +281,18 @@ impl Benchmark for UdpStream {
         &self.info
     }
 
+    /// Each run: the idle windows before and after the stream (both ends idle together), the
+    /// measuring time and its set-up.
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        e.timed(crate::bench::DEFAULT_SETUP_S) + e.all_runs() * 2.0 * self.opts.idle().as_secs_f64()
+    }
+
+    /// Every measured run's stream sent on to the CPU-cost window's cap
+    /// ([`crate::cpucost::max_extension`]).
+    fn estimate_extension_s(&self, e: &crate::bench::Estimate) -> f64 {
+        f64::from(e.runs) * crate::cpucost::max_extension(e.run_time).as_secs_f64()
+    }
+
     fn params(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut m = serde_json::Map::new();
         m.insert("size_bytes".into(), self.opts.udp_size().into());
@@ -251,9 +303,17 @@ impl Benchmark for UdpStream {
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let mut peer = Peer::open(&self.opts, ctx)?;
         let (size, rate) = (self.opts.udp_size(), self.opts.udp_rate());
-        let (sent, report, tx) =
-            udp_test(&mut peer, ctx, size, rate, ctx.run_time, self.opts.idle())?;
+        let (sent, report, tx) = udp_test(
+            &mut peer,
+            ctx,
+            size,
+            rate,
+            ctx.run_time,
+            self.opts.idle(),
+            true,
+        )?;
         let mut out = peer_facts(RunOutput::default(), &peer);
+        let other = OtherEnd::of(&peer);
         peer.close();
         let u = report.udp.clone().expect("checked in udp_test");
         if u.received == 0 {
@@ -264,6 +324,11 @@ impl Benchmark for UdpStream {
         }
         out = out
             .fact("datagrams_sent", sent.datagrams)
+            .fact("send_s", sent.wall_s)
+            .fact(
+                "timed_datagrams",
+                sent.timed_seqs.min(sent.datagrams + sent.send_errors),
+            )
             .fact("send_errors", sent.send_errors)
             .fact("datagrams_received", u.received)
             .fact("duplicates", u.duplicates)
@@ -287,7 +352,13 @@ impl Benchmark for UdpStream {
         if let Some(p) = u.stall_period_s {
             out = out.fact("stall_period_s", p);
         }
-        out = with_demand(out, "tx_service_demand_us_per_kib", &tx, sent.bytes);
+        out = with_demand(
+            out,
+            "tx_service_demand_us_per_kib",
+            &tx,
+            sent.bytes,
+            other.cpu_s(report.cpu.as_ref()),
+        );
         out = peer_cpu_facts(out, &report, "rx");
         let gbit = if u.active_s > 0.0 {
             vec![u.bytes as f64 * 8.0 / u.active_s / 1e9]
@@ -307,6 +378,49 @@ impl Benchmark for UdpStream {
                 "tx_process_us_per_kib",
                 tx.process_us_per_kib(sent.bytes).into_iter().collect(),
             );
-        Ok(with_peer_demand(out, &report, u.bytes))
+        Ok(with_peer_demand(out, &report, u.bytes, other, &tx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stream goes on at its rate past the measuring time while the extension asks for more,
+    /// asked about every 50 ms, and stops at once when it says no; without one it stops on time.
+    #[test]
+    fn a_paced_stream_sends_on_only_while_its_extension_asks() {
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = sink.local_addr().unwrap();
+        // 1 KiB every 1 ms (8.192 Mbit/s), 50 ms timed: 50 datagrams.
+        let (size, rate) = (1024u32, 8_192_000u64);
+        let run = Duration::from_millis(50);
+        crate::bench::testutil::with_ctx(run, Duration::from_secs(30), |ctx| {
+            let plain = send_paced(to, size, rate, run, ctx, None).unwrap();
+            assert_eq!(plain.timed_seqs, 50);
+            assert_eq!(plain.datagrams + plain.send_errors, 50);
+            // Asked three times: yes, yes, no — two more ~50 ms stretches.
+            let mut asked = 0;
+            let mut more = || {
+                asked += 1;
+                asked < 3
+            };
+            let ext = Extension {
+                cap: Instant::now() + Duration::from_secs(10),
+                more: &mut more,
+            };
+            let s = send_paced(to, size, rate, run, ctx, Some(ext)).unwrap();
+            assert_eq!(s.timed_seqs, 50);
+            assert_eq!(s.datagrams + s.send_errors, 150, "{} sent", s.datagrams);
+            assert_eq!(asked, 3);
+            // A cap already passed: nothing past the timed part, `more` never asked.
+            let mut never = || -> bool { panic!("asked past the cap") };
+            let ext = Extension {
+                cap: Instant::now(),
+                more: &mut never,
+            };
+            let s = send_paced(to, size, rate, run, ctx, Some(ext)).unwrap();
+            assert_eq!(s.datagrams + s.send_errors, 50);
+        });
     }
 }
