@@ -389,3 +389,41 @@ fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
     );
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
+
+#[test]
+fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
+    if !std::path::Path::new("/dev/cpu_dma_latency").exists() {
+        eprintln!("NOT RUN: --cpu-dma-latency: no /dev/cpu_dma_latency here");
+        return;
+    }
+    let out = osgauge()
+        .args([
+            "latency",
+            "--cpu-dma-latency",
+            "0",
+            "--duration",
+            "200ms",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--no-store",
+            "--export-json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    let v = record(&out);
+    let b = json_bench(&v, "latency/wakeup");
+    if b["error"]["kind"] == "unsupported" {
+        eprintln!("NOT RUN: --cpu-dma-latency: {}", b["error"]["message"]);
+        return;
+    }
+    assert!(b["error"].is_null(), "{}", b["error"]);
+    assert_eq!(b["params"]["cpu_dma_latency_us"], 0);
+    for f in b["run_facts"].as_array().unwrap() {
+        assert_eq!(f["cpu_dma_latency_in_force_us"], 0, "{f}");
+    }
+    // Released afterwards: the request in force is what it was before.
+    assert_eq!(in_force().ok(), before.ok(), "the request outlived the run");
+}

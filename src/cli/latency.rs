@@ -112,6 +112,10 @@ pub struct LatencyArgs {
     /// Spikes shown and kept per run with --attribute (the culprit totals cover all)
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub attribute_top: u64,
+    /// Hold a CPU DMA-latency (PM QoS) request of US µs while measuring, keeping the CPUs out of
+    /// deeper idle states, as cyclictest does at 0 by default (Linux)
+    #[arg(long, value_name = "US", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub cpu_dma_latency: Option<u32>,
     /// Measure the idle wake-up cost too (latency/idle_wakeup)
     #[arg(long)]
     pub idle_wakeup: bool,
@@ -206,6 +210,7 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
         lo.histogram_limit_us = h;
     }
     lo.attribute_ns = a.attribute.map(|d| d.as_nanos() as u64);
+    lo.cpu_dma_latency_us = a.cpu_dma_latency;
     lo.attribute_top = a.attribute_top as usize;
     let top = lo.attribute_top;
     let mut select = vec!["latency/wakeup".to_string()];

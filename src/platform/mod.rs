@@ -49,6 +49,7 @@ pub mod cache;
 /// Absolute-time clock and sleeps, the thread CPU-time clock, timer slack.
 pub mod clock;
 
+pub mod pmqos;
 /// The kernel's tracing file system (Linux): events read for the latency suite's attribution.
 pub mod tracefs;
 

@@ -42,6 +42,9 @@ pub struct LatencyOptions {
     pub attribute_ns: Option<u64>,
     /// Spikes kept per run with their parts (the culprit totals cover every spike).
     pub attribute_top: usize,
+    /// Hold a CPU DMA-latency (PM QoS) request of this many µs while measuring wake-ups, as
+    /// cyclictest does at 0 by default: deep idle states are then not used.
+    pub cpu_dma_latency_us: Option<u32>,
 }
 
 impl Default for LatencyOptions {
@@ -55,6 +58,7 @@ impl Default for LatencyOptions {
             noise_threshold_ns: 1_000,
             attribute_ns: None,
             attribute_top: 10,
+            cpu_dma_latency_us: None,
         }
     }
 }
@@ -88,6 +92,7 @@ impl LatencyOptions {
         m.insert("priority".into(), json!(self.sched.priority));
         m.insert("nice".into(), json!(self.sched.nice));
         m.insert("attribute_ns".into(), json!(self.attribute_ns));
+        m.insert("cpu_dma_latency_us".into(), json!(self.cpu_dma_latency_us));
         m
     }
 }

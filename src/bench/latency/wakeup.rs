@@ -126,7 +126,10 @@ impl Wakeup {
                      on the monotonic clock (clock_nanosleep TIMER_ABSTIME on Linux, \
                      mach_wait_until on macOS, a high-resolution waitable timer on Windows); its \
                      latency is the clock read right after the sleep returns minus the intended \
-                     time (the one clock read, ~20 ns, is not subtracted, as in cyclictest). A \
+                     time (the one clock read, ~20 ns, is not subtracted, as in cyclictest). \
+                     cyclictest also holds a CPU DMA-latency request of 0 µs (no deep idle \
+                     states) by default; osgauge only with --cpu-dma-latency (read back as \
+                     cpu_dma_latency_in_force_us), so by default it includes idle exits. A \
                      wake-up later than a whole period skips the passed periods (missed_periods) \
                      rather than measuring them twice. Per run: every latency of all CPUs \
                      (latency: the run's median is its p50), the run's p99, p99.9 and max, \
@@ -220,7 +223,17 @@ impl Benchmark for Wakeup {
             ),
             None => None,
         };
+        // A PM QoS request (--cpu-dma-latency) held while measuring; refused: unsupported here.
+        let qos = match self.opts.cpu_dma_latency_us {
+            Some(us) => Some(
+                crate::platform::pmqos::DmaLatency::hold(us)
+                    .map_err(|why| BenchError::unsupported(format!("--cpu-dma-latency: {why}")))?,
+            ),
+            None => None,
+        };
         let results = on_each_cpu(&self.cpus, |c| self.measure_cpu(c, ctx))?;
+        let qos_in_force = qos.as_ref().map(|q| q.in_force_us);
+        drop(qos);
         let trace = match session.as_mut() {
             Some(s) => Some(
                 s.stop_and_read()
@@ -247,6 +260,10 @@ impl Benchmark for Wakeup {
             .ok_or_else(|| BenchError::failed("no wake-up was measured"))?;
         for (k, v) in thread_facts(threads) {
             out.facts.insert(k, v);
+        }
+        if let Some(v) = qos_in_force {
+            out.facts
+                .insert("cpu_dma_latency_in_force_us".into(), json!(v));
         }
         if let Some((text, lost)) = trace {
             out.facts.insert(

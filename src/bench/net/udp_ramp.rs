@@ -182,7 +182,8 @@ impl Benchmark for UdpRamp {
                 stopped_early = true;
                 break;
             }
-            let (sent, report, _) = udp_test(&mut peer, ctx, size, rate, step, Duration::ZERO, false)?;
+            let (sent, report, _) =
+                udp_test(&mut peer, ctx, size, rate, step, Duration::ZERO, false)?;
             let u = report.udp.expect("checked in udp_test");
             let achieved = sent.bytes as f64 * 8.0 / sent.wall_s.max(1e-9);
             let lost = u.lost > 0 || sent.send_errors > 0;
