@@ -396,6 +396,14 @@ fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
         eprintln!("NOT RUN: --cpu-dma-latency: no /dev/cpu_dma_latency here");
         return;
     }
+    let in_force = || {
+        use std::io::Read;
+        let mut buf = [0u8; 4];
+        std::fs::File::open("/dev/cpu_dma_latency")
+            .and_then(|mut f| f.read_exact(&mut buf))
+            .map(|_| i32::from_ne_bytes(buf))
+    };
+    let before = in_force();
     let out = osgauge()
         .args([
             "latency",
