@@ -42,6 +42,18 @@ const HEADLINES: &[(&str, &str, &str)] = &[
         "60 fps: p99 period deviation",
     ),
     ("frame/pacing_60fps_1mp", "late_pct", "60 fps: frames late"),
+    ("latency/wakeup", "latency", "timer wake-up latency, p50"),
+    (
+        "latency/wakeup",
+        "latency_p99",
+        "timer wake-up latency, p99",
+    ),
+    ("latency/noise", "noise_pct", "OS noise (busy loop per CPU)"),
+    (
+        "latency/idle_wakeup",
+        "idle_exit",
+        "waking an idle CPU (idle − busy)",
+    ),
 ];
 
 /// Headline figures per suite at most (the policy and interactivity suites list cells).
