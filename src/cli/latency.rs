@@ -289,33 +289,18 @@ pub fn run_noise(a: NoiseArgs) -> Result<i32, CliError> {
 
 /// The terminal's attribution: the culprits over every run, then one line per top spike.
 pub fn attribution_lines(b: &crate::model::BenchmarkResult, top: usize) -> Vec<String> {
-    use crate::bench::latency::attribution::{Part, Spike, part_text, top_culprits};
-    let per_run: Vec<&serde_json::Value> = b
-        .run_facts
-        .iter()
-        .filter_map(|f| f.get("attribution"))
-        .collect();
-    if per_run.is_empty() {
+    use crate::bench::latency::attribution::{Part, part_text, recorded, top_culprits};
+    let Some(r) = recorded(b) else {
         return Vec::new();
-    }
-    let mut spikes: Vec<Spike> = per_run
-        .iter()
-        .filter_map(|a| serde_json::from_value::<Vec<Spike>>(a["top"].clone()).ok())
-        .flatten()
-        .collect();
-    spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
-    let count: u64 = per_run.iter().filter_map(|a| a["spikes"].as_u64()).sum();
-    let lost: u64 = per_run
-        .iter()
-        .filter_map(|a| a["events_lost"].as_u64())
-        .sum();
-    let threshold = per_run[0]["threshold_ns"].as_f64().unwrap_or(0.0);
+    };
+    let (spikes, count, lost, threshold) = (r.spikes, r.count, r.lost, r.threshold_ns);
+    let runs = r.runs;
     let mut out = vec![
         String::new(),
         format!(
             "Attribution (tracefs): {count} wake-up(s) at least {} late in {} run(s){}",
             crate::units::format_time_ns(threshold),
-            per_run.len(),
+            runs,
             if lost > 0 {
                 format!(
                     "; the trace ring lost {lost} event(s): spikes before them may be unexplained"

@@ -5,11 +5,12 @@
 
 use anyhow::Result;
 use plotters::prelude::*;
-use serde_json::Value;
 
 use super::charts::{chart_on, house_mesh, pe, rgb, svg_chart};
 use super::{Figure, esc};
-use crate::bench::latency::attribution::{Part, PartKind, Spike, part_text, top_culprits};
+use crate::bench::latency::attribution::{
+    Part, PartKind, Spike, part_text, recorded, top_culprits,
+};
 use crate::model::RunRecord;
 
 /// Histogram buckets drawn, µs (wake-ups beyond are counted in the caption).
@@ -119,31 +120,14 @@ fn spike_row(s: &Spike) -> String {
 }
 
 fn attribution_html(name: &str, r: &RunRecord) -> Option<String> {
-    let b = r.benchmark("latency/wakeup")?;
-    let per_run: Vec<&Value> = b
-        .run_facts
-        .iter()
-        .filter_map(|f| f.get("attribution"))
-        .collect();
-    if per_run.is_empty() {
-        return None;
-    }
-    let mut spikes: Vec<Spike> = per_run
-        .iter()
-        .filter_map(|a| serde_json::from_value::<Vec<Spike>>(a["top"].clone()).ok())
-        .flatten()
-        .collect();
-    spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+    let rec = recorded(r.benchmark("latency/wakeup")?)?;
+    let spikes = rec.spikes;
     let culprits: Vec<Part> = top_culprits(&spikes, 10);
-    let count: u64 = per_run.iter().filter_map(|a| a["spikes"].as_u64()).sum();
-    let lost: u64 = per_run
-        .iter()
-        .filter_map(|a| a["events_lost"].as_u64())
-        .sum();
+    let (count, lost) = (rec.count, rec.lost);
     let mut h = format!(
         "<h3>{}: what held the CPU (tracefs)</h3>\n<p class=\"note\">{count} late wake-up(s) in {} run(s); the top ones of each run are kept. Each part is charged to the innermost IRQ/softirq/timer interrupt, else the running task, else the wake-up path; unexplained time (idle exit, the VM's host) is shown, never hidden.{}</p>\n<table class=\"res\"><tr><th>culprit (top spikes)</th><th>total</th></tr>\n",
         esc(name),
-        per_run.len(),
+        rec.runs,
         if lost > 0 {
             format!(" The trace ring lost {lost} event(s).")
         } else {

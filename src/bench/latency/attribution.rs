@@ -358,6 +358,42 @@ pub fn summary(
     })
 }
 
+/// What a result's runs recorded in their `attribution` facts, together: the spikes kept (latest
+/// first), how many were explained, how many trace events were lost, the threshold, and the runs.
+pub struct Recorded {
+    pub spikes: Vec<Spike>,
+    pub count: u64,
+    pub lost: u64,
+    pub threshold_ns: f64,
+    pub runs: usize,
+}
+
+/// The attribution facts of `b`'s runs, or None when none was traced.
+pub fn recorded(b: &crate::model::BenchmarkResult) -> Option<Recorded> {
+    let per_run: Vec<&serde_json::Value> = b
+        .run_facts
+        .iter()
+        .filter_map(|f| f.get("attribution"))
+        .collect();
+    if per_run.is_empty() {
+        return None;
+    }
+    let mut spikes: Vec<Spike> = per_run
+        .iter()
+        .filter_map(|a| serde_json::from_value::<Vec<Spike>>(a["top"].clone()).ok())
+        .flatten()
+        .collect();
+    spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+    let sum = |k: &str| per_run.iter().filter_map(|a| a[k].as_u64()).sum();
+    Some(Recorded {
+        spikes,
+        count: sum("spikes"),
+        lost: sum("events_lost"),
+        threshold_ns: per_run[0]["threshold_ns"].as_f64().unwrap_or(0.0),
+        runs: per_run.len(),
+    })
+}
+
 /// The culprits over many spikes: total time per (kind, name, pid), largest first.
 pub fn top_culprits(spikes: &[Spike], n: usize) -> Vec<Part> {
     let mut m: Culprits = BTreeMap::new();
