@@ -80,13 +80,22 @@ fn switch_counts_are_cross_checked_and_reconciled() {
             }
             for (r, f) in b["run_facts"].as_array().unwrap().iter().enumerate() {
                 // Own /proc/self/status reading vs wait4: only the exit path between them.
+                // Never negative; beyond the bound (preemptions of the exit path on a loaded
+                // machine: 11 involuntary was seen with two test suites on 2 CPUs) the record
+                // says so in a warning — the bound itself is not the machine's promise.
                 for k in ["switch_check_vol_gap_max", "switch_check_invol_gap_max"] {
                     let g = u(f, k);
-                    assert!(
-                        (0..=u(f, "switch_check_bound")).contains(&g),
-                        "{}: {k} = {g}",
-                        b["id"]
-                    );
+                    assert!(g >= 0, "{}: {k} = {g}", b["id"]);
+                    if g > u(f, "switch_check_bound") {
+                        assert!(
+                            b["warnings"]
+                                .to_string()
+                                .contains("context-switch cross-check"),
+                            "{}: {k} = {g} beyond the bound and no warning: {}",
+                            b["id"],
+                            b["warnings"]
+                        );
+                    }
                 }
                 // RUSAGE_CHILDREN over the run is exactly the reaped children's switches:
                 // the work part (the metric) plus the start-up part.
