@@ -332,7 +332,15 @@ mod tests {
             per_cpu,
             "every CPU's wake-ups are in the merged figure"
         );
-        // 50 ms at 0.5 ms: 100 periods per CPU, fewer only when periods were missed.
+        // 50 ms at 0.5 ms: 100 periods per CPU; no period is measured twice, and the ones
+        // without a wake-up of their own are the missed ones.
+        for &c in &cpus {
+            let n = get(&format!("cpu{c}")).len();
+            assert!(
+                (1..=100).contains(&n),
+                "cpu{c}: {n} wake-ups in 100 periods"
+            );
+        }
         let missed = get("missed_periods")[0] as usize;
         assert_eq!(all.len() + missed, 100 * cpus.len());
         assert!(all.iter().all(|&v| v >= 0.0));
