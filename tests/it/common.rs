@@ -264,7 +264,7 @@ pub const CURVE_ID: &str = "mem/latency_random";
 /// SYNTHETIC benchmark results under real ids and metric names of the interactivity and memory
 /// suites (`interactivity/<task>/<load>` with a per-wake-up latency distribution and a %
 /// deadlines met per run; [`CURVE_ID`] with its `curve` parameter and cache-level metrics), for
-/// rendering tests only (`tests/report.rs` checks the ids are real). `scale` stretches
+/// rendering tests only (`tests/it/report.rs` checks the ids are real). `scale` stretches
 /// latencies so two systems differ.
 pub fn synthetic_benchmarks(seed: u64, scale: f64) -> Vec<BenchmarkResult> {
     let mut rng = Lcg(seed);

@@ -7,7 +7,7 @@
 //! Case counts are fixed so the file runs in a few seconds; `PROPTEST_CASES=N` raises them for
 //! a longer search (the `fuzz/` cargo-fuzz crate does the same with coverage guidance).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

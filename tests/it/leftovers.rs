@@ -3,7 +3,7 @@
 //! (its 2 MiB `major_fault.dat`) and for a study folder of a killed `policy`.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! are refused at parse time, the x load delivers its target, and signals (SIGHUP, a stopped load
 //! child) leave no process, no file and no hang.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 #[cfg(target_os = "linux")]

@@ -1,6 +1,6 @@
 //! End-to-end tests of the command line, as a user runs it.
 
-mod common;
+use crate::common;
 
 use common::osgauge;
 use predicates::prelude::*;

@@ -5,7 +5,7 @@
 // The kill, Ctrl-C and network tests are Unix/Linux only.
 #![cfg_attr(not(unix), allow(unused_imports, dead_code))]
 
-mod common;
+use crate::common;
 use common::json_bench as bench;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -2,7 +2,7 @@
 //! commands, empty store paths, a full disk during a run, store error messages, and import of
 //! BOM-prefixed, newer, empty and endless files.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -1,6 +1,6 @@
 //! The result store: round trips, lookup, migrations, concurrency, and runs cut short.
 
-mod common;
+use crate::common;
 
 #[cfg(unix)]
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! cache's sanity check, the duration a cell records, and a prompt stop in calibration. Short
 //! runs only; behaviour and invariants, never speed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

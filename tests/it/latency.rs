@@ -2,7 +2,7 @@
 //! CPU and say what they applied; `--histogram` writes cyclictest's layout; `--attribute` names a
 //! known hog and leaves tracefs as it found it, even after a SIGKILL.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

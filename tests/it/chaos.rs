@@ -5,7 +5,7 @@
 //! benchmark the run reported finished (its own `--export-json` of the interrupted run).
 //!
 //! Long (a few minutes), so not part of the default `cargo test`; CI runs it explicitly:
-//! `cargo test --test chaos -- --ignored --nocapture` (see .ci/run).
+//! `cargo test --test it chaos:: -- --ignored --nocapture` (see .ci/run).
 //!
 //! Load files (contract of the load lifecycle): `<OSGAUGE_CACHE_DIR>/loads/<pid>/` by default,
 //! `DIR/<pid>/` with `--load-dir DIR`; folders of dead pids are removed at the next start. Old-style
@@ -395,7 +395,7 @@ mod linux {
     /// ends it with the signal's exit code (130/143/129), leaving no process behind. Each site
     /// gets each of INT, TERM and HUP, at a pseudo-random moment of the wait (fixed seed).
     #[test]
-    #[ignore = "chaos test: CI runs it with `cargo test --test chaos -- --ignored`"]
+    #[ignore = "chaos test: CI runs it with `cargo test --test it chaos:: -- --ignored`"]
     fn a_signal_while_blocked_on_a_fifo_or_a_slow_peer_ends_the_run() {
         let env = Env::new();
         let mut rng = ChaCha8Rng::seed_from_u64(SEED ^ 27);
@@ -499,7 +499,7 @@ mod linux {
     }
 
     #[test]
-    #[ignore = "chaos test, a few minutes: CI runs it with `cargo test --test chaos -- --ignored`"]
+    #[ignore = "chaos test, a few minutes: CI runs it with `cargo test --test it chaos:: -- --ignored`"]
     fn signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished() {
         let env = Env::new();
         let mut rng = ChaCha8Rng::seed_from_u64(SEED);
@@ -715,7 +715,7 @@ mod linux {
 /// Needs Linux (/proc to find processes and their environment): say so elsewhere.
 #[cfg(not(target_os = "linux"))]
 #[test]
-#[ignore = "chaos test: CI runs it with `cargo test --test chaos -- --ignored`"]
+#[ignore = "chaos test: CI runs it with `cargo test --test it chaos:: -- --ignored`"]
 fn signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished() {
     osgauge::testing::not_run(
         "signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished",

@@ -2,7 +2,7 @@
 //! of work, 3 runs) writes the section into its HTML and Markdown exports and the
 //! `--export-significance` file, and `osgauge report` of the stored run shows it too.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

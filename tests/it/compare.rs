@@ -1,6 +1,6 @@
 //! Comparison of runs: verdicts, corrections, summaries, exports and the CI exit code.
 
-mod common;
+use crate::common;
 
 use common::{fixture, fixture_path, osgauge, slowed, truncated};
 use osgauge::compare::{self, Basis, Options, Verdict, min_p, runs_needed};

@@ -1,7 +1,7 @@
 //! Application model: the thesis's tables recomputed from its published figures, the CLI's
 //! errors (bad profile → exit 2 naming the line), missing inputs → an upper bound, exports.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -6,7 +6,7 @@
 //! seconds): before the fix each of these waits lasted until a second signal or for ever.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -2,7 +2,7 @@
 //! accounting adds up, policies read back as requested (where this user may set them), Ctrl-C and
 //! SIGTERM mid-study leave no child and no temp file, the process-limit check refuses clearly.
 
-mod common;
+use crate::common;
 use common::json_metric as metric;
 use std::path::Path;
 use std::process::Output;

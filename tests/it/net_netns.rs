@@ -4,7 +4,7 @@
 //! `osgauge micro net … --peer <namespace address>` outside. Only the namespace's own address is
 //! ever a target. Needs root and `ip`; prints `NOT RUN …` where it cannot run.
 
-mod common;
+use crate::common;
 
 #[cfg(target_os = "linux")]
 mod linux {

@@ -3,7 +3,7 @@
 //! to set beside `perf stat`), the total `switches` metric on every OS (measured or unsupported
 //! with the reason), and on Windows the kill-on-close job object that takes the children along.
 
-mod common;
+use crate::common;
 use common::json_metric as metric;
 use std::path::Path;
 
@@ -150,7 +150,7 @@ fn a_closed_job_takes_the_children_along() {
     if !cfg!(windows) {
         osgauge::testing::not_run(
             "a_closed_job_takes_the_children_along",
-            "job objects are Windows-only (Linux children get PR_SET_PDEATHSIG, tested by tests/policy.rs a_signal_mid_study_leaves_no_child_and_no_file)",
+            "job objects are Windows-only (Linux children get PR_SET_PDEATHSIG, tested by tests/it/policy.rs a_signal_mid_study_leaves_no_child_and_no_file)",
         );
         return;
     }

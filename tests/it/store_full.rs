@@ -5,7 +5,7 @@
 //! and no command leaves `-wal`/`-shm` beside the store. Needs root (a loopback ext4 mount).
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

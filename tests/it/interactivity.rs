@@ -1,7 +1,7 @@
 //! End-to-end tests of `osgauge interactivity`: short cells (a few hundred ms), checking behaviour
 //! and invariants (records, cleanup of children and files), never speed.
 
-mod common;
+use crate::common;
 use common::{json_bench as bench, json_metric as metric};
 use std::path::Path;
 #[cfg(target_os = "linux")]

@@ -2,7 +2,7 @@
 //! checks (exit 2, one line), `serve` refusing an exposed address without a token, and a short
 //! loopback run whose record goes into the HTML report's network section.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,6 +1,6 @@
 //! The HTML report: structure, self-containment, re-import, and a look at it in headless Chromium.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Exports and output, end to end: special files as export targets, one file named twice, a
 //! stdout that breaks or is closed, labels, and footers that count what was kept.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -2,7 +2,7 @@
 //! leaves no child process behind.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -1,0 +1,31 @@
+//! The integration tests, one binary (one link in CI): each module is what used to be its own
+//! `tests/<name>.rs`. Tests run one at a time (`.cargo/config.toml` sets RUST_TEST_THREADS=1):
+//! timing tests must never run beside tests that generate load.
+
+mod common;
+
+mod appmodel;
+mod appmodel_validate;
+mod blocking;
+mod chaos;
+mod cli;
+mod compare;
+mod exports;
+mod fs;
+mod fuzz_parsers;
+mod interactivity;
+mod interactivity_task;
+mod interrupt;
+mod latency;
+mod leftovers;
+mod loads;
+mod net_cli;
+mod net_netns;
+mod net_protocol;
+mod policy;
+mod policy_significance;
+mod policy_switches;
+mod report;
+mod store;
+mod store_full;
+mod store_robust;
