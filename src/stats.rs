@@ -165,6 +165,17 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
+/// Percentile `p` (in percent, 0–100) of `sorted` (ascending) by the nearest rank: the element
+/// at index `round(p/100 · (n − 1))`, never an interpolation, so the result is always a measured
+/// sample (the network suite's per-run p50/p99, as sockperf reports them). NaN for an empty slice.
+pub fn percentile_nearest_rank(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
 /// Median of `xs` (sorts a copy; the mean of the two middle values for even `n`).
 /// NaN for an empty slice.
 pub fn median(xs: &[f64]) -> f64 {

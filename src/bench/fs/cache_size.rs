@@ -165,7 +165,7 @@ impl Benchmark for CacheSize {
             if let Ok((r, t)) = pfs::resident_pages(&f, s) {
                 residency.insert(size_name(s), (r as f64 / t.max(1) as f64).into());
             }
-            per_block.push((s, super::median(&samples)));
+            per_block.push((s, crate::stats::median(&samples)));
             let mname = self
                 .info
                 .metrics

@@ -237,11 +237,6 @@ pub fn device_counter_proves_storage() -> bool {
     cfg!(any(target_os = "linux", target_os = "macos"))
 }
 
-/// Median of a slice (copy sorted).
-pub fn median(v: &[f64]) -> f64 {
-    crate::stats::median(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,11 +6,12 @@
 use std::net::Shutdown;
 use std::time::Instant;
 
-use super::{NetOptions, Peer, peer_facts, percentile};
+use super::{NetOptions, Peer, peer_facts};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::serve::proto::TestSpec;
+use crate::stats::percentile_nearest_rank as percentile;
 use crate::units::{Better, Unit};
 
 /// Most connections opened in one run.

@@ -205,15 +205,6 @@ pub fn io_err(call: &str, e: std::io::Error) -> BenchError {
     }
 }
 
-/// p-th percentile (nearest rank) of sorted values.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
 /// Parse a rate like `1Gbit`, `500Mbit`, `100M`, `2.5G`, `1000000` (bit/s).
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     let t = s.trim();

@@ -5,11 +5,12 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use super::{NetOptions, Peer, peer_facts, percentile};
+use super::{NetOptions, Peer, peer_facts};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::serve::proto::{PeerReport, TestSpec};
+use crate::stats::percentile_nearest_rank as percentile;
 use crate::units::{Better, Unit};
 
 pub struct Rtt {

@@ -8,10 +8,11 @@
 use serde_json::{Map, Value, json};
 
 use super::rtt::{METHOD, ping_pong};
-use super::{NetOptions, Peer, peer_facts, percentile};
+use super::{NetOptions, Peer, peer_facts};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
+use crate::stats::percentile_nearest_rank as percentile;
 use crate::units::{Better, Unit};
 
 pub const SIZES: [(u32, &str); 7] = [

@@ -11,8 +11,7 @@ use serde_json::json;
 use super::stream::demand_metrics;
 use super::udp_stats::UdpSummary;
 use super::{
-    NetOptions, OtherEnd, Peer, peer_cpu_facts, peer_facts, percentile, with_demand,
-    with_peer_demand,
+    NetOptions, OtherEnd, Peer, peer_cpu_facts, peer_facts, with_demand, with_peer_demand,
 };
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::{CpuCost, CpuMeter};
@@ -20,6 +19,7 @@ use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::serve::data::UDP_MAGIC;
 use crate::serve::proto::{PeerReport, TestSpec};
+use crate::stats::percentile_nearest_rank as percentile;
 use crate::units::{Better, Unit};
 
 pub struct UdpStream {

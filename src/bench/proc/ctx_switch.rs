@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use super::{median, on_cpu, op_err};
+use super::{on_cpu, op_err};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput, os_err};
 use crate::harness::{BatchOptions, RunContext};
 use crate::model::BenchError;
 use crate::platform::{self, EchoChild, PollPipe};
+use crate::stats::median;
 use crate::units::{Better, Unit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -76,21 +76,6 @@ fn tiny_program() -> Result<&'static Path, BenchError> {
     Ok(p)
 }
 
-/// Median by sorting a copy (NaN-free input); 0 for no samples.
-fn median(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        return 0.0;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
-}
-
 /// Run `f` on a fresh thread pinned to `cpu` (so the caller's own affinity never changes), or on
 /// the calling thread when `cpu` is None. The thread is joined before this returns.
 fn on_cpu<T: Send>(
@@ -119,13 +104,6 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-
-    #[test]
-    fn median_is_the_middle() {
-        assert_eq!(median(&[]), 0.0);
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-    }
 
     #[test]
     fn op_errors_are_classified() {
@@ -221,7 +199,9 @@ mod tests {
                     let line: Vec<String> = out
                         .samples
                         .iter()
-                        .map(|(name, s)| format!("{name} {:.1} ns (n={})", median(s), s.len()))
+                        .map(|(name, s)| {
+                            format!("{name} {:.1} ns (n={})", crate::stats::median(s), s.len())
+                        })
                         .collect();
                     println!("{id}: {}  facts {:?}", line.join(", "), out.facts);
                     for w in out.warnings {
