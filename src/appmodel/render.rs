@@ -389,7 +389,7 @@ pub fn text(a: &Analysis) -> String {
             .map(|k| {
                 std::iter::once(&t.header)
                     .chain(&t.rows)
-                    .map(|r| r.get(k).map_or(0, |c| c.chars().count()))
+                    .map(|r| r.get(k).map_or(0, |c| crate::output::width(c)))
                     .max()
                     .unwrap_or(0)
             })
@@ -398,7 +398,7 @@ pub fn text(a: &Analysis) -> String {
             let line: Vec<String> = (0..n)
                 .map(|k| {
                     let c = r.get(k).map_or("", |c| c.as_str());
-                    format!("{c}{}", " ".repeat(w[k] - c.chars().count()))
+                    crate::output::pad_right(c, w[k])
                 })
                 .collect();
             s.push_str("  ");

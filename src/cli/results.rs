@@ -733,7 +733,7 @@ fn list_text(rows: &[store::RunRow]) -> String {
         .map(|k| {
             table
                 .iter()
-                .map(|l| l[k].chars().count())
+                .map(|l| crate::output::width(&l[k]))
                 .max()
                 .unwrap_or(0)
         })
@@ -743,7 +743,7 @@ fn list_text(rows: &[store::RunRow]) -> String {
         let line: Vec<String> = l
             .iter()
             .enumerate()
-            .map(|(k, c)| format!("{c}{}", " ".repeat(w[k] - c.chars().count())))
+            .map(|(k, c)| crate::output::pad_right(c, w[k]))
             .collect();
         s.push_str(line.join("  ").trim_end());
         s.push('\n');

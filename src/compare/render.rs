@@ -225,8 +225,8 @@ pub fn text(c: &Comparison) -> String {
     s.push_str("Runs compared (the first is the baseline):\n");
     for (j, col) in c.columns.iter().enumerate() {
         s.push_str(&format!(
-            "  [{j}] {:<20} run {}  os {}{}\n",
-            col.name,
+            "  [{j}] {} run {}  os {}{}\n",
+            crate::output::pad_right(&col.name, 20),
             col.run_id,
             col.os,
             if col.complete { "" } else { "  (incomplete)" }
@@ -248,11 +248,15 @@ pub fn text(c: &Comparison) -> String {
         let w = c
             .differences
             .iter()
-            .map(|d| d.field.chars().count())
+            .map(|d| crate::output::width(&d.field))
             .max()
             .unwrap_or(0);
         for d in &c.differences {
-            s.push_str(&format!("  {:<w$}  {}\n", d.field, d.values.join("  |  ")));
+            s.push_str(&format!(
+                "  {}  {}\n",
+                crate::output::pad_right(&d.field, w),
+                d.values.join("  |  ")
+            ));
         }
         s.push('\n');
     } else if c.columns.len() > 1 {
@@ -265,11 +269,15 @@ pub fn text(c: &Comparison) -> String {
         let w = c
             .settings
             .iter()
-            .map(|d| d.field.chars().count())
+            .map(|d| crate::output::width(&d.field))
             .max()
             .unwrap_or(0);
         for d in &c.settings {
-            s.push_str(&format!("  {:<w$}  {}", d.field, d.values.join("  |  ")));
+            s.push_str(&format!(
+                "  {}  {}",
+                crate::output::pad_right(&d.field, w),
+                d.values.join("  |  ")
+            ));
             if !d.benchmarks.is_empty() {
                 s.push_str(&format!("   in {}", short_list(&d.benchmarks, 3)));
             }
@@ -313,7 +321,7 @@ pub fn text(c: &Comparison) -> String {
             .map(|k| {
                 table
                     .iter()
-                    .map(|l| l.get(k).map(|x| x.chars().count()).unwrap_or(0))
+                    .map(|l| l.get(k).map(|x| crate::output::width(x)).unwrap_or(0))
                     .max()
                     .unwrap_or(0)
             })
@@ -321,7 +329,7 @@ pub fn text(c: &Comparison) -> String {
         for (i, line) in table.iter().enumerate() {
             let mut out = String::new();
             for (k, cell) in line.iter().enumerate() {
-                let pad = widths[k].saturating_sub(cell.chars().count());
+                let pad = widths[k].saturating_sub(crate::output::width(cell));
                 out.push_str(if k == 0 { "" } else { "   " });
                 out.push_str(cell);
                 out.push_str(&" ".repeat(pad));

@@ -317,15 +317,20 @@ pub fn render_tables(record: &RunRecord) -> String {
     s
 }
 
-fn width(s: &str) -> usize {
-    s.chars().count()
+/// Terminal columns `s` takes (Unicode East Asian Width: a CJK character or most emoji take two,
+/// a combining mark none) — what every table in osgauge pads by, so a label such as `内核-6.18 🚀`
+/// keeps the columns aligned. `chars().count()` would count such a label short.
+pub fn width(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
 }
 
-fn pad_right(s: &str, w: usize) -> String {
+/// `s` followed by spaces up to `w` terminal columns (never cut).
+pub fn pad_right(s: &str, w: usize) -> String {
     format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
 }
 
-fn pad_left(s: &str, w: usize) -> String {
+/// Spaces up to `w` terminal columns, then `s` (never cut).
+pub fn pad_left(s: &str, w: usize) -> String {
     format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
 }
 

@@ -238,9 +238,9 @@ pub fn render_summary(record: &RunRecord) -> String {
     );
     let w = |f: fn(&(String, Figure)) -> usize| lines.iter().map(f).max().unwrap_or(0);
     let (ws, wl, wv) = (
-        w(|l| l.0.chars().count()),
-        w(|l| l.1.label.chars().count()),
-        w(|l| l.1.value.chars().count()),
+        w(|l| super::width(&l.0)),
+        w(|l| super::width(&l.1.label)),
+        w(|l| super::width(&l.1.value)),
     );
     for (suite, f) in &lines {
         s.push_str(&format!(

@@ -29,3 +29,4 @@ mod report;
 mod store;
 mod store_full;
 mod store_robust;
+mod wide_text;

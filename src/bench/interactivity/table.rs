@@ -101,8 +101,8 @@ fn render_grid(header: &[&str], rows: &[Vec<String>]) -> String {
     let w: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].chars().count()])
+                .map(|r| crate::output::width(&r[i]))
+                .chain([crate::output::width(header[i])])
                 .max()
                 .unwrap_or(0)
         })
@@ -110,7 +110,7 @@ fn render_grid(header: &[&str], rows: &[Vec<String>]) -> String {
     let line = |cells: Vec<&str>| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
-            let pad = w[i] - c.chars().count();
+            let pad = w[i] - crate::output::width(c);
             if i == 0 || i + 1 == cells.len() {
                 s.push_str(c);
                 s.push_str(&" ".repeat(pad));
