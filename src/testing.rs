@@ -8,9 +8,9 @@
 //! the assertion is skipped with a printed reason ([`skip_timing`]) — never silently: the line
 //! goes to the real stderr, shown even when the test passes and its output is captured.
 //!
-//! Linux: `/proc/stat` (every CPU's busy and stolen time) minus `/proc/self/stat` (this process's
-//! own and its reaped children's CPU time). Elsewhere no counters are read and timing assertions
-//! always run.
+//! Every CPU's busy and stolen time (`platform::cputime::system_cpu`) minus this process's own and
+//! its reaped children's CPU time (getrusage). Where the OS has no reaped-children figure
+//! (Windows) no counters are read and timing assertions always run.
 
 use std::time::{Duration, Instant};
 
@@ -29,10 +29,10 @@ pub struct BusyWindow {
 
 #[derive(Clone, Copy, Debug)]
 struct Sample {
-    /// Busy (user, nice, system, irq, softirq) plus stolen time of every CPU, in clock ticks.
-    busy: u64,
-    /// This process plus its reaped children (utime, stime, cutime, cstime), in clock ticks.
-    own: u64,
+    /// Busy (anything but idle and iowait) plus stolen time of every CPU, ns.
+    busy_ns: u64,
+    /// This process plus its reaped children (user + system), ns.
+    own_ns: u64,
 }
 
 impl BusyWindow {
@@ -51,14 +51,14 @@ impl BusyWindow {
         if wall <= 0.0 {
             return None;
         }
-        let others_ticks =
-            b.busy.saturating_sub(a.busy) as f64 - b.own.saturating_sub(a.own) as f64;
-        let others_cpus = others_ticks.max(0.0) / clock_ticks_per_s() / wall;
+        let others_ns =
+            b.busy_ns.saturating_sub(a.busy_ns) as f64 - b.own_ns.saturating_sub(a.own_ns) as f64;
+        let others_cpus = others_ns.max(0.0) / 1e9 / wall;
         (others_cpus > BUSY_CPUS).then(|| {
             format!(
                 "the machine was busy: other processes and steal used {others_cpus:.2} CPUs on \
-                 average over the {wall:.1} s measured (threshold {BUSY_CPUS}; /proc/stat minus \
-                 this test process){}",
+                 average over the {wall:.1} s measured (threshold {BUSY_CPUS}; all CPUs' busy time \
+                 minus this test process and its reaped children){}",
                 psi_note()
             )
         })
@@ -101,45 +101,15 @@ fn say(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-#[cfg(target_os = "linux")]
+/// Every CPU's busy plus stolen time, and this process's plus its reaped children's CPU time,
+/// from the platform's CPU meters; None where the OS has no reaped-children figure.
 fn sample() -> Option<Sample> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    // user nice system idle iowait irq softirq steal guest guest_nice (guest time is already
-    // counted in user and nice).
-    let f: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    let at = |i: usize| f.get(i).copied().unwrap_or(0);
-    let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
-    let own_stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command name: state is field 3, utime..cstime are 14..17.
-    let rest = &own_stat[own_stat.rfind(')')? + 1..];
-    let g: Vec<u64> = rest
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    let own = g.get(11..15)?.iter().sum();
-    Some(Sample { busy, own })
-}
-
-#[cfg(not(target_os = "linux"))]
-fn sample() -> Option<Sample> {
-    None
-}
-
-#[cfg(target_os = "linux")]
-fn clock_ticks_per_s() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn clock_ticks_per_s() -> f64 {
-    100.0
+    use crate::platform::cputime;
+    let sys = cputime::system_cpu().ok()?;
+    Some(Sample {
+        busy_ns: sys.busy_ns + sys.steal_ns.unwrap_or(0),
+        own_ns: cputime::own_and_reaped_children_cpu_ns().ok()?,
+    })
 }
 
 /// "; CPU pressure some avg10 = x %" where Linux PSI is available (for the reader only).
@@ -162,7 +132,7 @@ mod tests {
 
     /// The meter sees a spinning child process (other work) and ignores this process's own spin.
     #[test]
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     fn other_work_is_busy_own_work_is_not() {
         let spin = |d: Duration| {
             let t = Instant::now();

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::{CliError, RunOpts, execute_and_keep, parse_duration, parse_slice, print_warnings};
 use crate::bench::policy::work::WorkKind;
-use crate::platform::sched::{Policy, SchedRequest};
+use crate::platform::sched::{self, Policy, SchedRequest};
 
 pub const AFTER_HELP: &str = "Examples:
   osgauge policy                                   the seed's matrix: cpu,io,mixed × other,fifo,rr × 10,100,1000
@@ -102,11 +102,11 @@ pub fn specs(a: &PolicyArgs) -> Result<Vec<SchedRequest>, CliError> {
     if a.priority.is_some()
         && !policies
             .iter()
-            .any(|&p| matches!(p, Policy::Fifo | Policy::Rr) || !cfg!(target_os = "linux"))
+            .any(|&p| matches!(p, Policy::Fifo | Policy::Rr) || !sched::PRIORITY_ONLY_FOR_REALTIME)
     {
         return Err(usage("--priority needs --policy fifo or rr"));
     }
-    if cfg!(target_os = "linux") && a.priority.is_some_and(|p| p < 1) {
+    if sched::PRIORITY_ONLY_FOR_REALTIME && a.priority.is_some_and(|p| p < 1) {
         return Err(usage(
             "--priority: Linux real-time priorities are 1..98 here",
         ));
@@ -145,7 +145,7 @@ pub fn specs(a: &PolicyArgs) -> Result<Vec<SchedRequest>, CliError> {
                 s.period_ns = Some(period.as_nanos() as u64);
             }
             Policy::Other | Policy::Batch => s.slice_ns = a.slice.map(|d| d.as_nanos() as u64),
-            _ if !cfg!(target_os = "linux") => s.priority = a.priority,
+            _ if !sched::PRIORITY_ONLY_FOR_REALTIME => s.priority = a.priority,
             _ => {}
         }
         if fair(p) && !a.nice.is_empty() {
@@ -181,7 +181,7 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
     }
     // Refuse real-time cells up front, with the reason.
     if specs.iter().any(|s| s.effective_policy().is_realtime())
-        && let Err(why) = crate::bench::policy::rt_safety()
+        && let Err(why) = crate::platform::sched::rt_safety()
     {
         return Err(CliError::Other(anyhow::anyhow!(why)));
     }

@@ -139,13 +139,34 @@ fn clk_tck_step_s() -> f64 {
 
 #[cfg(unix)]
 fn rusage_self_ns() -> io::Result<u64> {
+    rusage_ns(libc::RUSAGE_SELF)
+}
+
+#[cfg(unix)]
+fn rusage_ns(who: libc::c_int) -> io::Result<u64> {
     // SAFETY: zeroed rusage is valid output space.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
         return Err(io::Error::last_os_error());
     }
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
     Ok(tv(ru.ru_utime) + tv(ru.ru_stime))
+}
+
+/// This process's CPU time plus that of its children it has reaped (getrusage SELF + CHILDREN),
+/// ns: what a test's own work, including the loads it started and waited for, used. Unix only.
+pub fn own_and_reaped_children_cpu_ns() -> io::Result<u64> {
+    #[cfg(unix)]
+    {
+        Ok(rusage_ns(libc::RUSAGE_SELF)? + rusage_ns(libc::RUSAGE_CHILDREN)?)
+    }
+    #[cfg(not(unix))]
+    {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "no reaped-children CPU time on this OS",
+        ))
+    }
 }
 
 /// The aggregate `cpu` line of /proc/stat as (busy, total) ticks; steal and guest left out.

@@ -68,6 +68,11 @@ pub fn open_uncached_lenient(path: &Path, write: bool) -> io::Result<Uncached> {
     imp::open_uncached(path, write)
 }
 
+/// Can this OS drop one file's cached pages ([`drop_cache`] does something)? Linux only
+/// (`posix_fadvise(DONTNEED)`); elsewhere a buffered re-read of a just-written file comes from
+/// memory.
+pub const CAN_DROP_FILE_CACHE: bool = cfg!(target_os = "linux");
+
 /// Drop the file's clean cached pages (write it back first: `sync_all`). A no-op where the OS
 /// has no per-file eviction (macOS, Windows: the unbuffered open itself flushes there).
 pub fn drop_cache(f: &File) -> io::Result<()> {

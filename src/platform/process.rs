@@ -14,6 +14,30 @@ pub use switches::{
 
 pub use imp::{ChildSet, kill_group, process_limit, user_process_count};
 
+/// How a child ended, for messages: "exited with status 1", "was killed by signal 9 (SIGKILL)".
+pub fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            let name = match sig {
+                1 => " (SIGHUP)",
+                2 => " (SIGINT)",
+                6 => " (SIGABRT)",
+                9 => " (SIGKILL)",
+                11 => " (SIGSEGV)",
+                15 => " (SIGTERM)",
+                _ => "",
+            };
+            return format!("was killed by signal {sig}{name}");
+        }
+    }
+    match status.code() {
+        Some(c) => format!("exited with status {c}"),
+        None => format!("ended ({status})"),
+    }
+}
+
 /// Is `n` more processes within the per-user process limit (soft RLIMIT_NPROC minus those the user
 /// already runs, with a margin) and memory (`per_child_bytes` each, at most half of what is
 /// available)? Pure: the inputs come from [`process_limit`], [`user_process_count`] and

@@ -217,6 +217,25 @@ pub use imp::{
     set_thread_affinity, set_watchdog_priority,
 };
 
+/// Does a priority apply only to the real-time policies (Linux: FIFO and RR, 1..99), or to every
+/// policy (Windows priority classes, macOS)?
+pub const PRIORITY_ONLY_FOR_REALTIME: bool = cfg!(target_os = "linux");
+
+/// Linux: the RT throttling decision; Windows / macOS: what keeps the machine alive instead.
+pub fn rt_safety() -> Result<String, String> {
+    if cfg!(target_os = "linux") {
+        let (r, p) = rt_throttle_settings();
+        rt_throttle_decision(r, p, deadline_server())
+    } else if cfg!(windows) {
+        Ok("Windows: REALTIME needs the increase-base-priority privilege (else HIGH is granted, read back); the watchdog ends the run at its time bound".into())
+    } else {
+        Ok(
+            "macOS: the scheduler demotes time-constraint threads that exceed their computation"
+                .into(),
+        )
+    }
+}
+
 /// Is it safe to start real-time hogs? Pure decision over the kernel's RT throttling settings
 /// (`/proc/sys/kernel/sched_rt_runtime_us`, `sched_rt_period_us`: [`rt_throttle_settings`]) and
 /// whether the fair deadline server exists ([`deadline_server`]). Ok(how normal tasks keep CPU

@@ -373,7 +373,7 @@ impl Benchmark for Bandwidth {
             // No cache bypass here: the direct figures are not measured, with the reason; the
             // buffered ones still are where they can be.
             Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
-                if self.dir == Dir::Read && !cfg!(target_os = "linux") {
+                if self.dir == Dir::Read && !pfs::CAN_DROP_FILE_CACHE {
                     return Err(BenchError::unsupported(e.to_string()));
                 }
                 let why = e.to_string();
@@ -395,7 +395,7 @@ impl Benchmark for Bandwidth {
             } else {
                 ("mb_per_s_buffered", "cpu_s_per_gb_buffered")
             };
-            if !direct && self.dir == Dir::Read && !cfg!(target_os = "linux") {
+            if !direct && self.dir == Dir::Read && !pfs::CAN_DROP_FILE_CACHE {
                 let why = "not measured: this OS cannot drop one file's cached pages, so a \
                            buffered re-read would come from memory";
                 out = out.not_measured(rate, why).not_measured(cpu, why);

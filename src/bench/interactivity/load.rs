@@ -348,30 +348,6 @@ pub fn load_exe() -> io::Result<PathBuf> {
     }
 }
 
-/// "exited with status 1", "was killed by signal 9 (SIGKILL)".
-fn describe_exit(status: std::process::ExitStatus) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = status.signal() {
-            let name = match sig {
-                1 => " (SIGHUP)",
-                2 => " (SIGINT)",
-                6 => " (SIGABRT)",
-                9 => " (SIGKILL)",
-                11 => " (SIGSEGV)",
-                15 => " (SIGTERM)",
-                _ => "",
-            };
-            return format!("was killed by signal {sig}{name}");
-        }
-    }
-    match status.code() {
-        Some(c) => format!("exited with status {c}"),
-        None => format!("ended ({status})"),
-    }
-}
-
 /// Poll interval of the parent's bounded waits.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -421,7 +397,7 @@ impl LoadProcess {
                         }
                         return Err(BenchError::failed(format!(
                             "load '{name}': its process {} while preparing",
-                            describe_exit(status)
+                            crate::platform::process::describe_exit(status)
                         )));
                     }
                     if let Err(e) = ctx.check() {
@@ -440,7 +416,7 @@ impl LoadProcess {
                     return Err(BenchError::failed(match status {
                         Some(s) => format!(
                             "load '{name}': its process {} while preparing",
-                            describe_exit(s)
+                            crate::platform::process::describe_exit(s)
                         ),
                         None => {
                             format!("load '{name}': its process closed its output while preparing")
@@ -518,7 +494,7 @@ impl LoadProcess {
             return Err(match status {
                 Some(s) => format!(
                     "load '{name}': its process {} before it reported",
-                    describe_exit(s)
+                    crate::platform::process::describe_exit(s)
                 ),
                 None if stopped => format!(
                     "load '{name}': its process {} is stopped (SIGSTOP/SIGTSTP) and sent no report \

@@ -346,7 +346,7 @@ fn place_thread(cell: &Cell, task: &Task) -> Result<(Map<String, Value>, Vec<Str
         && let Err(e) = sched::apply_thread(&req)
     {
         let rt = req.policy.is_some_and(Policy::is_realtime);
-        if rt && e.raw_os_error() == Some(libc_eperm()) {
+        if rt && e.kind() == std::io::ErrorKind::PermissionDenied {
             let why = crate::platform::sysinfo::environment()
                 .realtime
                 .reason
@@ -435,15 +435,6 @@ fn measure(
         facts,
         warnings,
     })
-}
-
-#[cfg(unix)]
-fn libc_eperm() -> i32 {
-    libc::EPERM
-}
-#[cfg(not(unix))]
-fn libc_eperm() -> i32 {
-    1
 }
 
 fn busy_facts(

@@ -309,16 +309,7 @@ pub fn cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("OSGAUGE_CACHE_DIR") {
         return Some(PathBuf::from(d));
     }
-    let base = if cfg!(windows) {
-        std::env::var_os("LOCALAPPDATA").map(PathBuf::from)
-    } else if cfg!(target_os = "macos") {
-        std::env::var_os("HOME").map(|h| PathBuf::from(h).join("Library/Caches"))
-    } else {
-        std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-    };
-    base.map(|b| b.join("osgauge"))
+    dirs::cache_dir().map(|b| b.join("osgauge"))
 }
 
 /// Machine key of a calibration: CPU model, OS and kernel version, governor(s), osgauge version

@@ -454,7 +454,7 @@ impl Cell {
     fn preflight(&self) -> Result<Vec<String>, BenchError> {
         let mut notes = Vec::new();
         if self.policy.effective_policy().is_realtime() {
-            let why = rt_safety().map_err(BenchError::failed)?;
+            let why = sched::rt_safety().map_err(BenchError::failed)?;
             notes.push(why);
         }
         pp::capacity_decision(
@@ -466,21 +466,6 @@ impl Cell {
         )
         .map_err(BenchError::failed)?;
         Ok(notes)
-    }
-}
-
-/// Linux: the RT throttling decision; Windows / macOS: what keeps the machine alive instead.
-pub fn rt_safety() -> Result<String, String> {
-    if cfg!(target_os = "linux") {
-        let (r, p) = sched::rt_throttle_settings();
-        sched::rt_throttle_decision(r, p, sched::deadline_server())
-    } else if cfg!(windows) {
-        Ok("Windows: REALTIME needs the increase-base-priority privilege (else HIGH is granted, read back); the watchdog ends the run at its time bound".into())
-    } else {
-        Ok(
-            "macOS: the scheduler demotes time-constraint threads that exceed their computation"
-                .into(),
-        )
     }
 }
 
