@@ -4,10 +4,9 @@
 //! `osgauge micro net … --peer <namespace address>` outside. Only the namespace's own address is
 //! ever a target. Needs root and `ip`; prints `NOT RUN …` where it cannot run.
 
-use crate::common;
-
 #[cfg(target_os = "linux")]
 mod linux {
+    use crate::common;
     use std::net::{SocketAddr, TcpStream};
     use std::process::{Child, Command, Stdio};
     use std::time::{Duration, Instant};
@@ -100,7 +99,7 @@ mod linux {
         let bin = env!("CARGO_BIN_EXE_osgauge");
         let listen = format!("{ns_ip}:7700");
         env.server = Some(
-            super::common::confine(&mut Command::new("ip"))
+            common::confine(&mut Command::new("ip"))
                 .args(["netns", "exec", &env.ns, bin, "serve", "--listen", &listen])
                 .arg("--token-file")
                 .arg(&token)

@@ -10,23 +10,21 @@ pub const DESCRIPTION: &str = "Scheduling policies: 10 processes of cpu and io w
 pub mod child;
 pub mod work;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::clock::{now_ns, sleep_until_ns};
 use crate::platform::process as pp;
 use crate::platform::sched::{self, Policy, SchedRequest};
 use crate::units::{Better, Unit};
 use work::{WorkKind, WorkSize};
+
+mod phases;
 
 /// Hidden subcommand of a child.
 pub const CHILD_SUBCOMMAND: &str = "__policy_child";
@@ -502,335 +500,15 @@ impl Benchmark for Cell {
         let (size, alone) = self.study.size(self.work)?;
         let dir = temp_dir(&self.study.temp_base)
             .map_err(|e| BenchError::failed(format!("creating a temp folder: {e}")))?;
-        let exe = crate::bench::interactivity::load::load_exe()
-            .map_err(|e| BenchError::failed(format!("finding the osgauge executable: {e}")))?;
-        let json = self.spec_json(&size, dir.path());
-        let (go_r, go_w) = std::io::pipe().map_err(|e| BenchError::os("pipe", e))?;
-        let (res_r, res_w) = std::io::pipe().map_err(|e| BenchError::os("pipe", e))?;
         // This process's and its reaped children's switches so far (to set beside perf stat).
         let command_before = pp::command_switches();
-        let mut set = pp::ChildSet::new();
-        let mut pids = Vec::with_capacity(self.procs as usize);
-        // Spawn every child (each applies its policy and blocks on the go pipe).
-        for k in 0..self.procs {
-            if let Err(e) = ctx.check() {
-                set.kill_and_reap();
-                return Err(e);
-            }
-            let mut cmd = Command::new(&exe);
-            cmd.arg(CHILD_SUBCOMMAND)
-                .arg(&json)
-                .stdin(Stdio::from(
-                    go_r.try_clone().map_err(|e| BenchError::os("dup", e))?,
-                ))
-                .stdout(Stdio::from(
-                    res_w.try_clone().map_err(|e| BenchError::os("dup", e))?,
-                ))
-                .stderr(Stdio::null());
-            match set.spawn(cmd) {
-                Ok(pid) => pids.push(pid),
-                Err(e) => {
-                    set.kill_and_reap();
-                    return Err(BenchError::failed(format!(
-                        "starting child {} of {}: {e}",
-                        k + 1,
-                        self.procs
-                    )));
-                }
-            }
-        }
-        drop(go_r);
-        drop(res_w);
-        // Bound of this run: ten times the ideal (all work spread over the CPUs) + 10 s
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let ideal = alone.as_secs_f64() * f64::from(self.procs) / cpus;
-        // (+ 50 ms per process for the time they take to become ready, Wine included)
-        let bound = Instant::now()
-            + Duration::from_secs_f64(ideal * 10.0 + 10.0 + 0.05 * f64::from(self.procs));
-        let deadline = bound.min(ctx.deadline);
-        let done = AtomicBool::new(false);
-        let expired = AtomicBool::new(false);
-        let late_max = AtomicU64::new(0);
-        let group = set.group();
-        let rt = self.policy.effective_policy().is_realtime();
-        let (lines, outcome, t_go, watchdog_note) = std::thread::scope(|s| {
-            let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
-            let reader = s.spawn(move || {
-                for l in BufReader::new(res_r).lines().map_while(Result::ok) {
-                    if line_tx.send(l).is_err() {
-                        break;
-                    }
-                }
-            });
-            // Every child has set its policy and waits on the go pipe before the release, so no
-            // start-up is inside a turnaround.
-            if let Err(e) = wait_ready(&line_rx, &mut set, self.procs as usize, ctx) {
-                set.kill_and_reap();
-                drop(go_w);
-                let _ = reader.join();
-                return (Vec::new(), Err(e), 0, None);
-            }
-            let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-            let (done, expired, late_max) = (&done, &expired, &late_max);
-            let watchdog = s.spawn(move || {
-                let prio = sched::set_watchdog_priority(WATCHDOG_PRIORITY);
-                let _ = ready_tx.send(prio.map_err(|e| e.to_string()));
-                let mut next = now_ns() + WATCHDOG_TICK_NS;
-                while !done.load(Ordering::Acquire) {
-                    let _ = sleep_until_ns(next);
-                    let late = now_ns().saturating_sub(next);
-                    late_max.fetch_max(late, Ordering::Relaxed);
-                    next += WATCHDOG_TICK_NS;
-                    if ctx.check().is_err() || Instant::now() >= deadline {
-                        expired.store(true, Ordering::Release);
-                        if let Some(g) = group {
-                            pp::kill_group(g);
-                        }
-                        break;
-                    }
-                }
-            });
-            let prio = ready_rx.recv().unwrap_or(Err("watchdog ended".into()));
-            let note = match (&prio, rt) {
-                (Err(e), true) => {
-                    done.store(true, Ordering::Release);
-                    set.kill_and_reap();
-                    let _ = watchdog.join();
-                    return (
-                        Vec::new(),
-                        Err(BenchError::failed(format!(
-                            "cannot give the watchdog a priority above the real-time hogs ({e}); refusing to release them"
-                        ))),
-                        0,
-                        None,
-                    );
-                }
-                (Err(e), false) => Some(format!("watchdog at normal priority ({e})")),
-                (Ok(()), _) => None,
-            };
-            // Release everybody.
-            let t_go = now_ns();
-            drop(go_w);
-            let mut usage = Vec::with_capacity(pids.len());
-            let outcome = loop {
-                match set.reap() {
-                    Ok(mut u) => usage.append(&mut u),
-                    Err(e) => break Err(BenchError::os("wait4", e)),
-                }
-                if set.running() == 0 {
-                    break Ok(usage);
-                }
-                if expired.load(Ordering::Acquire) || ctx.check().is_err() {
-                    set.kill_and_reap();
-                    break Err(ctx.check().err().unwrap_or_else(|| {
-                        BenchError::timeout(format!(
-                            "the run passed its time bound ({:.0} s); the watchdog killed every child",
-                            deadline.saturating_duration_since(Instant::now()).as_secs_f64()
-                        ))
-                    }));
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            };
-            done.store(true, Ordering::Release);
-            let _ = watchdog.join();
-            let _ = reader.join();
-            let lines: Vec<String> = line_rx.try_iter().collect();
-            (lines, outcome, t_go, note)
-        });
+        let spawned = self.spawn(ctx, dir.path(), &size)?;
+        let released = self.release_and_reap(ctx, spawned, alone);
         drop(dir);
-        let usage = outcome?;
+        let released = released?;
         let command_after = pp::command_switches();
-        // Match result lines to reaped children.
-        let mut by_pid = std::collections::HashMap::new();
-        for l in &lines {
-            let c: ChildLine = serde_json::from_str(l)
-                .map_err(|_| BenchError::failed(format!("unexpected line from a child: {l}")))?;
-            if let Some(e) = child_error(&c) {
-                return Err(e);
-            }
-            if !c.ready {
-                by_pid.insert(c.pid, c);
-            }
-        }
-        let mut procs = Vec::new();
-        let mut applied: Option<sched::SchedReadback> = None;
-        // Switches before the release (exec, start-up, policy, the wait), kept apart as a fact so
-        // the totals can be checked against a whole-process counter (perf stat).
-        let mut startup_switches: Option<u64> = Some(0);
-        // Cross-check of the reaped counters against each child's own reading.
-        let mut gap: Option<SwitchGap> = None;
-        let mut check_missing: Option<String> = None;
-        let mut total_missing: Option<String> = None;
-        for u in &usage {
-            let c = by_pid.get(&u.pid).ok_or_else(|| {
-                BenchError::failed(format!(
-                    "child {} ended ({}) without reporting",
-                    u.pid,
-                    u.code.map_or("killed".into(), |c| format!("exit {c}"))
-                ))
-            })?;
-            if u.code != Some(0) {
-                return Err(BenchError::failed(format!(
-                    "child {} exited with {:?}",
-                    u.pid, u.code
-                )));
-            }
-            let a = c.applied.clone().unwrap_or_default();
-            if let Some(prev) = &applied
-                && prev.policy != a.policy
-            {
-                return Err(BenchError::failed(format!(
-                    "children disagree on the policy read back: {} and {}",
-                    prev.policy, a.policy
-                )));
-            }
-            applied = Some(a);
-            let b = c.before.clone().ok_or_else(|| {
-                BenchError::failed(format!("child {} did not report its start-up usage", u.pid))
-            })?;
-            let minus = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
-            startup_switches = (|| Some(startup_switches? + b.vol? + b.invol?))();
-            let own = c.switches.clone().unwrap_or_default();
-            let why_own = || {
-                own.why
-                    .clone()
-                    .or_else(pp::split_unsupported)
-                    .unwrap_or_else(|| format!("child {} sent no own counters", u.pid))
-            };
-            match (u.voluntary, u.involuntary, own.vol, own.invol) {
-                (Some(rv), Some(ri), Some(ov), Some(oi)) if own.threads == Some(1) => {
-                    let g = SwitchGap::of((rv, ri), (ov, oi));
-                    gap = Some(gap.map_or(g, |w| w.widest(g)));
-                }
-                (Some(_), Some(_), Some(_), Some(_)) => {
-                    check_missing.get_or_insert_with(|| {
-                        format!(
-                            "child {} had {:?} threads: /proc/self/status counts only its main task",
-                            u.pid, own.threads
-                        )
-                    });
-                }
-                _ => {
-                    check_missing.get_or_insert_with(why_own);
-                }
-            }
-            let voluntary = minus(u.voluntary, b.vol);
-            let involuntary = minus(u.involuntary, b.invol);
-            let switches = match (voluntary, involuntary, own.total, b.csw) {
-                (Some(v), Some(i), _, _) => Some(v + i),
-                (_, _, Some(end), Some(start)) => Some(end.saturating_sub(start)),
-                _ => {
-                    total_missing.get_or_insert_with(why_own);
-                    None
-                }
-            };
-            procs.push(ProcFigures {
-                turnaround_ns: c.end.saturating_sub(t_go) as f64,
-                wall_ns: c.end.saturating_sub(c.start) as f64,
-                user_ns: u.user_ns.saturating_sub(b.user) as f64,
-                sys_ns: u.sys_ns.saturating_sub(b.sys) as f64,
-                voluntary,
-                involuntary,
-                switches,
-            });
-        }
-        if procs.len() != self.procs as usize {
-            return Err(BenchError::failed(format!(
-                "{} of {} children reported",
-                procs.len(),
-                self.procs
-            )));
-        }
-        let applied = applied.unwrap_or_default();
-        let mut out = RunOutput::default();
-        let requested = self.policy.effective_policy().name();
-        if applied.policy != requested && applied.downgraded.is_none() {
-            return Err(BenchError::failed(format!(
-                "policy {requested} requested, {} read back",
-                applied.policy
-            )));
-        }
-        if let Some(d) = &applied.downgraded {
-            out.warnings.push(format!("policy downgraded: {d}"));
-        }
-        for (k, v) in applied.facts() {
-            out.facts.insert(k, v);
-        }
-        let f = run_figures(&procs);
-        let mut out = out
-            .metric("makespan", vec![f.makespan_ns])
-            .metric("turnaround", f.turnarounds.clone())
-            .metric("turnaround_p99", vec![f.turnaround_p99_ns]);
-        // User and system time below the split's resolution (after the start-up is subtracted)
-        // are noise of the tick sampling: not measured, by the rule of the CPU costs.
-        let (res_s, res_why) = crate::platform::cputime::user_sys_split_resolution();
-        out = out.fact("user_sys_resolution_ns", (res_s * 1e9).round() as u64);
-        for (name, v) in [("user", f.user_ns), ("sys", f.sys_ns)] {
-            out = match cpu_time_figure(v, res_s, &res_why) {
-                Ok(v) => out.metric(name, vec![v]),
-                Err(why) => out.not_measured(name, why),
-            };
-        }
-        let mut out = out
-            .metric("fairness", vec![f.fairness_pct])
-            .metric(
-                "watchdog_late_max",
-                vec![late_max.load(Ordering::Relaxed) as f64],
-            )
-            .fact("work_units_cpu", size.cpu_units)
-            .fact("work_units_io", size.io_units)
-            .fact("work_bursts", size.bursts)
-            .fact("work_alone_ns", alone.as_nanos() as u64)
-            .fact(
-                "startup_switches",
-                startup_switches.map(Value::from).unwrap_or(Value::Null),
-            )
-            .fact(
-                "wall_mean_ns",
-                procs.iter().map(|p| p.wall_ns).sum::<f64>() / procs.len() as f64,
-            );
-        match (f.voluntary, f.involuntary) {
-            (Some(v), Some(i)) => {
-                out = out
-                    .metric("voluntary", vec![v as f64])
-                    .metric("involuntary", vec![i as f64])
-            }
-            _ => {
-                let why = pp::split_unsupported().unwrap_or_else(|| {
-                    format!(
-                        "unsupported on {}: no voluntary/involuntary split per process",
-                        crate::platform::OS_NAME
-                    )
-                });
-                out = out
-                    .not_measured("voluntary", why.clone())
-                    .not_measured("involuntary", why);
-            }
-        }
-        out = match f.switches {
-            Some(t) => out.metric("switches", vec![t as f64]),
-            None => out.not_measured(
-                "switches",
-                total_missing.unwrap_or_else(|| "no switch counts".into()),
-            ),
-        };
-        match gap {
-            Some(g) => {
-                if let Some(w) = g.warning() {
-                    out.warnings.push(w);
-                }
-                out = out
-                    .fact("switch_check_vol_gap_max", g.vol)
-                    .fact("switch_check_invol_gap_max", g.invol)
-                    .fact("switch_check_bound", SWITCH_GAP_BOUND);
-            }
-            None => {
-                out = out.fact(
-                    "switch_check",
-                    check_missing.unwrap_or_else(|| "no children".into()),
-                )
-            }
-        }
+        let collected = phases::collect(&released, self.procs)?;
+        let mut out = self.figures(&collected, &released, &size, alone)?;
         match (command_before, command_after) {
             (Ok((s0, c0)), Ok((s1, c1))) => {
                 out = out
@@ -844,7 +522,7 @@ impl Benchmark for Cell {
         for n in notes {
             out = out.fact("rt_safety", n);
         }
-        if let Some(n) = watchdog_note {
+        if let Some(n) = released.watchdog_note {
             out.warnings.push(n);
         }
         Ok(out)
