@@ -437,6 +437,45 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
                 .any(|d| d.benchmarks.iter().any(|b| b == bid) && d.values[j] != d.values[0])
     };
 
+    let mut rows = rows_of(runs, &columns, marked);
+    let judged = judge(&mut rows, columns.len(), opts);
+    let (suites, excluded_nonpositive) = suite_summaries(&rows, columns.len());
+    let footnotes = footnotes(&columns, &rows, &judged, excluded_nonpositive, opts);
+    // Run counts: the most runs any metric of each side has (what the test can use at best).
+    let runs_of = |j: usize| {
+        rows.iter()
+            .filter_map(|r| r.cells.get(j))
+            .map(|c| c.runs)
+            .max()
+            .unwrap_or(0)
+    };
+    let compared = rows
+        .iter()
+        .filter(|r| r.better != Better::Neutral && r.cells.iter().all(|c| c.center.is_some()))
+        .count();
+    let power = (1..columns.len())
+        .filter_map(|j| power_note(runs_of(0), runs_of(j), compared))
+        .next();
+    Comparison {
+        power,
+        columns,
+        noise: opts.noise,
+        alpha: ALPHA,
+        differences: differences(runs),
+        settings,
+        rows,
+        suites,
+        footnotes,
+    }
+}
+
+/// One row per (benchmark, metric) in any run, in order of first appearance: each run's median,
+/// run count, why it has none, and its change against the baseline (not yet judged).
+fn rows_of(
+    runs: &[(String, RunRecord)],
+    columns: &[Column],
+    marked: impl Fn(&str, usize) -> bool,
+) -> Vec<Row> {
     // Rows: every (benchmark, metric) in any run, in order of first appearance.
     let mut keys: Vec<(String, String)> = Vec::new();
     for (_, r) in runs {
@@ -450,9 +489,6 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
         }
     }
     let mut rows = Vec::new();
-    let mut too_few = false;
-    let mut lost = false;
-    let mut any_bound = false;
     for (bid, mname) in &keys {
         let found: Vec<Option<(&crate::model::BenchmarkResult, &MetricResult)>> = runs
             .iter()
@@ -513,8 +549,22 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
         });
     }
 
-    // Benjamini-Hochberg per pair (baseline vs column j) over the directed metrics, then verdicts.
-    for j in 1..columns.len() {
+    rows
+}
+
+/// What judging the rows found, for the footnotes.
+#[derive(Default)]
+struct Judged {
+    too_few: bool,
+    lost: bool,
+    any_bound: bool,
+}
+
+/// Benjamini-Hochberg per pair (baseline vs column j) over the directed metrics, then each cell's
+/// verdict; a bound on either side is no test.
+fn judge(rows: &mut [Row], ncols: usize, opts: Options) -> Judged {
+    let mut f = Judged::default();
+    for j in 1..ncols {
         // A bound on either side is no test: out of the correction, verdict "bound".
         let bounded = |r: &Row| r.cells[0].bound.is_some() || r.cells[j].bound.is_some();
         let idx: Vec<usize> = (0..rows.len())
@@ -539,20 +589,25 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
             if let Some(d) = row.cells[j].vs_base.as_mut() {
                 if is_bound {
                     d.verdict = Verdict::Bound;
-                    any_bound = true;
+                    f.any_bound = true;
                     continue;
                 }
                 d.verdict = verdict(d, better, base, opts.noise);
-                too_few |= d.verdict == Verdict::TooFewRuns;
-                lost |= d.lost_to_correction();
+                f.too_few |= d.verdict == Verdict::TooFewRuns;
+                f.lost |= d.lost_to_correction();
             }
         }
     }
 
-    // Geometric-mean summary per suite over directed metrics compared by ratio in every run.
+    f
+}
+
+/// Geometric-mean summary per suite over directed metrics compared by ratio in every run; true
+/// when a metric was left out for a zero or negative value.
+fn suite_summaries(rows: &[Row], ncols: usize) -> (Vec<SuiteSummary>, bool) {
     let mut suites: Vec<SuiteSummary> = Vec::new();
     let mut suite_names: Vec<String> = Vec::new();
-    for r in &rows {
+    for r in rows {
         if !suite_names.contains(&r.suite) {
             suite_names.push(r.suite.clone());
         }
@@ -579,7 +634,7 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
             })
             .collect();
         excluded_nonpositive |= usable.len() < present.len();
-        let geomean = (1..columns.len())
+        let geomean = (1..ncols)
             .map(|j| {
                 let xs: Vec<f64> = usable
                     .iter()
@@ -595,8 +650,19 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
         });
     }
 
+    (suites, excluded_nonpositive)
+}
+
+/// The footnotes a comparison needs: what its marks mean and what qualifies its verdicts.
+fn footnotes(
+    columns: &[Column],
+    rows: &[Row],
+    judged: &Judged,
+    excluded_nonpositive: bool,
+    opts: Options,
+) -> Vec<String> {
     let mut footnotes = Vec::new();
-    if any_bound {
+    if judged.any_bound {
         footnotes.push(
             "bound: a figure printed with ≥ or ≤ is a bound (a ramp that ran out of steps, a sweep \
              that ended before its effect), not a measurement: its change is not judged and it is \
@@ -604,13 +670,13 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
                 .to_string(),
         );
     }
-    if too_few {
+    if judged.too_few {
         footnotes.push(format!(
             "(a) too few runs to detect a difference: with these run counts the Mann-Whitney test can never reach p < {ALPHA}; need >= {} runs per side",
             runs_needed()
         ));
     }
-    if lost {
+    if judged.lost {
         footnotes.push(format!(
             "(b) p < {ALPHA} before, but not after, the Benjamini-Hochberg correction for the number of metrics compared; more runs per side give the test more power"
         ));
@@ -660,32 +726,7 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
         );
     }
 
-    // Run counts: the most runs any metric of each side has (what the test can use at best).
-    let runs_of = |j: usize| {
-        rows.iter()
-            .filter_map(|r| r.cells.get(j))
-            .map(|c| c.runs)
-            .max()
-            .unwrap_or(0)
-    };
-    let compared = rows
-        .iter()
-        .filter(|r| r.better != Better::Neutral && r.cells.iter().all(|c| c.center.is_some()))
-        .count();
-    let power = (1..columns.len())
-        .filter_map(|j| power_note(runs_of(0), runs_of(j), compared))
-        .next();
-    Comparison {
-        power,
-        columns,
-        noise: opts.noise,
-        alpha: ALPHA,
-        differences: differences(runs),
-        settings,
-        rows,
-        suites,
-        footnotes,
-    }
+    footnotes
 }
 
 fn verdict(d: &Delta, better: Better, baseline: f64, noise: f64) -> Verdict {
