@@ -169,39 +169,6 @@ pub fn own_and_reaped_children_cpu_ns() -> io::Result<u64> {
     }
 }
 
-/// The aggregate `cpu` line of /proc/stat as (busy, total) ticks; steal and guest left out.
-pub fn parse_proc_stat_busy_total(text: &str) -> Option<(u64, u64)> {
-    parse_proc_stat(text).map(|(b, t, _, _)| (b, t))
-}
-
-/// The aggregate `cpu` line of /proc/stat as (busy, total, irq + softirq, steal) ticks.
-pub fn parse_proc_stat(text: &str) -> Option<(u64, u64, u64, u64)> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map_while(|x| x.parse().ok())
-        .collect();
-    if v.len() < 4 {
-        return None;
-    }
-    let g = |i: usize| v.get(i).copied().unwrap_or(0);
-    // user nice system idle iowait irq softirq steal (guest is already inside user/nice).
-    let busy = g(0) + g(1) + g(2) + g(5) + g(6);
-    let idle = g(3) + g(4);
-    Some((busy, busy + idle, g(5) + g(6), g(7)))
-}
-
-/// The `cpuN` lines of /proc/stat: the online CPUs.
-pub fn online_cpus_in_proc_stat(text: &str) -> u64 {
-    text.lines()
-        .filter(|l| {
-            l.strip_prefix("cpu")
-                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
-        })
-        .count() as u64
-}
-
 /// Cumulative (busy, total) ns from `cpus` × the time since boot less the idle (+ iowait) and
 /// steal time: idle is what a tickless kernel measures exactly, the busy fields it samples at
 /// ticks. Differences of two readings are what counts (a CPU brought online late only shifts
@@ -225,8 +192,10 @@ mod imp {
 
     pub fn system_cpu() -> io::Result<SystemCpu> {
         let text = std::fs::read_to_string("/proc/stat")?;
-        let (busy, total, irq, steal) = super::parse_proc_stat(&text)
+        let st = crate::system::parse::parse_proc_stat(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "/proc/stat: no cpu line"))?;
+        let c = st.cpu;
+        let (irq, steal) = (c.irq + c.softirq, c.steal);
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -239,12 +208,8 @@ mod imp {
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
         let ns = 1_000_000_000 / hz;
-        let (busy_ns, total_ns) = super::busy_from_idle(
-            super::online_cpus_in_proc_stat(&text),
-            boot_ns,
-            (total - busy) * ns,
-            steal * ns,
-        );
+        let (busy_ns, total_ns) =
+            super::busy_from_idle(st.cpus, boot_ns, (c.idle + c.iowait) * ns, steal * ns);
         Ok(SystemCpu {
             busy_ns,
             total_ns,
@@ -399,33 +364,18 @@ pub struct BusySample {
 pub fn busy_sample() -> BusySample {
     #[cfg(target_os = "linux")]
     {
-        let loadavg1 = std::fs::read_to_string("/proc/loadavg")
-            .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse().ok());
-        let cpu_some_total_us = std::fs::read_to_string("/proc/pressure/cpu")
-            .ok()
-            .and_then(|s| {
-                let line = s.lines().find(|l| l.starts_with("some"))?;
-                line.split_whitespace()
-                    .find_map(|f| f.strip_prefix("total="))?
-                    .parse()
-                    .ok()
-            });
-        let (steal_ticks, total_ticks) = std::fs::read_to_string("/proc/stat")
-            .ok()
-            .and_then(|s| {
-                let line = s.lines().find(|l| l.starts_with("cpu "))?;
-                let v: Vec<u64> = line
-                    .split_whitespace()
-                    .skip(1)
-                    .filter_map(|x| x.parse().ok())
-                    .collect();
-                // user nice system idle iowait irq softirq steal guest guest_nice; guest time is
-                // already counted in user/nice.
-                let total: u64 = v.iter().take(8).sum();
-                Some((v.get(7).copied(), Some(total)))
-            })
-            .unwrap_or((None, None));
+        use crate::system::parse;
+        let read = |p: &str| std::fs::read_to_string(p).ok();
+        let loadavg1 = read("/proc/loadavg")
+            .and_then(|s| parse::parse_loadavg(&s))
+            .map(|l| l.one);
+        let cpu_some_total_us =
+            read("/proc/pressure/cpu").and_then(|s| parse::psi_some_total_us(&s));
+        let cpu = read("/proc/stat")
+            .and_then(|s| parse::parse_proc_stat(&s))
+            .map(|p| p.cpu);
+        // Guest time is already counted in user/nice: total() leaves it out.
+        let (steal_ticks, total_ticks) = (cpu.map(|c| c.steal), cpu.map(|c| c.total()));
         BusySample {
             loadavg1,
             cpu_some_total_us,
@@ -471,22 +421,12 @@ mod tests {
     }
 
     #[test]
-    fn proc_stat_line_parses_busy_and_total_without_steal() {
-        let t = "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3 4\n";
-        assert_eq!(parse_proc_stat_busy_total(t), Some((160, 1180)));
-        assert_eq!(parse_proc_stat(t), Some((160, 1180, 5, 7)));
-        assert_eq!(online_cpus_in_proc_stat(t), 1);
-        assert_eq!(
-            online_cpus_in_proc_stat("cpu  1 2 3 4\ncpu0 1\ncpu1 2\nintr 5\n"),
-            2
-        );
+    fn busy_is_cpus_times_boot_time_less_idle_and_steal() {
         // 2 CPUs 10 s since boot, 12 s idle, 1 s stolen: 7 s busy of 19.
         assert_eq!(
             busy_from_idle(2, 10_000_000_000, 12_000_000_000, 1_000_000_000),
             (7_000_000_000, 19_000_000_000)
         );
-        assert_eq!(parse_proc_stat_busy_total("cpu  1 2\n"), None);
-        assert_eq!(parse_proc_stat_busy_total("intr 5\n"), None);
     }
 
     #[test]

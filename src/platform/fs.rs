@@ -430,55 +430,26 @@ mod imp {
         super::mincore_pages(f, len)
     }
 
-    /// Unescape mountinfo's octal escapes (\040 for a space).
-    fn unescape(s: &str) -> String {
-        let b = s.as_bytes();
-        let mut out = Vec::with_capacity(b.len());
-        let mut i = 0;
-        while i < b.len() {
-            if b[i] == b'\\'
-                && i + 3 < b.len()
-                && let Some(v) = std::str::from_utf8(&b[i + 1..i + 4])
-                    .ok()
-                    .and_then(|d| u8::from_str_radix(d, 8).ok())
-            {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-            out.push(b[i]);
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    }
-
-    /// (mount point, fs type, source) of the mount holding `dir`, from mountinfo text.
-    pub(super) fn mount_of(mountinfo: &str, dir: &Path) -> Option<(String, String, String)> {
-        let mut best: Option<(String, String, String)> = None;
-        for line in mountinfo.lines() {
-            let Some((left, right)) = line.split_once(" - ") else {
-                continue;
-            };
-            let Some(mp) = left.split(' ').nth(4).map(unescape) else {
-                continue;
-            };
-            let mut r = right.split(' ');
-            let (Some(t), Some(src)) = (r.next(), r.next()) else {
-                continue;
-            };
-            if dir.starts_with(&mp) && best.as_ref().is_none_or(|b| mp.len() >= b.0.len()) {
-                best = Some((mp, t.to_string(), unescape(src)));
-            }
-        }
-        best
+    /// (mount point, fs type, source) of the mount holding `dir` (on device `dev` where given),
+    /// from mountinfo text: the one mountinfo parser, `system::parse`.
+    pub(super) fn mount_of(
+        mountinfo: &str,
+        dir: &Path,
+        dev: Option<(u32, u32)>,
+    ) -> Option<(String, String, String)> {
+        use crate::system::parse;
+        let mounts = parse::parse_mountinfo(mountinfo);
+        let m = parse::mount_for(&mounts, &dir.to_string_lossy(), dev)?;
+        Some((m.mount_point.clone(), m.fs_type.clone(), m.source.clone()))
     }
 
     pub fn fs_info(dir: &Path) -> io::Result<FsInfo> {
         let canon = std::fs::canonicalize(dir)?;
         let md = std::fs::metadata(&canon)?;
         let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let (mp, t, src) = mount_of(&mi, &canon).unwrap_or_default();
         let dev = md.dev();
+        let majmin = crate::system::parse::dev_major_minor(dev);
+        let (mp, t, src) = mount_of(&mi, &canon, Some(majmin)).unwrap_or_default();
         let device = std::fs::read_link(sysfs_dev(dev))
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
@@ -510,20 +481,15 @@ mod imp {
     }
 
     pub fn os_cache_figure() -> io::Result<(String, u64)> {
-        let t = std::fs::read_to_string("/proc/meminfo")?;
-        let kib = |k: &str| {
-            t.lines()
-                .find_map(|l| l.strip_prefix(k))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        };
-        match (kib("Cached:"), kib("MemAvailable:")) {
-            (Some(c), Some(a)) => Ok((
+        let m = crate::system::parse::parse_meminfo(&std::fs::read_to_string("/proc/meminfo")?);
+        match (m.get("Cached"), m.get("MemAvailable")) {
+            (Some(&c), Some(&a)) => Ok((
                 format!(
                     "/proc/meminfo Cached {} MiB + MemAvailable {} MiB",
-                    c >> 10,
-                    a >> 10
+                    c >> 20,
+                    a >> 20
                 ),
-                (c + a) << 10,
+                c + a,
             )),
             _ => Err(super::super::unsupported(
                 "/proc/meminfo lacks Cached or MemAvailable",
@@ -790,12 +756,12 @@ mod tests {
         let mi = "22 1 8:1 / / rw - ext4 /dev/vda rw\n\
                   30 22 0:40 / /mnt/my\\040share rw - fuse.sshfs u@h:/srv rw\n\
                   31 22 0:41 / /mnt rw - tmpfs tmpfs rw\n";
-        let m = imp::mount_of(mi, Path::new("/mnt/my share/x")).unwrap();
+        let m = imp::mount_of(mi, Path::new("/mnt/my share/x"), None).unwrap();
         assert_eq!(m.0, "/mnt/my share");
         assert_eq!(m.1, "fuse.sshfs");
         assert_eq!(m.2, "u@h:/srv");
         assert!(network_type(&m.1));
-        let m = imp::mount_of(mi, Path::new("/home")).unwrap();
+        let m = imp::mount_of(mi, Path::new("/home"), None).unwrap();
         assert_eq!((m.1.as_str(), m.2.as_str()), ("ext4", "/dev/vda"));
         assert!(!network_type("ext4"));
     }

@@ -274,9 +274,9 @@ mod imp {
 
     pub fn available_bytes() -> Option<u64> {
         let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
+        crate::system::parse::parse_meminfo(&text)
+            .get("MemAvailable")
+            .copied()
     }
 
     pub fn core_cycle_counter() -> Result<(), String> {

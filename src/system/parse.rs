@@ -219,6 +219,15 @@ pub fn parse_psi(text: &str) -> Option<Psi> {
     })
 }
 
+/// The `total=` of the `some` line of a PSI file: µs some task was stalled since boot.
+pub fn psi_some_total_us(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("some"))?;
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
 /// The aggregate "cpu" line of `/proc/stat`, in USER_HZ ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuTicks {
@@ -255,6 +264,8 @@ impl CpuTicks {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcStat {
     pub cpu: CpuTicks,
+    /// The `cpuN` lines: the online CPUs.
+    pub cpus: u64,
     pub procs_running: Option<u32>,
     pub procs_blocked: Option<u32>,
 }
@@ -282,6 +293,12 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
                     softirq: g(6),
                     steal: g(7),
                 });
+            }
+            Some(c)
+                if c.strip_prefix("cpu")
+                    .is_some_and(|n| n.starts_with(|d: char| d.is_ascii_digit())) =>
+            {
+                out.cpus += 1
             }
             Some("procs_running") => out.procs_running = it.next().and_then(|s| s.parse().ok()),
             Some("procs_blocked") => out.procs_blocked = it.next().and_then(|s| s.parse().ok()),
@@ -935,6 +952,18 @@ procs_blocked 1
         assert_eq!(a.cpu.steal, 45);
         assert_eq!(a.cpu.total(), 8087 + 4552 + 95789 + 731 + 121 + 45);
         assert_eq!((a.procs_running, a.procs_blocked), (Some(3), Some(1)));
+        assert_eq!(a.cpus, 1, "one cpuN line");
+        assert_eq!(
+            parse_proc_stat("cpu  1 2 3 4\ncpu0 1\ncpu1 2\ncpufreq 3\nintr 5\n")
+                .unwrap()
+                .cpus,
+            2
+        );
+        assert_eq!(
+            psi_some_total_us("some avg10=0.44 avg60=4.91 avg300=3.10 total=14879843\n"),
+            Some(14879843)
+        );
+        assert_eq!(psi_some_total_us("full avg10=0 total=5\n"), None);
         let b = parse_proc_stat(STAT_B).unwrap();
         let w = cpu_window(&a.cpu, &b.cpu).unwrap();
         // deltas: user 10, system 5, idle 30, iowait 4, softirq 2, steal 10 → total 61
