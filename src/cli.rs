@@ -364,35 +364,18 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// "0", "0,2", "0-3,6" → sorted, deduplicated CPU numbers.
+/// "0", "0,2", "0-3,6" → sorted, deduplicated CPU numbers (the kernel's CPU-list syntax, read by
+/// the one parser of it, `system::parse::parse_cpu_list`), each at most 4095.
 pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut v = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || format!("'{part}': expected a CPU number or range like 0-3");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b || b > 4095 {
-                    return Err(bad());
-                }
-                v.extend(a..=b);
-            }
-            None => {
-                let c: usize = part.parse().map_err(|_| bad())?;
-                if c > 4095 {
-                    return Err(bad());
-                }
-                v.push(c);
-            }
-        }
-    }
-    v.sort_unstable();
-    v.dedup();
+    let v = crate::system::parse::parse_cpu_list(s)
+        .ok_or_else(|| format!("'{s}': expected CPU numbers or ranges like 0-3,6"))?;
     if v.is_empty() {
         return Err("empty CPU list".into());
     }
-    Ok(v)
+    if let Some(c) = v.iter().find(|&&c| c > 4095) {
+        return Err(format!("'{s}': CPU {c} is beyond 4095"));
+    }
+    Ok(v.into_iter().map(|c| c as usize).collect())
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -303,7 +303,7 @@ fn virtualization(
     let mut vendor = None;
     let mut vendor_source = None;
     if hypervisor_flag == Some(true)
-        && let Some(v) = cpuid_hypervisor()
+        && let Some(v) = super::cpuid::cpuid().hypervisor
     {
         vendor = Some(v);
         vendor_source = Some("cpuid 0x40000000".to_string());
@@ -338,24 +338,6 @@ fn virtualization(
         vendor,
         vendor_source,
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn cpuid_hypervisor() -> Option<String> {
-    // Only called when the hypervisor flag is set: leaf 0x40000000 is then the hypervisor's.
-    #[allow(unused_unsafe)]
-    // SAFETY: CPUID is available on every x86_64 CPU.
-    let r = unsafe { core::arch::x86_64::__cpuid(0x4000_0000) };
-    let mut sig = [0u8; 12];
-    sig[0..4].copy_from_slice(&r.ebx.to_le_bytes());
-    sig[4..8].copy_from_slice(&r.ecx.to_le_bytes());
-    sig[8..12].copy_from_slice(&r.edx.to_le_bytes());
-    parse::hypervisor_from_signature(&sig)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn cpuid_hypervisor() -> Option<String> {
-    None
 }
 
 fn preemption(

@@ -43,6 +43,9 @@ pub mod fs;
 /// System-wide and whole-process CPU time counters (CPU cost of network and disk I/O).
 pub mod cputime;
 
+/// CPUID (x86_64): vendor, brand, model, hypervisor.
+pub mod cpuid;
+
 /// The last-level cache size (working sets larger than it: `model validate`).
 pub mod cache;
 
