@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use super::read_latency::counter_checks;
-use super::{DeviceCheck, FsOptions, MIB, io_err, size_name, storage_facts, workdir, write_file};
+use super::{DeviceCheck, FsOptions, MIB, io_err, size_name, workdir, write_file};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::{CpuCost, CpuMeter};
 use crate::harness::RunContext;
@@ -326,7 +325,7 @@ impl Benchmark for Bandwidth {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        super::read_latency::refuse_memory_backed(&self.parent)?;
+        super::workdir::refuse_memory_backed(&self.parent)?;
         let n = self.threads as u64;
         let per = (workdir::budget(&self.parent, self.bytes_per_thread * n)? / n) / BLOCK * BLOCK;
         if per == 0 {
@@ -345,16 +344,10 @@ impl Benchmark for Bandwidth {
                 self.parent.display()
             )
         });
-        let wd = workdir::WorkDir::create(&self.parent)
-            .map_err(|e| io_err("work directory in", &self.parent, e))?;
-        let facts = storage_facts(wd.path());
-        let check = counter_checks(&facts);
-        let mut out = RunOutput {
-            facts,
-            ..Default::default()
-        }
-        .fact("bytes_per_thread", per)
-        .fact("bytes_total", per * n);
+        let (wd, out, check) = workdir::open_measured(&self.parent)?;
+        let mut out = out
+            .fact("bytes_per_thread", per)
+            .fact("bytes_total", per * n);
         let files: Vec<_> = (0..self.threads)
             .map(|i| wd.file(&format!("bw{i}")))
             .collect();

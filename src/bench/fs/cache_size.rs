@@ -106,7 +106,7 @@ impl Benchmark for CacheSize {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        super::read_latency::refuse_on_memory_fs(
+        super::workdir::refuse_on_memory_fs(
             &self.parent,
             "the file-cache size (every file there is the cache)",
         )?;

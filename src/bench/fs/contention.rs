@@ -6,10 +6,9 @@ use std::sync::Barrier;
 
 use serde_json::{Map, Value};
 
-use super::read_latency::{counter_checks, page_order, refuse_memory_backed, timed_pass};
-use super::{
-    DeviceCheck, FsOptions, KIB, PAGE, Pattern, io_err, name, storage_facts, workdir, write_file,
-};
+use super::pages::{page_order, timed_pass};
+use super::workdir::refuse_memory_backed;
+use super::{DeviceCheck, FsOptions, KIB, PAGE, Pattern, io_err, name, workdir, write_file};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
@@ -76,14 +75,8 @@ impl Benchmark for Contention {
         refuse_memory_backed(&self.parent)?;
         let max_t = *THREADS.last().unwrap();
         workdir::budget(&self.parent, FILE_BYTES * max_t as u64)?;
-        let wd = workdir::WorkDir::create(&self.parent)
-            .map_err(|e| io_err("work directory in", &self.parent, e))?;
-        let facts = storage_facts(wd.path());
-        let check = counter_checks(&facts);
-        let mut out = RunOutput {
-            facts,
-            ..Default::default()
-        };
+        let (wd, out, check) = workdir::open_measured(&self.parent)?;
+        let mut out = out;
         let mut files = Vec::new();
         for i in 0..max_t {
             let p = wd.file(&format!("c{i}"));

@@ -109,10 +109,7 @@ impl Benchmark for Fsync {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        super::read_latency::refuse_on_memory_fs(
-            &self.parent,
-            "an fsync (which is a no-op there)",
-        )?;
+        super::workdir::refuse_on_memory_fs(&self.parent, "an fsync (which is a no-op there)")?;
         let cap = workdir::budget(&self.parent, APPEND_CAP + BLOCK)?.saturating_sub(BLOCK);
         let wd = workdir::WorkDir::create(&self.parent)
             .map_err(|e| io_err("work directory in", &self.parent, e))?;

@@ -28,6 +28,7 @@ pub mod cache_size;
 pub mod contention;
 pub mod fsync;
 pub mod metadata;
+pub mod pages;
 pub mod read_latency;
 pub mod workdir;
 
@@ -310,17 +311,14 @@ mod tests {
 
     #[test]
     fn page_orders_are_backwards_or_a_permutation_and_capped() {
-        let seq = read_latency::page_order(Pattern::Seq, 8, usize::MAX, 1);
+        let seq = pages::page_order(Pattern::Seq, 8, usize::MAX, 1);
         assert_eq!(seq, vec![7, 6, 5, 4, 3, 2, 1, 0]);
-        let mut r = read_latency::page_order(Pattern::Random, 64, usize::MAX, 1);
+        let mut r = pages::page_order(Pattern::Random, 64, usize::MAX, 1);
         assert_ne!(r, (0..64).collect::<Vec<_>>());
         r.sort();
         assert_eq!(r, (0..64).collect::<Vec<_>>());
-        assert_eq!(read_latency::page_order(Pattern::Seq, 100, 10, 1)[9], 90);
-        assert_eq!(
-            read_latency::page_order(Pattern::Random, 100, 10, 1).len(),
-            10
-        );
+        assert_eq!(pages::page_order(Pattern::Seq, 100, 10, 1)[9], 90);
+        assert_eq!(pages::page_order(Pattern::Random, 100, 10, 1).len(), 10);
     }
 
     #[test]

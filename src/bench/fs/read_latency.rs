@@ -3,19 +3,19 @@
 //! allows at each page ("byte": the seed's one byte per page, rounded up to the alignment) and the
 //! whole 4 KiB page ("block"). Each read is one sample, so the record holds p50/p99/max per run.
 
-use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
 
+use super::pages::{page_order, timed_pass};
+use super::workdir::refuse_memory_backed;
 use super::{
-    DeviceCheck, FsOptions, KIB, MIB, PAGE, Pattern, device_counter_proves_storage, io_err, name,
-    size_name, storage_facts, workdir, write_file,
+    DeviceCheck, FsOptions, KIB, MIB, PAGE, Pattern, io_err, name, size_name, workdir, write_file,
 };
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::fs::{self as pfs, AlignedBuf, Uncached};
+use crate::platform::fs::{self as pfs, AlignedBuf};
 use crate::units::{Better, Unit};
 
 pub const VARIANTS: [&str; 2] = ["byte", "block"];
@@ -108,87 +108,6 @@ impl ReadLatency {
     }
 }
 
-/// One pass over `order` (page indices) reading `len` bytes at each `page`-sized page; returns
-/// ns per read.
-pub fn timed_pass(
-    u: &Uncached,
-    buf: &mut AlignedBuf,
-    order: &[u64],
-    page: u64,
-    len: usize,
-) -> std::io::Result<Vec<f64>> {
-    let mut lat = Vec::with_capacity(order.len());
-    let b = &mut buf.bytes_mut()[..len];
-    for &i in order {
-        let t0 = Instant::now();
-        let n = pfs::read_at(&u.file, b, i * page)?;
-        let t = t0.elapsed().as_nanos() as f64;
-        if n != len {
-            return Err(std::io::Error::other(format!(
-                "short read: {n} of {len} bytes at page {i}"
-            )));
-        }
-        lat.push(t);
-    }
-    Ok(lat)
-}
-
-/// Page order for a pass: backwards from the last page, or random, at most `cap` pages.
-pub fn page_order(p: Pattern, pages: u64, cap: usize, seed: u64) -> Vec<u64> {
-    match p {
-        Pattern::Seq => (0..pages).rev().take(cap).collect(),
-        Pattern::Random => {
-            let mut v: Vec<u64> = (0..pages).collect();
-            super::Rng::new(seed).shuffle(&mut v);
-            v.truncate(cap);
-            v
-        }
-    }
-}
-
-/// Why a cache-bypassed read in `dir` cannot be done or checked; the unsupported error.
-pub fn refuse_memory_backed(dir: &Path) -> Result<(), BenchError> {
-    match pfs::bypass_refusal(dir) {
-        Some(why) => Err(BenchError::unsupported(
-            crate::platform::unsupported(&why).to_string(),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// A benchmark whose figure is about storage (an fsync's trip to the device, the file cache in
-/// front of a disk) cannot run on a memory-backed file system (tmpfs): there is no storage under
-/// it, and the figure would be a memory operation under a storage name (872 ns "fsync").
-pub fn refuse_on_memory_fs(dir: &Path, what: &str) -> Result<(), BenchError> {
-    match crate::platform::storage::memory_backed_fs(dir) {
-        Ok(Some(fs)) => Err(BenchError::unsupported(format!(
-            "{} is on {fs} (memory-backed): {what} needs storage under the file system; give \
-             --dir a directory on a disk",
-            dir.display()
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// Whether the device counter can check this directory's reads (not a network file system, whose
-/// reads never touch a local device).
-pub fn counter_checks(facts: &Map<String, Value>) -> Result<(), String> {
-    if !device_counter_proves_storage() {
-        return Err(format!(
-            "not verifiable: {}",
-            crate::platform::storage::DEVICE_READ_COUNTER
-        ));
-    }
-    if facts.get("network_fs") == Some(&Value::Bool(true)) {
-        return Err(
-            "not verifiable: a network file system's reads reach the server, not a \
-                    local device the counter sees"
-                .into(),
-        );
-    }
-    Ok(())
-}
-
 impl Benchmark for ReadLatency {
     fn info(&self) -> &Info {
         &self.info
@@ -230,14 +149,8 @@ impl Benchmark for ReadLatency {
                 self.parent.display()
             )));
         }
-        let wd = workdir::WorkDir::create(&self.parent)
-            .map_err(|e| io_err("work directory in", &self.parent, e))?;
-        let facts = storage_facts(wd.path());
-        let check = counter_checks(&facts);
-        let mut out = RunOutput {
-            facts,
-            ..Default::default()
-        };
+        let (wd, out, check) = workdir::open_measured(&self.parent)?;
+        let mut out = out;
         let mut ratios = Map::new();
         for (k, &size) in self.sizes.iter().enumerate() {
             let path = wd.file(&format!("read{k}"));

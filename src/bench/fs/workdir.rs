@@ -9,7 +9,10 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use serde_json::{Map, Value};
+
 use crate::model::BenchError;
+use crate::platform::fs as pfs;
 
 pub const PREFIX: &str = "osgauge-fs-";
 pub const MARKER: &str = ".osgauge-fs-owner";
@@ -150,6 +153,64 @@ pub fn budget(dir: &Path, want: u64) -> Result<u64, BenchError> {
         )));
     }
     Ok(want.min(room))
+}
+
+/// Why a cache-bypassed read in `dir` cannot be done or checked; the unsupported error.
+pub fn refuse_memory_backed(dir: &Path) -> Result<(), BenchError> {
+    match pfs::bypass_refusal(dir) {
+        Some(why) => Err(BenchError::unsupported(
+            crate::platform::unsupported(&why).to_string(),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A benchmark whose figure is about storage (an fsync's trip to the device, the file cache in
+/// front of a disk) cannot run on a memory-backed file system (tmpfs): there is no storage under
+/// it, and the figure would be a memory operation under a storage name (872 ns "fsync").
+pub fn refuse_on_memory_fs(dir: &Path, what: &str) -> Result<(), BenchError> {
+    match crate::platform::storage::memory_backed_fs(dir) {
+        Ok(Some(fs)) => Err(BenchError::unsupported(format!(
+            "{} is on {fs} (memory-backed): {what} needs storage under the file system; give \
+             --dir a directory on a disk",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the device counter can check this directory's reads (not a network file system, whose
+/// reads never touch a local device).
+pub fn counter_checks(facts: &Map<String, Value>) -> Result<(), String> {
+    if !super::device_counter_proves_storage() {
+        return Err(format!(
+            "not verifiable: {}",
+            crate::platform::storage::DEVICE_READ_COUNTER
+        ));
+    }
+    if facts.get("network_fs") == Some(&Value::Bool(true)) {
+        return Err(
+            "not verifiable: a network file system's reads reach the server, not a \
+                    local device the counter sees"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// A fresh work directory in `parent` for a measured run, the run's output seeded with the
+/// storage facts of that directory, and whether the device counter can check its reads.
+pub fn open_measured(
+    parent: &Path,
+) -> Result<(WorkDir, crate::bench::RunOutput, Result<(), String>), BenchError> {
+    let wd = WorkDir::create(parent).map_err(|e| super::io_err("work directory in", parent, e))?;
+    let facts = super::storage_facts(wd.path());
+    let check = counter_checks(&facts);
+    let out = crate::bench::RunOutput {
+        facts,
+        ..Default::default()
+    };
+    Ok((wd, out, check))
 }
 
 #[cfg(test)]
