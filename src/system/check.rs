@@ -24,13 +24,48 @@ fn finding(level: Level, topic: &str, message: String, fix: Option<&str>) -> Fin
 }
 
 /// Advice for the machine/environment pair, warnings first. A pure function of the two records.
-pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
-    use Level::{Info, Warning};
-    let mut out = Vec::new();
-    let linux = m.os == "linux";
-    let x86 = matches!(m.arch.as_str(), "x86_64" | "x86");
-    let cpus = m.cpu.logical_cpus.unwrap_or(1).max(1);
+/// What every rule reads: the two records and a few facts derived from them.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    m: &'a Machine,
+    e: &'a Environment,
+    linux: bool,
+    x86: bool,
+    cpus: u32,
+}
 
+/// The hygiene rules, each a small function of the records; [`check`] runs them all.
+const RULES: &[fn(&Ctx, &mut Vec<Finding>)] = &[
+    compatibility_layer,
+    frequency,
+    topology,
+    activity,
+    privileges,
+    virtualization,
+    cgroup,
+];
+
+/// Advice for the machine/environment pair, warnings first. A pure function of the two records.
+pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
+    let c = Ctx {
+        m,
+        e,
+        linux: m.os == "linux",
+        x86: matches!(m.arch.as_str(), "x86_64" | "x86"),
+        cpus: m.cpu.logical_cpus.unwrap_or(1).max(1),
+    };
+    let mut out = Vec::new();
+    for rule in RULES {
+        rule(&c, &mut out);
+    }
+    out.sort_by_key(|f| std::cmp::Reverse(f.level));
+    out
+}
+
+/// A compatibility layer (Wine) runs another OS's code with this one's scheduler and timers.
+fn compatibility_layer(c: &Ctx, out: &mut Vec<Finding>) {
+    use Level::Warning;
+    let Ctx { m, .. } = *c;
     // A compatibility layer (Wine) runs Windows code with another OS's scheduler and timers.
     if let Some(layer) = m.notes.get("compatibility_layer") {
         out.push(finding(
@@ -40,7 +75,12 @@ pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
             Some("measure Windows on Windows; use the native build on this OS"),
         ));
     }
+}
 
+/// Frequency scaling: governors and boost.
+fn frequency(c: &Ctx, out: &mut Vec<Finding>) {
+    use Level::{Info, Warning};
+    let Ctx { e, linux, .. } = *c;
     // Frequency scaling.
     match &e.governors {
         Some(govs) if !govs.is_empty() => {
@@ -91,7 +131,12 @@ pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
             Some(fix),
         ));
     }
+}
 
+/// Topology and isolation: SMT, isolated CPUs, affinity, ASLR.
+fn topology(c: &Ctx, out: &mut Vec<Finding>) {
+    use Level::Info;
+    let Ctx { m, e, cpus, .. } = *c;
     // Topology and isolation.
     if m.cpu.smt_active == Some(true) {
         out.push(finding(
@@ -166,7 +211,12 @@ pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
         )),
         None => {}
     }
+}
 
+/// Other activity on the machine: load, busy time, CPU pressure, steal, free memory.
+fn activity(c: &Ctx, out: &mut Vec<Finding>) {
+    use Level::{Info, Warning};
+    let Ctx { m, e, cpus, .. } = *c;
     // Other activity on the machine.
     let load = e.load_avg.as_ref().map(|l| l.one);
     let busy = e.cpu_time.as_ref().and_then(|c| c.window_busy_pct);
@@ -241,7 +291,12 @@ pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
             Some("stop memory-hungry programs"),
         ));
     }
+}
 
+/// Privileges and timers: real-time denial, timer slack, preemption model.
+fn privileges(c: &Ctx, out: &mut Vec<Finding>) {
+    use Level::{Info, Warning};
+    let Ctx { m, e, .. } = *c;
     // Privileges and timers.
     if let Some((reason, fix)) = explain_rt_denial(&e.realtime, e.is_root) {
         out.push(finding(
@@ -272,7 +327,12 @@ pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
             None,
         ));
     }
+}
 
+/// Virtualization and clocks: hypervisor, clocksource, TSC.
+fn virtualization(c: &Ctx, out: &mut Vec<Finding>) {
+    use Level::{Info, Warning};
+    let Ctx { m, x86, .. } = *c;
     // Virtualization and clocks.
     if m.virtualization.virtualized == Some(true) {
         let who = m
@@ -333,6 +393,12 @@ pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
             None,
         ));
     }
+}
+
+/// Control-group limits on CPU and memory.
+fn cgroup(c: &Ctx, out: &mut Vec<Finding>) {
+    use Level::{Info, Warning};
+    let Ctx { m, .. } = *c;
     if let Some(cg) = &m.cgroup {
         if let Some(c) = cg.cpu_limit_cpus {
             out.push(finding(
@@ -358,9 +424,6 @@ pub fn check(m: &Machine, e: &Environment) -> Vec<Finding> {
             ));
         }
     }
-
-    out.sort_by_key(|f| std::cmp::Reverse(f.level));
-    out
 }
 
 /// The checks [`check`] could not make because this OS's record lacks what they read (the
