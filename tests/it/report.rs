@@ -389,3 +389,85 @@ fn the_ratio_chart_is_logarithmic_per_suite_and_clips_outliers_visibly() {
     // The axis stops at the clip (8), not at 180.
     assert!(!html.contains(">\n180\n</text>") && !html.contains(">180<"));
 }
+
+/// Every free-text field of a record (labels, names, OS and CPU strings, titles, methods,
+/// warnings, notes, settings and facts — values and the keys of its open maps) set to markup, as
+/// an imported record may hold: the report shows it as text, never as markup, and the embedded
+/// data block cannot be closed early.
+#[test]
+fn hostile_text_in_every_field_of_an_imported_record_stays_text() {
+    use serde_json::Value;
+    const PAYLOAD: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&";
+    // Values that are vocabulary, not text: a record with markup there does not parse.
+    const VOCABULARY: &[&str] = &[
+        "schema",
+        "run_id",
+        "started",
+        "finished",
+        "unit",
+        "better",
+        "kind",
+        "profile",
+        "origin",
+        "status",
+        "bound",
+        "arch",
+        "os",
+        "finished",
+        "taken_at",
+        "histogram",
+        "preset",
+    ];
+    fn poison(v: &mut Value, key: &str) {
+        match v {
+            Value::String(s) if !VOCABULARY.contains(&key) => {
+                *s = format!("{s}{PAYLOAD}");
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| poison(x, key)),
+            Value::Object(o) => {
+                let open = matches!(key, "params" | "measured" | "notes" | "facts");
+                let entries: Vec<(String, Value)> = std::mem::take(o).into_iter().collect();
+                for (k, mut x) in entries {
+                    poison(&mut x, &k);
+                    let k = if open { format!("{k}{PAYLOAD}") } else { k };
+                    o.insert(k, x);
+                }
+            }
+            _ => {}
+        }
+    }
+    let runs: Vec<(String, RunRecord)> = systems()
+        .into_iter()
+        .map(|(name, r)| {
+            let mut v = serde_json::to_value(&r).unwrap();
+            poison(&mut v, "");
+            let r: RunRecord = serde_json::from_value(v).expect("a poisoned record still parses");
+            (format!("{name}{PAYLOAD}"), r)
+        })
+        .collect();
+    assert!(
+        runs[0].1.label.as_deref().unwrap().contains("<script>"),
+        "the payload is in the records"
+    );
+    let html = osgauge::report::render(&runs, Options::default()).unwrap();
+    let lower = html.to_ascii_lowercase();
+    // Only the data block opens and closes a script; no payload tag survives as markup.
+    assert_eq!(lower.matches("<script").count(), 1, "a second <script");
+    assert_eq!(
+        lower.matches("</script").count(),
+        1,
+        "the data block closed early"
+    );
+    assert!(!lower.contains("<img"), "an <img> tag from the payload");
+    // Every copy of the payload's tag is escaped: as HTML text (&lt;) or, in the JSON data
+    // block, with its `<` written as a \\u escape.
+    let all = html.matches("onerror=alert(2)").count();
+    let escaped = html.matches("&lt;img src=x onerror=alert(2)&gt;").count()
+        + html.matches("\\u003cimg src=x onerror=alert(2)>").count();
+    assert!(all > 0 && all == escaped, "{all} copies, {escaped} escaped");
+    // The text is still there, escaped, and the records still round-trip out of the report.
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    let back = osgauge::store::parse_records(&html).unwrap();
+    let orig: Vec<RunRecord> = runs.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(back, orig);
+}
