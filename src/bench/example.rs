@@ -1,6 +1,16 @@
 //! A commented template for a new benchmark (fio's `skeleton_external.c` idea). It is a real,
-//! working benchmark but is not in any suite (its unit test runs it through the runner); copy
-//! this file, rename, and add it to a suite list.
+//! working benchmark but is not in any suite (its unit test runs it through the runner).
+//!
+//! - **A new benchmark**: copy this file into the suite's folder (`src/bench/<suite>/`), rename
+//!   the type and id (`<suite>/<name>`), and add one line to that suite's `benchmarks()` in its
+//!   `mod.rs`. Nothing else changes: the runner, the record, `compare`, the exports and the report
+//!   read its `Info` (id, title, method, metrics with unit and direction).
+//! - **A new suite**: copy the smallest suite folder, `src/bench/cpu/` (a `mod.rs` with
+//!   `DESCRIPTION` and `benchmarks()`, one file per benchmark), add `pub mod <suite>;` to
+//!   `src/bench/mod.rs` and one `Suite` entry to `src/bench/registry.rs` (with its options in
+//!   `SuiteOptions` if it has any, and its leftovers of killed runs in `remove_leftovers`). A suite
+//!   imports no other suite: what two suites share lives in `crate::harness`, `crate::stats` or
+//!   `crate::platform`.
 //!
 //! Rules every benchmark follows:
 //! - `run` is one independent run: make what it needs, measure, free everything, return samples.
