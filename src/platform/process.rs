@@ -14,6 +14,15 @@ pub use switches::{
 
 pub use imp::{ChildSet, kill_group, process_limit, user_process_count};
 
+/// The executable osgauge starts its own children from (load processes, policy-study children):
+/// `OSGAUGE_EXE` if set (tests), else this executable.
+pub fn osgauge_exe() -> io::Result<std::path::PathBuf> {
+    match std::env::var_os("OSGAUGE_EXE") {
+        Some(p) => Ok(std::path::PathBuf::from(p)),
+        None => std::env::current_exe(),
+    }
+}
+
 /// How a child ended, for messages: "exited with status 1", "was killed by signal 9 (SIGKILL)".
 pub fn describe_exit(status: std::process::ExitStatus) -> String {
     #[cfg(unix)]

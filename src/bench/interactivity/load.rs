@@ -340,14 +340,6 @@ pub struct LoadProcess {
     pub ready_notes: Vec<String>,
 }
 
-/// The executable that runs load children: `OSGAUGE_EXE` if set (tests), else this executable.
-pub fn load_exe() -> io::Result<PathBuf> {
-    match std::env::var_os("OSGAUGE_EXE") {
-        Some(p) => Ok(PathBuf::from(p)),
-        None => std::env::current_exe(),
-    }
-}
-
 /// Poll interval of the parent's bounded waits.
 const POLL: Duration = Duration::from_millis(20);
 

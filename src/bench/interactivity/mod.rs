@@ -628,7 +628,8 @@ impl Benchmark for Cell {
             out.facts.insert("load_threads".into(), json!(sp.threads));
             out.facts
                 .insert("load_target_pct".into(), json!(sp.target_pct()));
-            let exe = load::load_exe().map_err(|e| BenchError::os("current_exe", e))?;
+            let exe = crate::platform::process::osgauge_exe()
+                .map_err(|e| BenchError::os("current_exe", e))?;
             // Returns once every load thread runs (its scheduling read back): no settling sleep.
             let p = LoadProcess::start(&exe, &sp, ctx)?;
             out.facts.insert("load_notes".into(), json!(p.ready_notes));

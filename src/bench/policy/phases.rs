@@ -61,7 +61,7 @@ impl Cell {
         dir: &Path,
         size: &WorkSize,
     ) -> Result<Spawned, BenchError> {
-        let exe = crate::bench::interactivity::load::load_exe()
+        let exe = pp::osgauge_exe()
             .map_err(|e| BenchError::failed(format!("finding the osgauge executable: {e}")))?;
         let json = self.spec_json(size, dir);
         let (go_r, go_w) = std::io::pipe().map_err(|e| BenchError::os("pipe", e))?;
