@@ -17,6 +17,8 @@ pub mod table;
 pub mod task;
 pub mod work;
 
+mod phases;
+
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -30,7 +32,7 @@ use crate::platform::cputime::{self, BusySample};
 use crate::platform::sched::{self, Policy, SchedRequest};
 use crate::platform::{clock, fs};
 use crate::units::{Better, Unit};
-use load::{LoadKind, LoadProcess, LoadSpec};
+use load::LoadKind;
 use task::Task;
 use work::{Calibration, Work, WorkMode};
 
@@ -521,314 +523,34 @@ impl Benchmark for Cell {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        let s = &self.settings;
-        let duration = self.duration(ctx);
-        let dur_ns = duration.as_nanos() as u64;
-        let task = task_for(self.task, s, dur_ns)
-            .ok_or_else(|| BenchError::failed(format!("unknown task {}", self.task)))?;
-        let periods = task.periods_in(dur_ns);
-        if periods > task::MAX_PERIODS_PER_RUN {
-            return Err(BenchError::failed(format!(
-                "{periods} periods of {} in a run of {duration:?}: more than the {} a run may \
-                 keep; use a shorter duration",
-                crate::units::format_time_ns(task.period_ns() as f64),
-                task::MAX_PERIODS_PER_RUN
-            )));
-        }
-        let step = work::cpu_clock_step_ns();
-        if s.work_mode == WorkMode::Cputime && !work::cpu_clock_is_fine() {
-            return Err(BenchError::unsupported(
-                crate::platform::unsupported(&format!(
-                    "--work cputime needs a thread CPU clock that advances in steps of at most \
-                     {} µs; this one advances every {} µs (use --work fixed)",
-                    work::FINE_CPU_CLOCK_NS / 1000,
-                    step / 1000
-                ))
-                .to_string(),
-            ));
-        }
-        let cal = calibration(self, &task, ctx)?;
-        let work = Work {
-            mode: s.work_mode,
-            loops_per_us: cal.loops_per_us,
-        };
-        let mut out = RunOutput::default()
-            .fact("work_loops_per_us", cal.loops_per_us)
-            .fact("work_calibration_cached", cal.cached)
-            .fact("work_calibration_spread", cal.spread)
-            .fact("work_calibration_key", cal.key.clone())
-            .fact("work_calibration_clock", cal.clock.clone())
-            .fact("cpu_clock_step_ns", step);
-        if let Some(q) = cal.quick_check {
-            out = out.fact("work_calibration_quick_check", q);
-        }
-        if !ctx.warmup {
-            // The duration this cell really ran (under `osgauge run` it follows the run time).
-            out = out.fact("duration_s", duration.as_secs_f64());
-        }
-        if let Some(w) = &cal.warning {
-            out.warnings.push(w.clone());
-        }
+        let (task, work, duration, mut out) = self.prepare(ctx)?;
         ctx.check()?;
-
-        // The per-process load folder (file loads only); removed on every way out of this run,
-        // after the load child (declared first, dropped last).
-        let folder = if self.load.uses_files() {
-            let f = load::LoadFolder::create(&s.load_dir).map_err(|e| {
-                BenchError::failed(format!("load folder under {}: {e}", s.load_dir.display()))
-            })?;
-            if self.load.reads_storage()
-                && let Some(why) = load::read_refusal(f.path())
-            {
-                return Err(BenchError::failed(why));
-            }
-            out.facts
-                .insert("load_dir".into(), json!(f.path().display().to_string()));
-            Some(f)
-        } else {
-            None
-        };
+        // The per-process load folder: removed on every way out of this run, after the load child
+        // (declared first, dropped last).
+        let folder = self.load_folder(&mut out)?;
         let before = cputime::busy_sample();
         let t_before = clock::now_ns();
-        // The load child; its guard kills, reaps and cleans up on every exit path.
-        let mut spec = None;
-        let load = if self.load == LoadKind::None {
-            None
-        } else {
-            let (mem_bytes, mem_why) = if self.load == LoadKind::Memload {
-                s.mem_bytes()
-            } else {
-                (0, String::new())
-            };
-            if self.load == LoadKind::Memload {
-                out.facts.insert("memload_size_rule".into(), json!(mem_why));
-            }
-            let sp = LoadSpec {
-                kind: self.load,
-                threads: s.load_thread_count(),
-                cpus: s.cpus.clone(),
-                nice: s.load_nice,
-                dir: folder
-                    .as_ref()
-                    .map(|f| f.path().to_path_buf())
-                    .unwrap_or_else(|| s.load_dir.clone()),
-                tag: format!("osgauge-load-{}-{}", std::process::id(), ctx.run_index),
-                file_bytes: match &folder {
-                    Some(f) => s.file_bytes_in(f.path()),
-                    None => 0,
-                },
-                io_rate_bps: s.io_rate_mbps.map(|r| (r * 1e6).max(1.0) as u64),
-                fsync: s.fsync,
-                mem_bytes,
-                work: load::load_work(self.load, work),
-                video_hz: s.video_hz,
-                duration_ns: dur_ns,
-                parent_pid: std::process::id(),
-            };
-            out.facts.insert("load_threads".into(), json!(sp.threads));
-            out.facts
-                .insert("load_target_pct".into(), json!(sp.target_pct()));
-            let exe = crate::platform::process::osgauge_exe()
-                .map_err(|e| BenchError::os("current_exe", e))?;
-            // Returns once every load thread runs (its scheduling read back): no settling sleep.
-            let p = LoadProcess::start(&exe, &sp, ctx)?;
-            out.facts.insert("load_notes".into(), json!(p.ready_notes));
-            spec = Some(sp);
-            Some(p)
-        };
+        let (load, spec) = self.start_load(
+            ctx,
+            &mut out,
+            folder.as_ref(),
+            work,
+            duration.as_nanos() as u64,
+        )?;
         ctx.check()?;
-
-        // --attribute: trace the CPUs the task may run on while it measures; a session that cannot
-        // start makes the cell unsupported here (never measured untraced instead).
-        let mut session = match s.attribute_ns {
-            Some(_) => {
-                let cpus = match &s.cpus {
-                    Some(c) => c.clone(),
-                    None => crate::platform::allowed_cpus()
-                        .map_err(|e| BenchError::failed(format!("allowed CPUs unknown: {e}")))?,
-                };
-                Some(
-                    crate::platform::tracefs::Session::start(&cpus)
-                        .map_err(|why| BenchError::unsupported(format!("--attribute: {why}")))?,
-                )
-            }
-            None => None,
-        };
-        let measured = std::thread::scope(|sc| {
-            sc.spawn(|| measure(self, task, &work, duration, ctx))
-                .join()
-                .unwrap_or_else(|_| Err(BenchError::failed("measuring thread panicked")))
-        })?;
-        let trace = match session.as_mut() {
-            Some(t) => Some(
-                t.stop_and_read()
-                    .map_err(|e| BenchError::failed(format!("--attribute: {e}")))?,
-            ),
-            None => None,
-        };
-        drop(session);
-        // A load that failed, ended early or did not really run fails the cell: its figures were
-        // not measured under that load.
-        let report = match (load, &spec) {
-            (Some(p), Some(sp)) => {
-                let r = p.stop(ctx.deadline).map_err(BenchError::failed)?;
-                let (facts, warnings) = load::check_report(sp, &r).map_err(BenchError::failed)?;
-                out.facts.extend(facts);
-                out.warnings.extend(warnings);
-                Some(r)
-            }
-            _ => None,
-        };
+        let (measured, trace) = self.measure_traced(ctx, task, &work, duration)?;
+        let report = phases::stop_load(ctx, load, spec.as_ref(), &mut out)?;
         drop(folder);
         let after = cputime::busy_sample();
         let wall = clock::now_ns() - t_before;
-
-        for (k, v) in measured.facts {
-            out.facts.insert(k, v);
-        }
-        out.warnings.extend(measured.warnings);
-        let run = measured.run;
-        if let (Some((text, lost)), Some(threshold)) = (trace, s.attribute_ns) {
-            use crate::bench::latency::attribution::{Late, cpu_of, parse, summary};
-            let events = parse(&text);
-            let late: Vec<Late> = run
-                .acc
-                .late
-                .iter()
-                .filter_map(|&(intended, start)| {
-                    Some(Late {
-                        cpu: cpu_of(&events, run.tid, start)?,
-                        tid: run.tid,
-                        intended_ns: intended,
-                        actual_ns: start,
-                    })
-                })
-                .collect();
-            let unlocated = run.acc.late.len() - late.len();
-            let mut a = summary(&text, lost, late, threshold, s.attribute_top);
-            // Late periods whose CPU no event shows (no switch to the task recorded): counted.
-            a["not_located"] = json!(unlocated);
-            out.facts.insert("attribution".into(), a);
-        }
-        let frames_total = if task.periodic() {
-            run.acc.frames
-        } else {
-            run.bursts.len() as u64
-        };
-        out.facts.insert(
-            "target_cpu_pct".into(),
-            json!(task.target_cpu_pct(frames_total)),
-        );
-        // Span: the periods the frames cover (or the wall time, if the last frame ran past them).
-        let span = if task.periodic() {
-            run.wall_ns.max(frames_total * task.period_ns())
-        } else {
-            run.wall_ns
-        };
-        let task_cpu = 100.0 * run.cpu_ns as f64 / span.max(1) as f64;
-        if task.periodic() {
-            let mut a = run.acc;
-            if a.latencies_ns.is_empty() {
-                return Err(BenchError::failed("no period ran (duration too short?)"));
-            }
-            if a.latencies_not_kept > 0 {
-                return Err(BenchError::failed(format!(
-                    "{} periods ran, more than the {} a run may keep",
-                    a.ran,
-                    task::MAX_PERIODS_PER_RUN
-                )));
-            }
-            out.facts
-                .insert("desired_cpu_from".into(), json!(run.obtained_from));
-            out = out
-                .metric("latency", std::mem::take(&mut a.latencies_ns))
-                .metric("deadlines_met", vec![a.deadlines_met_pct().unwrap_or(0.0)])
-                .metric("desired_cpu", vec![a.desired_cpu_pct().unwrap_or(0.0)])
-                .metric("dropped_frames", vec![a.dropped as f64]);
-            out.facts.insert("periods".into(), json!(a.frames));
-        } else {
-            if run.bursts.is_empty() {
-                return Err(BenchError::failed("no burst ran (duration too short?)"));
-            }
-            let lat: Vec<f64> = run.bursts.iter().map(|b| b.waited_ns() as f64).collect();
-            out = out.metric("latency", lat).metric(
-                "desired_cpu",
-                vec![accounting::burst_cpu_share_pct(&run.bursts)],
-            );
-            out.facts.insert("bursts".into(), json!(run.bursts.len()));
-            out.facts
-                .insert("burst_cpu_from".into(), json!(run.burst_cpu_from));
-        }
-        out = out.metric("task_cpu", vec![task_cpu]);
-        // A task that got all the CPU it asked for but used far from its target did other work
-        // than its name says (the calibrated loop ran faster or slower than at calibration):
-        // the cell is marked, never shown as a clean cell of that task.
-        let desired = out
-            .samples
-            .iter()
-            .find(|(n, _)| *n == "desired_cpu")
-            .and_then(|(_, v)| v.first().copied());
-        if let Some(w) = task_off_target(
-            task.name(),
-            task_cpu,
-            task.target_cpu_pct(frames_total),
-            desired,
-            self.settings.work_mode,
-        ) {
-            out.facts.insert("task_cpu_off_target".into(), json!(true));
-            out.warnings.push(w);
-        }
-        if let Some(r) = &report {
-            let (cpu, wall): (u64, u64) = r
-                .threads
-                .iter()
-                .fold((0, 0), |(c, w), t| (c + t.cpu_ns, w + t.wall_ns));
-            out = out.metric("load_cpu", vec![100.0 * cpu as f64 / wall.max(1) as f64]);
-            if let Some(t) = r.threads.first() {
-                out.facts.insert(
-                    "load_sched".into(),
-                    serde_json::to_value(&t.sched).unwrap_or_default(),
-                );
-                out.facts.insert("load_affinity".into(), json!(t.affinity));
-            }
-            let ops: Map<String, Value> = r
-                .threads
-                .iter()
-                .map(|t| (t.role.clone(), json!(t.ops)))
-                .collect();
-            out.facts.insert("load_ops".into(), Value::Object(ops));
-        }
-        let (busy, pressure, steal) = busy_facts(&before, &after, wall);
-        for (k, v) in busy {
-            out.facts.insert(k, v);
-        }
-        if steal > 2.0 {
-            out.warnings.push(
-                "busy machine: CPU steal > 2 % during a run (the hypervisor ran other guests; \
-                 figures per run in run_facts[].steal_pct)"
-                    .to_string(),
-            );
-        }
-        if self.load == LoadKind::None && pressure > 10.0 {
-            out.warnings.push(
-                "busy machine: CPU pressure > 10 % during a run without load (other processes \
-                 competed; run_facts[].cpu_pressure_some_pct)"
-                    .to_string(),
-            );
-        }
-        if let (Some(l), n) = (
-            before.loadavg1,
-            crate::platform::allowed_cpus()
-                .map(|c| c.len())
-                .unwrap_or(1),
-        ) && l > n as f64 * 1.5
-        {
-            out.warnings.push(format!(
-                "busy machine: load average above 1.5 × {n} CPU(s) before a run \
-                 (run_facts[].loadavg1_before)"
-            ));
-        }
-        Ok(out)
+        self.figures(
+            out,
+            task,
+            measured,
+            trace,
+            report.as_ref(),
+            (&before, &after, wall),
+        )
     }
 }
 
