@@ -169,7 +169,57 @@ pub fn run_benchmark(
     let deadline = started + plan.timeout();
     let mut params = bench.params();
     let mut warnings = Vec::new();
-    // The measured runs' outputs, in order (warm-up outputs are discarded).
+    let (mut outputs, error) = execute_runs(bench, plan, timing, cancel, deadline, &mut warnings);
+    let adaptive_outcome = adaptive_outcome(info, plan, &outputs, &mut warnings);
+
+    // Figures that depend on every run (e.g. cache levels detected once on the pooled curve).
+    let derived = bench.finish(&mut outputs);
+    for w in outputs
+        .iter_mut()
+        .flat_map(|o| std::mem::take(&mut o.warnings))
+    {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    let run_facts: Vec<Map<String, Value>> = outputs
+        .iter_mut()
+        .map(|o| std::mem::take(&mut o.facts))
+        .collect();
+    merge_facts(&mut params, &run_facts);
+    for (k, v) in derived {
+        params.insert(k, v);
+    }
+    let metrics = metric_results(info, outputs, &mut warnings);
+    let mut result = BenchmarkResult {
+        id: info.id.clone(),
+        suite: info.suite.to_string(),
+        title: info.title.clone(),
+        params,
+        measured: Map::new(),
+        metrics,
+        warnings,
+        error,
+        wall_s: started.elapsed().as_secs_f64(),
+        run_facts,
+        adaptive: adaptive_outcome,
+    };
+    result.separate_measured();
+    result
+}
+
+/// The warm-up and measured runs of one benchmark, until its run count (or the adaptive rule's
+/// stop), its time bound, an error or Ctrl-C: the measured runs' outputs, in order (warm-up
+/// outputs are discarded), and the error that ended them early. New warnings go to `warnings`.
+fn execute_runs(
+    bench: &dyn Benchmark,
+    plan: &Plan,
+    timing: &TimingCalibration,
+    cancel: &AtomicBool,
+    deadline: Instant,
+    warnings: &mut Vec<String>,
+) -> (Vec<RunOutput>, Option<BenchError>) {
+    let info = bench.info();
     let mut outputs: Vec<RunOutput> = Vec::new();
     let mut error: Option<BenchError> = None;
     let timeout_error = |done: usize| {
@@ -179,7 +229,6 @@ pub fn run_benchmark(
             plan.config.runs
         ))
     };
-
     let adaptive = plan.config.adaptive.as_ref();
     let min_runs = plan.config.runs;
     let max_runs = adaptive.map_or(min_runs, |a| a.max_runs.max(min_runs));
@@ -242,9 +291,25 @@ pub fn run_benchmark(
         }
     }
 
-    // How the adaptive rule ended, judged on the runs as measured (before `finish`).
-    let adaptive_outcome = adaptive.map(|a| {
-        let (metric, width) = match headline_half_width(info, &outputs) {
+    (outputs, error)
+}
+
+/// How the adaptive rule ended, judged on the runs as measured (before `finish`); a warning
+/// when it stopped before its CI width.
+fn adaptive_outcome(
+    info: &Info,
+    plan: &Plan,
+    outputs: &[RunOutput],
+    warnings: &mut Vec<String>,
+) -> Option<AdaptiveOutcome> {
+    let min_runs = plan.config.runs;
+    let max_runs = plan
+        .config
+        .adaptive
+        .as_ref()
+        .map_or(min_runs, |a| a.max_runs.max(min_runs));
+    plan.config.adaptive.as_ref().map(|a| {
+        let (metric, width) = match headline_half_width(info, outputs) {
             Some((m, w)) => (m.to_string(), w),
             None => (
                 info.metrics.first().map(|m| m.name).unwrap_or("").to_string(),
@@ -259,12 +324,12 @@ pub fn run_benchmark(
             });
             warnings.push(if runs >= max_runs {
                 format!(
-                    "stopped at the cap of {max_runs} runs (--max-runs) before its 95 % CI reached                      ±{:.1} %: {metric} is {width_text}",
+                    "stopped at the cap of {max_runs} runs (--max-runs) before its 95 % CI reached ±{:.1} %: {metric} is {width_text}",
                     a.ci_width * 100.0
                 )
             } else {
                 format!(
-                    "stopped after {runs} runs before its 95 % CI reached ±{:.1} % (see its                      error): {metric} is {width_text}",
+                    "stopped after {runs} runs before its 95 % CI reached ±{:.1} % (see its error): {metric} is {width_text}",
                     a.ci_width * 100.0
                 )
             });
@@ -276,26 +341,16 @@ pub fn run_benchmark(
             runs,
             reached,
         }
-    });
+    })
+}
 
-    // Figures that depend on every run (e.g. cache levels detected once on the pooled curve).
-    let derived = bench.finish(&mut outputs);
-    for w in outputs
-        .iter_mut()
-        .flat_map(|o| std::mem::take(&mut o.warnings))
-    {
-        if !warnings.contains(&w) {
-            warnings.push(w);
-        }
-    }
-    let run_facts: Vec<Map<String, Value>> = outputs
-        .iter_mut()
-        .map(|o| std::mem::take(&mut o.facts))
-        .collect();
-    merge_facts(&mut params, &run_facts);
-    for (k, v) in derived {
-        params.insert(k, v);
-    }
+/// Each declared metric's result over the measured runs: samples per run, why it was not
+/// measured (and in how many runs), its bound, and its summary when enough runs measured it.
+fn metric_results(
+    info: &Info,
+    outputs: Vec<RunOutput>,
+    warnings: &mut Vec<String>,
+) -> Vec<MetricResult> {
     let mut per_metric: Vec<Vec<Vec<f64>>> = vec![Vec::new(); info.metrics.len()];
     let mut reasons: Vec<Option<String>> = vec![None; info.metrics.len()];
     let mut unmeasured_runs = vec![0usize; info.metrics.len()];
@@ -303,7 +358,7 @@ pub fn run_benchmark(
     for out in outputs {
         for (name, kind, why) in out.bounds {
             if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
-                add_bound(&mut bounds[k], kind, why, &mut warnings);
+                add_bound(&mut bounds[k], kind, why, warnings);
             }
         }
         for (name, samples) in out.samples {
@@ -319,8 +374,7 @@ pub fn run_benchmark(
         }
     }
 
-    let metrics = info
-        .metrics
+    info.metrics
         .iter()
         .zip(per_metric)
         .zip(reasons)
@@ -328,7 +382,7 @@ pub fn run_benchmark(
         .zip(bounds)
         .map(|((((spec, runs), why), missed), bound)| {
             let measured = runs.len();
-            let mut m = summarize_metric(spec, runs, &mut warnings);
+            let mut m = summarize_metric(spec, runs, warnings);
             m.not_measured = why;
             m.bound = bound;
             if let Some(w) =
@@ -340,22 +394,7 @@ pub fn run_benchmark(
             }
             m
         })
-        .collect();
-    let mut result = BenchmarkResult {
-        id: info.id.clone(),
-        suite: info.suite.to_string(),
-        title: info.title.clone(),
-        params,
-        measured: Map::new(),
-        metrics,
-        warnings,
-        error,
-        wall_s: started.elapsed().as_secs_f64(),
-        run_facts,
-        adaptive: adaptive_outcome,
-    };
-    result.separate_measured();
-    result
+        .collect()
 }
 
 /// The fewest runs per side for which the two-sided Mann-Whitney U test `compare` uses can reach
