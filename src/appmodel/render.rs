@@ -385,26 +385,15 @@ pub fn text(a: &Analysis) -> String {
         s.push_str(&t.title);
         s.push('\n');
         let n = t.header.len();
-        let w: Vec<usize> = (0..n)
-            .map(|k| {
-                std::iter::once(&t.header)
-                    .chain(&t.rows)
-                    .map(|r| r.get(k).map_or(0, |c| crate::output::width(c)))
-                    .max()
-                    .unwrap_or(0)
-            })
+        let rows: Vec<Vec<&str>> = std::iter::once(&t.header)
+            .chain(&t.rows)
+            .map(|r| r.iter().take(n).map(String::as_str).collect())
             .collect();
-        for r in std::iter::once(&t.header).chain(&t.rows) {
-            let line: Vec<String> = (0..n)
-                .map(|k| {
-                    let c = r.get(k).map_or("", |c| c.as_str());
-                    crate::output::pad_right(c, w[k])
-                })
-                .collect();
-            s.push_str("  ");
-            s.push_str(line.join("  ").trim_end());
-            s.push('\n');
-        }
+        let g = crate::output::grid::Grid {
+            indent: "  ",
+            ..Default::default()
+        };
+        s.push_str(&g.render(&rows));
         for note in &t.notes {
             s.push_str("  ");
             s.push_str(note);

@@ -729,26 +729,8 @@ fn list_text(rows: &[store::RunRow]) -> String {
             r.origin.clone(),
         ]);
     }
-    let w: Vec<usize> = (0..8)
-        .map(|k| {
-            table
-                .iter()
-                .map(|l| crate::output::width(&l[k]))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut s = String::new();
-    for l in &table {
-        let line: Vec<String> = l
-            .iter()
-            .enumerate()
-            .map(|(k, c)| crate::output::pad_right(c, w[k]))
-            .collect();
-        s.push_str(line.join("  ").trim_end());
-        s.push('\n');
-    }
-    s
+    let rows: Vec<Vec<String>> = table.into_iter().map(Vec::from).collect();
+    crate::output::grid::Grid::default().render(&rows)
 }
 
 /// Resolve compare/report arguments into named records: files first, else stored runs.

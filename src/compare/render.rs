@@ -316,28 +316,16 @@ pub fn text(c: &Comparison) -> String {
             }));
             table.push(line);
         }
-        let ncol = table[0].len();
-        let widths: Vec<usize> = (0..ncol)
-            .map(|k| {
-                table
-                    .iter()
-                    .map(|l| l.get(k).map(|x| crate::output::width(x)).unwrap_or(0))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        for (i, line) in table.iter().enumerate() {
-            let mut out = String::new();
-            for (k, cell) in line.iter().enumerate() {
-                let pad = widths[k].saturating_sub(crate::output::width(cell));
-                out.push_str(if k == 0 { "" } else { "   " });
-                out.push_str(cell);
-                out.push_str(&" ".repeat(pad));
-            }
-            s.push_str(out.trim_end());
+        let g = crate::output::grid::Grid {
+            gap: "   ",
+            ..Default::default()
+        };
+        let widths = crate::output::grid::Grid::widths(&table);
+        for (i, line) in g.lines(&table).into_iter().enumerate() {
+            s.push_str(&line);
             s.push('\n');
             if i == 0 {
-                s.push_str(&"-".repeat(widths.iter().sum::<usize>() + 3 * (ncol - 1)));
+                s.push_str(&"-".repeat(widths.iter().sum::<usize>() + 3 * (widths.len() - 1)));
                 s.push('\n');
             }
         }

@@ -1,6 +1,7 @@
 //! Terminal output: one table per suite, units chosen per value, warnings at the end; the progress
 //! bar (stderr, only on a TTY, never ticking on its own during a timed window).
 
+pub mod grid;
 pub mod progress;
 pub mod stdout;
 pub mod summary;
@@ -282,29 +283,22 @@ pub fn render_tables(record: &RunRecord) -> String {
             note: String::new(),
             unmeasured: false,
         };
-        let all: Vec<&Row> = std::iter::once(&header).chain(rows.iter()).collect();
-        let w = |f: fn(&Row) -> &String| all.iter().map(|r| width(f(r))).max().unwrap_or(0);
-        let (wn, wm, wc, wp, wv) = (
-            w(|r| &r.name),
-            w(|r| &r.median),
-            w(|r| &r.ci),
-            w(|r| &r.p99),
-            w(|r| &r.cv),
-        );
-        for (i, r) in all.iter().enumerate() {
-            let line = format!(
-                "{}  {}  {}  {}  {}  {}",
-                pad_right(&r.name, wn),
-                pad_left(&r.median, wm),
-                pad_left(&r.ci, wc),
-                pad_left(&r.p99, wp),
-                pad_left(&r.cv, wv),
-                r.note
-            );
-            s.push_str(line.trim_end());
+        let cells: Vec<Vec<&str>> = std::iter::once(&header)
+            .chain(rows.iter())
+            .map(|r| vec![&*r.name, &r.median, &r.ci, &r.p99, &r.cv, &r.note])
+            .collect();
+        use grid::Align::{Left, Right};
+        let g = grid::Grid {
+            align: &[Left, Right, Right, Right, Right, Left],
+            ..Default::default()
+        };
+        // The rule under the header spans the five figure columns and their gaps.
+        let rule: usize = grid::Grid::widths(&cells).iter().take(5).sum::<usize>() + 8;
+        for (i, line) in g.lines(&cells).into_iter().enumerate() {
+            s.push_str(&line);
             s.push('\n');
             if i == 0 {
-                s.push_str(&"─".repeat(wn + wm + wc + wp + wv + 8));
+                s.push_str(&"─".repeat(rule));
                 s.push('\n');
             }
         }

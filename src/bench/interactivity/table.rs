@@ -97,36 +97,27 @@ fn group(record: &RunRecord) -> Vec<(String, Vec<CellFigures>)> {
     out
 }
 
+/// The first and last columns left-aligned, the figures between them right-aligned.
 fn render_grid(header: &[&str], rows: &[Vec<String>]) -> String {
-    let w: Vec<usize> = (0..header.len())
+    use crate::output::grid::{Align, Grid};
+    let n = header.len();
+    let align: Vec<Align> = (0..n)
         .map(|i| {
-            rows.iter()
-                .map(|r| crate::output::width(&r[i]))
-                .chain([crate::output::width(header[i])])
-                .max()
-                .unwrap_or(0)
+            if i == 0 || i + 1 == n {
+                Align::Left
+            } else {
+                Align::Right
+            }
         })
         .collect();
-    let line = |cells: Vec<&str>| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            let pad = w[i] - crate::output::width(c);
-            if i == 0 || i + 1 == cells.len() {
-                s.push_str(c);
-                s.push_str(&" ".repeat(pad));
-            } else {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(c);
-            }
-            s.push_str("  ");
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut s = line(header.to_vec());
-    for r in rows {
-        s.push_str(&line(r.iter().map(String::as_str).collect()));
+    let all: Vec<Vec<&str>> = std::iter::once(header.to_vec())
+        .chain(rows.iter().map(|r| r.iter().map(String::as_str).collect()))
+        .collect();
+    Grid {
+        align: &align,
+        ..Default::default()
     }
-    s
+    .render(&all)
 }
 
 /// osgauge's own table.
