@@ -16,7 +16,7 @@ fn t(s: &str) -> String {
 }
 
 /// `lo–hi` in the metric's unit, the unit written once when both ends share it.
-fn span_text(lo: f64, hi: f64, unit: Unit) -> String {
+pub fn span_text(lo: f64, hi: f64, unit: Unit) -> String {
     let (a, b) = (format_value(lo, unit), format_value(hi, unit));
     match (a.rsplit_once(' '), b.rsplit_once(' ')) {
         (Some((x, ua)), Some((_, ub))) if ua == ub => format!("{x}–{b}"),

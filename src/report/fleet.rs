@@ -11,7 +11,9 @@ use plotters::prelude::*;
 
 use super::charts::{self, BarValues, FONT, chart_on, house_mesh, pe, rgb, svg_chart};
 use super::{CSS, Figure, css_color, esc, figures};
-use crate::fleet::render::{BEST, attribute_rows, cell_text, history_method, method_text};
+use crate::fleet::render::{
+    BEST, attribute_rows, cell_text, history_method, method_text, span_text,
+};
 use crate::fleet::{Fleet, History, Row, Series};
 use crate::units::{Unit, format_value};
 
@@ -32,6 +34,7 @@ const FLEET_CSS: &str = "
 td.best{background:#e7f5ec;font-weight:700}
 tr.attr td,tr.attr th{background:#fafbfc;color:var(--muted)}
 td.none{color:var(--muted)}
+td.nowrap{white-space:nowrap}
 .scroll{overflow-x:auto}
 ";
 
@@ -328,7 +331,7 @@ pub fn render_history(h: &History) -> Result<String> {
             });
             writeln!(
                 s,
-                "<tr{}><td>{}</td><td><code>{}</code></td><td>{}</td><td class=\"num\">{} [{}–{}]</td><td>{}</td></tr>",
+                "<tr{}><td class=\"nowrap\">{}</td><td><code title=\"{}\">{}</code></td><td>{}</td><td class=\"num\">{} [{}]</td><td>{}</td></tr>",
                 if change.is_some() {
                     " class=\"diff\""
                 } else {
@@ -336,10 +339,10 @@ pub fn render_history(h: &History) -> Result<String> {
                 },
                 p.started.format("%Y-%m-%d %H:%M:%S"),
                 esc(&p.run_id),
+                esc(crate::store::short_id(&p.run_id)),
                 esc(p.label.as_deref().unwrap_or("—")),
                 esc(&format_value(p.center, h.unit)),
-                esc(&format_value(p.ci95[0], h.unit)),
-                esc(&format_value(p.ci95[1], h.unit)),
+                esc(&span_text(p.ci95[0], p.ci95[1], h.unit)),
                 esc(change.as_deref().unwrap_or(""))
             )?;
         }
