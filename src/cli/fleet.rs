@@ -39,7 +39,8 @@ pub struct FilterArgs {
     /// Only runs started before (same forms as --since)
     #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
-    /// Only complete or incomplete (interrupted) runs
+    /// Runs in this state: complete, incomplete (interrupted) or any [default: any for `results
+    /// list`, complete for `fleet`]
     #[arg(long, value_enum, value_name = "STATUS")]
     pub status: Option<StatusArg>,
 }
@@ -146,7 +147,7 @@ pub struct FleetArgs {
     pub command: Option<FleetCmd>,
     #[command(flatten)]
     pub filter: FilterArgs,
-    /// Fold machines into one column per OS, kernel or label: each figure the median of the
+    /// Fold machines into one column per os, kernel or label: each figure the median of the
     /// members' medians, with n and their range
     #[arg(long, value_name = "KEY", value_parser = GroupBy::parse)]
     pub group_by: Option<GroupBy>,
@@ -180,7 +181,7 @@ pub struct HistoryArgs {
     /// Only runs started before
     #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
-    /// Only complete or incomplete runs
+    /// Runs in this state: complete, incomplete or any [default: any]
     #[arg(long, value_enum, value_name = "STATUS")]
     pub status: Option<StatusArg>,
     #[command(flatten)]
@@ -228,7 +229,7 @@ pub fn dispatch(a: FleetArgs) -> Result<i32, CliError> {
         )));
     }
     let recs = records(&s, &chosen)?;
-    let f = fleet::build(&recs, a.group_by, fleet::SELECTION_RULE);
+    let f = fleet::build(&recs, a.group_by, &fleet::selection_text(&filter));
     crate::out!("{}", fleet::render::text(&f));
     a.exports.write(
         || fleet::render::markdown(&f),

@@ -101,6 +101,39 @@ impl RunFilter {
         }
     }
 
+    /// The filter in words ("every run" when it has no condition).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.machines.is_empty() {
+            parts.push(format!("machine {}", self.machines.join(" or ")));
+        }
+        if !self.labels.is_empty() {
+            parts.push(format!("label {}", self.labels.join(" or ")));
+        }
+        if let Some(t) = self.since {
+            parts.push(format!(
+                "started at or after {}",
+                t.format("%Y-%m-%d %H:%M:%S UTC")
+            ));
+        }
+        if let Some(t) = self.until {
+            parts.push(format!(
+                "started before {}",
+                t.format("%Y-%m-%d %H:%M:%S UTC")
+            ));
+        }
+        match self.status {
+            Some(Status::Complete) => parts.push("complete".into()),
+            Some(Status::Incomplete) => parts.push("incomplete".into()),
+            None => {}
+        }
+        if parts.is_empty() {
+            "every run".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+
     /// The rows that match, in their order.
     pub fn apply<'a>(&self, rows: &'a [RunRow]) -> Vec<&'a RunRow> {
         rows.iter().filter(|r| self.matches(r)).collect()
@@ -329,6 +362,11 @@ pub struct Fleet {
 
 /// The rule [`latest_per_machine_label`] applies, as help and every output state it.
 pub const SELECTION_RULE: &str = "of the runs matching the filters (complete runs only unless --status says otherwise), the newest run of each machine (hostname) and label";
+
+/// The selection as the fleet table states it: the rule and the filters applied.
+pub fn selection_text(filter: &RunFilter) -> String {
+    format!("{SELECTION_RULE} (filters: {})", filter.describe())
+}
 
 fn cell_of(m: &MetricResult) -> Option<Cell> {
     let s = m.summary.as_ref()?;
@@ -761,6 +799,11 @@ mod tests {
         };
         // since 2026-11-05, until (exclusive) 2026-11-20 00:00.
         assert_eq!(ids(&f), ["2"]);
+        assert_eq!(
+            f.describe(),
+            "started at or after 2026-11-05 00:00:00 UTC, started before 2026-11-20 00:00:00 UTC"
+        );
+        assert_eq!(RunFilter::default().describe(), "every run");
         let f = RunFilter {
             status: Some(Status::Incomplete),
             ..Default::default()
