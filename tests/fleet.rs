@@ -305,6 +305,71 @@ fn fleet_groups_by_kernel_with_a_median_of_medians() {
 }
 
 #[test]
+fn fleet_reads_a_store_and_never_creates_or_changes_one() {
+    let missing = out_path("none.sqlite");
+    for args in [
+        &["fleet"][..],
+        &["fleet", "history", "all", "cpu/null_syscall"],
+    ] {
+        osgauge()
+            .env("OSGAUGE_STORE", &missing)
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("no result store"));
+        assert!(!missing.exists(), "{args:?} created a store");
+    }
+    let text = out_path("notes.txt");
+    std::fs::write(&text, "not a database\n").unwrap();
+    osgauge()
+        .env("OSGAUGE_STORE", &text)
+        .arg("fleet")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("is not an osgauge result store"));
+    assert_eq!(std::fs::read_to_string(&text).unwrap(), "not a database\n");
+}
+
+#[test]
+fn fleet_status_any_takes_the_newest_run_even_if_interrupted() {
+    let all = fleet_store();
+    let json = out_path("any.json");
+    osgauge()
+        .args([
+            "fleet",
+            "--machine",
+            "host-b",
+            "--machine",
+            "host-a",
+            "--label",
+            "linux-6.18",
+            "--status",
+            "any",
+            "--export-json",
+        ])
+        .arg(&json)
+        .assert()
+        .success();
+    let f = read_json(&json);
+    assert_eq!(f["columns"].as_array().unwrap().len(), 2);
+    let m = &f["columns"][1]["members"][0];
+    assert_eq!(m["machine"], "host-b");
+    assert_eq!(m["run_id"], all[5].run_id.to_string().as_str());
+    assert_eq!(m["complete"], false);
+    assert!(
+        f["selection"]
+            .as_str()
+            .unwrap()
+            .contains("machine host-b or host-a")
+    );
+    // Its missing benchmarks are said to be missing, not left blank.
+    let rows = f["suites"][0]["rows"].as_array().unwrap();
+    let absent = rows.iter().find(|r| r["cells"][1].is_null()).unwrap();
+    assert!(!absent["cells"][0].is_null());
+    assert_eq!(absent["notes"][1], "not in this run");
+}
+
+#[test]
 fn fleet_refuses_what_it_cannot_show() {
     fleet_store();
     osgauge()
