@@ -53,24 +53,34 @@ fn legend(titles: &[String]) -> String {
     s
 }
 
-/// Rows of one chart, in table order: the same unit, medians within a factor of 10 of each
+/// Rows of one chart, in table order: the same unit, medians within a factor of 4 of each
 /// other (so one bar does not flatten the rest), at most 4 benchmarks (their names must fit
-/// under the bars).
-fn chart_groups(rows: &[Row]) -> Vec<Vec<&Row>> {
+/// under the bars). Rows with a figure below zero are not charted (bars grow from 0); they are
+/// returned apart, to be named.
+fn chart_groups(rows: &[Row]) -> (Vec<Vec<&Row>>, Vec<&Row>) {
     let top = |r: &Row| {
         r.cells
             .iter()
             .flatten()
-            .map(|c| c.center.abs())
+            .map(|c| c.center)
             .filter(|v| v.is_finite())
             .fold(0.0_f64, f64::max)
     };
+    let negative = |r: &Row| r.cells.iter().flatten().any(|c| c.center < 0.0);
     let mut out: Vec<(Vec<&Row>, f64, f64)> = Vec::new();
-    for r in rows.iter().filter(|r| top(r) > 0.0) {
+    let mut apart = Vec::new();
+    for r in rows {
+        if negative(r) {
+            apart.push(r);
+            continue;
+        }
         let t = top(r);
+        if t <= 0.0 {
+            continue;
+        }
         match out.last_mut() {
             Some((g, lo, hi))
-                if g[0].unit == r.unit && g.len() < 4 && hi.max(t) <= 10.0 * lo.min(t) =>
+                if g[0].unit == r.unit && g.len() < 4 && hi.max(t) <= 4.0 * lo.min(t) =>
             {
                 g.push(r);
                 *lo = lo.min(t);
@@ -79,7 +89,7 @@ fn chart_groups(rows: &[Row]) -> Vec<Vec<&Row>> {
             _ => out.push((vec![r], t, t)),
         }
     }
-    out.into_iter().map(|(g, _, _)| g).collect()
+    (out.into_iter().map(|(g, _, _)| g).collect(), apart)
 }
 
 fn short_name(r: &Row) -> String {
@@ -98,9 +108,9 @@ pub fn render_fleet(f: &Fleet) -> Result<String> {
     let mut h = String::new();
     writeln!(h, "<p class=\"note\">{}</p>", esc(&method_text(f)))?;
     h.push_str(if f.group_by.is_some() {
-        "<p class=\"note\">Charts: one bar per group (colours as in the legend), the whisker spans the smallest to largest member median; benchmarks of one unit and of similar size share a chart.</p>\n"
+        "<p class=\"note\">Charts: one bar per group (colours as in the legend), the whisker spans the smallest to largest member median; benchmarks of one unit and of similar size (within a factor of 4) share a chart.</p>\n"
     } else {
-        "<p class=\"note\">Charts: one bar per run (colours as in the legend), the whisker is its 95 % CI; benchmarks of one unit and of similar size share a chart.</p>\n"
+        "<p class=\"note\">Charts: one bar per run (colours as in the legend), the whisker is its 95 % CI; benchmarks of one unit and of similar size (within a factor of 4) share a chart.</p>\n"
     });
     h.push_str(&legend(&titles));
     for suite in &f.suites {
@@ -144,7 +154,8 @@ pub fn render_fleet(f: &Fleet) -> Result<String> {
         }
         h.push_str("</table></div>\n");
         let mut figs = Vec::new();
-        for group in chart_groups(&suite.rows) {
+        let (groups, apart) = chart_groups(&suite.rows);
+        for group in groups {
             let cats: Vec<String> = group.iter().map(|r| short_name(r)).collect();
             let values: BarValues = group
                 .iter()
@@ -165,6 +176,14 @@ pub fn render_fleet(f: &Fleet) -> Result<String> {
         }
         if !figs.is_empty() {
             h.push_str(&figures(&figs));
+        }
+        if !apart.is_empty() {
+            let names: Vec<String> = apart.iter().map(|r| short_name(r)).collect();
+            writeln!(
+                h,
+                "<p class=\"note\">Not charted (a figure below zero; bars grow from 0): {}.</p>",
+                esc(&names.join(", "))
+            )?;
         }
         h.push_str("</section>\n");
     }
@@ -350,4 +369,60 @@ pub fn render_history(h: &History) -> Result<String> {
     }
     let title = format!("osgauge history: {} {}", h.benchmark, h.metric);
     Ok(page(&title, &s, &crate::fleet::render::history_json(h)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::Cell;
+    use crate::units::Better;
+
+    fn row(name: &str, unit: Unit, centers: &[f64]) -> Row {
+        Row {
+            benchmark: format!("s/{name}"),
+            metric: "m".into(),
+            unit,
+            better: Better::Lower,
+            cells: centers
+                .iter()
+                .map(|&c| {
+                    Some(Cell {
+                        center: c,
+                        ci95: None,
+                        range: None,
+                        n: 1,
+                        bound: None,
+                    })
+                })
+                .collect(),
+            notes: vec![String::new(); centers.len()],
+            best: None,
+        }
+    }
+
+    #[test]
+    fn charts_share_a_unit_and_a_scale_and_leave_negative_figures_out() {
+        let rows = [
+            row("a", Unit::Nanoseconds, &[10.0, 12.0]),
+            row("b", Unit::Nanoseconds, &[30.0, 35.0]),
+            row("c", Unit::Nanoseconds, &[500.0, 400.0]),
+            row("d", Unit::Percent, &[50.0, 60.0]),
+            row("e", Unit::Nanoseconds, &[-1.0, 2.0]),
+            row("f", Unit::Nanoseconds, &[0.0, 0.0]),
+            row("g", Unit::Nanoseconds, &[450.0, 460.0]),
+        ];
+        let (groups, apart) = chart_groups(&rows);
+        let names: Vec<Vec<&str>> = groups
+            .iter()
+            .map(|g| g.iter().map(|r| r.benchmark.as_str()).collect())
+            .collect();
+        // a and b within 4× of each other; c alone (10× b); the % row apart from the ns rows;
+        // g is not next to c in the table, so it starts its own chart.
+        assert_eq!(
+            names,
+            [vec!["s/a", "s/b"], vec!["s/c"], vec!["s/d"], vec!["s/g"]]
+        );
+        assert_eq!(apart.len(), 1);
+        assert_eq!(apart[0].benchmark, "s/e");
+    }
 }
