@@ -251,6 +251,37 @@ mod tests {
         assert!(alarms <= 2, "{alarms} false alarms in 40 flat series");
     }
 
+    /// The false-alarm rate on flat series, and the detection rate of a +10 % step, with
+    /// ±10 % noise (printed with --nocapture; the closing note quotes it).
+    #[test]
+    fn false_alarm_and_detection_rates() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2026);
+        let n = 120;
+        let flat: usize = (0..n)
+            .filter(|_| {
+                !e_divisive(&noisy(&mut rng, 20, 100.0, 0.10), Options::default()).is_empty()
+            })
+            .count();
+        let mut found = |step: f64| -> usize {
+            (0..n)
+                .filter(|_| {
+                    let mut z = noisy(&mut rng, 10, 100.0, 0.10);
+                    z.extend(noisy(&mut rng, 10, 100.0 * step, 0.10));
+                    e_divisive(&z, Options::default())
+                        .iter()
+                        .any(|c| (8..=12).contains(&c.index))
+                })
+                .count()
+        };
+        let (f10, f20) = (found(1.1), found(1.2));
+        println!(
+            "20 runs, ±10 % uniform noise: false alarms in {flat}/{n} flat series; a step at run 10 found (±2 runs) in {f10}/{n} for +10 %, {f20}/{n} for +20 %"
+        );
+        // α = 0.01 per series: 1.2 expected of 120; 6 or more would mean the test is not at α.
+        assert!(flat <= 5, "{flat} false alarms in {n}");
+        assert!(f20 > n / 2, "a +20 % step found in {f20} of {n}");
+    }
+
     #[test]
     fn deterministic_with_a_seed() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
