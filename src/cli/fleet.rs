@@ -228,6 +228,12 @@ pub fn dispatch(a: FleetArgs) -> Result<i32, CliError> {
             s.path().display()
         )));
     }
+    if chosen.len() > 12 && a.group_by.is_none() {
+        crate::errln!(
+            "osgauge: note: {} columns (one per machine and label); narrow them with --label, --machine or --since, or fold them with --group-by",
+            chosen.len()
+        );
+    }
     let recs = records(&s, &chosen)?;
     let f = fleet::build(&recs, a.group_by, &fleet::selection_text(&filter));
     crate::out!("{}", fleet::render::text(&f));
