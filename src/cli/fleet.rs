@@ -161,7 +161,7 @@ pub struct FleetArgs {
 pub enum FleetCmd {
     /// One metric over time on one machine (or `all`: one series per machine), with change points
     #[command(
-        after_help = "Examples:\n  osgauge fleet history host-a cpu/null_syscall\n  osgauge fleet history all cpu/proc_call/args3 --since 30d --export-html h.html\n\nMETRIC: a benchmark id (its first metric) or benchmark/metric.\nMACHINE: a hostname as recorded, or `all` for every machine (one series and one chart each).\nChange points: E-Divisive means over the whole series of run medians (Matteson & James;\npermutation test, 199 permutations, α = 0.01, ≥ 3 runs on either side, fixed seed), each with\nthe runs on either side and `osgauge compare`'s verdict between them. Every run matching the\nfilters is used (incomplete ones too unless --status complete)."
+        after_help = "Examples:\n  osgauge fleet history host-a cpu/null_syscall\n  osgauge fleet history all cpu/proc_call/args3 --since 30d --export-html h.html\n\nMETRIC: a benchmark id (its first metric) or benchmark/metric.\nMACHINE: a hostname as recorded, or `all` for every machine (one series and one chart each).\nChange points: E-Divisive means over the whole series of run medians (Matteson & James;\npermutation test, 199 permutations, α = 0.01, ≥ 3 runs on either side, fixed seed), each with\nthe runs on either side and `osgauge compare`'s verdict between them. A permutation test needs\nabout 10 runs before any change can reach α = 0.01. Every run matching the filters is used\n(incomplete ones too unless --status complete)."
     )]
     History(HistoryArgs),
 }
