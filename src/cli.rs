@@ -17,6 +17,7 @@ use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
 mod appmodel;
+mod fleet;
 mod fs;
 mod latency;
 pub mod policy;
@@ -150,6 +151,10 @@ pub enum Command {
         after_help = "Examples:\n  osgauge report linux-6.18 --export-html linux.html\n  osgauge report linux-6.18 win11 macos-15 --export-html report.html"
     )]
     Report(ReportArgs),
+    /// The same benchmarks across machines side by side (one table per suite, a column per
+    /// machine, the best marked); `fleet history` shows one metric over time with change points
+    #[command(after_help = fleet::AFTER_HELP)]
+    Fleet(fleet::FleetArgs),
     /// Application model: predict an application's capacity, bottleneck and QoS on stored runs
     /// (or published figures) from a TOML profile; `model validate <PROFILE>` runs a synthetic
     /// application and compares
@@ -788,6 +793,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Results(cmd) => results::dispatch_results(cmd),
         Command::Compare(args) => results::dispatch_compare(args),
         Command::Report(args) => results::dispatch_report(args),
+        Command::Fleet(args) => fleet::dispatch(args),
         Command::Serve(args) => serve::run_serve(args),
         Command::Model(args) => appmodel::dispatch(*args),
     }

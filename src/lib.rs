@@ -8,6 +8,7 @@ pub mod cli;
 pub mod compare;
 pub mod cpucost;
 pub mod export;
+pub mod fleet;
 pub mod harness;
 pub mod model;
 pub mod output;

@@ -35,7 +35,7 @@ pub struct StorePath {
 }
 
 impl StorePath {
-    fn path(&self) -> Result<PathBuf, CliError> {
+    pub(super) fn path(&self) -> Result<PathBuf, CliError> {
         store_path(self.store.as_deref())
     }
 
@@ -45,7 +45,7 @@ impl StorePath {
     }
 
     /// Open for reading only: nothing is created or changed; `None` when no store exists yet.
-    fn open_read(&self) -> Result<Option<Store>, CliError> {
+    pub(super) fn open_read(&self) -> Result<Option<Store>, CliError> {
         Store::open_read_only(&self.path()?).map_err(store_err)
     }
 
@@ -82,10 +82,14 @@ fn store_err(e: anyhow::Error) -> CliError {
 #[derive(Subcommand, Debug)]
 pub enum ResultsCmd {
     /// List stored runs, oldest first
-    #[command(after_help = "Examples:\n  osgauge results list\n  osgauge results list --json")]
+    #[command(
+        after_help = "Examples:\n  osgauge results list\n  osgauge results list --json\n  osgauge results list --machine host-a --since 30d\n  osgauge results list --label linux-6.18 --label win11 --status complete\n\nFilters: every one given must hold; a repeated --machine/--label matches any of its values.\nA machine is named by its recorded hostname."
+    )]
     List {
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        filter: super::fleet::FilterArgs,
         #[command(flatten)]
         store: StorePath,
     },
@@ -437,7 +441,13 @@ impl StoreSink {
 
 pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
     match cmd {
-        ResultsCmd::List { json, store } => {
+        ResultsCmd::List {
+            json,
+            filter,
+            store,
+        } => {
+            // Bad filters are refused before the store is read.
+            filter.filter(None)?;
             let Some(s) = store.open_read()? else {
                 if json {
                     crate::outln!("[]");
@@ -449,7 +459,8 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                 }
                 return Ok(EXIT_OK);
             };
-            let rows = s.list()?;
+            let all = s.list()?.len();
+            let rows = super::fleet::filter_rows(s.list()?, &filter)?;
             if json {
                 let v: Vec<_> = rows
                     .iter()
@@ -465,11 +476,24 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                     "{}",
                     serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
                 );
-            } else if rows.is_empty() {
+            } else if all == 0 {
                 crate::outln!("No runs stored in {}.", s.path().display());
+            } else if rows.is_empty() {
+                crate::outln!(
+                    "No run matches the filters ({all} run(s) in {}).",
+                    s.path().display()
+                );
             } else {
                 crate::out!("{}", list_text(&rows));
-                crate::outln!("{} run(s) in {}", rows.len(), s.path().display());
+                if filter.is_empty() {
+                    crate::outln!("{} run(s) in {}", rows.len(), s.path().display());
+                } else {
+                    crate::outln!(
+                        "{} of {all} run(s) in {} match the filters",
+                        rows.len(),
+                        s.path().display()
+                    );
+                }
             }
             Ok(EXIT_OK)
         }

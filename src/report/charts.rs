@@ -159,7 +159,7 @@ pub(super) fn rgb(i: usize) -> RGBColor {
 }
 
 /// Divisor and axis unit for values of `unit` whose largest is `max`.
-fn axis_unit(unit: Unit, max: f64) -> (f64, String) {
+pub(super) fn axis_unit(unit: Unit, max: f64) -> (f64, String) {
     match unit {
         Unit::Nanoseconds if max >= 1e9 => (1e9, "s".into()),
         Unit::Nanoseconds if max >= 1e6 => (1e6, "ms".into()),
@@ -301,9 +301,9 @@ pub fn grouped_suites(runs: &[(String, RunRecord)]) -> Result<Vec<(String, Vec<F
     Ok(out)
 }
 
-type BarValues = Vec<Vec<Option<(f64, Option<[f64; 2]>)>>>;
+pub(super) type BarValues = Vec<Vec<Option<(f64, Option<[f64; 2]>)>>>;
 
-fn bar_chart(
+pub(super) fn bar_chart(
     cats: &[String],
     values: &BarValues,
     unit: Unit,

@@ -10,6 +10,7 @@
 
 pub mod appmodel;
 mod charts;
+pub mod fleet;
 mod fs;
 mod latency;
 mod net;

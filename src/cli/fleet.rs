@@ -1,0 +1,295 @@
+//! CLI of the fleet view: `osgauge fleet`, `osgauge fleet history`, and the run filters shared
+//! with `results list`.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::results::StorePath;
+use super::{CliError, EXIT_OK};
+use crate::export::check_writable;
+use crate::fleet::{self, GroupBy, RunFilter, Status};
+use crate::model::RunRecord;
+use crate::store::{RunRow, Store};
+
+/// `osgauge fleet --help`, after the options.
+pub const AFTER_HELP: &str = "Examples:\n  osgauge fleet --label linux-6.18 --label win11\n  osgauge fleet --machine host-a --machine host-b --since 30d --export-html fleet.html\n  osgauge fleet --group-by kernel --export-markdown fleet.md --export-csv fleet.csv\n  osgauge fleet history host-a cpu/null_syscall\n\nWhich runs: of the runs matching the filters (complete runs only unless --status says\notherwise), the newest run of each machine (hostname) and label: one column each.\nEach figure: the run's median of per-run medians with its 95 % CI; ★ marks the best median of a\nrow by the metric's direction (none when tied; not a significance test: use `osgauge compare`).\n--group-by folds the columns into groups: the median of the members' medians, with n and their range.";
+
+/// A run's state for `--status`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusArg {
+    Complete,
+    Incomplete,
+    Any,
+}
+
+/// Which stored runs to look at (`results list`, `fleet`, `fleet history`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct FilterArgs {
+    /// Only runs of this machine (its hostname); repeat for several
+    #[arg(long = "machine", value_name = "NAME")]
+    pub machines: Vec<String>,
+    /// Only runs with this label; repeat for several
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Only runs started at or after: an age (30d, 12h, 2w, 90m), a date (2026-11-01, UTC) or an
+    /// RFC 3339 time
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only runs started before (same forms as --since)
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Runs in this state: complete, incomplete (interrupted) or any [default: any for `results
+    /// list`, complete for `fleet`]
+    #[arg(long, value_enum, value_name = "STATUS")]
+    pub status: Option<StatusArg>,
+}
+
+impl FilterArgs {
+    /// The filter, with `default` for an absent `--status`.
+    pub fn filter(&self, default: Option<Status>) -> Result<RunFilter, CliError> {
+        let now = chrono::Utc::now();
+        let time = |flag: &str, v: &Option<String>| {
+            v.as_deref()
+                .map(|s| fleet::parse_time(s, now))
+                .transpose()
+                .map_err(|e| CliError::Usage(format!("{flag}: {e}")))
+        };
+        Ok(RunFilter {
+            machines: self.machines.clone(),
+            labels: self.labels.clone(),
+            since: time("--since", &self.since)?,
+            until: time("--until", &self.until)?,
+            status: match self.status {
+                None => default,
+                Some(StatusArg::Complete) => Some(Status::Complete),
+                Some(StatusArg::Incomplete) => Some(Status::Incomplete),
+                Some(StatusArg::Any) => None,
+            },
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.machines.is_empty()
+            && self.labels.is_empty()
+            && self.since.is_none()
+            && self.until.is_none()
+            && self.status.is_none()
+    }
+}
+
+/// Where the fleet outputs go.
+#[derive(Args, Debug, Clone, Default)]
+pub struct FleetExports {
+    /// Write the tables as Markdown
+    #[arg(long, value_name = "FILE", alias = "export-md")]
+    pub export_markdown: Option<PathBuf>,
+    /// Write the tables as CSV (one line per metric and column, values in the base unit)
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the tables as JSON (schema in docs/record.md)
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write a self-contained HTML page with the tables and charts
+    #[arg(long, value_name = "FILE")]
+    pub export_html: Option<PathBuf>,
+}
+
+impl FleetExports {
+    fn check(&self) -> Result<(), CliError> {
+        let mut outputs: Vec<(&str, &Path)> = Vec::new();
+        for (p, flag) in [
+            (&self.export_markdown, "--export-markdown"),
+            (&self.export_csv, "--export-csv"),
+            (&self.export_json, "--export-json"),
+            (&self.export_html, "--export-html"),
+        ] {
+            if let Some(p) = p {
+                check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+                outputs.push((flag, p));
+            }
+        }
+        crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
+        crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
+        Ok(())
+    }
+
+    fn write(
+        &self,
+        md: impl FnOnce() -> String,
+        csv: impl FnOnce() -> anyhow::Result<String>,
+        json: impl FnOnce() -> anyhow::Result<String>,
+        html: impl FnOnce() -> anyhow::Result<String>,
+    ) -> Result<(), CliError> {
+        let mut outs: Vec<crate::export::Output> = Vec::new();
+        if let Some(p) = &self.export_markdown {
+            outs.push(("--export-markdown", p, Ok(md())));
+        }
+        if let Some(p) = &self.export_csv {
+            outs.push(("--export-csv", p, csv()));
+        }
+        if let Some(p) = &self.export_json {
+            outs.push(("--export-json", p, json()));
+        }
+        if let Some(p) = &self.export_html {
+            outs.push(("--export-html", p, html()));
+        }
+        crate::export::write_each(outs)?;
+        Ok(())
+    }
+}
+
+/// `osgauge fleet`.
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub command: Option<FleetCmd>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// Fold machines into one column per os, kernel or label: each figure the median of the
+    /// members' medians, with n and their range
+    #[arg(long, value_name = "KEY", value_parser = GroupBy::parse)]
+    pub group_by: Option<GroupBy>,
+    #[command(flatten)]
+    pub exports: FleetExports,
+    #[command(flatten)]
+    pub store: StorePath,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum FleetCmd {
+    /// One metric over time on one machine (or `all`: one series per machine), with change points
+    #[command(
+        after_help = "Examples:\n  osgauge fleet history host-a cpu/null_syscall\n  osgauge fleet history all cpu/proc_call/args3 --since 30d --export-html h.html\n\nMETRIC: a benchmark id (its first metric) or benchmark/metric.\nMACHINE: a hostname as recorded, or `all` for every machine (one series and one chart each).\nChange points: E-Divisive means over the whole series of run medians (Matteson & James;\npermutation test, 199 permutations, α = 0.01, ≥ 3 runs on either side, fixed seed), each with\nthe runs on either side and `osgauge compare`'s verdict between them. A permutation test needs\nabout 10 runs before any change can reach α = 0.01. Every run matching the filters is used\n(incomplete ones too unless --status complete)."
+    )]
+    History(HistoryArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    /// Hostname, or `all`
+    pub machine: String,
+    /// Benchmark id or benchmark/metric, e.g. cpu/null_syscall
+    pub metric: String,
+    /// Only runs with this label; repeat for several
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Only runs started at or after (30d, 2026-11-01, RFC 3339)
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only runs started before
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Runs in this state: complete, incomplete or any [default: any]
+    #[arg(long, value_enum, value_name = "STATUS")]
+    pub status: Option<StatusArg>,
+    #[command(flatten)]
+    pub exports: FleetExports,
+    #[command(flatten)]
+    pub store: StorePath,
+}
+
+/// `results list` with filters: the rows that match.
+pub fn filter_rows(rows: Vec<RunRow>, f: &FilterArgs) -> Result<Vec<RunRow>, CliError> {
+    let filter = f.filter(None)?;
+    Ok(rows.into_iter().filter(|r| filter.matches(r)).collect())
+}
+
+fn records(s: &Store, rows: &[&RunRow]) -> Result<Vec<RunRecord>, CliError> {
+    let mut out = Vec::new();
+    for r in rows {
+        if let Some(rec) = s.get(&r.run_id)? {
+            out.push(rec);
+        }
+    }
+    Ok(out)
+}
+
+pub fn dispatch(a: FleetArgs) -> Result<i32, CliError> {
+    if let Some(FleetCmd::History(h)) = a.command {
+        return history(h);
+    }
+    a.exports.check()?;
+    let filter = a.filter.filter(Some(Status::Complete))?;
+    let Some(s) = a.store.open_read()? else {
+        return Err(CliError::Usage(format!(
+            "no result store at {} (nothing to show)",
+            a.store.path()?.display()
+        )));
+    };
+    let rows = s.list()?;
+    let matching = filter.apply(&rows);
+    let chosen = fleet::latest_per_machine_label(&matching);
+    if chosen.is_empty() {
+        return Err(CliError::Usage(format!(
+            "no stored run matches the filters ({} run(s) in {}; see `osgauge results list`)",
+            rows.len(),
+            s.path().display()
+        )));
+    }
+    if chosen.len() > 12 && a.group_by.is_none() {
+        crate::errln!(
+            "osgauge: note: {} columns (one per machine and label); narrow them with --label, --machine or --since, or fold them with --group-by",
+            chosen.len()
+        );
+    }
+    let recs = records(&s, &chosen)?;
+    let f = fleet::build(&recs, a.group_by, &fleet::selection_text(&filter));
+    crate::out!("{}", fleet::render::text(&f));
+    a.exports.write(
+        || fleet::render::markdown(&f),
+        || fleet::render::csv(&f),
+        || fleet::render::json(&f),
+        || crate::report::fleet::render_fleet(&f),
+    )?;
+    Ok(EXIT_OK)
+}
+
+fn history(a: HistoryArgs) -> Result<i32, CliError> {
+    a.exports.check()?;
+    let fa = FilterArgs {
+        machines: if a.machine == "all" {
+            Vec::new()
+        } else {
+            vec![a.machine.clone()]
+        },
+        labels: a.labels.clone(),
+        since: a.since.clone(),
+        until: a.until.clone(),
+        status: a.status,
+    };
+    let filter = fa.filter(None)?;
+    let Some(s) = a.store.open_read()? else {
+        return Err(CliError::Usage(format!(
+            "no result store at {} (nothing to show)",
+            a.store.path()?.display()
+        )));
+    };
+    let rows = s.list()?;
+    let matching = filter.apply(&rows);
+    if matching.is_empty() {
+        return Err(CliError::Usage(format!(
+            "no stored run of machine '{}' matches ({} run(s) in {}; see `osgauge results list`)",
+            crate::output::display_text(&a.machine, crate::output::LABEL_MAX_CHARS),
+            rows.len(),
+            s.path().display()
+        )));
+    }
+    let recs = records(&s, &matching)?;
+    let (bench, metric) = fleet::resolve_metric(&a.metric, &recs).map_err(CliError::Usage)?;
+    let h = fleet::history(
+        &recs,
+        &bench,
+        &metric,
+        fleet::changepoint::Options::default(),
+    );
+    crate::out!("{}", fleet::render::history_text(&h));
+    a.exports.write(
+        || fleet::render::history_markdown(&h),
+        || fleet::render::history_csv(&h),
+        || fleet::render::history_json(&h),
+        || crate::report::fleet::render_history(&h),
+    )?;
+    Ok(EXIT_OK)
+}
