@@ -4,7 +4,7 @@
 //! history. The schemas close every object the record defines, so a field added to the record
 //! without the schema fails here.
 
-mod common;
+use crate::common;
 
 use common::{TINY_MICRO, fixture, fixture_path, osgauge, slowed, with_test_sandbox};
 use serde_json::Value;

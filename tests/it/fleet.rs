@@ -6,7 +6,7 @@
 //! store holds "several machines". Histories scale one benchmark's per-run values (`slowed`) to
 //! make a series with a known step.
 
-mod common;
+use crate::common;
 
 use chrono::{DateTime, Duration, Utc};
 use common::{Lcg, fixture, osgauge, slowed, with_test_sandbox};
