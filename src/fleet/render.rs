@@ -150,26 +150,13 @@ pub fn text(f: &Fleet) -> String {
             l.extend((0..f.columns.len()).map(|j| t(&cell_or_note(r, j))));
             table.push(l);
         }
-        let ncol = table[0].len();
-        let w: Vec<usize> = (0..ncol)
-            .map(|k| {
-                table
-                    .iter()
-                    .map(|l| l[k].chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        for (i, l) in table.iter().enumerate() {
-            let line: Vec<String> = l
-                .iter()
-                .enumerate()
-                .map(|(k, c)| format!("{c}{}", " ".repeat(w[k] - c.chars().count())))
-                .collect();
-            s.push_str(line.join("  ").trim_end());
+        let w = crate::output::grid::Grid::widths(&table);
+        let g = crate::output::grid::Grid::default();
+        for (i, line) in g.lines(&table).into_iter().enumerate() {
+            s.push_str(&line);
             s.push('\n');
             if i == 0 {
-                s.push_str(&"-".repeat(w.iter().sum::<usize>() + 2 * (ncol - 1)));
+                s.push_str(&"-".repeat(w.iter().sum::<usize>() + 2 * (w.len() - 1)));
                 s.push('\n');
             }
         }
