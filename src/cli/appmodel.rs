@@ -9,7 +9,6 @@ use super::results::{StorePath, load_runs};
 use super::{CliError, EXIT_INTERRUPTED, EXIT_OK, EXIT_WARN};
 use crate::appmodel::validate::{self, ValidateError, report};
 use crate::appmodel::{self, Profile, published};
-use crate::export::check_writable;
 
 #[derive(Args, Debug)]
 pub struct ModelArgs {
@@ -154,20 +153,12 @@ fn validate(a: ModelArgs) -> Result<i32, CliError> {
 /// Every export asked for can be written, each to a file of its own; when one is `-`, standard
 /// output carries it alone from now on.
 fn check_exports(a: &ModelArgs) -> Result<(), CliError> {
-    let mut outputs: Vec<(&str, &Path)> = Vec::new();
-    for (p, flag) in [
-        (&a.export_json, "--export-json"),
-        (&a.export_markdown, "--export-markdown"),
-        (&a.export_html, "--export-html"),
-    ] {
-        if let Some(p) = p {
-            check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
-            outputs.push((flag, p));
-        }
-    }
-    crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
-    crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
-    Ok(())
+    crate::export::check_targets(&[
+        ("--export-json", a.export_json.as_deref()),
+        ("--export-markdown", a.export_markdown.as_deref()),
+        ("--export-html", a.export_html.as_deref()),
+    ])
+    .map_err(CliError::Usage)
 }
 
 /// 0 when the verdict agrees or the machine was shared (not judged); 1 when a quiet machine's

@@ -1,13 +1,12 @@
 //! CLI of the fleet view: `osgauge fleet`, `osgauge fleet history`, and the run filters shared
 //! with `results list`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::results::StorePath;
 use super::{CliError, EXIT_OK};
-use crate::export::check_writable;
 use crate::fleet::{self, GroupBy, RunFilter, Status};
 use crate::model::RunRecord;
 use crate::store::{RunRow, Store};
@@ -97,21 +96,13 @@ pub struct FleetExports {
 
 impl FleetExports {
     fn check(&self) -> Result<(), CliError> {
-        let mut outputs: Vec<(&str, &Path)> = Vec::new();
-        for (p, flag) in [
-            (&self.export_markdown, "--export-markdown"),
-            (&self.export_csv, "--export-csv"),
-            (&self.export_json, "--export-json"),
-            (&self.export_html, "--export-html"),
-        ] {
-            if let Some(p) = p {
-                check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
-                outputs.push((flag, p));
-            }
-        }
-        crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
-        crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
-        Ok(())
+        crate::export::check_targets(&[
+            ("--export-markdown", self.export_markdown.as_deref()),
+            ("--export-csv", self.export_csv.as_deref()),
+            ("--export-json", self.export_json.as_deref()),
+            ("--export-html", self.export_html.as_deref()),
+        ])
+        .map_err(CliError::Usage)
     }
 
     fn write(

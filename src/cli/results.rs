@@ -806,20 +806,12 @@ pub(crate) fn load_runs(
 }
 
 pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
-    let exports = [
-        (&a.export_markdown, "--export-markdown"),
-        (&a.export_csv, "--export-csv"),
-        (&a.export_json, "--export-json"),
-    ];
-    let mut outputs: Vec<(&str, &Path)> = Vec::new();
-    for (p, flag) in exports {
-        if let Some(p) = p {
-            check_writable(p).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
-            outputs.push((flag, p));
-        }
-    }
-    crate::export::check_distinct(&outputs).map_err(CliError::Usage)?;
-    crate::export::claim_stdout(outputs.iter().map(|(_, p)| *p));
+    crate::export::check_targets(&[
+        ("--export-markdown", a.export_markdown.as_deref()),
+        ("--export-csv", a.export_csv.as_deref()),
+        ("--export-json", a.export_json.as_deref()),
+    ])
+    .map_err(CliError::Usage)?;
     let runs = load_runs(&a.runs, &a.store)?;
     if runs.len() < 2 {
         return Err(CliError::Usage(

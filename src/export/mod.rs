@@ -138,6 +138,22 @@ fn is_stdio_alias(path: &Path) -> bool {
         .any(|p| path.starts_with(p))
 }
 
+/// Check a command's export options before it runs: every path given can be written (the error
+/// names its option), no two name the same file, and the one that is standard output claims it.
+/// `targets` lists (option name, path if given).
+pub fn check_targets(targets: &[(&str, Option<&Path>)]) -> Result<(), String> {
+    let mut given: Vec<(&str, &Path)> = Vec::new();
+    for &(flag, p) in targets {
+        if let Some(p) = p {
+            check_writable(p).map_err(|e| format!("{flag}: {e}"))?;
+            given.push((flag, p));
+        }
+    }
+    check_distinct(&given)?;
+    claim_stdout(given.iter().map(|(_, p)| *p));
+    Ok(())
+}
+
 /// Check before running that `path` can be written, without creating or changing anything there.
 /// A symlink is judged by what it points to. An existing regular file or a new path: its directory
 /// exists and accepts a new file (the write goes through a temporary file renamed into place).

@@ -13,8 +13,11 @@ const TINY: &str = "[app]\nname = \"tiny\"\nunit = \"req\"\ntarget_rate = 10\n[d
     frame_mb = 0.5\napp_cpu_s = 0.004\napp_mem_mb = 2\ncontext_switches = 4\n\
     [capacity]\ndisplay_link_mb_s = 5000\n";
 
+/// `osgauge-validate-*` folders in this test's own temp dir (the sandbox's TMPDIR, which the
+/// osgauge it starts uses): never the shared one, where a killed run or another test may leave
+/// its own.
 fn ours_left() -> usize {
-    std::fs::read_dir(std::env::temp_dir())
+    std::fs::read_dir(common::with_test_sandbox(|s| s.tmp()))
         .unwrap()
         .flatten()
         .filter(|e| {
