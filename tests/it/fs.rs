@@ -448,6 +448,8 @@ fn make_remote(served: &Path) -> Result<Remote, String> {
     Ok(r)
 }
 
+#[test_with::root()]
+#[test_with::executable(sshfs)]
 #[test]
 #[cfg(target_os = "linux")]
 fn the_suite_runs_on_a_network_file_system_and_says_so() {

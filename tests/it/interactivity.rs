@@ -289,6 +289,7 @@ fn interrupt_and_parent_death_leave_nothing_behind() {
 /// priority on the same CPU, so nothing but the hog delays it. Expected: a wake-up lands inside a
 /// hog burst with probability 10/47 ≈ 21 % and then waits on average 5 ms: mean latency rises by
 /// ≈ 1.06 ms, the largest wait approaches 10 ms, deadlines (50 ms) are all still met.
+#[test_with::root()]
 #[test]
 #[cfg(target_os = "linux")]
 fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
@@ -491,9 +492,5 @@ fn latencies_ns(b: &Value) -> Vec<f64> {
 /// The known-effect check needs Linux (SCHED_FIFO, sched_setaffinity): say so elsewhere.
 #[test]
 #[cfg(not(target_os = "linux"))]
-fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
-    osgauge::testing::not_run(
-        "fifo_hog_moves_audio_latency_by_the_expected_amount",
-        "needs Linux (SCHED_FIFO and CPU pinning of a hog thread)",
-    );
-}
+#[ignore = "needs Linux (SCHED_FIFO and CPU pinning of a hog thread)"]
+fn fifo_hog_moves_audio_latency_by_the_expected_amount() {}

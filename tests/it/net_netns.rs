@@ -50,6 +50,8 @@ mod linux {
         }
     }
 
+    #[test_with::root()]
+    #[test_with::executable(ip)]
     #[test]
     fn serve_in_a_namespace_client_outside() {
         if unsafe { libc::geteuid() } != 0 {
@@ -222,9 +224,5 @@ mod linux {
 
 #[cfg(not(target_os = "linux"))]
 #[test]
-fn serve_in_a_namespace_client_outside() {
-    osgauge::testing::not_run(
-        "net_netns::serve_in_a_namespace_client_outside",
-        "network namespaces are Linux only",
-    );
-}
+#[ignore = "network namespaces are Linux only"]
+fn serve_in_a_namespace_client_outside() {}

@@ -153,6 +153,7 @@ fn every_work_kind_measures_and_adds_up() {
 }
 
 #[cfg(target_os = "linux")]
+#[test_with::root()]
 #[test]
 fn policies_read_back_as_requested() {
     // SAFETY: geteuid cannot fail.

@@ -71,6 +71,7 @@ fn beside(store: &Path) -> Vec<String> {
         .collect()
 }
 
+#[test_with::root()]
 #[test]
 fn a_full_file_system_with_small_blocks_gives_an_error_never_a_crash() {
     let sb = Sandbox::new();
