@@ -300,7 +300,13 @@ pub fn run_benchmark(
     let mut reasons: Vec<Option<String>> = vec![None; info.metrics.len()];
     let mut unmeasured_runs = vec![0usize; info.metrics.len()];
     let mut bounds: Vec<Option<MetricBound>> = vec![None; info.metrics.len()];
+    let mut difference = vec![false; info.metrics.len()];
     for out in outputs {
+        for name in out.differences {
+            if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
+                difference[k] = true;
+            }
+        }
         for (name, kind, why) in out.bounds {
             if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
                 add_bound(&mut bounds[k], kind, why, &mut warnings);
@@ -326,9 +332,10 @@ pub fn run_benchmark(
         .zip(reasons)
         .zip(unmeasured_runs)
         .zip(bounds)
-        .map(|((((spec, runs), why), missed), bound)| {
+        .zip(difference)
+        .map(|(((((spec, runs), why), missed), bound), difference)| {
             let measured = runs.len();
-            let mut m = summarize_metric(spec, runs, &mut warnings);
+            let mut m = summarize_metric(spec, runs, difference, &mut warnings);
             m.not_measured = why;
             m.bound = bound;
             if let Some(w) =
@@ -429,9 +436,12 @@ fn headline_half_width(info: &Info, outputs: &[RunOutput]) -> Option<(&'static s
     })
 }
 
+/// `difference`: the metric is a difference of two measured figures, whose benchmark states a
+/// value ≤ 0 itself (no generic "subtracted cost exceeded" warning).
 fn summarize_metric(
     spec: &crate::bench::MetricSpec,
     runs: Vec<Vec<f64>>,
+    difference: bool,
     warnings: &mut Vec<String>,
 ) -> MetricResult {
     use crate::units::Unit;
@@ -466,7 +476,7 @@ fn summarize_metric(
                     .iter()
                     .filter(|&&v| if is_time { v <= 0.0 } else { v < 0.0 })
                     .count();
-                if suspicious > 0 {
+                if suspicious > 0 && !difference {
                     push_warning(format!(
                         "{}: {suspicious} of {} samples {} 0 in run {} — the subtracted \
                          cost (harness overhead or a separately measured part) exceeded the \
@@ -507,7 +517,7 @@ fn summarize_metric(
                 s.cv * 100.0
             ));
         }
-        if s.center <= 0.0 && spec.unit == crate::units::Unit::Nanoseconds {
+        if s.center <= 0.0 && spec.unit == crate::units::Unit::Nanoseconds && !difference {
             warnings.push(format!(
                 "{}: median ≤ 0 after subtracting the harness overhead — the operation is cheaper \
                  than the measurement noise",
@@ -1037,6 +1047,25 @@ mod tests {
         assert!(r.metrics[0].runs[0].histogram.is_some());
         assert!(
             !r.warnings.iter().any(|w| w.contains("exceeded")),
+            "{:?}",
+            r.warnings
+        );
+        // A difference of two measured figures states its own ≤ 0: histogram kept, no generic
+        // "subtracted cost exceeded" or "median ≤ 0" warning.
+        let p = plan(
+            vec![fake("test/difference", |_| {
+                Ok(RunOutput::default().metric("t", vec![-3.0]).difference("t"))
+            })],
+            3,
+            10,
+        );
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.metrics[0].runs[0].histogram.is_some());
+        assert!(r.metrics[0].summary.as_ref().unwrap().center < 0.0);
+        assert!(
+            !r.warnings
+                .iter()
+                .any(|w| w.contains("exceeded") || w.contains("median ≤ 0")),
             "{:?}",
             r.warnings
         );
