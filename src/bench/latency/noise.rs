@@ -181,8 +181,7 @@ impl Benchmark for Noise {
     }
 
     fn params(&self) -> Map<String, Value> {
-        let mut m = self.opts.params();
-        m.insert("cpus".into(), json!(self.cpus));
+        let mut m = self.opts.params(&self.cpus);
         m.insert(
             "threshold_asked_ns".into(),
             json!(self.opts.noise_threshold_ns),
