@@ -232,6 +232,81 @@ impl Benchmark for IdleWakeup {
     }
 }
 
+/// Idle-exit cost from which `system check` warns: at 10 µs it is a quarter or more of the
+/// wake-up and round-trip figures osgauge measures on a quiet machine (timer wake-up p50, TCP
+/// round trip, audio period start: tens of µs), so those would mostly measure leaving idle.
+pub const DOMINATES_NS: f64 = 10_000.0;
+
+/// A short measurement for `system check`: one run of `run_time` (half idle, half busy), as
+/// (idle median, busy median, idle_exit) ns. Err: why it could not be measured here.
+pub fn quick_measure(run_time: Duration) -> Result<(f64, f64, f64), String> {
+    let timing = crate::harness::calibrate();
+    let cancel = AtomicBool::new(false);
+    let ctx = RunContext::new(
+        0,
+        false,
+        run_time,
+        std::time::Instant::now() + run_time * 4 + Duration::from_secs(5),
+        &timing,
+        &cancel,
+    );
+    let out = IdleWakeup::new().run(&ctx).map_err(|e| e.to_string())?;
+    let get = |n: &str| {
+        out.samples
+            .iter()
+            .find(|s| s.0 == n)
+            .map(|s| crate::stats::median(&s.1))
+    };
+    match (get("idle"), get("busy"), get("idle_exit")) {
+        (Some(i), Some(b), Some(x)) => Ok((i, b, x)),
+        _ => Err("no wake-up was measured".into()),
+    }
+}
+
+/// The `system check` finding for a measured idle exit: a warning from [`DOMINATES_NS`], else
+/// information.
+pub fn finding(
+    idle_ns: f64,
+    busy_ns: f64,
+    exit_ns: f64,
+    run_time: Duration,
+) -> crate::system::Finding {
+    use crate::units::format_time_ns;
+    let measured = format!(
+        "waking a thread on an idle CPU costs {} more than on a busy one (idle {}, busy {}; \
+         difference of the medians, {} ms measured)",
+        format_time_ns(exit_ns.max(0.0)),
+        format_time_ns(idle_ns),
+        format_time_ns(busy_ns),
+        run_time.as_millis()
+    );
+    if exit_ns >= DOMINATES_NS {
+        crate::system::Finding {
+            level: crate::system::Level::Warning,
+            topic: "idle_wakeup".into(),
+            message: format!(
+                "{measured}: at least {} it dominates wake-up and round-trip figures (timer \
+                 wake-up, TCP round trip, audio and video periods), which can then be lower \
+                 under load than on an idle machine",
+                format_time_ns(DOMINATES_NS)
+            ),
+            fix: Some(
+                "limit idle states while measuring (osgauge latency --cpu-dma-latency 0, or \
+                 the kernel's idle= / cpuidle settings; on a VM the host's halt polling), or \
+                 compare only runs made under the same idle conditions"
+                    .into(),
+            ),
+        }
+    } else {
+        crate::system::Finding {
+            level: crate::system::Level::Info,
+            topic: "idle_wakeup".into(),
+            message: measured,
+            fix: None,
+        }
+    }
+}
+
 /// The note for runs whose `idle_exit` (median idle − median busy) is ≤ 0, if any.
 fn idle_exit_note(runs: &[RunOutput]) -> Option<String> {
     let exits: Vec<f64> = runs
@@ -255,6 +330,25 @@ fn idle_exit_note(runs: &[RunOutput]) -> Option<String> {
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    #[test]
+    fn an_idle_exit_that_dominates_is_a_warning_with_its_figures() {
+        let t = Duration::from_millis(400);
+        let w = finding(52_000.0, 14_000.0, 38_000.0, t);
+        assert_eq!(w.level, crate::system::Level::Warning);
+        assert!(
+            w.message.contains("38") && w.message.contains("400 ms"),
+            "{}",
+            w.message
+        );
+        assert!(w.fix.is_some());
+        let i = finding(6_000.0, 4_000.0, 2_000.0, t);
+        assert_eq!(i.level, crate::system::Level::Info);
+        // A difference ≤ 0 is shown as no extra cost, never as a negative time.
+        let z = finding(4_000.0, 5_000.0, -1_000.0, t);
+        assert_eq!(z.level, crate::system::Level::Info);
+        assert!(!z.message.contains('-'), "{}", z.message);
+    }
 
     #[test]
     fn an_idle_exit_at_or_below_zero_is_stated_as_a_difference_of_medians() {
