@@ -738,7 +738,15 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::System(SystemCmd::Check) => {
             let m = crate::platform::sysinfo::machine();
             let e = crate::platform::sysinfo::environment();
-            let findings = crate::system::check(&m, &e);
+            let mut findings = crate::system::check(&m, &e);
+            // The idle-exit cost, measured briefly (it dominates latency-sensitive figures).
+            let quick = std::time::Duration::from_millis(400);
+            let idle_wakeup = crate::bench::latency::idle_wakeup::quick_measure(quick);
+            if let Ok((idle, busy, exit)) = idle_wakeup {
+                findings.push(crate::bench::latency::idle_wakeup::finding(
+                    idle, busy, exit, quick,
+                ));
+            }
             let warnings = findings
                 .iter()
                 .filter(|f| f.level == crate::system::Level::Warning)
@@ -753,7 +761,10 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
                     crate::outln!("          fix: {fix}");
                 }
             }
-            let unchecked = crate::system::unchecked(&e);
+            let mut unchecked = crate::system::unchecked(&e);
+            if let Err(why) = idle_wakeup {
+                unchecked.push(("idle_wakeup".into(), why));
+            }
             for (topic, why) in &unchecked {
                 crate::outln!("[not checked] {topic}: {why}");
             }

@@ -153,8 +153,27 @@ pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event))
     record.environment.end = Some(crate::platform::sysinfo::environment());
     record.finished = Some(Utc::now());
     record.complete = !interrupted && record.benchmarks.len() == plan.benchmarks.len();
-    record.warnings = run_warnings(&record, interrupted);
+    let idle_exit_after = (!interrupted && needs_idle_exit(&record))
+        .then(|| {
+            crate::bench::latency::idle_wakeup::quick_measure(IDLE_EXIT_AFTER)
+                .ok()
+                .map(|m| m.2)
+        })
+        .flatten();
+    record.warnings = run_warnings(&record, interrupted, idle_exit_after);
     record
+}
+
+/// How long the idle-exit cost is measured after a run that has wake-up figures but no
+/// latency/idle_wakeup of its own.
+const IDLE_EXIT_AFTER: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// The record holds a figure an idle exit can dominate but no latency/idle_wakeup result.
+fn needs_idle_exit(record: &RunRecord) -> bool {
+    record.benchmark("latency/idle_wakeup").is_none()
+        && WAKEUP_BOUND
+            .iter()
+            .any(|(b, _)| record.benchmark(b).is_some_and(|r| r.error.is_none()))
 }
 
 /// Warm-up plus N runs of one benchmark, within its time bound.
@@ -355,7 +374,13 @@ fn metric_results(
     let mut reasons: Vec<Option<String>> = vec![None; info.metrics.len()];
     let mut unmeasured_runs = vec![0usize; info.metrics.len()];
     let mut bounds: Vec<Option<MetricBound>> = vec![None; info.metrics.len()];
+    let mut difference = vec![false; info.metrics.len()];
     for out in outputs {
+        for name in out.differences {
+            if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
+                difference[k] = true;
+            }
+        }
         for (name, kind, why) in out.bounds {
             if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
                 add_bound(&mut bounds[k], kind, why, warnings);
@@ -380,9 +405,10 @@ fn metric_results(
         .zip(reasons)
         .zip(unmeasured_runs)
         .zip(bounds)
-        .map(|((((spec, runs), why), missed), bound)| {
+        .zip(difference)
+        .map(|(((((spec, runs), why), missed), bound), difference)| {
             let measured = runs.len();
-            let mut m = summarize_metric(spec, runs, warnings);
+            let mut m = summarize_metric(spec, runs, difference, warnings);
             m.not_measured = why;
             m.bound = bound;
             if let Some(w) =
@@ -468,9 +494,12 @@ fn headline_half_width(info: &Info, outputs: &[RunOutput]) -> Option<(&'static s
     })
 }
 
+/// `difference`: the metric is a difference of two measured figures, whose benchmark states a
+/// value ≤ 0 itself (no generic "subtracted cost exceeded" warning).
 fn summarize_metric(
     spec: &crate::bench::MetricSpec,
     runs: Vec<Vec<f64>>,
+    difference: bool,
     warnings: &mut Vec<String>,
 ) -> MetricResult {
     use crate::units::Unit;
@@ -505,7 +534,7 @@ fn summarize_metric(
                     .iter()
                     .filter(|&&v| if is_time { v <= 0.0 } else { v < 0.0 })
                     .count();
-                if suspicious > 0 {
+                if suspicious > 0 && !difference {
                     push_warning(format!(
                         "{}: {suspicious} of {} samples {} 0 in run {} — the subtracted \
                          cost (harness overhead or a separately measured part) exceeded the \
@@ -546,7 +575,7 @@ fn summarize_metric(
                 s.cv * 100.0
             ));
         }
-        if s.center <= 0.0 && spec.unit == crate::units::Unit::Nanoseconds {
+        if s.center <= 0.0 && spec.unit == crate::units::Unit::Nanoseconds && !difference {
             warnings.push(format!(
                 "{}: median ≤ 0 after subtracting the harness overhead — the operation is cheaper \
                  than the measurement noise",
@@ -657,8 +686,9 @@ const WAKEUP_BOUND: &[(&str, &str)] = &[
 
 /// When waking an idle CPU (latency/idle_wakeup's `idle_exit`) is at least a quarter of a
 /// wake-up or round-trip figure of the same run, say so: those figures then measure mostly the
-/// idle exit (on a VM, the host's halt exit), and can be lower under load than idle.
-pub fn idle_wakeup_note(record: &RunRecord) -> Option<String> {
+/// idle exit (on a VM, the host's halt exit), and can be lower under load than idle. Without
+/// latency/idle_wakeup in the record, `after` is the idle exit measured briefly after the run.
+pub fn idle_wakeup_note(record: &RunRecord, after: Option<f64>) -> Option<String> {
     let center_ns = |b: &str, m: &str| -> Option<f64> {
         let m = record.benchmark(b)?.metrics.iter().find(|x| x.name == m)?;
         let c = m.summary.as_ref()?.center;
@@ -667,7 +697,16 @@ pub fn idle_wakeup_note(record: &RunRecord) -> Option<String> {
             _ => c,
         })
     };
-    let exit = center_ns("latency/idle_wakeup", "idle_exit")?;
+    let (exit, source) = match center_ns("latency/idle_wakeup", "idle_exit") {
+        Some(x) => (x, "latency/idle_wakeup idle_exit".to_string()),
+        None => (
+            after?,
+            format!(
+                "measured for {} ms after the run",
+                IDLE_EXIT_AFTER.as_millis()
+            ),
+        ),
+    };
     if exit <= 0.0 {
         return None;
     }
@@ -680,8 +719,8 @@ pub fn idle_wakeup_note(record: &RunRecord) -> Option<String> {
         .collect();
     (!hit.is_empty()).then(|| {
         format!(
-            "idle wake-up: waking an idle CPU costs {} here (latency/idle_wakeup idle_exit), at \
-             least a quarter of {}: these figures largely measure leaving an idle state (on a VM, \
+            "idle wake-up: waking an idle CPU costs {} here ({source}), at least a quarter \
+             of {}: these figures largely measure leaving an idle state (on a VM, \
              the host's halt exit) and can be lower under load than on an idle machine",
             crate::units::format_time_ns(exit),
             hit.join(", ")
@@ -690,7 +729,11 @@ pub fn idle_wakeup_note(record: &RunRecord) -> Option<String> {
 }
 
 /// Run-wide warnings in plain language.
-fn run_warnings(record: &RunRecord, interrupted: bool) -> Vec<String> {
+fn run_warnings(
+    record: &RunRecord,
+    interrupted: bool,
+    idle_exit_after: Option<f64>,
+) -> Vec<String> {
     let mut w = Vec::new();
     if interrupted {
         w.push("interrupted: the run is incomplete; finished benchmarks are kept".to_string());
@@ -710,7 +753,7 @@ fn run_warnings(record: &RunRecord, interrupted: bool) -> Vec<String> {
             w.push(format!("{}: {}", f.topic, f.message));
         }
     }
-    if let Some(n) = idle_wakeup_note(record) {
+    if let Some(n) = idle_wakeup_note(record, idle_exit_after) {
         w.push(n);
     }
     let failed: Vec<_> = record
@@ -807,10 +850,24 @@ mod tests {
             r
         };
         // 12 µs against a 40 µs round trip: 30 %, said with the figure.
-        let n = idle_wakeup_note(&record_of(12_000.0)).unwrap();
+        let n = idle_wakeup_note(&record_of(12_000.0), None).unwrap();
         assert!(n.contains("net/tcp_rtt_64b (30 %)"), "{n}");
+        assert!(n.contains("(latency/idle_wakeup idle_exit)"), "{n}");
         // 5 µs: 12.5 %, not a quarter: nothing said.
-        assert!(idle_wakeup_note(&record_of(5_000.0)).is_none());
+        assert!(idle_wakeup_note(&record_of(5_000.0), None).is_none());
+        // The run's own figure wins over one measured after it.
+        assert!(idle_wakeup_note(&record_of(5_000.0), Some(20_000.0)).is_none());
+        // Without latency/idle_wakeup in the record: the figure measured after the run, said so.
+        let mut r = record_of(12_000.0);
+        r.benchmarks.remove(0);
+        assert!(needs_idle_exit(&r));
+        assert!(idle_wakeup_note(&r, None).is_none());
+        let n = idle_wakeup_note(&r, Some(12_000.0)).unwrap();
+        assert!(
+            n.contains("measured for 400 ms after the run") && n.contains("(30 %)"),
+            "{n}"
+        );
+        assert!(!needs_idle_exit(&record_of(12_000.0)));
     }
 
     #[test]
@@ -1076,6 +1133,25 @@ mod tests {
         assert!(r.metrics[0].runs[0].histogram.is_some());
         assert!(
             !r.warnings.iter().any(|w| w.contains("exceeded")),
+            "{:?}",
+            r.warnings
+        );
+        // A difference of two measured figures states its own ≤ 0: histogram kept, no generic
+        // "subtracted cost exceeded" or "median ≤ 0" warning.
+        let p = plan(
+            vec![fake("test/difference", |_| {
+                Ok(RunOutput::default().metric("t", vec![-3.0]).difference("t"))
+            })],
+            3,
+            10,
+        );
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.metrics[0].runs[0].histogram.is_some());
+        assert!(r.metrics[0].summary.as_ref().unwrap().center < 0.0);
+        assert!(
+            !r.warnings
+                .iter()
+                .any(|w| w.contains("exceeded") || w.contains("median ≤ 0")),
             "{:?}",
             r.warnings
         );

@@ -60,6 +60,10 @@ pub struct RunOutput {
     /// steps, a sweep that ended before the effect it looks for): shown with ≥/≤, never compared
     /// as a measured difference.
     pub bounds: Vec<(&'static str, crate::model::BoundKind, String)>,
+    /// Metrics that are a difference of two measured figures (idle − busy): a value ≤ 0 is a
+    /// finding the benchmark states itself, not a subtracted overhead that exceeded the
+    /// measurement, so the runner's generic "≤ 0" warnings are not given for them.
+    pub differences: Vec<&'static str>,
 }
 
 impl RunOutput {
@@ -76,6 +80,11 @@ impl RunOutput {
         why: impl Into<String>,
     ) -> Self {
         self.bounds.push((name, kind, why.into()));
+        self
+    }
+    /// Say that metric `name` is a difference of two measured figures (see `differences`).
+    pub fn difference(mut self, name: &'static str) -> Self {
+        self.differences.push(name);
         self
     }
     pub fn metric(mut self, name: &'static str, samples: Vec<f64>) -> Self {

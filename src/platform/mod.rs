@@ -52,6 +52,8 @@ pub mod cache;
 /// Absolute-time clock and sleeps, the thread CPU-time clock, timer slack.
 pub mod clock;
 
+/// Interrupt and involuntary-switch counts (the noise benchmark's cross-check).
+pub mod cpu_events;
 pub mod pmqos;
 /// The kernel's tracing file system (Linux): events read for the latency suite's attribution.
 pub mod tracefs;

@@ -182,6 +182,17 @@ fn system_show_and_check() {
     let text = String::from_utf8(out.stdout).unwrap();
     let warnings = text.lines().filter(|l| l.starts_with("[WARNING]")).count();
     let last = text.trim_end().lines().last().unwrap_or_default();
+    // The idle-exit cost is measured briefly and shown (or said why not).
+    assert!(
+        [
+            "[info] idle_wakeup:",
+            "[WARNING] idle_wakeup:",
+            "[not checked] idle_wakeup:"
+        ]
+        .iter()
+        .any(|p| text.contains(p)),
+        "{text}"
+    );
     if warnings == 0 {
         assert_eq!(out.status.code(), Some(0), "{text}");
         assert!(last.starts_with("Ready"), "{text}");

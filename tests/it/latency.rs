@@ -13,6 +13,9 @@ fn allowed_cpus() -> Vec<usize> {
     osgauge::platform::allowed_cpus().unwrap()
 }
 
+/// The options every measuring command here ends with: no warm-up, no store, the record on stdout.
+const JSON_ONLY: [&str; 5] = ["--warmup", "0", "--no-store", "--export-json", "-"];
+
 fn record(out: &std::process::Output) -> Value {
     assert!(
         out.status.success(),
@@ -33,18 +36,14 @@ fn latency_measures_every_cpu_reads_its_placement_back_and_writes_cyclictests_hi
             "400ms",
             "--runs",
             "2",
-            "--warmup",
-            "0",
             "--interval",
             "500us",
             "--histogram-limit",
             "200",
-            "--no-store",
-            "--export-json",
-            "-",
             "--histogram",
         ])
         .arg(&hist)
+        .args(JSON_ONLY)
         .output()
         .unwrap();
     let v = record(&out);
@@ -96,18 +95,8 @@ fn latency_measures_every_cpu_reads_its_placement_back_and_writes_cyclictests_hi
 #[test]
 fn noise_adds_up_per_cpu_and_bad_options_are_usage_errors() {
     let out = osgauge()
-        .args([
-            "noise",
-            "--duration",
-            "300ms",
-            "--runs",
-            "2",
-            "--warmup",
-            "0",
-            "--no-store",
-            "--export-json",
-            "-",
-        ])
+        .args(["noise", "--duration", "300ms", "--runs", "2"])
+        .args(JSON_ONLY)
         .output()
         .unwrap();
     let v = record(&out);
@@ -151,6 +140,7 @@ fn tracefs_settings() -> Option<Vec<(String, String)>> {
     let mut v = Vec::new();
     for f in [
         "tracing_on",
+        "current_tracer",
         "trace_clock",
         "buffer_size_kb",
         "tracing_cpumask",
@@ -229,12 +219,8 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
             "2s",
             "--runs",
             "2",
-            "--warmup",
-            "0",
-            "--no-store",
-            "--export-json",
-            "-",
         ])
+        .args(JSON_ONLY)
         .output()
         .unwrap();
     let hog_result = hog.join().unwrap();
@@ -278,13 +264,166 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
 
+/// Every part of every kept spike and every culprit of the runs of `b`'s attribution, as
+/// (kind, name).
+fn attributed(b: &Value) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for f in b["run_facts"].as_array().unwrap() {
+        let a = &f["attribution"];
+        let spikes = a["top"].as_array().unwrap();
+        let parts = spikes
+            .iter()
+            .flat_map(|s| s["parts"].as_array().unwrap())
+            .chain(a["culprits"].as_array().unwrap());
+        for p in parts {
+            v.push((
+                p["kind"].as_str().unwrap().to_string(),
+                p["name"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    v
+}
+
+/// `osgauge latency --attribute THRESHOLD` on `cpu` for one run of `duration` at `policy`, keeping
+/// 100 spikes; the wakeup result, or None (said) where tracing is refused. (A flood's trace holds
+/// about a million events a second: one short run keeps a debug build's reading well within the
+/// time bound.)
+fn attribute_on(
+    cpu: usize,
+    policy: &[&str],
+    threshold: &str,
+    duration: &str,
+    what: &str,
+) -> Option<Value> {
+    let cpu = cpu.to_string();
+    let mut args = vec!["latency", "--cpus", &cpu];
+    args.extend_from_slice(policy);
+    args.extend([
+        "--attribute",
+        threshold,
+        "--attribute-top",
+        "100",
+        "--duration",
+        duration,
+        "--runs",
+        "1",
+    ]);
+    let out = osgauge().args(&args).args(JSON_ONLY).output().unwrap();
+    let v = record(&out);
+    let b = json_bench(&v, "latency/wakeup").clone();
+    if b["error"]["kind"] == "unsupported" {
+        eprintln!("NOT RUN: {what}: {}", b["error"]["message"]);
+        return None;
+    }
+    assert!(b["error"].is_null(), "{}", b["error"]);
+    Some(b)
+}
+
 #[test]
-fn a_killed_tracing_session_is_undone_by_the_next_start() {
+fn a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: killed tracing session: {why}");
+        eprintln!("NOT RUN: UDP flood attribution: {why}");
         return;
     }
     let before = tracefs_settings();
+    let cpu = *allowed_cpus().last().unwrap();
+    // A sender pinned on the measured CPU: loopback delivers its datagrams in the NET_RX softirq
+    // of the sending CPU. The receiver drains them wherever it runs.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    rx.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let to = rx.local_addr().unwrap();
+    let (s1, s2) = (stop.clone(), stop.clone());
+    let receiver = std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut n = 0u64;
+        while !s1.load(std::sync::atomic::Ordering::Relaxed) {
+            if rx.recv(&mut buf).is_ok() {
+                n += 1;
+            }
+        }
+        n
+    });
+    let sender = std::thread::spawn(move || {
+        osgauge::platform::sched::set_thread_affinity(&[cpu]).unwrap();
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut n = 0u64;
+        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+            if tx.send_to(&[0u8; 64], to).is_ok() {
+                n += 1;
+            }
+        }
+        n
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    // A SCHED_FIFO measuring thread preempts the sender at once: what delays it is the softirq.
+    let b = attribute_on(
+        cpu,
+        &["--policy", "fifo", "--priority", "90"],
+        "20us",
+        "1s",
+        "UDP flood attribution",
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (sent, received) = (sender.join().unwrap(), receiver.join().unwrap());
+    let Some(b) = b else { return };
+    assert!(sent > 0 && received > 0, "sent {sent}, received {received}");
+    let parts = attributed(&b);
+    assert!(
+        parts.iter().any(|(k, n)| k == "softirq" && n == "NET_RX"),
+        "no NET_RX softirq time among {parts:?} (sent {sent} datagrams)"
+    );
+    eprintln!("UDP flood: {sent} datagrams sent, NET_RX named");
+    assert_eq!(tracefs_settings(), before, "tracefs settings restored");
+}
+
+#[test]
+fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
+    if let Err(why) = can_trace() {
+        eprintln!("NOT RUN: run-queue attribution: {why}");
+        return;
+    }
+    let before = tracefs_settings();
+    let cpu = *allowed_cpus().last().unwrap();
+    // A SCHED_OTHER spinner (as `stress-ng --cpu 1 --taskset N`) on the measured CPU: the
+    // SCHED_OTHER measuring thread, woken, waits in the run queue while it runs.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s = stop.clone();
+    let spinner = std::thread::Builder::new()
+        .name("osg-spin".into())
+        .spawn(move || {
+            osgauge::platform::sched::set_thread_affinity(&[cpu]).unwrap();
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let b = attribute_on(
+        cpu,
+        &["--policy", "other"],
+        "100us",
+        "2s",
+        "run-queue attribution",
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinner.join().unwrap();
+    let Some(b) = b else { return };
+    let parts = attributed(&b);
+    assert!(
+        parts.iter().any(|(k, n)| k == "task" && n == "osg-spin"),
+        "the spinner is never named among {parts:?}"
+    );
+    eprintln!("run-queue wait: the spinner named");
+    assert_eq!(tracefs_settings(), before, "tracefs settings restored");
+}
+
+/// Start `osgauge latency --attribute` for 20 s, wait until its tracing session runs, send `sig`
+/// and wait for the process to end (at most 15 s). None: the session never started.
+#[cfg(unix)]
+fn signal_a_tracing_session(sig: i32) -> Option<std::process::ExitStatus> {
     let mut child = osgauge_std()
         .args([
             "latency",
@@ -302,7 +441,7 @@ fn a_killed_tracing_session_is_undone_by_the_next_start() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until the session runs (tracing on), at most 10 s.
+    // Wait until the session runs (tracing on, on our clock), at most 10 s.
     let t0 = Instant::now();
     let tracing = || {
         std::fs::read_to_string("/sys/kernel/tracing/tracing_on").is_ok_and(|t| t.trim() == "1")
@@ -313,19 +452,77 @@ fn a_killed_tracing_session_is_undone_by_the_next_start() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let started = tracing();
-    child.kill().unwrap();
-    child.wait().unwrap();
-    if !started {
-        eprintln!("NOT RUN: killed tracing session: the session never started");
+    // SAFETY: kill on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t1.elapsed() > Duration::from_secs(15) {
+            child.kill().unwrap();
+            panic!("signal {sig}: osgauge did not end within 15 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    started.then_some(status)
+}
+
+#[test]
+fn ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was() {
+    if let Err(why) = can_trace() {
+        eprintln!("NOT RUN: signalled tracing session: {why}");
         return;
     }
-    // Any next osgauge command in the same temp dir puts tracefs back.
-    osgauge().args(["list"]).assert().success();
-    assert_eq!(
-        tracefs_settings(),
-        before,
-        "tracefs settings restored after SIGKILL"
-    );
+    #[cfg(unix)]
+    for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+        let before = tracefs_settings();
+        let Some(status) = signal_a_tracing_session(sig) else {
+            eprintln!("NOT RUN: {name}: the tracing session never started");
+            continue;
+        };
+        // Handled: the process ends by itself (interrupted), not killed by the signal.
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), None, "{name}: {status}");
+        // Restored by the process itself: no next start in between.
+        assert_eq!(
+            tracefs_settings(),
+            before,
+            "tracefs settings restored after {name}"
+        );
+        let tmp = common::with_test_sandbox(|s| s.tmp());
+        let left: Vec<String> = std::fs::read_dir(&tmp)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(osgauge::platform::tracefs::STATE_PREFIX))
+            .collect();
+        assert!(left.is_empty(), "{name}: session state left: {left:?}");
+    }
+}
+
+#[test]
+fn a_killed_tracing_session_is_undone_by_the_next_start() {
+    if let Err(why) = can_trace() {
+        eprintln!("NOT RUN: killed tracing session: {why}");
+        return;
+    }
+    #[cfg(unix)]
+    {
+        let before = tracefs_settings();
+        if signal_a_tracing_session(libc::SIGKILL).is_none() {
+            eprintln!("NOT RUN: killed tracing session: the session never started");
+            return;
+        }
+        // Any next osgauge command in the same temp dir puts tracefs back.
+        osgauge().args(["list"]).assert().success();
+        assert_eq!(
+            tracefs_settings(),
+            before,
+            "tracefs settings restored after SIGKILL"
+        );
+    }
 }
 
 #[test]
@@ -349,12 +546,8 @@ fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
             "2s",
             "--runs",
             "1",
-            "--warmup",
-            "0",
-            "--no-store",
-            "--export-json",
-            "-",
         ])
+        .args(JSON_ONLY)
         .output()
         .unwrap();
     let v = record(&out);
@@ -413,12 +606,8 @@ fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
             "200ms",
             "--runs",
             "2",
-            "--warmup",
-            "0",
-            "--no-store",
-            "--export-json",
-            "-",
         ])
+        .args(JSON_ONLY)
         .output()
         .unwrap();
     let v = record(&out);

@@ -328,7 +328,7 @@ pub fn cpu_of(events: &[Event], tid: u32, actual_ns: u64) -> Option<usize> {
 }
 
 /// A run's `attribution` fact: every late wake-up explained, the `top` latest kept with their
-/// parts, the culprits over all of them, the share of the time explained, and the events the ring
+/// parts, the culprits over all of them (the largest `top`, at least 10), the share of the time explained, and the events the ring
 /// lost.
 pub fn summary(
     text: &str,
@@ -353,7 +353,7 @@ pub fn summary(
         "explained_pct": if total > 0 { 100.0 * explained as f64 / total as f64 } else { 100.0 },
         "events": events.len(),
         "events_lost": lost,
-        "culprits": top_culprits(&spikes, 10),
+        "culprits": top_culprits(&spikes, top.max(10)),
         "top": spikes.iter().take(top).collect::<Vec<_>>(),
     })
 }

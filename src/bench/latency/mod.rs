@@ -81,10 +81,11 @@ impl LatencyOptions {
         }
     }
 
-    /// The settings as asked, for the record.
-    pub fn params(&self) -> Map<String, Value> {
+    /// The settings as asked, and the CPUs a benchmark measures (`cpus`), for the record.
+    pub fn params(&self, cpus: &[usize]) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("cpus_asked".into(), json!(self.cpus));
+        m.insert("cpus".into(), json!(cpus));
         m.insert(
             "policy".into(),
             json!(self.sched.policy.map(Policy::name).unwrap_or("inherited")),

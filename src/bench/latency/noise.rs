@@ -9,6 +9,7 @@ use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::platform::clock::now_ns;
+use crate::platform::cpu_events::{cpu_interrupts, thread_involuntary_switches};
 use crate::units::{Better, Unit};
 
 /// The threshold is never below this many times the loop's own clock-read cost.
@@ -164,7 +165,12 @@ impl Noise {
                      includes one read (~20 ns). Per run: noise % of the runtime and \
                      availability (100 % − noise) over all CPUs, gaps per second (mean of the \
                      CPUs), every gap's duration, the largest gap; per CPU its noise % and \
-                     largest gap. All measured CPUs are kept busy at once, as osnoise does.",
+                     largest gap. All measured CPUs are kept busy at once, as osnoise does. \
+                     Per thread, over the same window: its gaps per second beside the CPU's \
+                     interrupts per second (/proc/interrupts) and the thread's preemptions per \
+                     second (involuntary switches) where the OS gives them — interrupts that \
+                     land while the loop is preempted, or cost less than the threshold, make no \
+                     gap of their own.",
                     opts.noise_threshold_ns
                 ),
                 metrics,
@@ -181,8 +187,7 @@ impl Benchmark for Noise {
     }
 
     fn params(&self) -> Map<String, Value> {
-        let mut m = self.opts.params();
-        m.insert("cpus".into(), json!(self.cpus));
+        let mut m = self.opts.params(&self.cpus);
         m.insert(
             "threshold_asked_ns".into(),
             json!(self.opts.noise_threshold_ns),
@@ -201,9 +206,24 @@ impl Benchmark for Noise {
         let ns = ctx.run_time.as_nanos() as u64;
         let thr = self.opts.noise_threshold_ns;
         let results = on_each_cpu(&self.cpus, |c| {
-            let facts = place_thread(c, &self.opts.sched, None)?;
+            let mut facts = place_thread(c, &self.opts.sched, None)?;
+            let before = (cpu_interrupts(c), thread_involuntary_switches());
             let g = spin(ns, thr, now_ns, || ctx.check().is_ok());
+            let after = (cpu_interrupts(c), thread_involuntary_switches());
             ctx.check()?;
+            // What can make a gap, counted over the same window: the CPU's interrupts and this
+            // thread's preemptions (where the OS gives them).
+            let per_s = |n: u64| n as f64 * 1e9 / g.runtime_ns.max(1) as f64;
+            if let (Some(a), Some(b)) = (before.0, after.0) {
+                facts.insert("interrupts_per_s".into(), json!(per_s(b.saturating_sub(a))));
+            }
+            if let (Some(a), Some(b)) = (before.1, after.1) {
+                facts.insert(
+                    "preemptions_per_s".into(),
+                    json!(per_s(b.saturating_sub(a))),
+                );
+            }
+            facts.insert("gaps_per_s".into(), json!(g.per_s()));
             Ok((g, facts))
         })?;
         let mut out = RunOutput::default();
