@@ -244,6 +244,23 @@ macro_rules! on_backend {
     };
 }
 
+/// The local SQLite store: `OSGAUGE_STORE` when it names a file, else
+/// `<user data dir>/osgauge/results.sqlite` (where a run goes on when the database server it was
+/// writing to is lost).
+pub fn local_path() -> Result<PathBuf> {
+    match std::env::var_os(STORE_ENV) {
+        Some(p) if !p.is_empty() && postgres::url_of(Path::new(&p)).is_none() => {
+            Ok(PathBuf::from(p))
+        }
+        _ => {
+            let dir = dirs::data_dir().ok_or_else(|| {
+                anyhow!("no user data directory on this system for the local store")
+            })?;
+            Ok(dir.join("osgauge").join("results.sqlite"))
+        }
+    }
+}
+
 /// The store path when none is given on the command line: `OSGAUGE_STORE`, else the user data
 /// dir. `OSGAUGE_STORE` set but empty is an error, not the default.
 pub fn default_path() -> Result<PathBuf> {
