@@ -446,14 +446,17 @@ fn connect(url: &str) -> Result<postgres::Client> {
                 Some(d) => format!("the server refused the connection: {}", d.message()),
                 None => {
                     let text = e.to_string();
-                    if text.contains("password missing") {
+                    let source = std::error::Error::source(&e).map(|s| s.to_string());
+                    if text.contains("password missing")
+                        || source
+                            .as_deref()
+                            .is_some_and(|s| s.contains("password missing"))
+                    {
                         format!(
                             "the server asks for a password for user \"{user}\" and none was given (in the URL, PGPASSWORD or ~/.pgpass)"
                         )
                     } else {
-                        let why = std::error::Error::source(&e)
-                            .map(|s| s.to_string())
-                            .unwrap_or(text);
+                        let why = source.unwrap_or(text);
                         format!(
                             "the server cannot be reached ({why}); check that it is running and the host, port or socket directory in the URL"
                         )
