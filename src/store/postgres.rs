@@ -531,7 +531,6 @@ pub struct Pg {
     client: RefCell<postgres::Client>,
     /// Inside [`Pg::in_transaction`]: writes join that transaction.
     in_tx: Cell<bool>,
-    shown: PathBuf,
 }
 
 impl Pg {
@@ -578,7 +577,6 @@ impl Pg {
         Ok(Pg {
             client: RefCell::new(client),
             in_tx: Cell::new(false),
-            shown,
         })
     }
 
@@ -596,7 +594,6 @@ impl Pg {
             Kind::Ours(_) => Ok(Some(Pg {
                 client: RefCell::new(client),
                 in_tx: Cell::new(false),
-                shown,
             })),
         }
     }
@@ -778,12 +775,6 @@ impl Pg {
             .borrow_mut()
             .execute("DELETE FROM runs WHERE run_id = $1::text::uuid", &[&run_id])?;
         Ok(n > 0)
-    }
-
-    /// Where the store is, without the password.
-    #[allow(dead_code)]
-    pub fn shown(&self) -> &Path {
-        &self.shown
     }
 }
 
