@@ -472,7 +472,7 @@ impl PgServer {
         }
         // Short path: the socket path must stay under 108 bytes.
         let dir = tempfile::Builder::new()
-            .prefix(&format!("osgauge-pg-{}-", std::process::id()))
+            .prefix(&format!("osgauge_pgtest-{}-", std::process::id()))
             .tempdir_in("/tmp")
             .unwrap();
         let pwfile = dir.path().join("pw");
@@ -579,7 +579,7 @@ impl PgServer {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let Some(pid) = name
-                .strip_prefix("osgauge-pg-")
+                .strip_prefix("osgauge_pgtest-")
                 .and_then(|r| r.split('-').next())
                 .and_then(|p| p.parse::<i32>().ok())
             else {
