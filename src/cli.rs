@@ -954,7 +954,7 @@ fn run_plan_then(
             run_time_ms: run_time.as_millis() as u64,
             timeout_ms: (timeout.as_millis() as u64).max(1),
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
-            command_line: std::env::args().collect(),
+            command_line: crate::store::redact_args(std::env::args()),
             adaptive: adaptive.clone(),
         },
     };
@@ -1077,7 +1077,7 @@ fn execute_and_keep(
     for f in &failed {
         crate::errln!("osgauge: error: {f}");
     }
-    if !stored {
+    if !stored && !store.kept_locally() {
         crate::errln!(
             "osgauge: {}",
             if written.is_empty() {
@@ -1347,7 +1347,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             run_time_ms: duration.as_millis() as u64,
             timeout_ms: (timeout.as_millis() as u64).max(1),
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
-            command_line: std::env::args().collect(),
+            command_line: crate::store::redact_args(std::env::args()),
             adaptive: adaptive.clone(),
         },
     };

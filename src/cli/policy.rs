@@ -217,7 +217,7 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
             run_time_ms: a.work_time.as_millis() as u64,
             timeout_ms: (timeout.as_millis() as u64).max(1),
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
-            command_line: std::env::args().collect(),
+            command_line: crate::store::redact_args(std::env::args()),
             adaptive,
         },
     };

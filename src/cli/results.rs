@@ -15,8 +15,8 @@ use crate::store::{self, Origin, Resolved, Store, short_id};
 /// Where runs are stored (shared by `run` and `micro`).
 #[derive(Args, Debug, Clone, Default)]
 pub struct StoreOpts {
-    /// Result store file [default: $OSGAUGE_STORE, else <user data dir>/osgauge/results.sqlite]
-    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    /// Result store: a SQLite file or a postgres:// URL [default: $OSGAUGE_STORE, else <user data dir>/osgauge/results.sqlite]
+    #[arg(long, value_name = "PATH|URL", conflicts_with = "no_store")]
     pub store: Option<PathBuf>,
     /// Do not keep this run in the result store
     #[arg(long)]
@@ -29,8 +29,8 @@ pub struct StoreOpts {
 /// `--store` for the commands that only read the store.
 #[derive(Args, Debug, Clone, Default)]
 pub struct StorePath {
-    /// Result store file [default: $OSGAUGE_STORE, else <user data dir>/osgauge/results.sqlite]
-    #[arg(long, value_name = "PATH")]
+    /// Result store: a SQLite file or a postgres:// URL [default: $OSGAUGE_STORE, else <user data dir>/osgauge/results.sqlite]
+    #[arg(long, value_name = "PATH|URL")]
     pub store: Option<PathBuf>,
 }
 
@@ -70,9 +70,11 @@ fn store_path(given: Option<&Path>) -> Result<PathBuf, CliError> {
     }
 }
 
-/// A store error for the CLI: a file that is not an osgauge store is bad input (exit 2).
+/// A store error for the CLI: a file or database that is not an osgauge store, a store URL that
+/// cannot be used, a database server that cannot be reached or refuses the login, is bad input
+/// (exit 2).
 fn store_err(e: anyhow::Error) -> CliError {
-    if store::is_not_a_store(&e) {
+    if store::is_not_a_store(&e) || store::is_connect_error(&e) {
         CliError::Usage(format!("{e:#}"))
     } else {
         CliError::Other(e)
@@ -123,6 +125,44 @@ pub enum ResultsCmd {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Overwrite a stored run that has the same id but different contents
+        #[arg(long)]
+        replace: bool,
+        #[command(flatten)]
+        store: StorePath,
+    },
+    /// Copy runs from this store (--store) to another (a SQLite file or postgres:// URL),
+    /// idempotent by run id
+    #[command(
+        after_help = "Examples:\n  osgauge results push --to postgres://osgauge@db.lab/osgauge\n  osgauge results push --store runs.sqlite --to postgres://osgauge@db.lab/osgauge linux-6.18"
+    )]
+    ///
+    /// A run already there unchanged is left alone; one stored there incomplete (a run whose
+    /// connection was lost) is replaced by the copy here when that differs; a different run with
+    /// the same id is reported and not copied unless --replace.
+    Push {
+        /// The store to copy to
+        #[arg(long, value_name = "PATH|URL", required = true)]
+        to: PathBuf,
+        /// Runs to copy (label, run id or id prefix); every run when none is given
+        runs: Vec<String>,
+        /// Overwrite a different run with the same id in the target store
+        #[arg(long)]
+        replace: bool,
+        #[command(flatten)]
+        store: StorePath,
+    },
+    /// Copy runs from another store (a SQLite file or postgres:// URL) into this one (--store),
+    /// idempotent by run id
+    #[command(
+        after_help = "Examples:\n  osgauge results pull --from postgres://osgauge@db.lab/osgauge\n  osgauge results pull --from postgres://osgauge@db.lab/osgauge win11"
+    )]
+    Pull {
+        /// The store to copy from
+        #[arg(long, value_name = "PATH|URL", required = true)]
+        from: PathBuf,
+        /// Runs to copy (label, run id or id prefix); every run when none is given
+        runs: Vec<String>,
+        /// Overwrite a different run with the same id in this store
         #[arg(long)]
         replace: bool,
         #[command(flatten)]
@@ -217,6 +257,9 @@ pub struct StoreSink {
     inserted: bool,
     /// The run was deleted from the store while measured: it is not written again.
     deleted: bool,
+    /// The database server named here was lost mid-run: the run goes on in the local SQLite
+    /// store (`store`), to be pushed later.
+    lost_server: Option<PathBuf>,
 }
 
 impl StoreSink {
@@ -233,6 +276,7 @@ impl StoreSink {
                 export_html: opts.export_html.clone(),
                 inserted: false,
                 deleted: false,
+                lost_server: None,
             });
         }
         let path = store_path(opts.store.as_deref())?;
@@ -249,7 +293,42 @@ impl StoreSink {
             export_html: opts.export_html.clone(),
             inserted: false,
             deleted: false,
+            lost_server: None,
         })
+    }
+
+    /// Whether the database server was lost mid-run and the run is kept in the local store.
+    pub fn kept_locally(&self) -> bool {
+        self.lost_server.is_some()
+    }
+
+    /// A write to a database server failed because the server is gone: reconnect once (a
+    /// server restart), else go on in the local SQLite store, writing the whole run there.
+    /// Ok(()) when the record is now written somewhere.
+    fn recover(&mut self, record: &RunRecord, e: &anyhow::Error) -> Result<(), anyhow::Error> {
+        let Some(s) = &self.store else {
+            return Ok(());
+        };
+        if !s.is_server() || store::Trouble::of(e) != store::Trouble::Unreachable {
+            return Err(anyhow::anyhow!("not a lost server"));
+        }
+        let server = s.path().to_path_buf();
+        if let Ok(again) = Store::open(&server)
+            && again.save(record, Origin::Measured).is_ok()
+        {
+            self.store = Some(again);
+            return Ok(());
+        }
+        let local = store::local_path()?;
+        let l = Store::open(&local)?;
+        l.save(record, Origin::Measured)?;
+        crate::errln!(
+            "osgauge: warning: {e:#}; the run goes on and is kept in the local store {}",
+            local.display()
+        );
+        self.store = Some(l);
+        self.lost_server = Some(server);
+        Ok(())
     }
 
     fn save(&mut self, record: &RunRecord) -> bool {
@@ -272,6 +351,10 @@ impl StoreSink {
             })
         } else {
             s.save(record, Origin::Measured)
+        };
+        let r = match r {
+            Err(e) if !self.deleted && self.recover(record, &e).is_ok() => Ok(()),
+            r => r,
         };
         match r {
             Ok(()) => {
@@ -363,6 +446,18 @@ impl StoreSink {
             && let Ok(Some(back)) = &stored
             && Some(back) == written.as_ref()
         {
+            if let Some(server) = &self.lost_server {
+                crate::errln!(
+                    "osgauge: the result store {} was lost during the run: run {} is kept in the local store {}{}; upload it with:\n  osgauge results push --store {} --to {}",
+                    server.display(),
+                    record.run_id,
+                    path.display(),
+                    if record.complete { "" } else { " (incomplete)" },
+                    shell_word(&path.display().to_string()),
+                    shell_word(&server.display().to_string()),
+                );
+                return false;
+            }
             if !self.quiet {
                 crate::errln!(
                     "osgauge: stored as run {} in {}{}",
@@ -439,6 +534,18 @@ impl StoreSink {
     }
 }
 
+/// `s` quoted for a POSIX shell when it needs it.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./_-".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
     match cmd {
         ResultsCmd::List {
@@ -454,7 +561,7 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
                 } else {
                     crate::outln!(
                         "No runs stored in {} (no store there yet).",
-                        store.path()?.display()
+                        store::redact_url(&store.path()?.display().to_string())
                     );
                 }
                 return Ok(EXIT_OK);
@@ -612,6 +719,26 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             }
             Ok(EXIT_OK)
         }
+        ResultsCmd::Push {
+            to,
+            runs,
+            replace,
+            store,
+        } => {
+            let from = store.path()?;
+            let to = store_path(Some(&to))?;
+            transfer(&from, &to, &runs, replace)
+        }
+        ResultsCmd::Pull {
+            from,
+            runs,
+            replace,
+            store,
+        } => {
+            let from = store_path(Some(&from))?;
+            let to = store.path()?;
+            transfer(&from, &to, &runs, replace)
+        }
         ResultsCmd::Delete { runs, yes, store } => {
             // A missing store is not created just to find nothing in it.
             if store.open_read()?.is_none() {
@@ -648,6 +775,137 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             Ok(EXIT_OK)
         }
     }
+}
+
+/// `results push/pull`: copy the runs `keys` name (every run when empty) from the store `from`
+/// to the store `to`, by run id: a run already there unchanged is skipped; one there incomplete
+/// and different is replaced; another difference is a conflict (replaced only with `replace`).
+/// Every copied run is read back through a fresh connection before it counts.
+fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i32, CliError> {
+    use std::io::IsTerminal;
+    let src = Store::open_read_only(from).map_err(store_err)?;
+    let Some(src) = src else {
+        crate::outln!(
+            "No runs stored in {} (no store there yet): nothing to copy.",
+            store::redact_url(&from.display().to_string())
+        );
+        return Ok(EXIT_OK);
+    };
+    let dst = Store::open(to).map_err(store_err)?;
+    if src.path() == dst.path()
+        || (src.path().exists()
+            && std::fs::canonicalize(src.path()).ok() == std::fs::canonicalize(dst.path()).ok())
+    {
+        return Err(CliError::Usage(format!(
+            "{} is both the source and the target store",
+            src.path().display()
+        )));
+    }
+    let rows = src.list()?;
+    let ids: Vec<String> = if keys.is_empty() {
+        rows.iter().map(|r| r.run_id.clone()).collect()
+    } else {
+        let mut ids = Vec::new();
+        for k in keys {
+            let id = resolve(&src, k)?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::with_draw_target(
+            Some(ids.len() as u64),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        b.set_style(
+            indicatif::ProgressStyle::with_template("[{elapsed}] [{bar:30}] {pos}/{len} runs")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        b
+    });
+    let (mut copied, mut same, mut updated, mut conflicts) = (0usize, 0usize, 0usize, Vec::new());
+    let mut written: Vec<(String, String)> = Vec::new();
+    for id in &ids {
+        let (text, origin) = src
+            .get_row(id)?
+            .ok_or_else(|| anyhow::anyhow!("run {id} disappeared from {}", src.path().display()))?;
+        let record: RunRecord = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("stored run {id} is not a valid record: {e}"))?;
+        let origin = if origin == Origin::Imported.as_str() {
+            Origin::Imported
+        } else {
+            Origin::Measured
+        };
+        let there = dst.get_json(id)?;
+        let equal = |t: &str| {
+            t == text
+                || serde_json::from_str::<serde_json::Value>(t).ok()
+                    == serde_json::from_str::<serde_json::Value>(&text).ok()
+        };
+        match there {
+            Some(t) if equal(&t) => same += 1,
+            Some(t) => {
+                let incomplete = serde_json::from_str::<RunRecord>(&t)
+                    .map(|r| !r.complete)
+                    .unwrap_or(false);
+                if incomplete || replace {
+                    dst.put_text(&record, &text, origin)?;
+                    written.push((id.clone(), text));
+                    updated += 1;
+                } else {
+                    conflicts.push(id.clone());
+                }
+            }
+            None => {
+                dst.put_text(&record, &text, origin)?;
+                written.push((id.clone(), text));
+                copied += 1;
+            }
+        }
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    // What another process sees now.
+    let check = Store::open_read_only(dst.path()).and_then(|r| {
+        let r = r.ok_or_else(|| anyhow::anyhow!("the store has disappeared"))?;
+        for (id, text) in &written {
+            if r.get_json(id)?.as_deref() != Some(text.as_str()) {
+                anyhow::bail!("run {id} does not read back as copied");
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = check {
+        return Err(CliError::Other(e.context(format!(
+            "the copy into {} could not be verified",
+            dst.path().display()
+        ))));
+    }
+    crate::outln!(
+        "{} run(s) from {} to {}: {copied} copied, {updated} updated (incomplete there), {same} already there, {} conflicting",
+        ids.len(),
+        src.path().display(),
+        dst.path().display(),
+        conflicts.len()
+    );
+    for id in &conflicts {
+        crate::errln!(
+            "osgauge: run {id} is stored differently in {}: not copied (--replace overwrites it)",
+            dst.path().display()
+        );
+    }
+    Ok(if conflicts.is_empty() {
+        EXIT_OK
+    } else {
+        super::EXIT_WARN
+    })
 }
 
 /// Ask on the terminal before deleting `ids` (listed with start time, label and state): true

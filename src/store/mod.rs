@@ -1,47 +1,30 @@
-//! The result store: an embedded SQLite file holding every run record.
+//! The result store: every run record, in an embedded SQLite file (the default) or a PostgreSQL
+//! database shared by many machines (a `postgres://` / `postgresql://` URL as `--store` or
+//! `OSGAUGE_STORE`). One interface ([`Store`]), two backends: [`sqlite`] and [`postgres`].
 //!
-//! One row per run: the full JSON record (exactly as serialised, so export is round-trip exact)
-//! plus indexed columns for listing and lookup. A run is written when it starts and again after
-//! each benchmark finishes, so an interrupted or killed run keeps what was measured and shows as
-//! incomplete. The schema is versioned with `PRAGMA user_version` and upgraded by the migrations
-//! below; SQLite's rollback journal (`journal_mode=DELETE`, `synchronous=FULL`), a busy timeout
-//! and one statement or transaction per write keep concurrent invocations from corrupting it.
+//! Both keep the same logical content: one row per run — the full JSON record exactly as
+//! serialised (so export is round-trip exact) plus indexed columns for listing and lookup. A run
+//! is written when it starts and again after each benchmark finishes, so an interrupted or killed
+//! run keeps what was measured and shows as incomplete; every write is read back before it counts
+//! as stored. Both carry a schema version upgraded by migrations, and refuse a database that is
+//! not osgauge's ([`NotAStore`]). Every error names the store (a PostgreSQL URL always without
+//! its password) and carries a hint suited to its kind ([`Trouble`]).
 //!
-//! Why not WAL: a WAL store needs a `-shm` file that SQLite maps into memory and extends
-//! sparsely; on a full file system whose blocks are smaller than a memory page (ext4 with 1 KiB
-//! blocks) touching a hole in it raises SIGBUS and kills the process — no error, no exports. The
-//! rollback journal maps nothing: a full disk is an ordinary SQLITE_FULL error. It also leaves
-//! nothing beside the store between writes (the `-journal` exists only during a write), so
-//! read-only commands never change the store's directory. A store made in WAL mode by an earlier
-//! osgauge is switched to the rollback journal when next opened for writing, with the WAL index
-//! on the heap (exclusive locking) for that one step, so no `-shm` is mapped even then; until
-//! then it is read as immutable when no `-wal` file is beside it.
-//!
-//! Location: `--store PATH`, else the `OSGAUGE_STORE` environment variable, else
+//! Location: `--store PATH|URL`, else the `OSGAUGE_STORE` environment variable, else
 //! `<user data dir>/osgauge/results.sqlite` (XDG data dir on Linux, `~/Library/Application
 //! Support` on macOS, `%APPDATA%` on Windows). An empty path is refused.
-//!
-//! Ownership: an osgauge store carries `PRAGMA application_id` = [`APPLICATION_ID`] ("OSGa").
-//! osgauge creates a new store itself (built under a temporary name, then linked into place, so
-//! the path never shows a half-made store) and opens nothing else, except a store made before
-//! the mark existed, recognised by its tables being exactly osgauge's (it is marked when next
-//! opened for writing). Everything else is refused with [`NotAStore`]: another application's
-//! SQLite file, a file that is not SQLite, an empty (0-byte) file, a SQLite file with no tables.
-//! Commands that only read ([`Store::open_read_only`]) open with `SQLITE_OPEN_READ_ONLY`, never
-//! create a store and never change one; a missing store means "no runs stored yet".
-//!
-//! Integrity: opening for writing runs `PRAGMA quick_check` and refuses a damaged store with a
-//! recovery hint; every write is read back before it counts as stored. Every error names the
-//! store and carries a hint suited to its kind ([`Trouble`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::model::{RunRecord, SCHEMA};
+
+pub mod postgres;
+pub mod sqlite;
+
+pub use postgres::{ConnectError, redact_args, redact_url};
 
 /// Environment variable naming the store file (used when `--store` is not given).
 pub const STORE_ENV: &str = "OSGAUGE_STORE";
@@ -51,45 +34,6 @@ pub const APPLICATION_ID: i32 = 0x4F53_4761;
 
 /// The largest file `results import` (and compare/report) reads.
 pub const IMPORT_MAX_BYTES: u64 = 256 << 20;
-
-/// The columns of the `runs` table, in order (used to recognise stores made before the
-/// application id was set).
-const RUNS_COLUMNS: &[&str] = &[
-    "run_id",
-    "label",
-    "started",
-    "finished",
-    "complete",
-    "os",
-    "hostname",
-    "benchmarks",
-    "origin",
-    "stored_at",
-    "record",
-];
-
-/// How long a writer waits for another invocation's lock before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
-
-/// Schema migrations; entry `i` upgrades `user_version` from `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
-    // 1: the runs table.
-    "CREATE TABLE runs (
-        run_id     TEXT PRIMARY KEY NOT NULL,
-        label      TEXT,
-        started    TEXT NOT NULL,
-        finished   TEXT,
-        complete   INTEGER NOT NULL,
-        os         TEXT NOT NULL,
-        hostname   TEXT,
-        benchmarks INTEGER NOT NULL,
-        origin     TEXT NOT NULL,
-        stored_at  TEXT NOT NULL,
-        record     TEXT NOT NULL
-    );
-    CREATE INDEX runs_label ON runs(label);
-    CREATE INDEX runs_started ON runs(started);",
-];
 
 /// Where a stored run came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +96,8 @@ pub enum Trouble {
     Locked,
     /// The database is damaged.
     Corrupt,
+    /// The database server cannot be reached (or the connection to it was lost).
+    Unreachable,
     Other,
 }
 
@@ -162,6 +108,9 @@ impl Trouble {
         for c in e.chain() {
             if let Some(f) = c.downcast_ref::<StoreError>() {
                 return f.trouble;
+            }
+            if let Some(t) = postgres::trouble_of(c) {
+                return t;
             }
             if let Some(code) = c
                 .downcast_ref::<rusqlite::Error>()
@@ -193,6 +142,9 @@ impl Trouble {
     /// The hint for the user (empty for [`Trouble::Other`]).
     pub fn hint(self, path: &Path) -> String {
         let p = path.display();
+        if postgres::url_of(path).is_some() {
+            return postgres::hint(self);
+        }
         match self {
             Trouble::Permission => format!(
                 "check that you may read and write {p} and its directory (SQLite also writes {p}-journal beside it while writing), or give --store PATH elsewhere"
@@ -204,7 +156,7 @@ impl Trouble {
             Trouble::Corrupt => format!(
                 "move it aside, recover what is left with `sqlite3 {p} .recover | sqlite3 NEW.sqlite`, and use --store NEW.sqlite"
             ),
-            Trouble::Other => String::new(),
+            Trouble::Unreachable | Trouble::Other => String::new(),
         }
     }
 }
@@ -223,7 +175,7 @@ pub struct StoreError {
 /// Wrap `e` (unless it already names the store) with the path and a hint.
 fn wrap(path: &Path, doing: &str, e: anyhow::Error) -> anyhow::Error {
     if e.chain()
-        .any(|c| c.is::<StoreError>() || c.is::<NotAStore>())
+        .any(|c| c.is::<StoreError>() || c.is::<NotAStore>() || c.is::<ConnectError>())
     {
         return e;
     }
@@ -259,14 +211,54 @@ fn cause_text(e: &anyhow::Error) -> String {
     out
 }
 
+/// Whether `e` says a PostgreSQL store cannot be used at all: a bad URL, a server that cannot be
+/// reached, a login refused (the CLI exits 2, as for a file that is not a store).
+pub fn is_connect_error(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<ConnectError>())
+}
+
 /// Whether `e` is the store's refusal of a file that is not an osgauge store.
 pub fn is_not_a_store(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.is::<NotAStore>())
 }
 
+/// An open result store: the embedded SQLite file or a PostgreSQL database.
 pub struct Store {
-    conn: Connection,
+    backend: Backend,
+    /// The SQLite file, or the PostgreSQL URL without its password (see [`Store::path`]).
     path: PathBuf,
+}
+
+enum Backend {
+    Sqlite(sqlite::Sqlite),
+    Postgres(Box<postgres::Pg>),
+}
+
+/// Call the same method on whichever backend is open.
+macro_rules! on_backend {
+    ($self:expr, $b:ident => $e:expr) => {
+        match &$self.backend {
+            Backend::Sqlite($b) => $e,
+            Backend::Postgres($b) => $e,
+        }
+    };
+}
+
+/// The local SQLite store: `OSGAUGE_STORE` when it names a file, else
+/// `<user data dir>/osgauge/results.sqlite` (where a run goes on when the database server it was
+/// writing to is lost).
+pub fn local_path() -> Result<PathBuf> {
+    match std::env::var_os(STORE_ENV) {
+        Some(p) if !p.is_empty() && postgres::url_of(Path::new(&p)).is_none() => {
+            Ok(PathBuf::from(p))
+        }
+        _ => {
+            let dir = dirs::data_dir().ok_or_else(|| {
+                anyhow!("no user data directory on this system for the local store")
+            })?;
+            Ok(dir.join("osgauge").join("results.sqlite"))
+        }
+    }
 }
 
 /// The store path when none is given on the command line: `OSGAUGE_STORE`, else the user data
@@ -286,395 +278,118 @@ pub fn default_path() -> Result<PathBuf> {
     Ok(dir.join("osgauge").join("results.sqlite"))
 }
 
-/// Whether an error is SQLite's "database is busy/locked" (another connection holds a lock).
-fn is_busy(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<rusqlite::Error>().is_some_and(|r| {
-            matches!(
-                r.sqlite_error_code(),
-                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-            )
-        })
-    })
-}
-
-/// What a SQLite file is, as far as osgauge is concerned.
-enum Kind {
-    /// Marked with osgauge's application id.
-    Ours,
-    /// Made by osgauge before the mark: its tables are exactly osgauge's.
-    Unmarked,
-    /// Not an osgauge store; why.
-    Foreign(String),
-}
-
-/// Check that the file at `path` can be a SQLite database before SQLite sees it: a directory,
-/// an empty file or a file without the SQLite header is refused.
-fn check_file(path: &Path) -> Result<()> {
-    let not = |why: &str| NotAStore {
-        path: path.to_path_buf(),
-        why: why.into(),
-    };
-    let meta = std::fs::metadata(path)?;
-    if meta.is_dir() {
-        return Err(not("it is a directory").into());
-    }
-    if !meta.is_file() {
-        return Err(not("it is not a regular file (a device, FIFO or socket)").into());
-    }
-    if meta.len() == 0 {
-        return Err(not(
-            "it is an empty file (osgauge creates its store itself: remove the file or give another path)",
-        )
-        .into());
-    }
-    let mut head = [0u8; 16];
-    let mut f = std::fs::File::open(path)?;
-    let n = f.read(&mut head)?;
-    if n < 16 || &head != b"SQLite format 3\0" {
-        return Err(not(
-            "it is not a SQLite database (a foreign file, or a store whose first page is damaged)",
-        )
-        .into());
-    }
-    Ok(())
-}
-
-/// Whether the SQLite file at `path` is in WAL mode (header bytes 18 and 19, the file format
-/// write and read versions, are 2 for WAL, 1 for the rollback journal).
-fn is_wal_file(path: &Path) -> bool {
-    let mut head = [0u8; 20];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| head[18] == 2 || head[19] == 2)
-}
-
-/// `FILE-wal`, SQLite's write-ahead log beside the store.
-fn wal_path(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push("-wal");
-    PathBuf::from(p)
-}
-
-/// A SQLite URI opening `path` read-only as immutable (Unix paths only; `None` elsewhere).
-fn immutable_uri(path: &Path) -> Option<String> {
-    if !cfg!(unix) {
-        return None;
-    }
-    let abs = std::path::absolute(path).ok()?;
-    let s = abs.to_str()?;
-    let mut out = String::from("file:");
-    for c in s.chars() {
-        match c {
-            '%' => out.push_str("%25"),
-            '?' => out.push_str("%3f"),
-            '#' => out.push_str("%23"),
-            c => out.push(c),
-        }
-    }
-    out.push_str("?mode=ro&immutable=1");
-    Some(out)
-}
-
-fn identify(conn: &Connection) -> rusqlite::Result<Kind> {
-    let app: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-    if app == APPLICATION_ID {
-        return Ok(Kind::Ours);
-    }
-    if app != 0 {
-        return Ok(Kind::Foreign(format!(
-            "it belongs to another application (SQLite application_id {app:#010x})"
-        )));
-    }
-    let tables: Vec<String> = conn
-        .prepare(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')
-             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
-        )?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if tables.is_empty() {
-        return Ok(Kind::Foreign(
-            "it is a SQLite database that osgauge did not make (no tables, no osgauge mark)".into(),
-        ));
-    }
-    if tables == ["runs"] && (1..=MIGRATIONS.len() as u32).contains(&version) {
-        let cols: Vec<String> = conn
-            .prepare("SELECT name FROM pragma_table_info('runs') ORDER BY cid")?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        if cols == RUNS_COLUMNS {
-            return Ok(Kind::Unmarked);
-        }
-    }
-    let mut list = tables
-        .iter()
-        .take(5)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if tables.len() > 5 {
-        list.push_str(", …");
-    }
-    Ok(Kind::Foreign(format!(
-        "it is another application's SQLite database (tables: {list})"
-    )))
-}
-
 impl Store {
-    /// Open the store at `path` for writing: create it (and its directory) if missing, refuse a
-    /// file that is not an osgauge store or is damaged, upgrade its schema.
+    /// Open the store at `path` for writing: a `postgres://` / `postgresql://` URL is a
+    /// PostgreSQL database (connected, checked to be osgauge's, its schema created or
+    /// upgraded); anything else is the SQLite file, created (with its directory) if missing,
+    /// refused if it is not an osgauge store or is damaged, its schema upgraded.
     pub fn open(path: &Path) -> Result<Store> {
-        Self::open_write(path).map_err(|e| wrap(path, "opening", e))
-    }
-
-    fn open_write(path: &Path) -> Result<Store> {
-        if path.as_os_str().is_empty() {
-            bail!("the store path is empty");
+        if let Some(url) = postgres::url_of(path) {
+            let shown = postgres::remember(&url);
+            return postgres::Pg::open_write(&url)
+                .map(|pg| Store {
+                    backend: Backend::Postgres(Box::new(pg)),
+                    path: shown.clone(),
+                })
+                .map_err(|e| wrap(&shown, "opening", e));
         }
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating the store directory {}", dir.display()))?;
-        }
-        // The busy handler does not cover every lock SQLite takes while a store is set up
-        // (switching to WAL, WAL recovery): another invocation opening the same store at the
-        // same moment can get SQLITE_BUSY at once. Those steps are idempotent, so retry them
-        // until the busy timeout.
-        let start = std::time::Instant::now();
-        loop {
-            match Self::open_once(path) {
-                Err(e) if is_busy(&e) && start.elapsed() < BUSY_TIMEOUT => {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                r => return r,
-            }
-        }
-    }
-
-    /// Make a new store at `path`: built under a temporary name in the same directory and
-    /// linked into place without replacing anything, so `path` never shows a half-made store
-    /// (and of two concurrent creators, one store wins, whole).
-    fn create(path: &Path) -> Result<()> {
-        let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            Some(d) => d,
-            None => Path::new("."),
-        };
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(".osgauge-store-").suffix(".tmp");
-        // As a file SQLite creates: readable by others unless the umask says otherwise (a
-        // temporary file is private by default).
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o644));
-        }
-        let tmp = builder
-            .tempfile_in(dir)
-            .with_context(|| format!("creating a new store in {}", dir.display()))?
-            .into_temp_path();
-        {
-            let conn = Connection::open(&tmp)?;
-            let mut store = Store {
-                conn,
-                path: tmp.to_path_buf(),
-            };
-            store.migrate()?;
-            store.conn.close().map_err(|(_, e)| e)?;
-        }
-        match tmp.persist_noclobber(path) {
-            Ok(()) => Ok(()),
-            // Another invocation created it first: its store is used.
-            Err(_) if path.exists() => Ok(()),
-            Err(e) => Err(anyhow::Error::new(e.error).context("moving the new store into place")),
-        }
-    }
-
-    fn open_once(path: &Path) -> Result<Store> {
-        match std::fs::metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::create(path)?,
-            Err(e) => return Err(e.into()),
-            Ok(_) => {}
-        }
-        check_file(path)?;
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
-        // A store left in WAL mode by an earlier osgauge: exclusive locking before its first
-        // access keeps the WAL index on the heap (no -shm mapped, see the module docs) until it
-        // is switched to the rollback journal below.
-        let was_wal = is_wal_file(path);
-        if was_wal {
-            conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
-        }
-        if let Kind::Foreign(why) = identify(&conn)? {
-            return Err(NotAStore {
+        sqlite::Sqlite::open_write(path)
+            .map(|s| Store {
+                backend: Backend::Sqlite(s),
                 path: path.to_path_buf(),
-                why,
-            }
-            .into());
-        }
-        let problems: Vec<String> = conn
-            .prepare("PRAGMA quick_check(3)")?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        if problems != ["ok"] {
-            let what = problems
-                .iter()
-                .flat_map(|p| p.lines())
-                .filter(|l| !l.starts_with("***"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            return Err(anyhow::Error::new(StoreError {
-                path: path.to_path_buf(),
-                doing: "opening".into(),
-                cause: format!("it is damaged (SQLite quick_check: {what})"),
-                trouble: Trouble::Corrupt,
-                hint: Trouble::Corrupt.hint(path),
-            }));
-        }
-        // The rollback journal (see the module docs for why not WAL).
-        let mode: String = conn.query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("delete") {
-            bail!(
-                "the store is in journal mode {mode} and could not be switched to the rollback journal (another program may have it open)"
-            );
-        }
-        if was_wal {
-            conn.pragma_update(None, "locking_mode", "NORMAL")?;
-            // The exclusive lock is released at the next access.
-            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
-                r.get::<_, i64>(0)
-            })?;
-        }
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        let mut store = Store {
-            conn,
-            path: path.to_path_buf(),
-        };
-        store.migrate().context("upgrading the schema")?;
-        Ok(store)
+            })
+            .map_err(|e| wrap(path, "opening", e))
     }
 
-    /// Open the store at `path` for reading only (`SQLITE_OPEN_READ_ONLY`): nothing is created
-    /// or changed. `None` when there is no store there yet.
+    /// Open the store at `path` for reading only: nothing is created or changed (SQLite:
+    /// `SQLITE_OPEN_READ_ONLY`; PostgreSQL: a read-only session). `None` when there is no store
+    /// there yet (no file; a database without osgauge's tables).
     pub fn open_read_only(path: &Path) -> Result<Option<Store>> {
-        Self::open_read(path).map_err(|e| wrap(path, "opening", e))
+        if let Some(url) = postgres::url_of(path) {
+            let shown = postgres::remember(&url);
+            return postgres::Pg::open_read(&url)
+                .map(|pg| {
+                    pg.map(|pg| Store {
+                        backend: Backend::Postgres(Box::new(pg)),
+                        path: shown.clone(),
+                    })
+                })
+                .map_err(|e| wrap(&shown, "opening", e));
+        }
+        sqlite::Sqlite::open_read(path)
+            .map(|s| {
+                s.map(|s| Store {
+                    backend: Backend::Sqlite(s),
+                    path: path.to_path_buf(),
+                })
+            })
+            .map_err(|e| wrap(path, "opening", e))
     }
 
-    fn open_read(path: &Path) -> Result<Option<Store>> {
-        if path.as_os_str().is_empty() {
-            bail!("the store path is empty");
-        }
-        match std::fs::metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.into()),
-            Ok(_) => {}
-        }
-        check_file(path)?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        // A WAL store with its -wal beside it (an osgauge before the rollback journal was
-        // killed, or is writing) is read as SQLite reads WAL, through its -shm: a read-only
-        // connection cannot hold the exclusive lock that would keep the WAL index on the heap.
-        let connect = |p: &Path| -> rusqlite::Result<(Connection, Kind)> {
-            let conn = Connection::open_with_flags(p, flags)?;
-            conn.busy_timeout(BUSY_TIMEOUT)?;
-            let kind = identify(&conn)?;
-            Ok((conn, kind))
-        };
-        // A store an earlier osgauge left in WAL mode, with no WAL file beside it: everything is
-        // in the main file and nobody is writing it. Read it as immutable, so SQLite makes no
-        // -wal or -shm file beside it (a read-only command never changes the store's directory).
-        let immutable = is_wal_file(path) && !wal_path(path).exists();
-        let first = match immutable_uri(path).filter(|_| immutable) {
-            Some(uri) => connect(Path::new(&uri)),
-            None => connect(path),
-        };
-        let (conn, kind) = match first {
-            // A WAL store in a directory this user cannot write (read-only media, another
-            // user's store): SQLite cannot make the shared-memory file a reader needs. With no
-            // WAL file beside it, everything is in the main file and nobody is writing it:
-            // read it as immutable.
-            Err(e)
-                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
-                    && !wal_path(path).exists() =>
-            {
-                match immutable_uri(path) {
-                    Some(uri) => connect(Path::new(&uri))?,
-                    None => return Err(e.into()),
-                }
-            }
-            r => r?,
-        };
-        if let Kind::Foreign(why) = kind {
-            return Err(NotAStore {
-                path: path.to_path_buf(),
-                why,
-            }
-            .into());
-        }
-        let store = Store {
-            conn,
-            path: path.to_path_buf(),
-        };
-        let version = store.schema_version()?;
-        if version as usize > MIGRATIONS.len() {
-            bail!(
-                "the store has schema version {version}, newer than this osgauge knows ({}); use a newer osgauge",
-                MIGRATIONS.len()
-            );
-        }
-        Ok(Some(store))
-    }
-
+    /// Where the store is, for messages: the SQLite file, or the PostgreSQL URL without its
+    /// password (opening this path again in the same process connects with the password).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this store is a PostgreSQL database (a server the run reaches over a connection
+    /// that may be lost).
+    pub fn is_server(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
+    }
+
+    /// The schema version of the open store.
+    pub fn schema_version(&self) -> Result<u32> {
+        self.ctx("reading", on_backend!(self, b => b.schema_version()))
+    }
+
+    fn save_text(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<()> {
+        on_backend!(self, b => b.save_text(record, json, origin))
+    }
+
+    /// Rewrite a run that is already stored (a run being measured, after each benchmark), then
+    /// read it back. Ok(false), writing nothing, when the run is no longer there: someone deleted
+    /// it meanwhile (`results delete`), and a deleted run is not brought back.
+    pub fn update(&self, record: &RunRecord) -> Result<bool> {
+        let json = serde_json::to_string(record)?;
+        self.ctx(
+            &format!("writing run {} to", record.run_id),
+            on_backend!(self, b => b.update(record, &json)),
+        )
+    }
+
+    /// Every run, oldest first.
+    pub fn list(&self) -> Result<Vec<RunRow>> {
+        self.ctx("reading", on_backend!(self, b => b.list()))
+    }
+
+    /// The stored record JSON, exactly as written.
+    pub fn get_json(&self, run_id: &str) -> Result<Option<String>> {
+        Ok(self.get_row(run_id)?.map(|(text, _)| text))
+    }
+
+    /// The stored record JSON, exactly as written, and its origin (`measured`/`imported`).
+    pub fn get_row(&self, run_id: &str) -> Result<Option<(String, String)>> {
+        self.ctx("reading", on_backend!(self, b => b.get_row(run_id)))
+    }
+
+    /// Delete one run; false when it was not there.
+    pub fn delete(&self, run_id: &str) -> Result<bool> {
+        self.ctx("deleting from", on_backend!(self, b => b.delete(run_id)))
+    }
+
+    /// Store `text` (a record's JSON, parsing to `record`) verbatim with `origin`, as
+    /// `results push/pull` copies a run between stores, then read it back.
+    pub fn put_text(&self, record: &RunRecord, text: &str, origin: Origin) -> Result<()> {
+        self.ctx(
+            &format!("writing run {} to", record.run_id),
+            self.save_text(record, text, origin),
+        )
     }
 
     /// Wrap an error of an operation on this store with its path and a hint.
     fn ctx<T>(&self, doing: &str, r: Result<T>) -> Result<T> {
         r.map_err(|e| wrap(&self.path, doing, e))
-    }
-
-    /// The schema version of the open store.
-    pub fn schema_version(&self) -> Result<u32> {
-        self.ctx(
-            "reading",
-            self.conn
-                .query_row("PRAGMA user_version", [], |r| r.get(0))
-                .map_err(Into::into),
-        )
-    }
-
-    fn migrate(&mut self) -> Result<()> {
-        // IMMEDIATE takes the write lock first, so two invocations never migrate at once.
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version as usize > MIGRATIONS.len() {
-            bail!(
-                "the store has schema version {version}, newer than this osgauge knows ({}); use a newer osgauge",
-                MIGRATIONS.len()
-            );
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.execute_batch(sql)
-                .with_context(|| format!("migration {}", i + 1))?;
-            tx.pragma_update(None, "user_version", (i + 1) as u32)?;
-        }
-        let app: i32 = tx.query_row("PRAGMA application_id", [], |r| r.get(0))?;
-        if app != APPLICATION_ID {
-            tx.pragma_update(None, "application_id", APPLICATION_ID)?;
-        }
-        tx.commit()?;
-        Ok(())
     }
 
     /// Insert or update a run (one atomic statement), then read it back: an error unless what
@@ -685,79 +400,6 @@ impl Store {
             &format!("writing run {} to", record.run_id),
             self.save_text(record, &json, origin),
         )
-    }
-
-    /// Rewrite a run that is already stored (a run being measured, after each benchmark), then
-    /// read it back. Ok(false), writing nothing, when the run is no longer there: someone deleted
-    /// it meanwhile (`results delete`), and a deleted run is not brought back.
-    pub fn update(&self, record: &RunRecord) -> Result<bool> {
-        let json = serde_json::to_string(record)?;
-        let id = record.run_id.to_string();
-        self.ctx(&format!("writing run {id} to"), {
-            let n = self.conn.execute(
-                "UPDATE runs SET label = ?2, started = ?3, finished = ?4, complete = ?5, os = ?6,
-                    hostname = ?7, benchmarks = ?8, stored_at = ?9, record = ?10
-                 WHERE run_id = ?1",
-                params![
-                    id,
-                    record.label,
-                    record.started.to_rfc3339(),
-                    record.finished.map(|f| f.to_rfc3339()),
-                    record.complete,
-                    record.machine.os,
-                    record.machine.hostname,
-                    record.benchmarks.len() as u32,
-                    chrono::Utc::now().to_rfc3339(),
-                    json,
-                ],
-            );
-            match n {
-                Ok(0) => Ok(false),
-                Ok(_) => self.read_back(&id, &json).map(|()| true),
-                Err(e) => Err(e.into()),
-            }
-        })
-    }
-
-    fn read_back(&self, id: &str, json: &str) -> Result<()> {
-        let back: Option<String> = self
-            .conn
-            .query_row("SELECT record FROM runs WHERE run_id = ?1", [id], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        if back.as_deref() != Some(json) {
-            bail!("the run was written but does not read back as written");
-        }
-        Ok(())
-    }
-
-    fn save_text(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<()> {
-        let id = record.run_id.to_string();
-        self.conn.execute(
-            "INSERT INTO runs (run_id, label, started, finished, complete, os, hostname, benchmarks,
-                               origin, stored_at, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-             ON CONFLICT(run_id) DO UPDATE SET
-                label = excluded.label, started = excluded.started, finished = excluded.finished,
-                complete = excluded.complete, os = excluded.os, hostname = excluded.hostname,
-                benchmarks = excluded.benchmarks, origin = excluded.origin,
-                stored_at = excluded.stored_at, record = excluded.record",
-            params![
-                id,
-                record.label,
-                record.started.to_rfc3339(),
-                record.finished.map(|f| f.to_rfc3339()),
-                record.complete,
-                record.machine.os,
-                record.machine.hostname,
-                record.benchmarks.len() as u32,
-                origin.as_str(),
-                chrono::Utc::now().to_rfc3339(),
-                json,
-            ],
-        )?;
-        self.read_back(&id, json)
     }
 
     /// Store an imported record. An identical record already stored is left alone; a different
@@ -806,56 +448,16 @@ impl Store {
 
     /// Import several documents in one transaction: all are stored or none.
     pub fn import_all(&self, docs: &[Document], replace: bool) -> Result<Vec<ImportOutcome>> {
-        let tx = self.ctx(
-            "importing into",
-            self.conn.unchecked_transaction().map_err(Into::into),
-        )?;
-        let mut out = Vec::new();
-        for d in docs {
-            out.push(self.import_text(&d.record, &d.text, replace)?);
-        }
-        self.ctx("importing into", tx.commit().map_err(Into::into))?;
-        Ok(out)
-    }
-
-    /// Every run, oldest first.
-    pub fn list(&self) -> Result<Vec<RunRow>> {
-        self.ctx("reading", self.list_inner())
-    }
-
-    fn list_inner(&self) -> Result<Vec<RunRow>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT run_id, label, started, finished, complete, os, hostname, benchmarks, origin
-             FROM runs ORDER BY started, run_id",
-        )?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(RunRow {
-                    run_id: r.get(0)?,
-                    label: r.get(1)?,
-                    started: r.get(2)?,
-                    finished: r.get(3)?,
-                    complete: r.get(4)?,
-                    os: r.get(5)?,
-                    hostname: r.get(6)?,
-                    benchmarks: r.get(7)?,
-                    origin: r.get(8)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
-    }
-
-    /// The stored record JSON, exactly as written.
-    pub fn get_json(&self, run_id: &str) -> Result<Option<String>> {
+        let all = || {
+            let mut out = Vec::new();
+            for d in docs {
+                out.push(self.import_text(&d.record, &d.text, replace)?);
+            }
+            Ok(out)
+        };
         self.ctx(
-            "reading",
-            self.conn
-                .query_row("SELECT record FROM runs WHERE run_id = ?1", [run_id], |r| {
-                    r.get(0)
-                })
-                .optional()
-                .map_err(Into::into),
+            "importing into",
+            on_backend!(self, b => b.in_transaction(all)),
         )
     }
 
@@ -872,17 +474,7 @@ impl Store {
     /// imported one as the document it was imported from, verbatim (so fields a newer osgauge
     /// wrote are kept), unless that document holds nothing beyond what this osgauge knows.
     pub fn export_json(&self, run_id: &str) -> Result<Option<String>> {
-        let row: Option<(String, String)> = self.ctx(
-            "reading",
-            self.conn
-                .query_row(
-                    "SELECT record, origin FROM runs WHERE run_id = ?1",
-                    [run_id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-                .map_err(Into::into),
-        )?;
+        let row = self.get_row(run_id)?;
         let Some((text, origin)) = row else {
             return Ok(None);
         };
@@ -956,17 +548,6 @@ impl Store {
             }
         }
         Ok(Resolved::NotFound)
-    }
-
-    /// Delete one run; false when it was not there.
-    pub fn delete(&self, run_id: &str) -> Result<bool> {
-        self.ctx(
-            "deleting from",
-            self.conn
-                .execute("DELETE FROM runs WHERE run_id = ?1", [run_id])
-                .map(|n| n > 0)
-                .map_err(Into::into),
-        )
     }
 }
 
@@ -1117,25 +698,4 @@ pub fn check_imported(r: &RunRecord) -> std::result::Result<(), String> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn busy_and_locked_are_retried_other_errors_are_not() {
-        let sqlite = |code| {
-            anyhow::Error::new(rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(code),
-                None,
-            ))
-        };
-        assert!(is_busy(&sqlite(rusqlite::ffi::SQLITE_BUSY)));
-        assert!(is_busy(
-            &sqlite(rusqlite::ffi::SQLITE_LOCKED).context("upgrading the result store")
-        ));
-        assert!(!is_busy(&sqlite(rusqlite::ffi::SQLITE_CORRUPT)));
-        assert!(!is_busy(&anyhow!("database is locked")));
-    }
 }

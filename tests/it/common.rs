@@ -399,3 +399,317 @@ impl Drop for Tmpfs {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
 }
+
+/// A PostgreSQL server of the test's own: `initdb` into a fresh temporary directory, listening
+/// only on a Unix socket in that directory (`listen_addresses=''`), password authentication
+/// (SCRAM) for its one user. Stopped (`pg_ctl stop -m immediate`) and removed when dropped —
+/// also when the test panics; a server left by a test process that was killed is stopped and
+/// removed by the next [`PgServer::start`]. As root, the server runs as the `postgres` user
+/// (PostgreSQL refuses to run as root).
+#[cfg(unix)]
+pub struct PgServer {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    databases: std::cell::Cell<u32>,
+}
+
+#[cfg(unix)]
+pub const PG_USER: &str = "osg";
+#[cfg(unix)]
+pub const PG_PASSWORD: &str = "pw-Secret1";
+
+#[cfg(unix)]
+impl PgServer {
+    /// The server's binaries: the newest `/usr/lib/postgresql/<version>/bin` with `initdb`.
+    fn bin_dir() -> Option<PathBuf> {
+        let mut v: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .flatten()
+            .filter_map(|e| {
+                let n: u32 = e.file_name().to_str()?.parse().ok()?;
+                let b = e.path().join("bin");
+                b.join("initdb").exists().then_some((n, b))
+            })
+            .collect();
+        v.sort();
+        v.pop().map(|(_, b)| b)
+    }
+
+    /// `cmd` as the user that runs the server: `postgres` when we are root, else ourselves.
+    fn as_owner(program: &Path) -> std::process::Command {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            std::process::Command::new(program)
+        }
+    }
+
+    /// Start a server, or print `NOT RUN: <reason>` (and return None) where PostgreSQL is not
+    /// installed or cannot be started here.
+    pub fn start(test: &str) -> Option<PgServer> {
+        let Some(bin) = Self::bin_dir() else {
+            println!(
+                "NOT RUN: {test}: PostgreSQL is not installed (no /usr/lib/postgresql/<version>/bin/initdb; `apt-get install postgresql`)"
+            );
+            return None;
+        };
+        Self::reap_leftovers(&bin);
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if root
+            && !std::process::Command::new("id")
+                .arg("postgres")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        {
+            println!(
+                "NOT RUN: {test}: running as root and there is no `postgres` user to run the server as"
+            );
+            return None;
+        }
+        // Short path: the socket path must stay under 108 bytes.
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("osgauge_pgtest-{}-", std::process::id()))
+            .tempdir_in("/tmp")
+            .unwrap();
+        let pwfile = dir.path().join("pw");
+        std::fs::write(&pwfile, PG_PASSWORD).unwrap();
+        if root {
+            let chown = |p: &Path| {
+                std::process::Command::new("chown")
+                    .arg("postgres")
+                    .arg(p)
+                    .status()
+                    .unwrap()
+            };
+            chown(dir.path());
+            chown(&pwfile);
+        }
+        let server = PgServer {
+            dir,
+            bin,
+            databases: std::cell::Cell::new(0),
+        };
+        let out = Self::as_owner(&server.bin.join("initdb"))
+            .arg("-D")
+            .arg(server.data())
+            .args([
+                "-U",
+                PG_USER,
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--pwfile",
+            ])
+            .arg(&pwfile)
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            println!(
+                "NOT RUN: {test}: initdb failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        if let Err(e) = server.start_again() {
+            println!("NOT RUN: {test}: the server did not start: {e}");
+            return None;
+        }
+        Some(server)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The socket directory.
+    pub fn socket_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Start the (stopped) server.
+    pub fn start_again(&self) -> Result<(), String> {
+        let opts = format!(
+            "-c listen_addresses='' -k {} -c fsync=off -c max_connections=60",
+            self.socket_dir().display()
+        );
+        let out = Self::as_owner(&self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.data())
+            .args(["-o", &opts, "-l"])
+            .arg(self.dir.path().join("log"))
+            .args(["-w", "-t", "60", "start"])
+            .output()
+            .unwrap();
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stderr),
+                std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+            ))
+        }
+    }
+
+    /// Stop the server at once (`-m immediate`: as if it crashed).
+    pub fn stop(&self) {
+        Self::stop_at(&self.bin, &self.data());
+    }
+
+    fn stop_at(bin: &Path, data: &Path) {
+        let _ = Self::as_owner(&bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(data)
+            .args(["-m", "immediate", "-w", "stop"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+
+    /// Servers of test processes that are gone (killed before their Drop ran).
+    fn reap_leftovers(bin: &Path) {
+        let Ok(rd) = std::fs::read_dir("/tmp") else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("osgauge_pgtest-")
+                .and_then(|r| r.split('-').next())
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // SAFETY: kill with signal 0 only checks that the process exists.
+            if unsafe { libc::kill(pid, 0) } == 0 {
+                continue;
+            }
+            Self::stop_at(bin, &e.path().join("data"));
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+
+    /// The URL of database `db` (with the password in it, as a user may write it).
+    pub fn url(&self, db: &str) -> String {
+        format!(
+            "postgres://{PG_USER}:{PG_PASSWORD}@/{db}?host={}",
+            self.socket_dir().display()
+        )
+    }
+
+    /// A connection to database `db` for checks the store does not offer.
+    pub fn client(&self, db: &str) -> postgres::Client {
+        postgres::Config::new()
+            .host_path(self.socket_dir())
+            .user(PG_USER)
+            .password(PG_PASSWORD)
+            .dbname(db)
+            .connect(postgres::NoTls)
+            .unwrap()
+    }
+
+    /// A new, empty database: its URL.
+    pub fn new_db(&self) -> String {
+        let n = self.databases.get() + 1;
+        self.databases.set(n);
+        let name = format!("t{n}");
+        self.client("postgres")
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        self.url(&name)
+    }
+}
+
+#[cfg(unix)]
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A store of each kind for a test run on both backends: a SQLite file in `dir`, or a fresh
+/// database on `pg`.
+pub fn sqlite_store(dir: &Path) -> PathBuf {
+    dir.join("s.db")
+}
+
+/// Whether a store path is a PostgreSQL URL.
+pub fn is_pg(store: &Path) -> bool {
+    store.to_str().is_some_and(|s| s.starts_with("postgres"))
+}
+
+/// Whether the store exists yet (a SQLite file; a PostgreSQL database is there from the start).
+pub fn store_exists(store: &Path) -> bool {
+    is_pg(store) || store.exists()
+}
+
+/// Define `<test>::sqlite` and `<test>::postgres` for each `fn test(store: &Path, dir: &Path)`:
+/// the same test on a SQLite file and on a database of a PostgreSQL server of its own (NOT RUN
+/// where PostgreSQL is not installed).
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn sqlite() {
+                    let dir = tempfile::tempdir().unwrap();
+                    super::$name(&super::common::sqlite_store(dir.path()), dir.path());
+                }
+
+                #[cfg(unix)]
+                #[test]
+                fn postgres() {
+                    let dir = tempfile::tempdir().unwrap();
+                    let Some(pg) = super::common::PgServer::start(stringify!($name)) else {
+                        return;
+                    };
+                    let url = pg.new_db();
+                    super::$name(std::path::Path::new(&url), dir.path());
+                }
+            }
+        )*
+    };
+}
+
+/// Set the schema version of a store (to test the refusal of a newer one).
+pub fn set_schema_version(store: &Path, v: u32) {
+    if is_pg(store) {
+        let mut c = postgres::Client::connect(store.to_str().unwrap(), postgres::NoTls).unwrap();
+        c.execute("UPDATE osgauge_schema SET version = $1", &[&(v as i32)])
+            .unwrap();
+    } else {
+        let c = rusqlite::Connection::open(store).unwrap();
+        c.pragma_update(None, "user_version", v).unwrap();
+    }
+}
+
+/// Check a store is consistent: SQLite's integrity check; on PostgreSQL every run's benchmark
+/// rows are exactly its record's benchmarks, in order, and none belongs to no run.
+pub fn assert_consistent(store: &Path) {
+    if is_pg(store) {
+        let mut c = postgres::Client::connect(store.to_str().unwrap(), postgres::NoTls).unwrap();
+        let bad: i64 = c
+            .query_one(
+                "SELECT count(*) FROM runs r WHERE r.benchmarks <> jsonb_array_length(r.doc->'benchmarks')
+                 OR r.benchmarks <> (SELECT count(*) FROM run_benchmarks b WHERE b.run_id = r.run_id)
+                 OR EXISTS (SELECT 1 FROM run_benchmarks b WHERE b.run_id = r.run_id
+                            AND b.result <> r.doc->'benchmarks'->b.position)",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(bad, 0, "runs whose benchmark rows differ from their record");
+    } else {
+        let c = rusqlite::Connection::open(store).unwrap();
+        let ok: String = c
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok");
+    }
+}

@@ -30,5 +30,6 @@ mod record_schema;
 mod report;
 mod store;
 mod store_full;
+mod store_pg;
 mod store_robust;
 mod wide_text;

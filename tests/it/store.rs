@@ -2,7 +2,6 @@
 
 use crate::common;
 
-#[cfg(unix)]
 use std::path::Path;
 #[cfg(unix)]
 use std::time::{Duration, Instant};
@@ -10,10 +9,8 @@ use std::time::{Duration, Instant};
 use common::{TINY_MICRO, fixture, fixture_path, osgauge_on as osgauge};
 use osgauge::store::{self, ImportOutcome, Origin, Resolved, Store};
 
-#[test]
-fn records_round_trip_exactly() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Store::open(&dir.path().join("s.db")).unwrap();
+fn records_round_trip_exactly(db: &Path, _dir: &Path) {
+    let s = Store::open(db).unwrap();
     assert_eq!(s.schema_version().unwrap(), 1);
     let a = fixture("cpu-a.json");
     s.save(&a, Origin::Measured).unwrap();
@@ -27,10 +24,8 @@ fn records_round_trip_exactly() {
     );
 }
 
-#[test]
-fn resolve_by_id_label_and_prefix_and_delete() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Store::open(&dir.path().join("s.db")).unwrap();
+fn resolve_by_id_label_and_prefix_and_delete(db: &Path, _dir: &Path) {
+    let s = Store::open(db).unwrap();
     let a = fixture("cpu-a.json");
     let b = fixture("cpu-b.json");
     let mut a2 = a.clone();
@@ -73,11 +68,8 @@ fn resolve_by_id_label_and_prefix_and_delete() {
     assert_eq!(s.list().unwrap().len(), 2);
 }
 
-#[test]
-fn delete_refuses_a_label_of_several_runs_and_asks_for_yes_off_a_terminal() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.db");
-    let s = Store::open(&db).unwrap();
+fn delete_refuses_a_label_of_several_runs_and_asks_for_yes_off_a_terminal(db: &Path, _dir: &Path) {
+    let s = Store::open(db).unwrap();
     let a = fixture("cpu-a.json");
     // Two runs with one label and the same start time: "the most recent" would be arbitrary.
     let mut a2 = a.clone();
@@ -86,7 +78,7 @@ fn delete_refuses_a_label_of_several_runs_and_asks_for_yes_off_a_terminal() {
         s.save(r, Origin::Measured).unwrap();
     }
     drop(s);
-    let out = osgauge(&db)
+    let out = osgauge(db)
         .args(["results", "delete", "--yes", "fixture-a"])
         .output()
         .unwrap();
@@ -100,7 +92,7 @@ fn delete_refuses_a_label_of_several_runs_and_asks_for_yes_off_a_terminal() {
     );
     // Not on a terminal and no --yes: refused, exit 2, nothing deleted.
     let id = a.run_id.to_string();
-    let out = osgauge(&db)
+    let out = osgauge(db)
         .args(["results", "delete", &id])
         .write_stdin("y\n")
         .output()
@@ -108,23 +100,21 @@ fn delete_refuses_a_label_of_several_runs_and_asks_for_yes_off_a_terminal() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("add --yes"), "{err}");
-    let s = Store::open_read_only(&db).unwrap().unwrap();
+    let s = Store::open_read_only(db).unwrap().unwrap();
     assert_eq!(s.list().unwrap().len(), 2, "nothing was deleted");
     drop(s);
     // By id with --yes: that one run.
-    osgauge(&db)
+    osgauge(db)
         .args(["results", "delete", "--yes", &id])
         .assert()
         .success()
         .stdout(predicates::str::contains(format!("deleted run {id}")));
-    let s = Store::open_read_only(&db).unwrap().unwrap();
+    let s = Store::open_read_only(db).unwrap().unwrap();
     assert_eq!(s.list().unwrap().len(), 1);
 }
 
-#[test]
-fn import_is_idempotent_and_refuses_silent_overwrites() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Store::open(&dir.path().join("s.db")).unwrap();
+fn import_is_idempotent_and_refuses_silent_overwrites(db: &Path, _dir: &Path) {
+    let s = Store::open(db).unwrap();
     let a = fixture("cpu-a.json");
     assert_eq!(s.import(&a, false).unwrap(), ImportOutcome::Added);
     assert_eq!(s.import(&a, false).unwrap(), ImportOutcome::AlreadyStored);
@@ -138,23 +128,17 @@ fn import_is_idempotent_and_refuses_silent_overwrites() {
     assert!(s.import(&bad, false).is_err());
 }
 
-#[test]
-fn a_newer_schema_is_refused_and_migrations_are_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.db");
+fn a_newer_schema_is_refused_and_migrations_are_kept(db: &Path, _dir: &Path) {
+    let p = db.to_path_buf();
     drop(Store::open(&p).unwrap());
     drop(Store::open(&p).unwrap()); // re-opening does not re-run migrations
-    let c = rusqlite::Connection::open(&p).unwrap();
-    c.pragma_update(None, "user_version", 99).unwrap();
-    drop(c);
+    common::set_schema_version(&p, 99);
     let e = Store::open(&p).err().expect("must refuse");
     assert!(format!("{e:#}").contains("newer"), "{e:#}");
 }
 
-#[test]
-fn concurrent_writers_do_not_lose_or_corrupt_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.db");
+fn concurrent_writers_do_not_lose_or_corrupt_runs(db: &Path, _dir: &Path) {
+    let p = db.to_path_buf();
     let base = fixture("cpu-a.json");
     let threads: Vec<_> = (0..4)
         .map(|t| {
@@ -183,30 +167,23 @@ fn concurrent_writers_do_not_lose_or_corrupt_runs() {
         let rec = s.get(&r.run_id).unwrap().unwrap();
         assert_eq!(rec.benchmarks, base.benchmarks);
     }
-    let c = rusqlite::Connection::open(&p).unwrap();
-    let ok: String = c
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(ok, "ok");
+    common::assert_consistent(&p);
 }
 
-#[test]
-fn cli_results_commands() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.db");
-    osgauge(&db)
+fn cli_results_commands(db: &Path, dir: &Path) {
+    osgauge(db)
         .args(["results", "import"])
         .arg(fixture_path("cpu-a.json"))
         .arg(fixture_path("cpu-b.json"))
         .assert()
         .success();
-    let out = osgauge(&db).args(["results", "list"]).output().unwrap();
+    let out = osgauge(db).args(["results", "list"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains("fixture-a") && text.contains("fixture-b") && text.contains("imported"),
         "{text}"
     );
-    let out = osgauge(&db)
+    let out = osgauge(db)
         .args(["results", "show", "fixture-b"])
         .output()
         .unwrap();
@@ -215,8 +192,8 @@ fn cli_results_commands() {
             .unwrap()
             .contains("null_syscall")
     );
-    let exported = dir.path().join("a.json");
-    osgauge(&db)
+    let exported = dir.join("a.json");
+    osgauge(db)
         .args(["results", "export", "fixture-a", "-o"])
         .arg(&exported)
         .assert()
@@ -226,47 +203,44 @@ fn cli_results_commands() {
         std::fs::read(fixture_path("cpu-a.json")).unwrap()
     );
     // --store wins over OSGAUGE_STORE.
-    let other = dir.path().join("other.db");
-    osgauge(&db)
+    let other = dir.join("other.db");
+    osgauge(db)
         .args(["results", "list", "--store"])
         .arg(&other)
         .assert()
         .success()
         .stdout(predicates::str::contains("No runs stored"));
-    osgauge(&db)
+    osgauge(db)
         .args(["results", "delete", "--yes", "fixture-a"])
         .assert()
         .success();
-    osgauge(&db)
+    osgauge(db)
         .args(["results", "show", "fixture-a"])
         .assert()
         .code(2);
     // A file that is not a record imports nothing and is a usage error.
-    let junk = dir.path().join("junk.json");
+    let junk = dir.join("junk.json");
     std::fs::write(&junk, "{\"schema\": \"something-else\"}").unwrap();
-    osgauge(&db)
+    osgauge(db)
         .args(["results", "import"])
         .arg(&junk)
         .assert()
         .code(2);
 }
 
-#[test]
-fn a_run_is_stored_and_no_store_skips_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.db");
-    osgauge(&db)
+fn a_run_is_stored_and_no_store_skips_it(db: &Path, dir: &Path) {
+    osgauge(db)
         .args(TINY_MICRO)
         .args(["--quiet", "--label", "tiny"])
         .assert()
         .success();
-    osgauge(&db)
+    osgauge(db)
         .args(TINY_MICRO)
         .args(["--quiet", "--no-store", "--export-html"])
-        .arg(dir.path().join("r.html"))
+        .arg(dir.join("r.html"))
         .assert()
         .success();
-    let s = Store::open(&db).unwrap();
+    let s = Store::open(db).unwrap();
     let rows = s.list().unwrap();
     assert_eq!(rows.len(), 1);
     assert!(rows[0].complete && rows[0].label.as_deref() == Some("tiny"));
@@ -274,7 +248,7 @@ fn a_run_is_stored_and_no_store_skips_it() {
     assert!(rec.finished.is_some() && rec.environment.end.is_some());
     assert_eq!(rec.benchmarks.len(), 1);
     // The --no-store run still wrote its HTML report, with its record embedded.
-    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    let html = std::fs::read_to_string(dir.join("r.html")).unwrap();
     let recs = store::parse_records(&html).unwrap();
     assert_eq!(recs.len(), 1);
     assert_ne!(recs[0].run_id, rec.run_id);
@@ -284,7 +258,8 @@ fn a_run_is_stored_and_no_store_skips_it() {
 /// Start a long `micro cpu` run writing to `db`, wait until at least one benchmark is stored.
 #[cfg(unix)]
 #[allow(clippy::zombie_processes)] // the caller kills and waits for the child it gets back
-fn start_and_wait_for_first_benchmark(db: &Path) -> (std::process::Child, String) {
+fn start_and_wait_for_first_benchmark(db: &Path, dir: &Path) -> (std::process::Child, String) {
+    let err_file = dir.join("child-stderr.txt");
     let mut child = common::osgauge_std()
         .args([
             "micro",
@@ -298,7 +273,7 @@ fn start_and_wait_for_first_benchmark(db: &Path) -> (std::process::Child, String
         ])
         .arg(db)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_file).unwrap())
         .spawn()
         .unwrap();
     let t0 = Instant::now();
@@ -306,9 +281,12 @@ fn start_and_wait_for_first_benchmark(db: &Path) -> (std::process::Child, String
         if t0.elapsed() > Duration::from_secs(120) {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("no benchmark stored in time");
+            panic!(
+                "no benchmark stored in time: {}",
+                std::fs::read_to_string(&err_file).unwrap_or_default()
+            );
         }
-        if db.exists()
+        if common::store_exists(db)
             && let Ok(s) = Store::open(db)
             && let Ok(rows) = s.list()
             && let Some(r) = rows.first()
@@ -321,14 +299,11 @@ fn start_and_wait_for_first_benchmark(db: &Path) -> (std::process::Child, String
 }
 
 #[cfg(unix)]
-#[test]
-fn sigkill_mid_run_leaves_a_readable_store_with_finished_benchmarks() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.db");
-    let (mut child, id) = start_and_wait_for_first_benchmark(&db);
+fn sigkill_mid_run_leaves_a_readable_store_with_finished_benchmarks(db: &Path, dir: &Path) {
+    let (mut child, id) = start_and_wait_for_first_benchmark(db, dir);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let s = Store::open(&db).unwrap();
+    let s = Store::open(db).unwrap();
     let rows = s.list().unwrap();
     assert_eq!(rows.len(), 1);
     assert!(!rows[0].complete, "a killed run shows as incomplete");
@@ -346,35 +321,28 @@ fn sigkill_mid_run_leaves_a_readable_store_with_finished_benchmarks() {
             assert!(m.summary.is_some());
         }
     }
-    let c = rusqlite::Connection::open(&db).unwrap();
-    let ok: String = c
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(ok, "ok");
+    common::assert_consistent(db);
     // And it can be shown and compared like any other run.
-    osgauge(&db)
+    osgauge(db)
         .args(["results", "show", &id[..13]])
         .assert()
         .success();
 }
 
 #[cfg(unix)]
-#[test]
-fn sigint_mid_run_stores_the_interrupted_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.db");
-    let (mut child, id) = start_and_wait_for_first_benchmark(&db);
+fn sigint_mid_run_stores_the_interrupted_run(db: &Path, dir: &Path) {
+    let (mut child, id) = start_and_wait_for_first_benchmark(db, dir);
     // SAFETY: plain kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    let s = Store::open(&db).unwrap();
+    let s = Store::open(db).unwrap();
     let rec = s.get(&id).unwrap().unwrap();
     assert!(!rec.complete);
     assert!(rec.finished.is_some(), "the final record was written");
     assert!(!rec.benchmarks.is_empty());
     let list = store::short_id(&id).to_string();
-    let out = osgauge(&db).args(["results", "list"]).output().unwrap();
+    let out = osgauge(db).args(["results", "list"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains(&list) && text.contains("incomplete"),
@@ -385,12 +353,9 @@ fn sigint_mid_run_stores_the_interrupted_run() {
 /// Deleting a run while it is measured (issue 22.10): the delete says the run was unfinished,
 /// the measuring osgauge does not bring it back, says why it no longer stores it and exits 1.
 #[cfg(unix)]
-#[test]
-fn deleting_a_run_being_measured_is_not_silently_undone() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.db");
-    let err_file = dir.path().join("stderr.txt");
-    let json = dir.path().join("run.json");
+fn deleting_a_run_being_measured_is_not_silently_undone(db: &Path, dir: &Path) {
+    let err_file = dir.join("stderr.txt");
+    let json = dir.join("run.json");
     let mut child = common::osgauge_std()
         .args([
             "micro",
@@ -401,7 +366,7 @@ fn deleting_a_run_being_measured_is_not_silently_undone() {
             "150ms",
             "--store",
         ])
-        .arg(&db)
+        .arg(db)
         .arg("--export-json")
         .arg(&json)
         .stdout(std::process::Stdio::null())
@@ -415,8 +380,8 @@ fn deleting_a_run_being_measured_is_not_silently_undone() {
             let _ = child.wait();
             panic!("no benchmark stored in time");
         }
-        if db.exists()
-            && let Ok(Some(s)) = Store::open_read_only(&db)
+        if common::store_exists(db)
+            && let Ok(Some(s)) = Store::open_read_only(db)
             && let Ok(rows) = s.list()
             && let Some(r) = rows.first()
             && r.benchmarks >= 1
@@ -425,7 +390,7 @@ fn deleting_a_run_being_measured_is_not_silently_undone() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let out = osgauge(&db)
+    let out = osgauge(db)
         .args(["results", "delete", "--yes", &id])
         .output()
         .unwrap();
@@ -447,7 +412,7 @@ fn deleting_a_run_being_measured_is_not_silently_undone() {
         "{err}"
     );
     // Not brought back; its results are still exported.
-    let s = Store::open_read_only(&db).unwrap().unwrap();
+    let s = Store::open_read_only(db).unwrap().unwrap();
     assert!(
         s.get_json(&id).unwrap().is_none(),
         "the deleted run came back"
@@ -456,3 +421,21 @@ fn deleting_a_run_being_measured_is_not_silently_undone() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(rec["run_id"], id.as_str());
 }
+
+crate::on_both_stores!(
+    records_round_trip_exactly,
+    resolve_by_id_label_and_prefix_and_delete,
+    delete_refuses_a_label_of_several_runs_and_asks_for_yes_off_a_terminal,
+    import_is_idempotent_and_refuses_silent_overwrites,
+    a_newer_schema_is_refused_and_migrations_are_kept,
+    concurrent_writers_do_not_lose_or_corrupt_runs,
+    cli_results_commands,
+    a_run_is_stored_and_no_store_skips_it,
+);
+
+#[cfg(unix)]
+crate::on_both_stores!(
+    sigkill_mid_run_leaves_a_readable_store_with_finished_benchmarks,
+    sigint_mid_run_stores_the_interrupted_run,
+    deleting_a_run_being_measured_is_not_silently_undone,
+);

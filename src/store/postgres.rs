@@ -1,0 +1,834 @@
+//! The PostgreSQL backend of the result store: one database shared by many machines.
+//!
+//! Selected by a `postgres://` or `postgresql://` URL as `--store` or `OSGAUGE_STORE`:
+//! `postgres://USER[:PASSWORD]@HOST[:PORT]/DBNAME[?PARAM=VALUE&…]`. A Unix-socket directory is
+//! given as `?host=/run/postgresql` or percent-encoded in the host part
+//! (`postgres://%2Frun%2Fpostgresql/osgauge`). Credentials as libpq takes them: the URL, else
+//! `PGPASSWORD`, else the password file (`PGPASSFILE`, default `~/.pgpass`; ignored when group or
+//! others may read it, as libpq does); the user defaults to `PGUSER`, else the login name, the
+//! database to `PGDATABASE`, else the user name; the host to `PGHOST`, else the Debian socket
+//! directory `/var/run/postgresql` when it exists, else `localhost`; the port to `PGPORT`, else
+//! 5432. Parameters other than the known ones below are refused (a typo must not be ignored).
+//!
+//! TLS: osgauge is built without a TLS library (the client crates' TLS needs OpenSSL's
+//! development files, which the build does not install), so `sslmode=disable` and `prefer` (the
+//! libpq default: plain when the server offers no TLS) work, and `require`, `verify-ca` and
+//! `verify-full` are refused as unsupported, saying so, rather than silently sent in clear.
+//!
+//! Tables (schema version 1): `osgauge_schema` (one row: application `osgauge`, version) marks
+//! the database as osgauge's; `runs` has one row per run — the indexed columns (run id, label,
+//! hostname, OS, kernel, start time, completeness) plus the record exactly as written (`record`,
+//! text, so export is byte for byte) and the same record as JSONB (`doc`, generated from it) for
+//! queries; `run_benchmarks` has one row per benchmark of a run (its JSON as JSONB), written in
+//! the same transaction as the run row each time a benchmark finishes. Every write is one short
+//! transaction of its own, so many machines write at once without waiting for each other (run
+//! ids are UUIDv7: two machines never collide). The schema is created and upgraded under an
+//! advisory lock, so writers that start together on an empty database migrate it once.
+//!
+//! A database that holds tables but not osgauge's mark is refused ([`NotAStore`]); an empty one
+//! is made osgauge's by the first writer; a reader of an empty one sees no runs and changes
+//! nothing (its session is read-only).
+//!
+//! The password never leaves this module: [`Store::path`](super::Store::path) is the URL without
+//! it ([`redact_url`]); the process remembers the full URL under that name, so opening the
+//! shown location again (the read-back of a run through a fresh connection) connects as before.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use super::{NotAStore, Origin, RunRow, Trouble};
+use crate::model::RunRecord;
+
+/// Schema migrations; entry `i` upgrades the version from `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: runs, their benchmarks.
+    "CREATE TABLE runs (
+        run_id     UUID PRIMARY KEY,
+        label      TEXT,
+        started    TEXT NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL,
+        finished   TEXT,
+        complete   BOOLEAN NOT NULL,
+        os         TEXT NOT NULL,
+        hostname   TEXT,
+        kernel     TEXT,
+        benchmarks INTEGER NOT NULL,
+        origin     TEXT NOT NULL,
+        stored_at  TIMESTAMPTZ NOT NULL,
+        record     TEXT NOT NULL,
+        doc        JSONB GENERATED ALWAYS AS (record::jsonb) STORED
+    );
+    CREATE INDEX runs_label ON runs (label, started_at);
+    CREATE INDEX runs_started ON runs (started_at);
+    CREATE INDEX runs_hostname ON runs (hostname, started_at);
+    CREATE INDEX runs_os ON runs (os, kernel);
+    CREATE INDEX runs_complete ON runs (complete);
+    CREATE TABLE run_benchmarks (
+        run_id       UUID NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        position     INTEGER NOT NULL,
+        benchmark_id TEXT NOT NULL,
+        suite        TEXT NOT NULL,
+        failed       BOOLEAN NOT NULL,
+        result       JSONB NOT NULL,
+        PRIMARY KEY (run_id, position)
+    );
+    CREATE INDEX run_benchmarks_id ON run_benchmarks (benchmark_id);",
+];
+
+/// The advisory lock taken while the schema is checked and upgraded ("OSGa").
+const SCHEMA_LOCK: i64 = 0x4F53_4761;
+
+/// How long connecting may take unless the URL says (`connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The URL parameters accepted (libpq's names, those the client supports).
+const KNOWN_PARAMS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "user",
+    "password",
+    "dbname",
+    "sslmode",
+    "connect_timeout",
+    "application_name",
+    "options",
+    "keepalives",
+    "keepalives_idle",
+    "target_session_attrs",
+];
+
+/// A store URL that cannot be used, a server that cannot be reached, a login refused: the
+/// command cannot start (the CLI exits 2). One line, never with the password.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConnectError(pub String);
+
+/// Full URLs by the name they are shown under (see the module docs).
+static KNOWN_URLS: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
+
+/// Whether `s` starts with a PostgreSQL URL scheme.
+fn is_url(s: &str) -> bool {
+    let l = s.get(..13).unwrap_or(s).to_ascii_lowercase();
+    l.starts_with("postgres://") || l.starts_with("postgresql://")
+}
+
+/// The full URL when `path` names a PostgreSQL store (a URL, or the password-less name a store
+/// opened in this process is shown under).
+pub fn url_of(path: &Path) -> Option<String> {
+    let s = path.to_str()?;
+    if !is_url(s) {
+        return None;
+    }
+    let known = KNOWN_URLS.lock().unwrap_or_else(|p| p.into_inner());
+    Some(
+        known
+            .as_ref()
+            .and_then(|m| m.get(s))
+            .cloned()
+            .unwrap_or_else(|| s.to_string()),
+    )
+}
+
+/// Remember `url` under its password-less name, and return that name.
+pub fn remember(url: &str) -> PathBuf {
+    let shown = redact_url(url);
+    let mut known = KNOWN_URLS.lock().unwrap_or_else(|p| p.into_inner());
+    known
+        .get_or_insert_with(HashMap::new)
+        .insert(shown.clone(), url.to_string());
+    PathBuf::from(shown)
+}
+
+/// `s` with the password of every PostgreSQL URL in it removed (`user:secret@` becomes `user@`,
+/// a `password=` parameter is dropped).
+pub fn redact_url(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        let at = [lower.find("postgres://"), lower.find("postgresql://")]
+            .into_iter()
+            .flatten()
+            .min();
+        let Some(at) = at else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..at]);
+        let url_len = rest[at..]
+            .find(char::is_whitespace)
+            .unwrap_or(rest.len() - at);
+        out.push_str(&redact_one(&rest[at..at + url_len]));
+        rest = &rest[at + url_len..];
+    }
+}
+
+fn redact_one(url: &str) -> String {
+    let Some(colon) = url.find("://") else {
+        return url.to_string();
+    };
+    let (scheme, tail) = url.split_at(colon + 3);
+    let auth_end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
+    let (auth, after) = tail.split_at(auth_end);
+    let auth = match auth.rfind('@') {
+        Some(at) => {
+            let (userinfo, host) = auth.split_at(at);
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{user}{host}")
+        }
+        None => auth.to_string(),
+    };
+    let after = match after.split_once('?') {
+        Some((path, query)) => {
+            let kept: Vec<&str> = query
+                .split('&')
+                .filter(|kv| !kv.to_ascii_lowercase().starts_with("password="))
+                .collect();
+            if kept.is_empty() {
+                path.to_string()
+            } else {
+                format!("{path}?{}", kept.join("&"))
+            }
+        }
+        None => after.to_string(),
+    };
+    format!("{scheme}{auth}{after}")
+}
+
+/// The command line as recorded in a run: every PostgreSQL URL without its password.
+pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    args.into_iter()
+        .map(|a| {
+            if a.to_ascii_lowercase().contains("postgres") {
+                redact_url(&a)
+            } else {
+                a
+            }
+        })
+        .collect()
+}
+
+/// The query parameters of `url` (raw, undecoded).
+fn params(url: &str) -> Vec<(&str, &str)> {
+    let Some((_, query)) = url.split_once('?') else {
+        return Vec::new();
+    };
+    let query = query.split('#').next().unwrap_or("");
+    query
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+        .collect()
+}
+
+/// The connection settings of `url`, completed as libpq completes them (see the module docs).
+fn config(url: &str) -> Result<postgres::Config, ConnectError> {
+    let shown = redact_url(url);
+    let bad = |why: String| ConnectError(format!("the result store URL {shown}: {why}"));
+    for (k, v) in params(url) {
+        if !KNOWN_PARAMS.contains(&k) {
+            return Err(bad(format!(
+                "unknown parameter '{}' (known: {})",
+                crate::output::display_text(k, 40),
+                KNOWN_PARAMS.join(", ")
+            )));
+        }
+        if k == "sslmode" {
+            match v {
+                "disable" | "prefer" => {}
+                "require" | "verify-ca" | "verify-full" => {
+                    return Err(bad(format!(
+                        "sslmode={v} is not supported: this osgauge is built without TLS (use sslmode=disable or prefer, on a trusted network or through an SSH tunnel)"
+                    )));
+                }
+                other => {
+                    return Err(bad(format!(
+                        "sslmode '{}' is not one of disable, prefer, require, verify-ca, verify-full",
+                        crate::output::display_text(other, 40)
+                    )));
+                }
+            }
+        }
+    }
+    let mut c: postgres::Config = url
+        .parse()
+        .map_err(|e: postgres::Error| bad(format!("{e}")))?;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if c.get_user().is_none() {
+        let user = env("PGUSER")
+            .or_else(|| env("USER"))
+            .or_else(|| env("LOGNAME"))
+            .or_else(|| env("USERNAME"))
+            .ok_or_else(|| {
+                bad("no user name: give one in the URL (postgres://USER@…) or set PGUSER".into())
+            })?;
+        c.user(&user);
+    }
+    if c.get_dbname().is_none() {
+        let db = env("PGDATABASE").unwrap_or_else(|| c.get_user().unwrap_or("").to_string());
+        c.dbname(&db);
+    }
+    if c.get_hosts().is_empty() {
+        match env("PGHOST") {
+            #[cfg(unix)]
+            Some(h) if h.starts_with('/') => {
+                c.host_path(h);
+            }
+            Some(h) => {
+                c.host(&h);
+            }
+            #[cfg(unix)]
+            None if Path::new("/var/run/postgresql").is_dir() => {
+                c.host_path("/var/run/postgresql");
+            }
+            None => {
+                c.host("localhost");
+            }
+        }
+    }
+    if c.get_ports().is_empty()
+        && let Some(p) = env("PGPORT")
+    {
+        let p: u16 = p
+            .parse()
+            .map_err(|_| bad(format!("PGPORT '{p}' is not a port number")))?;
+        c.port(p);
+    }
+    if c.get_connect_timeout().is_none() {
+        c.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if c.get_application_name().is_none() {
+        c.application_name("osgauge");
+    }
+    if c.get_password().is_none() {
+        if let Some(p) = env("PGPASSWORD") {
+            c.password(p);
+        } else if let Some(p) = pgpass_lookup(&c) {
+            c.password(p);
+        }
+    }
+    Ok(c)
+}
+
+/// The host name, port, database and user as the password file matches them.
+fn pgpass_key(c: &postgres::Config) -> (String, String, String, String) {
+    let host = match c.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        // libpq matches a Unix-socket connection as "localhost".
+        _ => "localhost".into(),
+    };
+    let port = c.get_ports().first().copied().unwrap_or(5432).to_string();
+    (
+        host,
+        port,
+        c.get_dbname().unwrap_or("").to_string(),
+        c.get_user().unwrap_or("").to_string(),
+    )
+}
+
+/// The password for `c` from the password file, as libpq reads it.
+fn pgpass_lookup(c: &postgres::Config) -> Option<String> {
+    let file = match std::env::var_os("PGPASSFILE") {
+        Some(f) if !f.is_empty() => PathBuf::from(f),
+        _ => dirs::home_dir()?.join(".pgpass"),
+    };
+    let meta = std::fs::metadata(&file).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // libpq ignores a password file group or others may read.
+        if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
+            return None;
+        }
+    }
+    #[cfg(not(unix))]
+    if !meta.is_file() {
+        return None;
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    pgpass_find(&text, &pgpass_key(c))
+}
+
+/// The first line of a password file matching `key` (host, port, database, user): `*` matches
+/// anything, `\:` and `\\` are a literal colon and backslash.
+fn pgpass_find(text: &str, key: &(String, String, String, String)) -> Option<String> {
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let mut fields = vec![String::new()];
+        let mut chars = line.chars();
+        while let Some(ch) = chars.next() {
+            match ch {
+                '\\' => {
+                    if let Some(n) = chars.next() {
+                        fields.last_mut().expect("one field").push(n);
+                    }
+                }
+                ':' if fields.len() < 5 => fields.push(String::new()),
+                ch => fields.last_mut().expect("one field").push(ch),
+            }
+        }
+        if fields.len() != 5 {
+            continue;
+        }
+        let want = [&key.0, &key.1, &key.2, &key.3];
+        if fields[..4]
+            .iter()
+            .zip(want)
+            .all(|(f, w)| f == "*" || f == w)
+        {
+            return Some(fields[4].clone());
+        }
+    }
+    None
+}
+
+/// The kind of trouble a PostgreSQL error is, for [`Trouble::of`].
+pub(super) fn trouble_of(c: &(dyn std::error::Error + 'static)) -> Option<Trouble> {
+    let e = c.downcast_ref::<postgres::Error>()?;
+    if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
+        return Some(match code {
+            "42501" | "25006" => Trouble::Permission,
+            "53100" | "53200" => Trouble::Full,
+            "40P01" | "55P03" | "40001" => Trouble::Locked,
+            "XX001" | "XX002" => Trouble::Corrupt,
+            c if c.starts_with("08") || c.starts_with("57P") => Trouble::Unreachable,
+            _ => Trouble::Other,
+        });
+    }
+    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+    Some(if e.is_closed() || io {
+        Trouble::Unreachable
+    } else {
+        Trouble::Other
+    })
+}
+
+/// The hint for a PostgreSQL store error.
+pub(super) fn hint(t: Trouble) -> String {
+    match t {
+        Trouble::Permission => "the database user needs the right to create tables in the database and to write them (e.g. make it the database's owner)".into(),
+        Trouble::Full => "the database server is out of disk space or memory".into(),
+        Trouble::Locked => "another session holds a lock: try again".into(),
+        Trouble::Corrupt => "the database reports damaged data: ask its administrator".into(),
+        Trouble::Unreachable => "the database server cannot be reached or closed the connection: check that it is running".into(),
+        Trouble::Other => String::new(),
+    }
+}
+
+/// Connect to `url`: the errors a user can do something about are one [`ConnectError`] line.
+fn connect(url: &str) -> Result<postgres::Client> {
+    let c = config(url)?;
+    let shown = redact_url(url);
+    let user = c.get_user().unwrap_or("").to_string();
+    let db = c.get_dbname().unwrap_or("").to_string();
+    let cannot =
+        |why: String| ConnectError(format!("cannot connect to the result store {shown}: {why}"));
+    match c.connect(postgres::NoTls) {
+        Ok(client) => Ok(client),
+        Err(e) => {
+            let msg = match e.as_db_error() {
+                Some(d) if matches!(d.code().code(), "28P01" | "28000") => format!(
+                    "authentication failed for user \"{user}\" ({}); check the password (in the URL, PGPASSWORD or ~/.pgpass) and the server's pg_hba.conf",
+                    d.message()
+                ),
+                Some(d) if d.code().code() == "3D000" => {
+                    format!("database \"{db}\" does not exist (create it: createdb -O {user} {db})")
+                }
+                Some(d) => format!("the server refused the connection: {}", d.message()),
+                None => {
+                    let text = e.to_string();
+                    let source = std::error::Error::source(&e).map(|s| s.to_string());
+                    if text.contains("password missing")
+                        || source
+                            .as_deref()
+                            .is_some_and(|s| s.contains("password missing"))
+                    {
+                        format!(
+                            "the server asks for a password for user \"{user}\" and none was given (in the URL, PGPASSWORD or ~/.pgpass)"
+                        )
+                    } else {
+                        let why = source.unwrap_or(text);
+                        format!(
+                            "the server cannot be reached ({why}); check that it is running and the host, port or socket directory in the URL"
+                        )
+                    }
+                }
+            };
+            Err(cannot(msg).into())
+        }
+    }
+}
+
+/// The osgauge tables of the database, if it is osgauge's.
+enum Kind {
+    /// Marked as osgauge's: the schema version.
+    Ours(u32),
+    /// No tables at all.
+    Empty,
+    Foreign(String),
+}
+
+fn identify(client: &mut impl postgres::GenericClient) -> Result<Kind> {
+    let tables: Vec<String> = client
+        .query(
+            "SELECT table_name::text FROM information_schema.tables
+             WHERE table_schema = current_schema() ORDER BY 1",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if tables.is_empty() {
+        return Ok(Kind::Empty);
+    }
+    if tables.iter().any(|t| t == "osgauge_schema") {
+        let mark = client.query_opt(
+            "SELECT application::text, version::bigint FROM osgauge_schema LIMIT 1",
+            &[],
+        );
+        if let Ok(Some(row)) = mark {
+            let app: String = row.get(0);
+            let version: i64 = row.get(1);
+            if app == "osgauge" {
+                return Ok(Kind::Ours(u32::try_from(version).unwrap_or(u32::MAX)));
+            }
+        }
+        return Ok(Kind::Foreign(
+            "its osgauge_schema table does not carry osgauge's mark".into(),
+        ));
+    }
+    let mut list = tables
+        .iter()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if tables.len() > 5 {
+        list.push_str(", …");
+    }
+    Ok(Kind::Foreign(format!(
+        "the database holds another application's tables ({list}) and no osgauge mark; give osgauge a database of its own"
+    )))
+}
+
+fn newer(version: u32) -> anyhow::Error {
+    anyhow::anyhow!(
+        "the store has schema version {version}, newer than this osgauge knows ({}); use a newer osgauge",
+        MIGRATIONS.len()
+    )
+}
+
+pub struct Pg {
+    client: RefCell<postgres::Client>,
+    /// Inside [`Pg::in_transaction`]: writes join that transaction.
+    in_tx: Cell<bool>,
+}
+
+impl Pg {
+    /// Connect for writing; make an empty database osgauge's, upgrade its schema, refuse
+    /// another application's.
+    pub fn open_write(url: &str) -> Result<Pg> {
+        let mut client = connect(url)?;
+        let shown = PathBuf::from(redact_url(url));
+        {
+            let mut tx = client.transaction()?;
+            // Writers starting together on an empty database: one creates the schema.
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+            let version = match identify(&mut tx)? {
+                Kind::Foreign(why) => {
+                    return Err(NotAStore { path: shown, why }.into());
+                }
+                Kind::Empty => {
+                    tx.batch_execute(
+                        "CREATE TABLE osgauge_schema (
+                            application TEXT NOT NULL,
+                            version     INTEGER NOT NULL,
+                            created     TIMESTAMPTZ NOT NULL DEFAULT now()
+                        );
+                        INSERT INTO osgauge_schema (application, version) VALUES ('osgauge', 0);",
+                    )
+                    .context("creating the osgauge tables")?;
+                    0
+                }
+                Kind::Ours(v) => v,
+            };
+            if version as usize > MIGRATIONS.len() {
+                return Err(newer(version));
+            }
+            for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+                tx.batch_execute(sql)
+                    .with_context(|| format!("migration {}", i + 1))?;
+                tx.execute(
+                    "UPDATE osgauge_schema SET version = $1",
+                    &[&((i + 1) as i32)],
+                )?;
+            }
+            tx.commit()?;
+        }
+        Ok(Pg {
+            client: RefCell::new(client),
+            in_tx: Cell::new(false),
+        })
+    }
+
+    /// Connect for reading only (a read-only session). `None` for an empty database.
+    pub fn open_read(url: &str) -> Result<Option<Pg>> {
+        let mut client = connect(url)?;
+        let shown = PathBuf::from(redact_url(url));
+        client.batch_execute("SET default_transaction_read_only = on")?;
+        match identify(&mut client)? {
+            Kind::Empty => Ok(None),
+            Kind::Foreign(why) => Err(NotAStore { path: shown, why }.into()),
+            Kind::Ours(v) if v as usize > MIGRATIONS.len() => Err(newer(v)),
+            // Made by a writer that has not finished creating the tables yet.
+            Kind::Ours(0) => Ok(None),
+            Kind::Ours(_) => Ok(Some(Pg {
+                client: RefCell::new(client),
+                in_tx: Cell::new(false),
+            })),
+        }
+    }
+
+    pub fn schema_version(&self) -> Result<u32> {
+        let v: i32 = self
+            .client
+            .borrow_mut()
+            .query_one("SELECT version FROM osgauge_schema LIMIT 1", &[])?
+            .get(0);
+        Ok(v as u32)
+    }
+
+    /// Run `f` in one transaction: everything it writes is stored, or nothing.
+    pub fn in_transaction<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        if self.in_tx.get() {
+            return f();
+        }
+        self.client.borrow_mut().batch_execute("BEGIN")?;
+        self.in_tx.set(true);
+        let out = f();
+        self.in_tx.set(false);
+        let mut c = self.client.borrow_mut();
+        match out {
+            Ok(v) => {
+                c.batch_execute("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                // The connection may be gone; the error that matters is `e`.
+                let _ = c.batch_execute("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Write the run's row and its benchmarks' rows (one transaction); false when `insert` is
+    /// false and the run is not stored.
+    fn write(&self, record: &RunRecord, json: &str, origin: Option<Origin>) -> Result<bool> {
+        let id = record.run_id.to_string();
+        let started = record.started.to_rfc3339();
+        let finished = record.finished.map(|f| f.to_rfc3339());
+        let n = i32::try_from(record.benchmarks.len()).context("too many benchmarks")?;
+        let kernel = record.machine.kernel_release.clone();
+        let there = self.in_transaction(|| {
+            let mut c = self.client.borrow_mut();
+            let rows = match origin {
+                Some(origin) => c.execute(
+                    "INSERT INTO runs (run_id, label, started, started_at, finished, complete, os,
+                                       hostname, kernel, benchmarks, origin, stored_at, record)
+                     VALUES ($1::text::uuid, $2, $3, $3::text::timestamptz, $4, $5, $6, $7, $8, $9,
+                             $10, now(), $11)
+                     ON CONFLICT (run_id) DO UPDATE SET
+                        label = excluded.label, started = excluded.started,
+                        started_at = excluded.started_at, finished = excluded.finished,
+                        complete = excluded.complete, os = excluded.os,
+                        hostname = excluded.hostname, kernel = excluded.kernel,
+                        benchmarks = excluded.benchmarks, origin = excluded.origin,
+                        stored_at = excluded.stored_at, record = excluded.record",
+                    &[
+                        &id,
+                        &record.label,
+                        &started,
+                        &finished,
+                        &record.complete,
+                        &record.machine.os,
+                        &record.machine.hostname,
+                        &kernel,
+                        &n,
+                        &origin.as_str(),
+                        &json,
+                    ],
+                )?,
+                None => c.execute(
+                    "UPDATE runs SET label = $2, started = $3, started_at = $3::text::timestamptz,
+                        finished = $4, complete = $5, os = $6, hostname = $7, kernel = $8,
+                        benchmarks = $9, stored_at = now(), record = $10
+                     WHERE run_id = $1::text::uuid",
+                    &[
+                        &id,
+                        &record.label,
+                        &started,
+                        &finished,
+                        &record.complete,
+                        &record.machine.os,
+                        &record.machine.hostname,
+                        &kernel,
+                        &n,
+                        &json,
+                    ],
+                )?,
+            };
+            if rows == 0 {
+                return Ok(false);
+            }
+            c.execute(
+                "DELETE FROM run_benchmarks WHERE run_id = $1::text::uuid AND position >= $2",
+                &[&id, &n],
+            )?;
+            let upsert = c.prepare(
+                "INSERT INTO run_benchmarks (run_id, position, benchmark_id, suite, failed, result)
+                 VALUES ($1::text::uuid, $2, $3, $4, $5, $6::text::jsonb)
+                 ON CONFLICT (run_id, position) DO UPDATE SET
+                    benchmark_id = excluded.benchmark_id, suite = excluded.suite,
+                    failed = excluded.failed, result = excluded.result
+                 WHERE run_benchmarks.result IS DISTINCT FROM excluded.result
+                    OR run_benchmarks.benchmark_id IS DISTINCT FROM excluded.benchmark_id",
+            )?;
+            for (i, b) in record.benchmarks.iter().enumerate() {
+                let text = serde_json::to_string(b)?;
+                c.execute(
+                    &upsert,
+                    &[&id, &(i as i32), &b.id, &b.suite, &b.error.is_some(), &text],
+                )?;
+            }
+            Ok(true)
+        })?;
+        if there && !self.in_tx.get() {
+            self.read_back(&id, json)?;
+        }
+        Ok(there)
+    }
+
+    fn read_back(&self, id: &str, json: &str) -> Result<()> {
+        if self.get_row(id)?.map(|(t, _)| t).as_deref() != Some(json) {
+            bail!("the run was written but does not read back as written");
+        }
+        Ok(())
+    }
+
+    pub fn save_text(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<()> {
+        self.write(record, json, Some(origin)).map(|_| ())
+    }
+
+    pub fn update(&self, record: &RunRecord, json: &str) -> Result<bool> {
+        self.write(record, json, None)
+    }
+
+    pub fn list(&self) -> Result<Vec<RunRow>> {
+        let rows = self.client.borrow_mut().query(
+            "SELECT run_id::text, label, started, finished, complete, os, hostname, benchmarks,
+                    origin
+             FROM runs ORDER BY started_at, run_id",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| RunRow {
+                run_id: r.get(0),
+                label: r.get(1),
+                started: r.get(2),
+                finished: r.get(3),
+                complete: r.get(4),
+                os: r.get(5),
+                hostname: r.get(6),
+                benchmarks: r.get::<_, i32>(7) as u32,
+                origin: r.get(8),
+            })
+            .collect())
+    }
+
+    pub fn get_row(&self, run_id: &str) -> Result<Option<(String, String)>> {
+        if uuid::Uuid::try_parse(run_id).is_err() {
+            return Ok(None);
+        }
+        let row = self.client.borrow_mut().query_opt(
+            "SELECT record, origin FROM runs WHERE run_id = $1::text::uuid",
+            &[&run_id],
+        )?;
+        Ok(row.map(|r| (r.get(0), r.get(1))))
+    }
+
+    pub fn delete(&self, run_id: &str) -> Result<bool> {
+        if uuid::Uuid::try_parse(run_id).is_err() {
+            return Ok(false);
+        }
+        let n = self
+            .client
+            .borrow_mut()
+            .execute("DELETE FROM runs WHERE run_id = $1::text::uuid", &[&run_id])?;
+        Ok(n > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_is_removed_from_every_url_form() {
+        assert_eq!(
+            redact_url("postgres://ann:s3cret@db.lab:5433/osgauge?sslmode=disable"),
+            "postgres://ann@db.lab:5433/osgauge?sslmode=disable"
+        );
+        assert_eq!(
+            redact_url("--store=postgresql://ann@/og?host=/tmp/x&password=s3cret&port=5"),
+            "--store=postgresql://ann@/og?host=/tmp/x&port=5"
+        );
+        assert_eq!(
+            redact_url("postgres://ann:p%40ss@h/db?password=x"),
+            "postgres://ann@h/db"
+        );
+        assert_eq!(redact_url("/tmp/results.sqlite"), "/tmp/results.sqlite");
+        let args = redact_args([
+            "osgauge".into(),
+            "--store".into(),
+            "postgres://a:b@h/d".into(),
+        ]);
+        assert_eq!(args, ["osgauge", "--store", "postgres://a@h/d"]);
+    }
+
+    #[test]
+    fn unknown_parameters_and_tls_modes_are_refused_in_one_line() {
+        let e = config("postgres://a:pw@h/d?sslmod=disable").unwrap_err().0;
+        assert!(e.contains("unknown parameter 'sslmod'"), "{e}");
+        assert!(!e.contains("pw"), "{e}");
+        let e = config("postgres://a@h/d?sslmode=require").unwrap_err().0;
+        assert!(e.contains("not supported"), "{e}");
+        assert!(config("postgres://a@h/d?sslmode=prefer&connect_timeout=3").is_ok());
+    }
+
+    #[test]
+    fn password_file_lines_match_as_libpq_matches_them() {
+        let key = |h: &str, p: &str, d: &str, u: &str| {
+            (h.to_string(), p.to_string(), d.to_string(), u.to_string())
+        };
+        let file = "# comment\nother:5432:*:*:nope\nlocalhost:5432:osg:ann:pa\\:ss\n*:*:*:*:any\n";
+        assert_eq!(
+            pgpass_find(file, &key("localhost", "5432", "osg", "ann")).as_deref(),
+            Some("pa:ss")
+        );
+        assert_eq!(
+            pgpass_find(file, &key("db", "1", "x", "y")).as_deref(),
+            Some("any")
+        );
+        assert_eq!(pgpass_find("h:1:d:u\n", &key("h", "1", "d", "u")), None);
+    }
+}
