@@ -9,6 +9,7 @@
 //! target_rate = 25            # units per second the application must sustain
 //! utilisation_ceiling = 0.8   # plan for no resource above 80 %
 //! inputs = "figures.toml"     # optional: published figures instead of stored runs
+//! check = "nginx-static"     # optional: the real application `osgauge model check` drives
 //!
 //! [demand]                    # per unit, OS independent
 //! net_rx_mb = 2.0             # MB (10^6 B) received over the network
@@ -83,6 +84,7 @@ struct RawApp {
     utilisation_ceiling: Num,
     inputs: Option<String>,
     description: Option<String>,
+    check: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -159,6 +161,9 @@ pub struct Profile {
     pub ceiling: f64,
     /// Published-figures file named by the profile (resolved against the profile's folder).
     pub inputs: Option<PathBuf>,
+    /// The real application `osgauge model check` drives for this profile (`app.check`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
     pub demand: Demand,
     /// User-stated capacities (input key → value).
     pub capacity: BTreeMap<String, f64>,
@@ -378,6 +383,7 @@ impl Profile {
             target_rate,
             ceiling,
             inputs: raw.app.inputs.map(PathBuf::from),
+            check: raw.app.check,
             demand,
             capacity,
             assumptions,
