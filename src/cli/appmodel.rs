@@ -39,9 +39,10 @@ pub struct ModelArgs {
     /// file), printed beside the probes' prediction and the measured figures
     #[arg(long, value_name = "RUN")]
     pub inputs: Option<String>,
-    /// validate: seconds at each rate step
-    #[arg(long, default_value_t = 2.0)]
-    pub step_s: f64,
+    /// validate / check: seconds at each rate step [default: validate 2; check 3, stress-ng 8 — its
+    /// loop rate needs 4.5 s after the arrays' set-up]
+    #[arg(long)]
+    pub step_s: Option<f64>,
     /// check: measure the inputs first — a fresh standard-preset `osgauge micro` run of exactly
     /// the benchmarks the profile reads (not stored) — instead of reading a stored run
     #[arg(long)]
@@ -125,7 +126,19 @@ fn validate(a: ModelArgs) -> Result<i32, CliError> {
             "usage: osgauge model validate <PROFILE>".into(),
         ));
     };
-    let stored = match &a.inputs {
+    // The judged prediction's inputs: the run given, else the newest complete stored run.
+    let key = match &a.inputs {
+        Some(k) => Some(k.clone()),
+        None => a.store.newest_complete()?.map(|n| {
+            crate::errln!(
+                "note: predicting from the newest complete stored run {}{}",
+                crate::store::short_id(&n.run_id),
+                n.label.map_or(String::new(), |l| format!(" \"{l}\""))
+            );
+            n.run_id
+        }),
+    };
+    let stored = match &key {
         Some(k) => {
             let runs = load_runs(std::slice::from_ref(k), &a.store)?;
             runs.first()
@@ -135,7 +148,8 @@ fn validate(a: ModelArgs) -> Result<i32, CliError> {
     };
     let path = Path::new(path);
     let p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
-    if !(0.2..=60.0).contains(&a.step_s) {
+    let step_s = a.step_s.unwrap_or(2.0);
+    if !(0.2..=60.0).contains(&step_s) {
         return Err(CliError::Usage("--step-s: from 0.2 to 60 seconds".into()));
     }
     if let Some(m) = a.max_rate
@@ -144,7 +158,7 @@ fn validate(a: ModelArgs) -> Result<i32, CliError> {
         return Err(CliError::Usage("--max-rate: a rate above 0".into()));
     }
     check_exports(&a)?;
-    match validate::run(p, path, a.max_rate, a.step_s, stored) {
+    match validate::run(p, path, a.max_rate, step_s, stored) {
         Ok(v) => {
             let code = exit_code(&v.verdict);
             write_validation(&v, code, &a)?;
@@ -178,7 +192,9 @@ fn check(a: ModelArgs) -> Result<i32, CliError> {
             "--inputs/--max-rate: only with `model validate` (`model check` takes the run as an argument)".into(),
         ));
     }
-    if !(0.5..=60.0).contains(&a.step_s) {
+    if let Some(s) = a.step_s
+        && !(0.5..=60.0).contains(&s)
+    {
         return Err(CliError::Usage("--step-s: from 0.5 to 60 seconds".into()));
     }
     let path = Path::new(path);
@@ -247,7 +263,7 @@ fn measure_inputs(p: &Profile) -> Result<appmodel::Inputs, CliError> {
             "--measure: the profile reads no benchmark".into(),
         ));
     };
-    let dir = crate::tempfiles::dir("check-inputs").map_err(|e| CliError::Other(e.into()))?;
+    let dir = crate::tempfiles::dir("checkinputs").map_err(|e| CliError::Other(e.into()))?;
     let json = dir.path().join("inputs.json");
     let args: Vec<&str> = cmd
         .split_whitespace()

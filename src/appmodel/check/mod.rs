@@ -139,7 +139,12 @@ pub fn kind_of(p: &Profile) -> Result<Kind, CheckError> {
 }
 
 /// Run the check of `p` (read from `path`) against the stored inputs `inp`.
-pub fn run(p: &Profile, path: &Path, inp: Inputs, step_s: f64) -> Result<CheckReport, CheckError> {
+pub fn run(
+    p: &Profile,
+    path: &Path,
+    inp: Inputs,
+    step_s: Option<f64>,
+) -> Result<CheckReport, CheckError> {
     let kind = kind_of(p)?;
     kind.available().map_err(CheckError::NotRun)?;
     let a = super::analyse(p, vec![inp], None);
@@ -163,6 +168,7 @@ pub fn run(p: &Profile, path: &Path, inp: Inputs, step_s: f64) -> Result<CheckRe
         return Err(failed("no maximum rate could be predicted"));
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    crate::tempfiles::remove_stale_in(&std::env::temp_dir(), &["check"]);
     let dir = crate::tempfiles::dir("check").map_err(failed)?;
     let mut steps = Vec::new();
     crate::outln!(
