@@ -26,6 +26,7 @@
 //!                             # CPU time is); never taken below app_mem_mb at one core's copy rate
 //! app_mem_mb = 125.0          # the application's own memory traffic per unit, MB read + written
 //! context_switches = 10       # context switches per unit
+//! connections = 1             # TCP connections set up and closed per unit (no keep-alive: 1)
 //!
 //! [capacity]                  # capacities no benchmark measures, stated by the user (flagged)
 //! display_link_mb_s = 6000
@@ -103,6 +104,7 @@ struct RawDemand {
     app_cpu_pct: Num,
     app_mem_mb: Num,
     context_switches: Num,
+    connections: Num,
 }
 
 #[derive(Deserialize)]
@@ -147,6 +149,8 @@ pub struct Demand {
     pub app_cpu_pct: Option<f64>,
     pub app_mem_mb: f64,
     pub context_switches: f64,
+    /// TCP connections set up and closed per unit (a request without keep-alive: 1).
+    pub connections: f64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -488,6 +492,7 @@ impl Ctx<'_> {
             app_cpu_pct,
             app_mem_mb: self.non_neg(&d.app_mem_mb, "demand.app_mem_mb")?,
             context_switches: self.non_neg(&d.context_switches, "demand.context_switches")?,
+            connections: self.non_neg(&d.connections, "demand.connections")?,
         };
         if demand.frames > 0.0 && demand.frame_mb == 0.0 {
             let span = d.frames.as_ref().map(|s| s.span()).unwrap_or(0..0);
