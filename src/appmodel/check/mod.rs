@@ -106,6 +106,8 @@ pub struct CheckReport {
     pub inputs: String,
     pub background_cpus: f64,
     pub shared_machine: bool,
+    /// Why the prediction is only an upper bound (inputs missing), when it is.
+    pub incomplete: Option<String>,
     pub analysis: Analysis,
     pub steps: Vec<StepRow>,
     pub counters: Vec<CounterRow>,
@@ -150,19 +152,24 @@ pub fn run(
     let a = super::analyse(p, vec![inp], None);
     let pred = a.predictions[0].clone();
     crate::out!("{}", super::render::text(&a));
-    if pred.upper_bound {
-        return Err(failed(format!(
-            "the inputs \"{}\" lack figures the profile reads ({}): measure them first{}",
+    // Inputs missing: the prediction is an upper bound — the application is still run and
+    // measured, but nothing is judged.
+    let incomplete = pred.upper_bound.then(|| {
+        format!(
+            "the inputs \"{}\" lack figures the profile reads ({}), so the prediction is only an upper bound{}",
             pred.name,
             pred.missing
                 .iter()
-                .map(|(k, _)| k.as_str())
+                .map(|(k, why)| format!("{k}: {why}"))
                 .collect::<Vec<_>>()
-                .join(", "),
+                .join("; "),
             pred.to_measure
                 .as_ref()
-                .map_or(String::new(), |c| format!(" with `{c}`"))
-        )));
+                .map_or(String::new(), |c| format!(" — measure them with `{c}`"))
+        )
+    });
+    if let Some(n) = &incomplete {
+        crate::outln!("note: {n}");
     }
     let Some(x_pred) = pred.x_max else {
         return Err(failed("no maximum rate could be predicted"));
@@ -199,7 +206,10 @@ pub fn run(
     let shared = background > SHARED_CPUS;
     let counters = counter_rows(p, &steps);
     let checks = vec![max_rate_check(&pred, &steps), cpu_check(&pred, &steps)];
-    let (off, verdict) = verdict(&checks, shared, background, &pred);
+    let (off, mut verdict) = verdict(&checks, shared || incomplete.is_some(), background, &pred);
+    if let Some(n) = &incomplete {
+        verdict = format!("NOT JUDGED: {n}; figures shown for information.");
+    }
     for c in &checks {
         crate::outln!("  {}", c.text);
     }
@@ -217,7 +227,7 @@ pub fn run(
         );
     }
     crate::outln!("{verdict}");
-    let judged = !shared && checks.iter().any(|c| c.counts);
+    let judged = !shared && incomplete.is_none() && checks.iter().any(|c| c.counts);
     Ok(CheckReport {
         schema: "osgauge.appmodel.check/1",
         profile_path: path.display().to_string(),
@@ -225,13 +235,14 @@ pub fn run(
         inputs: pred.name.clone(),
         background_cpus: background,
         shared_machine: shared,
+        incomplete,
         analysis: a,
         steps,
         counters,
         checks,
         judged,
         agrees: judged && off.is_none(),
-        off,
+        off: if judged { off } else { None },
         verdict,
     })
 }

@@ -265,8 +265,9 @@ fn validate(
             .filter(|b| b.by_construction())
             .map(|b| b.text())
     };
+    let incomplete = from_stored && pred.upper_bound;
     let mut verdict = report::judge_counted(
-        busy || !from_stored,
+        busy || !from_stored || incomplete,
         x_pred,
         measured_max,
         cpu_ok,
@@ -276,7 +277,18 @@ fn validate(
         refused(&bottleneck),
         refused("cpu"),
     );
-    if !from_stored {
+    if incomplete {
+        verdict.text = format!(
+            "NOT JUDGED: the stored run \"{}\" lacks inputs the profile reads ({}), so its prediction is only an upper bound; beside it the maximum rate is {:+.1} %.",
+            pred.name,
+            pred.missing
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            (measured_max / x_pred - 1.0) * 100.0
+        );
+    } else if !from_stored {
         verdict.text = format!(
             "NOT JUDGED: no stored run to predict from (--inputs RUN): the probes' prediction is a diagnostic only; beside it the maximum rate is {:+.1} %, the CPU per unit {}.",
             (measured_max / x_pred - 1.0) * 100.0,
