@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 /// The kinds of temp folders osgauge makes in the temp dir (`osgauge-<kind>-<pid>-…`).
-pub const KINDS: &[&str] = &["policy", "validate", "pagefault"];
+pub const KINDS: &[&str] = &["policy", "validate", "pagefault", "check", "checkinputs"];
 
 /// A new temp folder `osgauge-<kind>-<pid>-<random>` in `base`, removed when dropped.
 pub fn dir_in(kind: &str, base: &Path) -> std::io::Result<tempfile::TempDir> {

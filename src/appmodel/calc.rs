@@ -307,6 +307,20 @@ impl Builder<'_> {
                 ("frame copy", self.frame_mb(), &f_key),
             ];
             self.per_mb(&acts, "CPU-s", &mut miss, &mut parts);
+            if d.connections > 0.0
+                && let Some(c) = self.get("net_conn_cpu_s", &mut miss)
+            {
+                parts.push(part(
+                    format!(
+                        "{} TCP connection(s) set up and closed × {} µs",
+                        fmt(d.connections),
+                        fmt(c * 1e6)
+                    ),
+                    d.connections * c,
+                    self.src("net_conn_cpu_s"),
+                    false,
+                ));
+            }
             if d.context_switches > 0.0
                 && let Some(us) = self.get("ctx_switch_us", &mut miss)
             {
@@ -932,6 +946,36 @@ mod tests {
                 .iter()
                 .any(|n| n.contains("not checked") && n.contains("not in this run"))
         );
+    }
+
+    /// A request without keep-alive opens and closes a TCP connection: its measured CPU is a
+    /// part of the CPU demand (a per-request cost the per-MB costs do not hold).
+    #[test]
+    fn connections_per_unit_cost_their_measured_cpu() {
+        let src = PROFILE
+            .to_string()
+            .replace("context_switches = 100", "connections = 2");
+        let p = Profile::parse("p", &src).unwrap();
+        let mut i = every_input(&p);
+        assert!(predict(&p, &i).upper_bound, "no connection cost: missing");
+        i.values.insert(
+            "net_conn_cpu_s".into(),
+            Value {
+                value: 50e-6,
+                origin: Origin::Measured,
+                source: "test".into(),
+            },
+        );
+        let pr = predict(&p, &i);
+        let cpu = pr.resource("cpu").unwrap();
+        // 0.002 + 1 MB × 0.001 + 1 MB × 0.002 + 2 × 50 µs.
+        assert!((cpu.demand - 0.0051).abs() < 1e-12, "{}", cpu.demand);
+        assert!(
+            cpu.parts
+                .iter()
+                .any(|x| x.label.contains("2 TCP connection(s)"))
+        );
+        assert!(!pr.upper_bound);
     }
 
     #[test]

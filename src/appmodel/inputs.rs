@@ -210,6 +210,15 @@ pub const SPECS: &[Spec] = &[
         1.0,
     ),
     m(
+        "net_conn_cpu_s",
+        "CPU-s",
+        L,
+        "CPU per TCP connection set up and closed over loopback (this process, both ends in-process)",
+        "net/tcp_connect",
+        "process_cpu_us_per_connection",
+        1e-6,
+    ),
+    m(
         "disk_write_mb_s_t1",
         "MB/s",
         H,

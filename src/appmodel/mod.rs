@@ -6,6 +6,8 @@
 //! comes from, `calc.rs` for the laws. Not to be confused with `crate::model` (the result record).
 
 pub mod calc;
+pub mod check;
+pub mod construction;
 pub mod inputs;
 pub mod profile;
 pub mod published;

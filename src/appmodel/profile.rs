@@ -9,6 +9,7 @@
 //! target_rate = 25            # units per second the application must sustain
 //! utilisation_ceiling = 0.8   # plan for no resource above 80 %
 //! inputs = "figures.toml"     # optional: published figures instead of stored runs
+//! check = "nginx-static"     # optional: the real application `osgauge model check` drives
 //!
 //! [demand]                    # per unit, OS independent
 //! net_rx_mb = 2.0             # MB (10^6 B) received over the network
@@ -25,6 +26,7 @@
 //!                             # CPU time is); never taken below app_mem_mb at one core's copy rate
 //! app_mem_mb = 125.0          # the application's own memory traffic per unit, MB read + written
 //! context_switches = 10       # context switches per unit
+//! connections = 1             # TCP connections set up and closed per unit (no keep-alive: 1)
 //!
 //! [capacity]                  # capacities no benchmark measures, stated by the user (flagged)
 //! display_link_mb_s = 6000
@@ -83,6 +85,7 @@ struct RawApp {
     utilisation_ceiling: Num,
     inputs: Option<String>,
     description: Option<String>,
+    check: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -101,6 +104,7 @@ struct RawDemand {
     app_cpu_pct: Num,
     app_mem_mb: Num,
     context_switches: Num,
+    connections: Num,
 }
 
 #[derive(Deserialize)]
@@ -145,6 +149,8 @@ pub struct Demand {
     pub app_cpu_pct: Option<f64>,
     pub app_mem_mb: f64,
     pub context_switches: f64,
+    /// TCP connections set up and closed per unit (a request without keep-alive: 1).
+    pub connections: f64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -159,6 +165,9 @@ pub struct Profile {
     pub ceiling: f64,
     /// Published-figures file named by the profile (resolved against the profile's folder).
     pub inputs: Option<PathBuf>,
+    /// The real application `osgauge model check` drives for this profile (`app.check`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
     pub demand: Demand,
     /// User-stated capacities (input key → value).
     pub capacity: BTreeMap<String, f64>,
@@ -378,6 +387,7 @@ impl Profile {
             target_rate,
             ceiling,
             inputs: raw.app.inputs.map(PathBuf::from),
+            check: raw.app.check,
             demand,
             capacity,
             assumptions,
@@ -482,6 +492,7 @@ impl Ctx<'_> {
             app_cpu_pct,
             app_mem_mb: self.non_neg(&d.app_mem_mb, "demand.app_mem_mb")?,
             context_switches: self.non_neg(&d.context_switches, "demand.context_switches")?,
+            connections: self.non_neg(&d.connections, "demand.connections")?,
         };
         if demand.frames > 0.0 && demand.frame_mb == 0.0 {
             let span = d.frames.as_ref().map(|s| s.span()).unwrap_or(0..0);

@@ -38,16 +38,24 @@ pub struct ModelArgs {
     /// file), printed beside the probes' prediction and the measured figures
     #[arg(long, value_name = "RUN")]
     pub inputs: Option<String>,
-    /// validate: seconds at each rate step
-    #[arg(long, default_value_t = 2.0)]
-    pub step_s: f64,
+    /// validate / check: seconds at each rate step [default: validate 2; check 3, stress-ng 8 — its
+    /// loop rate needs 4.5 s after the arrays' set-up]
+    #[arg(long)]
+    pub step_s: Option<f64>,
+    /// check: measure the inputs first — a fresh standard-preset `osgauge micro` run of exactly
+    /// the benchmarks the profile reads (not stored) — instead of reading a stored run
+    #[arg(long)]
+    pub measure: bool,
 }
 
-pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/imaging-pipeline.toml --export-html m.html  no runs: the newest stored run\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n  osgauge model validate examples/audio-workstation.toml --export-json v.json\n  osgauge model validate examples/imaging-pipeline.toml --inputs linux-6.18   also predict from a run\n  osgauge model validate examples/memory-bound-check.toml          memory traffic: the CPU floor and range\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. A core that copies is a busy core: the application's\nCPU per unit is never below its memory traffic at one core's copy rate (mem/bandwidth_1t), and\nwith every core copying at once it grows to its share of mem/bandwidth_all (shown as a range). Exit codes: 0 ok; 2 bad profile or usage; 1 failure.\n\n`model validate` runs a synthetic application doing the profile's per-unit work (loopback TCP,\na temp file, memory copies through rings of 4 × the last-level cache, compute, frame copies,\na pipe ping-pong for the context switches) at rising rates and flat out, and compares it with\na prediction from fresh probes; --export-json/--export-markdown/--export-html write the\nprediction, every step and the verdict. Exit codes of validate: 0 when the maximum rate and the\nCPU per unit agree within 15 %, or when the machine was shared (\"not judged\"); 1 when a quiet\nmachine's measurement disagrees (the verdict names the law or input that is off) or on failure;\n2 bad profile or usage; 130/143 interrupted.";
+pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/imaging-pipeline.toml --export-html m.html  no runs: the newest stored run\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n  osgauge model validate examples/audio-workstation.toml --export-json v.json\n  osgauge model validate examples/imaging-pipeline.toml --inputs linux-6.18   also predict from a run\n  osgauge model validate examples/memory-bound-check.toml          memory traffic: the CPU floor and range\n  osgauge model check examples/real-nginx-static.toml linux-6.18    a real application vs a stored run\n  osgauge model check examples/real-iperf3-to-disk.toml --measure   … vs a fresh standard-preset run\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. A core that copies is a busy core: the application's\nCPU per unit is never below its memory traffic at one core's copy rate (mem/bandwidth_1t), and\nwith every core copying at once it grows to its share of mem/bandwidth_all (shown as a range). Exit codes: 0 ok; 2 bad profile or usage; 1 failure.\n\n`model validate` runs a synthetic application doing the profile's per-unit work (loopback TCP,\na temp file, memory copies through rings of 4 × the last-level cache, compute, frame copies,\na pipe ping-pong for the context switches) at rising rates and flat out, and compares it with\na prediction from fresh probes; --export-json/--export-markdown/--export-html write the\nprediction, every step and the verdict. Exit codes of validate: 0 when the maximum rate and the\nCPU per unit agree within 15 %, or when the machine was shared (\"not judged\"); 1 when a quiet\nmachine's measurement disagrees (the verdict names the law or input that is off) or on failure;\n2 bad profile or usage; 130/143 interrupted.";
 
 pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
     if a.profile == "validate" {
         return validate(a);
+    }
+    if a.profile == "check" {
+        return check(a);
     }
     if a.inputs.is_some() {
         return Err(CliError::Usage(
@@ -117,7 +125,19 @@ fn validate(a: ModelArgs) -> Result<i32, CliError> {
             "usage: osgauge model validate <PROFILE>".into(),
         ));
     };
-    let stored = match &a.inputs {
+    // The judged prediction's inputs: the run given, else the newest complete stored run.
+    let key = match &a.inputs {
+        Some(k) => Some(k.clone()),
+        None => a.store.newest_complete()?.map(|n| {
+            crate::errln!(
+                "note: predicting from the newest complete stored run {}{}",
+                crate::store::short_id(&n.run_id),
+                n.label.map_or(String::new(), |l| format!(" \"{l}\""))
+            );
+            n.run_id
+        }),
+    };
+    let stored = match &key {
         Some(k) => {
             let runs = load_runs(std::slice::from_ref(k), &a.store)?;
             runs.first()
@@ -127,7 +147,8 @@ fn validate(a: ModelArgs) -> Result<i32, CliError> {
     };
     let path = Path::new(path);
     let p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
-    if !(0.2..=60.0).contains(&a.step_s) {
+    let step_s = a.step_s.unwrap_or(2.0);
+    if !(0.2..=60.0).contains(&step_s) {
         return Err(CliError::Usage("--step-s: from 0.2 to 60 seconds".into()));
     }
     if let Some(m) = a.max_rate
@@ -136,7 +157,7 @@ fn validate(a: ModelArgs) -> Result<i32, CliError> {
         return Err(CliError::Usage("--max-rate: a rate above 0".into()));
     }
     check_exports(&a)?;
-    match validate::run(p, path, a.max_rate, a.step_s, stored) {
+    match validate::run(p, path, a.max_rate, step_s, stored) {
         Ok(v) => {
             let code = exit_code(&v.verdict);
             write_validation(&v, code, &a)?;
@@ -148,6 +169,137 @@ fn validate(a: ModelArgs) -> Result<i32, CliError> {
         }
         Err(e @ ValidateError::Failed(_)) => Err(CliError::Other(e.into())),
     }
+}
+
+/// `osgauge model check <PROFILE> [RUN]`: the real application the profile names, predicted
+/// from a stored run (RUN, else the newest complete one) or, with --measure, from a fresh
+/// standard-preset run of the benchmarks the profile reads. Exit 0 when every counted check
+/// agrees (or the machine was shared: not judged), 1 when a quiet machine's counted check
+/// disagrees or on failure, 4 when the application is not installed here (NOT RUN).
+fn check(a: ModelArgs) -> Result<i32, CliError> {
+    let (path, run) = match a.runs.as_slice() {
+        [p] => (p, None),
+        [p, r] if !a.measure => (p, Some(r.clone())),
+        _ => {
+            return Err(CliError::Usage(
+                "usage: osgauge model check <PROFILE> [RUN | --measure]".into(),
+            ));
+        }
+    };
+    if a.inputs.is_some() || a.max_rate.is_some() {
+        return Err(CliError::Usage(
+            "--inputs/--max-rate: only with `model validate` (`model check` takes the run as an argument)".into(),
+        ));
+    }
+    if let Some(s) = a.step_s
+        && !(0.5..=60.0).contains(&s)
+    {
+        return Err(CliError::Usage("--step-s: from 0.5 to 60 seconds".into()));
+    }
+    let path = Path::new(path);
+    let p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
+    let kind =
+        appmodel::check::kind_of(&p).map_err(|e| CliError::Usage(format!("{}: {e}", a.profile)))?;
+    if let Err(why) = kind.available() {
+        crate::outln!("model check {}: NOT RUN: {why}", kind.name());
+        return Ok(super::EXIT_INCOMPLETE);
+    }
+    check_exports(&a)?;
+    let inputs = if a.measure {
+        measure_inputs(&p)?
+    } else {
+        let key = match run {
+            Some(r) => r,
+            None => {
+                let Some(newest) = a.store.newest_complete()? else {
+                    return Err(CliError::Usage(
+                        "model check: no run given and the store holds no complete run: give a run, or --measure".into(),
+                    ));
+                };
+                crate::errln!(
+                    "note: no run given: predicting from the newest complete stored run {}{}",
+                    crate::store::short_id(&newest.run_id),
+                    newest.label.map_or(String::new(), |l| format!(" \"{l}\""))
+                );
+                newest.run_id
+            }
+        };
+        let runs = load_runs(std::slice::from_ref(&key), &a.store)?;
+        let (n, r) = runs
+            .first()
+            .ok_or_else(|| CliError::Usage(format!("no run {key}")))?;
+        appmodel::inputs::from_record(n, r)
+    };
+    match appmodel::check::run(&p, path, inputs, a.step_s) {
+        Ok(r) => {
+            let code = if r.disagrees() { EXIT_WARN } else { EXIT_OK };
+            if let Some(f) = &a.export_json {
+                crate::export::write_each(vec![(
+                    "--export-json",
+                    f,
+                    appmodel::check::json(&r, code),
+                )])
+                .map_err(CliError::Other)?;
+            }
+            Ok(code)
+        }
+        Err(appmodel::check::CheckError::NotRun(why)) => {
+            crate::outln!("model check {}: NOT RUN: {why}", kind.name());
+            Ok(super::EXIT_INCOMPLETE)
+        }
+        Err(e) => Err(CliError::Other(e.into())),
+    }
+}
+
+/// A fresh standard-preset run of exactly the benchmarks the profile reads (a child
+/// `osgauge micro`, not stored), as inputs.
+fn measure_inputs(p: &Profile) -> Result<appmodel::Inputs, CliError> {
+    let empty = appmodel::Inputs::new("none", "");
+    let mut probe = empty.clone();
+    p.apply_to(&mut probe);
+    let Some(cmd) = appmodel::predict(p, &probe).to_measure else {
+        return Err(CliError::Usage(
+            "--measure: the profile reads no benchmark".into(),
+        ));
+    };
+    let dir = crate::tempfiles::dir("checkinputs").map_err(|e| CliError::Other(e.into()))?;
+    let json = dir.path().join("inputs.json");
+    let args: Vec<&str> = cmd
+        .split_whitespace()
+        .skip(1)
+        .take_while(|w| *w != "--label")
+        .collect();
+    crate::errln!(
+        "measuring the inputs: {} (standard preset, not stored) …",
+        args.join(" ")
+    );
+    let exe = std::env::current_exe().map_err(|e| CliError::Other(e.into()))?;
+    let st = std::process::Command::new(exe)
+        .args(&args)
+        .args([
+            "--label",
+            "model-check-inputs",
+            "--no-store",
+            "-q",
+            "--export-json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| CliError::Other(e.into()))?;
+    if !json.is_file() {
+        return Err(CliError::Other(anyhow::anyhow!(
+            "the input run failed ({st}) and wrote no record"
+        )));
+    }
+    let recs = crate::store::read_records(&json).map_err(CliError::Other)?;
+    let r = recs
+        .first()
+        .ok_or_else(|| CliError::Other(anyhow::anyhow!("the input run wrote no record")))?;
+    Ok(appmodel::inputs::from_record(
+        "fresh standard-preset run",
+        r,
+    ))
 }
 
 /// Every export asked for can be written, each to a file of its own; when one is `-`, standard

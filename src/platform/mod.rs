@@ -34,6 +34,8 @@ pub mod memory;
 /// Sockets (socket2) and TIME_WAIT counting for the network suite and `osgauge serve`.
 pub mod net;
 
+/// Disk, loopback and children-CPU counters for `model check` (own file, cfg-gated inside).
+pub mod counters;
 /// Memory-backed file systems and per-process device read counters (I/O loads, file systems).
 pub mod storage;
 

@@ -5,6 +5,7 @@
 mod common;
 
 mod appmodel;
+mod appmodel_check;
 mod appmodel_validate;
 mod blocking;
 mod chaos;

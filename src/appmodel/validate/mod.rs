@@ -2,9 +2,12 @@
 //! per-unit work (`app.rs`: receive over loopback TCP, write and read a temp file, copy memory,
 //! compute, copy frames, send over loopback, ping-pong with a partner thread for the context
 //! switches), run at rising offered rates and then flat out, measuring the achieved rate and this
-//! process's CPU utilisation. The prediction it is compared with is made from a fresh measurement
-//! of the inputs by probes (`probe.rs`) that do the same work the same way (the network and
-//! file-system suites may not be present). Every buffer whose bytes the model counts as memory
+//! process's CPU utilisation. The prediction it is judged against is made from a stored run's
+//! suite figures (`--inputs RUN`, else the newest complete stored run) — the inputs a user's
+//! `osgauge model` reads (issue 25). Probes (`probe.rs`) that repeat the app's own operations
+//! give a second prediction, shown beside as a diagnostic and never judged; without a stored
+//! run nothing is judged. A law whose prediction is over half stated figures (the profile's own
+//! `app_cpu_s`, assumed copy counts) agrees by construction and is not counted. Every buffer whose bytes the model counts as memory
 //! traffic streams through a ring of ≥ 4 × the last-level cache (`work.rs`), so that traffic
 //! really reaches memory. CPU is this process's own CPU time (`crate::cpucost`'s process
 //! counter); other work is measured in an idle baseline first, and a shared machine's maximum
@@ -148,7 +151,7 @@ fn validate(
     let stored = stored.map(|r| with_loopback_traffic(r, &p));
     if let Some(r) = &stored {
         notes.push(format!(
-            "also predicted from the stored run \"{}\" (its suite figures, the loopback traffic statements where it measured none); the verdict judges the probes' prediction",
+            "predicted from the stored run \"{}\" (its suite figures, the loopback traffic statements where it measured none): the verdict judges this prediction; the probes' is a diagnostic beside it",
             r.name
         ));
         crate::outln!("note: {}", notes.last().map_or("", |s| s.as_str()));
@@ -183,23 +186,49 @@ fn validate(
     let spread_note = spread_note(probes.len(), &spread);
     crate::outln!("note: {spread_note}");
     notes.push(spread_note);
+    let from_stored = stored.is_some();
     let mut ins = vec![median];
     ins.extend(stored);
     let a = super::analyse(&p, ins, None);
-    let pred: Prediction = a.predictions[0].clone();
+    // The judged prediction: the stored run's suite figures — the inputs a user's `osgauge
+    // model` reads. The probes' prediction is a diagnostic beside it, never judged.
+    let pred: Prediction = a.predictions[usize::from(from_stored)].clone();
+    let probes_pred = &a.predictions[0];
+    if !from_stored {
+        let n = "no stored run to predict from (--inputs RUN): the probes' prediction below is a DIAGNOSTIC and is not judged — run `osgauge micro …` (the TO MEASURE line above) and validate with --inputs".to_string();
+        crate::outln!("note: {n}");
+        notes.push(n);
+    }
     let Some(x_pred) = pred.x_max else {
-        return Err(failed(
-            "no maximum rate could be predicted from the median probes",
-        ));
+        return Err(failed(format!(
+            "no maximum rate could be predicted from \"{}\"",
+            pred.name
+        )));
     };
     crate::outln!(
-        "The prediction from the median probes: maximum rate {:.2} {}/s, bottleneck {}; CPU per unit {}",
+        "The judged prediction ({}): maximum rate {:.2} {}/s, bottleneck {}; CPU per unit {}",
+        if from_stored {
+            pred.name.as_str()
+        } else {
+            "the median probes — diagnostic only"
+        },
         x_pred,
         p.unit,
         pred.bottleneck.as_deref().unwrap_or("—"),
         pred.resource("cpu")
             .map_or("—".into(), |r| format!("{} CPU-s", fmt(r.demand)))
     );
+    if from_stored {
+        crate::outln!(
+            "The probes' prediction beside it (diagnostic, not judged): maximum rate {} {}/s, bottleneck {}; CPU per unit {}",
+            probes_pred.x_max.map_or("—".into(), |x| format!("{x:.2}")),
+            p.unit,
+            probes_pred.bottleneck.as_deref().unwrap_or("—"),
+            probes_pred
+                .resource("cpu")
+                .map_or("—".into(), |r| format!("{} CPU-s", fmt(r.demand)))
+        );
+    }
     let disk_mb = p.demand.disk_write_mb + p.demand.disk_read_mb;
     let steps: Vec<StepRow> = raw
         .iter()
@@ -221,8 +250,8 @@ fn validate(
     );
     let cpu_ok = judge_cpu(&pred, &steps, &p.unit, &mut notes);
     let bottleneck = pred.bottleneck.clone().unwrap_or_default();
-    if let Some(rp) = a.predictions.get(1) {
-        show_stored(rp, &p.unit, &sat);
+    if from_stored {
+        show_stored(probes_pred, &p.unit, &sat);
     }
     crate::outln!(
         "  bottleneck: predicted {bottleneck}; flat out this process used {:.1} % of all CPUs",
@@ -231,15 +260,45 @@ fn validate(
     crate::outln!(
         "  memory, disk and network utilisations are predicted only (no counter measures them here)."
     );
-    let verdict = report::judge(
-        busy,
+    let refused = |r: &str| {
+        super::construction::basis(&pred, r)
+            .filter(|b| b.by_construction())
+            .map(|b| b.text())
+    };
+    let incomplete = from_stored && pred.upper_bound;
+    let mut verdict = report::judge_counted(
+        busy || !from_stored || incomplete,
         x_pred,
         measured_max,
         cpu_ok,
         &bottleneck,
         &demand_parts(&pred, &bottleneck),
         sat.cpu_util,
+        refused(&bottleneck),
+        refused("cpu"),
     );
+    if incomplete {
+        verdict.text = format!(
+            "NOT JUDGED: the stored run \"{}\" lacks inputs the profile reads ({}), so its prediction is only an upper bound; beside it the maximum rate is {:+.1} %.",
+            pred.name,
+            pred.missing
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            (measured_max / x_pred - 1.0) * 100.0
+        );
+    } else if !from_stored {
+        verdict.text = format!(
+            "NOT JUDGED: no stored run to predict from (--inputs RUN): the probes' prediction is a diagnostic only; beside it the maximum rate is {:+.1} %, the CPU per unit {}.",
+            (measured_max / x_pred - 1.0) * 100.0,
+            if cpu_ok {
+                "within 15 %"
+            } else {
+                "off by > 15 %"
+            }
+        );
+    }
     crate::outln!("{}", verdict.text);
     Ok(Validation {
         schema: "osgauge.appmodel.validate/1",
@@ -461,7 +520,7 @@ fn demand_parts(pred: &Prediction, resource: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The stored run's prediction beside the median flat-out run `sat` (shown, not judged).
+/// The probes' prediction beside the median flat-out run `sat` (a diagnostic, not judged).
 fn show_stored(rp: &Prediction, unit: &str, sat: &app::Step) {
     crate::outln!(
         "  from the run \"{}\": maximum rate {} {}/s (bottleneck {}){}; CPU at the flat-out rate {:.1} % predicted vs {:.1} % measured",

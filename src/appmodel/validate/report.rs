@@ -132,6 +132,8 @@ pub struct Verdict {
     pub flat_out_cpu_pct: f64,
     /// When it disagrees: the law or input that is off.
     pub off: Option<String>,
+    /// The laws not counted: their prediction is over half stated figures (by construction).
+    pub not_counted: Vec<String>,
     pub text: String,
 }
 
@@ -198,8 +200,75 @@ pub fn judge(
         bottleneck: bottleneck.to_string(),
         flat_out_cpu_pct: flat_out_cpu * 100.0,
         off,
+        not_counted: Vec::new(),
         text,
     }
+}
+
+/// [`judge`], refusing the laws whose prediction agrees by construction: `x_refused` /
+/// `cpu_refused` say why the maximum-rate / CPU-per-unit prediction is over half stated figures
+/// (see [`crate::appmodel::construction`]). A refused law never makes the verdict agree nor
+/// disagree; with both refused there is no verdict (not judged).
+#[allow(clippy::too_many_arguments)]
+pub fn judge_counted(
+    busy: bool,
+    x_predicted: f64,
+    x_measured: f64,
+    cpu_agrees: bool,
+    bottleneck: &str,
+    bottleneck_inputs: &str,
+    flat_out_cpu: f64,
+    x_refused: Option<String>,
+    cpu_refused: Option<String>,
+) -> Verdict {
+    let x_for_judging = if x_refused.is_some() {
+        x_predicted
+    } else {
+        x_measured
+    };
+    let mut v = judge(
+        busy,
+        x_predicted,
+        x_for_judging,
+        cpu_agrees || cpu_refused.is_some(),
+        bottleneck,
+        bottleneck_inputs,
+        flat_out_cpu,
+    );
+    v.x_measured = x_measured;
+    v.x_agrees = (x_measured / x_predicted - 1.0).abs() <= TOLERANCE;
+    v.cpu_agrees = cpu_agrees;
+    let mut refused = Vec::new();
+    if let Some(w) = x_refused {
+        refused.push(format!("maximum rate (bottleneck law): {w}"));
+    }
+    if let Some(w) = cpu_refused {
+        refused.push(format!("CPU per unit (utilisation law): {w}"));
+    }
+    if refused.is_empty() {
+        return v;
+    }
+    let list = refused.join("; ");
+    if refused.len() == 2 {
+        v.judged = false;
+        v.agrees = false;
+        v.off = None;
+        v.text = format!(
+            "NO VERDICT: both laws agree or disagree by construction, so nothing is judged — not counted: {list}."
+        );
+    } else if v.agrees && v.judged {
+        let counted = if refused[0].starts_with("CPU") {
+            "the bottleneck law (maximum rate)"
+        } else {
+            "the utilisation law (CPU per unit)"
+        };
+        v.text =
+            format!("AGREES within 15 % on {counted} only; not counted (by construction): {list}.");
+    } else {
+        v.text = format!("{} Not counted (by construction): {list}.", v.text);
+    }
+    v.not_counted = refused;
+    v
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -395,8 +464,57 @@ pub(crate) mod tests {
         // A shared machine: shown, not judged.
         let v = judge(true, 100.0, 170.0, false, "memory", "", 0.5);
         assert!(!v.judged);
+        assert!(!v.judged);
         assert!(!v.disagrees());
         assert!(v.text.starts_with("NOT JUDGED"), "{}", v.text);
+        // A CPU prediction that is the profile's own CPU is never counted as agreeing.
+        let v = judge_counted(
+            false,
+            100.0,
+            100.0,
+            true,
+            "cpu",
+            "",
+            0.99,
+            Some("stated".into()),
+            Some("stated".into()),
+        );
+        assert!(!v.judged && !v.agrees && !v.disagrees());
+        assert!(v.text.starts_with("NO VERDICT"), "{}", v.text);
+        let v = judge_counted(
+            false,
+            100.0,
+            100.0,
+            false,
+            "memory",
+            "",
+            0.5,
+            None,
+            Some("stated".into()),
+        );
+        assert!(
+            v.agrees
+                && v.text
+                    .contains("not counted (by construction): CPU per unit"),
+            "{}",
+            v.text
+        );
+        let v = judge_counted(
+            false,
+            100.0,
+            170.0,
+            true,
+            "memory",
+            "",
+            0.5,
+            None,
+            Some("stated".into()),
+        );
+        assert!(
+            v.disagrees() && v.text.contains("Not counted (by construction)"),
+            "{}",
+            v.text
+        );
     }
 
     /// Every export carries every step (offered, achieved, CPU measured vs predicted, per-resource

@@ -56,12 +56,22 @@ impl Connect {
                      /proc/net/tcp) leave free: a lower cap is recorded (connections_cap_applied) \
                      and warned about; below {MIN_PER_RUN} the run waits for TIME_WAIT to \
                      drain, within its time bound. Per run: \
-                     p50 of setup and of teardown, p99 of setup (µs)."
+                     p50 of setup and of teardown, p99 of setup (µs), and this process's CPU \
+                     time per connection (user + system over the run's connections, both ends \
+                     when the peer is in-process; nanosecond process clock, so it needs no \
+                     long window — work done in interrupt context on behalf of no thread of \
+                     this process is not in it)."
                 ),
                 metrics: vec![
                     m("setup_p50_us", "median socket + connect time, µs"),
                     m("setup_p99_us", "99th percentile socket + connect time, µs"),
                     m("teardown_p50_us", "median shutdown + close time, µs"),
+                    MetricSpec {
+                        name: "process_cpu_us_per_connection",
+                        unit: Unit::Microseconds,
+                        better: Better::Lower,
+                        description: "this process's CPU per connection set up and closed (both ends when the peer is in-process), µs",
+                    },
                 ],
             },
             opts: opts.clone(),
@@ -108,6 +118,7 @@ impl Benchmark for Connect {
             .map_err(peer.err("connect"))?;
         let mut setup = Vec::new();
         let mut teardown = Vec::new();
+        let cpu0 = crate::platform::cputime::process_cpu_ns();
         let start = Instant::now();
         let mut err = None;
         while (start.elapsed() < ctx.run_time || setup.len() < MIN_PER_RUN) && setup.len() < allowed
@@ -134,6 +145,14 @@ impl Benchmark for Connect {
             teardown.push(t2.duration_since(t1).as_nanos() as f64 / 1e3);
         }
         let report = peer.client.finish(0, 0).map_err(peer.err("connect"));
+        // After finish: the in-process peer has accepted and closed every connection.
+        let cpu_per_conn = match (cpu0, crate::platform::cputime::process_cpu_ns()) {
+            (Ok(a), Ok(b)) if !setup.is_empty() => {
+                Ok(b.saturating_sub(a) as f64 / 1e3 / setup.len() as f64)
+            }
+            (Err(e), _) | (_, Err(e)) => Err(format!("process CPU clock: {e}")),
+            _ => Err("no connection".to_string()),
+        };
         let mut out = peer_facts(RunOutput::default(), &peer);
         peer.close();
         if let Some(e) = err {
@@ -170,10 +189,14 @@ impl Benchmark for Connect {
             Ok(n) => out.fact("time_wait_after", n),
             Err(e) => out.fact("time_wait_after", format!("not counted: {e}")),
         };
-        Ok(out
+        out = out
             .metric("setup_p50_us", vec![percentile(&setup, 50.0)])
             .metric("setup_p99_us", vec![percentile(&setup, 99.0)])
-            .metric("teardown_p50_us", vec![percentile(&teardown, 50.0)]))
+            .metric("teardown_p50_us", vec![percentile(&teardown, 50.0)]);
+        Ok(match cpu_per_conn {
+            Ok(us) => out.metric("process_cpu_us_per_connection", vec![us]),
+            Err(why) => out.not_measured("process_cpu_us_per_connection", why),
+        })
     }
 }
 
