@@ -3,6 +3,7 @@
 //! record → statistics → sinks (terminal, exports). See README.md and `osgauge --help`.
 
 pub mod appmodel;
+pub mod attribution;
 pub mod bench;
 pub mod cli;
 pub mod compare;

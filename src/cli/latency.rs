@@ -289,7 +289,7 @@ pub fn run_noise(a: NoiseArgs) -> Result<i32, CliError> {
 
 /// The terminal's attribution: the culprits over every run, then one line per top spike.
 pub fn attribution_lines(b: &crate::model::BenchmarkResult, top: usize) -> Vec<String> {
-    use crate::bench::latency::attribution::{Part, part_text, recorded, top_culprits};
+    use crate::attribution::{Part, part_text, recorded, top_culprits};
     let Some(r) = recorded(b) else {
         return Vec::new();
     };

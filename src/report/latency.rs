@@ -8,9 +8,7 @@ use plotters::prelude::*;
 
 use super::charts::{chart_on, house_mesh, pe, rgb, svg_chart};
 use super::{Figure, esc};
-use crate::bench::latency::attribution::{
-    Part, PartKind, Spike, part_text, recorded, top_culprits,
-};
+use crate::attribution::{Part, PartKind, Spike, part_text, recorded, top_culprits};
 use crate::model::RunRecord;
 
 /// Histogram buckets drawn, µs (wake-ups beyond are counted in the caption).

@@ -213,7 +213,7 @@ impl Cell {
         out.warnings.extend(measured.warnings);
         let run = measured.run;
         if let (Some((text, lost)), Some(threshold)) = (trace, s.attribute_ns) {
-            use crate::bench::latency::attribution::{Late, cpu_of, parse, summary};
+            use crate::attribution::{Late, cpu_of, parse, summary};
             let events = parse(&text);
             let late: Vec<Late> = run
                 .acc

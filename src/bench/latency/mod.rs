@@ -4,7 +4,6 @@
 //! through `platform` and read back, and a request the OS refused fails the benchmark: a figure is
 //! never passed off as measured under a policy it did not run with.
 
-pub mod attribution;
 pub mod idle_wakeup;
 pub mod noise;
 pub mod wakeup;

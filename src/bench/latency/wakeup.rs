@@ -23,7 +23,7 @@ pub struct Wakeup {
 pub struct PerCpu {
     pub latencies_ns: Vec<f64>,
     /// Wake-ups at or above the attribution threshold (when tracing).
-    pub late: Vec<super::attribution::Late>,
+    pub late: Vec<crate::attribution::Late>,
     /// Periods that had already passed when the thread woke (skipped, not measured twice).
     pub missed: u64,
 }
@@ -163,7 +163,7 @@ impl Wakeup {
             let lat = now.saturating_sub(next);
             out.latencies_ns.push(lat as f64);
             if self.opts.attribute_ns.is_some_and(|a| lat >= a) {
-                out.late.push(super::attribution::Late {
+                out.late.push(crate::attribution::Late {
                     cpu,
                     tid,
                     intended_ns: next,
@@ -267,7 +267,7 @@ impl Benchmark for Wakeup {
         if let Some((text, lost)) = trace {
             out.facts.insert(
                 "attribution".into(),
-                super::attribution::summary(
+                crate::attribution::summary(
                     &text,
                     lost,
                     late,

@@ -1,4 +1,5 @@
-//! Spike attribution: for a wake-up that came late, what held its CPU between the intended wake-up
+//! Spike attribution, shared by the latency and interactivity suites (`--attribute`), so neither
+//! imports the other: for a wake-up that came late, what held its CPU between the intended wake-up
 //! and the actual one, from the scheduler, IRQ, softirq and local-timer events tracefs recorded on
 //! that CPU (monotonic clock, µs resolution in the text format). The window is swept event by
 //! event; each stretch is charged to the innermost thing active then:
