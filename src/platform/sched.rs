@@ -217,6 +217,11 @@ pub use imp::{
     set_thread_affinity, set_watchdog_priority,
 };
 
+/// Is a thread's policy read back in the request's own names (Linux: SCHED_FIFO reads back as
+/// "fifo")? Elsewhere the read-back is the OS's own vocabulary (a Windows priority class, a macOS
+/// QoS) and is recorded as it is.
+pub const READ_BACK_IN_REQUEST_NAMES: bool = cfg!(target_os = "linux");
+
 /// Does a priority apply only to the real-time policies (Linux: FIFO and RR, 1..99), or to every
 /// policy (Windows priority classes, macOS)?
 pub const PRIORITY_ONLY_FOR_REALTIME: bool = cfg!(target_os = "linux");

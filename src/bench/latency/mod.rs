@@ -160,7 +160,7 @@ pub fn place_thread(
     // Linux reads the policy back in the request's own names; elsewhere the read-back (a
     // priority class, a QoS) is recorded as it is.
     if let Some(p) = sched.policy
-        && cfg!(target_os = "linux")
+        && crate::platform::sched::READ_BACK_IN_REQUEST_NAMES
     {
         let got = back.policy.to_ascii_lowercase();
         if !got.contains(p.name()) {
