@@ -412,15 +412,7 @@ fn max_rate_check(pred: &Prediction, steps: &[StepRow]) -> LawCheck {
             .map(|s| format!("{:.2}", s.achieved))
             .collect::<Vec<_>>()
             .join(", "),
-        dev.map_or(String::new(), |d| format!(
-            ": {:+.1} %{}",
-            d * 100.0,
-            if d.abs() <= TOLERANCE {
-                " (agrees within 15 %)"
-            } else {
-                " (DISAGREES, > 15 %)"
-            }
-        )),
+        deviation_text(dev),
         basis
             .as_ref()
             .map_or(String::new(), |b| format!(" — {}", b.text()))
@@ -437,6 +429,21 @@ fn max_rate_check(pred: &Prediction, steps: &[StepRow]) -> LawCheck {
         basis,
         text,
     }
+}
+
+/// ": +4.2 % (agrees within 15 %)" or ": −31.0 % (DISAGREES, > 15 %)"; empty when not computed.
+fn deviation_text(dev: Option<f64>) -> String {
+    dev.map_or(String::new(), |d| {
+        format!(
+            ": {:+.1} %{}",
+            d * 100.0,
+            if d.abs() <= TOLERANCE {
+                " (agrees within 15 %)"
+            } else {
+                " (DISAGREES, > 15 %)"
+            }
+        )
+    })
 }
 
 /// The utilisation law: CPU-seconds per unit, system-wide net of the idle windows, median over
@@ -476,15 +483,7 @@ fn cpu_check(pred: &Prediction, steps: &[StepRow]) -> LawCheck {
         } else {
             String::new()
         },
-        dev.map_or(String::new(), |d| format!(
-            ": {:+.1} %{}",
-            d * 100.0,
-            if d.abs() <= TOLERANCE {
-                " (agrees within 15 %)"
-            } else {
-                " (DISAGREES, > 15 %)"
-            }
-        )),
+        deviation_text(dev),
         basis
             .as_ref()
             .map_or(String::new(), |b| format!(" — {}", b.text()))
