@@ -22,12 +22,20 @@ pub enum StatusArg {
     Any,
 }
 
-/// Which stored runs to look at (`results list`, `fleet`, `fleet history`).
+/// Which stored runs to look at (`results list`, `fleet`): machines and [`RunSelect`].
 #[derive(Args, Debug, Clone, Default)]
 pub struct FilterArgs {
     /// Only runs of this machine (its hostname); repeat for several
     #[arg(long = "machine", value_name = "NAME")]
     pub machines: Vec<String>,
+    #[command(flatten)]
+    pub select: RunSelect,
+}
+
+/// Label, time and state of the runs to look at; `fleet history` takes these with its machine
+/// given as an argument.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RunSelect {
     /// Only runs with this label; repeat for several
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
@@ -38,8 +46,8 @@ pub struct FilterArgs {
     /// Only runs started before (same forms as --since)
     #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
-    /// Runs in this state: complete, incomplete (interrupted) or any [default: any for `results
-    /// list`, complete for `fleet`]
+    /// Runs in this state: complete, incomplete (interrupted) or any [default: complete for
+    /// `fleet`, any otherwise]
     #[arg(long, value_enum, value_name = "STATUS")]
     pub status: Option<StatusArg>,
 }
@@ -47,6 +55,21 @@ pub struct FilterArgs {
 impl FilterArgs {
     /// The filter, with `default` for an absent `--status`.
     pub fn filter(&self, default: Option<Status>) -> Result<RunFilter, CliError> {
+        self.select.filter(self.machines.clone(), default)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.machines.is_empty() && self.select.is_empty()
+    }
+}
+
+impl RunSelect {
+    /// The filter for `machines` (none: every machine), with `default` for an absent `--status`.
+    pub fn filter(
+        &self,
+        machines: Vec<String>,
+        default: Option<Status>,
+    ) -> Result<RunFilter, CliError> {
         let now = chrono::Utc::now();
         let time = |flag: &str, v: &Option<String>| {
             v.as_deref()
@@ -55,7 +78,7 @@ impl FilterArgs {
                 .map_err(|e| CliError::Usage(format!("{flag}: {e}")))
         };
         Ok(RunFilter {
-            machines: self.machines.clone(),
+            machines,
             labels: self.labels.clone(),
             since: time("--since", &self.since)?,
             until: time("--until", &self.until)?,
@@ -69,8 +92,7 @@ impl FilterArgs {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.machines.is_empty()
-            && self.labels.is_empty()
+        self.labels.is_empty()
             && self.since.is_none()
             && self.until.is_none()
             && self.status.is_none()
@@ -163,18 +185,8 @@ pub struct HistoryArgs {
     pub machine: String,
     /// Benchmark id or benchmark/metric, e.g. cpu/null_syscall
     pub metric: String,
-    /// Only runs with this label; repeat for several
-    #[arg(long = "label", value_name = "LABEL")]
-    pub labels: Vec<String>,
-    /// Only runs started at or after (30d, 2026-11-01, RFC 3339)
-    #[arg(long, value_name = "WHEN")]
-    pub since: Option<String>,
-    /// Only runs started before
-    #[arg(long, value_name = "WHEN")]
-    pub until: Option<String>,
-    /// Runs in this state: complete, incomplete or any [default: any]
-    #[arg(long, value_enum, value_name = "STATUS")]
-    pub status: Option<StatusArg>,
+    #[command(flatten)]
+    pub select: RunSelect,
     #[command(flatten)]
     pub exports: FleetExports,
     #[command(flatten)]
@@ -239,18 +251,12 @@ pub fn dispatch(a: FleetArgs) -> Result<i32, CliError> {
 
 fn history(a: HistoryArgs) -> Result<i32, CliError> {
     a.exports.check()?;
-    let fa = FilterArgs {
-        machines: if a.machine == "all" {
-            Vec::new()
-        } else {
-            vec![a.machine.clone()]
-        },
-        labels: a.labels.clone(),
-        since: a.since.clone(),
-        until: a.until.clone(),
-        status: a.status,
+    let machines = if a.machine == "all" {
+        Vec::new()
+    } else {
+        vec![a.machine.clone()]
     };
-    let filter = fa.filter(None)?;
+    let filter = a.select.filter(machines, None)?;
     let Some(s) = a.store.open_read()? else {
         return Err(CliError::Usage(format!(
             "no result store at {} (nothing to show)",
