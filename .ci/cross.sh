@@ -119,8 +119,10 @@ step "Windows tests under Wine"
 # run beside load tests); these executables are run directly, so the variable is set here.
 export RUST_TEST_THREADS=1
 # Wine itself sometimes fails a CreateProcess ("Internal error (os error 1359)") or a file lock
-# that Windows would not. A test executable that fails is therefore run once more; a failure on
-# both tries fails CI, a pass on the second try is reported loudly with the first failure kept.
+# that Windows would not. The tests that failed are therefore run once more, by exact name (one
+# executable holds ~150 tests: re-running all of them gives every other test a chance of its own
+# Wine flake); a failure on both tries fails CI, a pass on the second try is reported loudly with
+# the first failure kept. An executable that failed without naming a test is run whole again.
 FLAKY=()
 for t in "${TESTS[@]}"; do
     name=$(basename "$t")
@@ -130,8 +132,14 @@ for t in "${TESTS[@]}"; do
     if (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t" 2>&1 | tee "$log"; exit "${PIPESTATUS[0]}"); then
         continue
     fi
-    echo "-- $name FAILED under Wine; running it once more to tell a Wine flake from a real failure"
-    (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t")
+    mapfile -t FAILED < <(sed -n -E 's/^test (.+) \.\.\. FAILED\r?$/\1/p' "$log")
+    if [ "${#FAILED[@]}" -gt 0 ]; then
+        echo "-- $name FAILED under Wine (${FAILED[*]}); running those once more, by exact name, to tell a Wine flake from a real failure"
+        (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t" --exact "${FAILED[@]}")
+    else
+        echo "-- $name FAILED under Wine without naming a test; running it whole once more"
+        (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t")
+    fi
     FLAKY+=("$name: $(grep -m1 -E "^test .* FAILED|panicked at" "$log" || echo "exit without a test failure line")")
 done
 if [ "${#FLAKY[@]}" -gt 0 ]; then
