@@ -280,7 +280,7 @@ impl Builder<'_> {
     /// CPU (CPU-seconds per unit; capacity = logical CPUs).
     fn cpu(&mut self) -> ResourceCalc {
         let (p, d) = (self.p, &self.p.demand);
-        let (t, fv) = (d.disk_threads, d.frame_pacing.as_str());
+        let fv = d.frame_pacing.as_str();
         let mut miss = Vec::new();
         let mut parts = Vec::new();
         let floor = app_cpu_parts(d, self.inp, &mut parts, &mut self.notes);
@@ -296,8 +296,8 @@ impl Builder<'_> {
             } else {
                 "net_rx_cpu_s_per_mb_tcp"
             };
-            let w_key = format!("disk_write_cpu_s_per_mb_t{t}");
-            let r_key = format!("disk_read_cpu_s_per_mb_t{t}");
+            let w_key = d.disk_key("write", "cpu_s_per_mb");
+            let r_key = d.disk_key("read", "cpu_s_per_mb");
             let f_key = format!("frame_copy_cpu_s_per_mb_{fv}");
             let acts = [
                 ("network receive", d.net_rx_mb, rx_key),
@@ -428,15 +428,24 @@ impl Builder<'_> {
             parts.push(pub_part);
         } else {
             for (label, mb, key) in [
-                ("write", d.disk_write_mb, format!("disk_write_mb_s_t{t}")),
-                ("read", d.disk_read_mb, format!("disk_read_mb_s_t{t}")),
+                ("write", d.disk_write_mb, d.disk_key("write", "mb_s")),
+                ("read", d.disk_read_mb, d.disk_key("read", "mb_s")),
             ] {
                 if mb > 0.0
                     && let Some(bw) = self.get(&key, &mut miss)
                     && bw > 0.0
                 {
                     parts.push(part(
-                        format!("{label} {} MB at {} MB/s ({t} thread(s))", fmt(mb), fmt(bw)),
+                        format!(
+                            "{label} {} MB at {} MB/s ({t} thread(s){})",
+                            fmt(mb),
+                            fmt(bw),
+                            if d.disk_io == "buffered" {
+                                ", through the OS cache, fsynced"
+                            } else {
+                                ""
+                            }
+                        ),
                         mb / bw,
                         self.src(&key),
                         false,

@@ -18,6 +18,9 @@
 //! disk_write_mb = 2.0         # MB written to files (sequential)
 //! disk_read_mb = 0.0          # MB read from files (sequential)
 //! disk_threads = 1            # 1, 2 or 3 threads doing the file I/O
+//! disk_io = "direct"          # "direct": the cache-bypassed figures (O_DIRECT); "buffered":
+//!                             # through the OS cache, writes made durable (fsync) — whose
+//!                             # file-system figures apply
 //! frames = 1                  # frames copied for presentation per unit
 //! frame_mb = 2.0              # size of one frame, MB
 //! frame_pacing = "60fps_1mp"  # which frame-pacing benchmark's figures apply ("60fps_1mp", "25fps_5mp")
@@ -97,6 +100,7 @@ struct RawDemand {
     disk_write_mb: Num,
     disk_read_mb: Num,
     disk_threads: Option<Spanned<i64>>,
+    disk_io: Option<Spanned<String>>,
     frames: Num,
     frame_mb: Num,
     frame_pacing: Option<Spanned<String>>,
@@ -134,6 +138,9 @@ pub struct Weight {
     pub require_max: Option<f64>,
 }
 
+/// The values of `demand.disk_io`, the default first.
+pub const DISK_IO: [&str; 2] = ["direct", "buffered"];
+
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Demand {
     pub net_rx_mb: f64,
@@ -142,6 +149,9 @@ pub struct Demand {
     pub disk_write_mb: f64,
     pub disk_read_mb: f64,
     pub disk_threads: u32,
+    /// "direct" (cache bypassed) or "buffered" (through the OS cache, made durable): which of
+    /// the file-system suite's figures the disk demand uses.
+    pub disk_io: String,
     pub frames: f64,
     pub frame_mb: f64,
     pub frame_pacing: String,
@@ -151,6 +161,19 @@ pub struct Demand {
     pub context_switches: f64,
     /// TCP connections set up and closed per unit (a request without keep-alive: 1).
     pub connections: f64,
+}
+
+impl Demand {
+    /// The input key of a file-system figure for this demand's threads and I/O path:
+    /// `disk_{dir}_{what}[_buffered]_t{threads}` (dir "write"/"read", what "mb_s"/"cpu_s_per_mb").
+    pub fn disk_key(&self, dir: &str, what: &str) -> String {
+        let path = if self.disk_io == "buffered" {
+            "_buffered"
+        } else {
+            ""
+        };
+        format!("disk_{dir}_{what}{path}_t{}", self.disk_threads)
+    }
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -448,6 +471,17 @@ impl Ctx<'_> {
                 );
             }
         };
+        let disk_io = match &d.disk_io {
+            None => DISK_IO[0].to_string(),
+            Some(s) if DISK_IO.contains(&s.get_ref().as_str()) => s.get_ref().clone(),
+            Some(s) => {
+                return self.err(
+                    s.span(),
+                    "demand.disk_io",
+                    "must be \"direct\" (cache bypassed) or \"buffered\" (through the OS cache, fsynced)",
+                );
+            }
+        };
         let frame_pacing = match &d.frame_pacing {
             None => "60fps_1mp".to_string(),
             Some(s) if inputs::FRAME_VARIANTS.contains(&s.get_ref().as_str()) => {
@@ -485,6 +519,7 @@ impl Ctx<'_> {
             disk_write_mb: self.non_neg(&d.disk_write_mb, "demand.disk_write_mb")?,
             disk_read_mb: self.non_neg(&d.disk_read_mb, "demand.disk_read_mb")?,
             disk_threads,
+            disk_io,
             frames: self.non_neg(&d.frames, "demand.frames")?,
             frame_mb: self.non_neg(&d.frame_mb, "demand.frame_mb")?,
             frame_pacing,
@@ -632,6 +667,26 @@ mod tests {
         assert_eq!(p.demand.net_rx_mb, 2.0);
         assert_eq!(p.demand.disk_threads, 1);
         assert_eq!(p.demand.net_protocol, "tcp");
+        assert_eq!(p.demand.disk_io, "direct");
+        assert_eq!(p.demand.disk_key("write", "mb_s"), "disk_write_mb_s_t1");
+    }
+
+    #[test]
+    fn disk_io_picks_the_file_system_figures_and_a_bad_one_is_refused() {
+        let p = Profile::parse(
+            "p.toml",
+            &format!("{OK}disk_io = \"buffered\"\ndisk_threads = 2\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            p.demand.disk_key("write", "cpu_s_per_mb"),
+            "disk_write_cpu_s_per_mb_buffered_t2"
+        );
+        assert!(inputs::spec(&p.demand.disk_key("read", "mb_s")).is_some());
+        let e = Profile::parse("p.toml", &format!("{OK}disk_io = \"cached\"\n"))
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("p.toml:8: demand.disk_io: must be"), "{e}");
     }
 
     #[test]

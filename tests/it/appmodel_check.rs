@@ -80,6 +80,8 @@ fn inputs(dir: &Path) -> PathBuf {
             vec![
                 metric("mb_per_s", Unit::MegabytesPerSecond, H, 500.0),
                 metric("cpu_s_per_gb", Unit::Count, L, 0.5),
+                metric("mb_per_s_buffered", Unit::MegabytesPerSecond, H, 300.0),
+                metric("cpu_s_per_gb_buffered", Unit::Count, L, 0.8),
             ],
         ),
     ];
@@ -199,6 +201,15 @@ fn iperf3_to_disk_runs_and_is_judged_on_measured_figures() {
     // No application CPU is stated: the CPU prediction is all measured OS costs.
     assert_eq!(v["checks"][1]["basis"]["stated_share"].as_f64(), Some(0.0));
     assert_loopback_at_least(&v, 1.0);
+    // iperf3 writes through the OS cache: the buffered figures are the disk's inputs, and each
+    // step fsyncs the file inside its window (the bytes reach the disk in the step).
+    assert!(text.contains("disk_write_mb_s_buffered_t1"), "{text}");
+    assert!(
+        text.contains("disk_write_cpu_s_per_mb_buffered_t1"),
+        "{text}"
+    );
+    assert!(!text.contains("disk_write_mb_s_t1 "), "{text}");
+    assert!(text.contains("fsync after the stream"), "{text}");
 }
 
 #[test]

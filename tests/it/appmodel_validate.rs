@@ -13,6 +13,14 @@ const TINY: &str = "[app]\nname = \"tiny\"\nunit = \"req\"\ntarget_rate = 10\n[d
     frame_mb = 0.5\napp_cpu_s = 0.004\napp_mem_mb = 2\ncontext_switches = 4\n\
     [capacity]\ndisplay_link_mb_s = 5000\n";
 
+/// The tiny profile with its file I/O path: cache bypassed (the default) where the test runs
+/// natively; through the cache on Windows, whose test executables CI runs under Wine, which
+/// does not honour the bypass flag (the app refuses a bypass it cannot have).
+fn tiny() -> String {
+    let io = if cfg!(windows) { "buffered" } else { "direct" };
+    TINY.replace("[demand]\n", &format!("[demand]\ndisk_io = \"{io}\"\n"))
+}
+
 /// `osgauge-validate-*` folders in this test's own temp dir (the sandbox's TMPDIR, which the
 /// osgauge it starts uses): never the shared one, where a killed run or another test may leave
 /// its own.
@@ -35,7 +43,7 @@ fn ours_left() -> usize {
 fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("tiny.toml");
-    std::fs::write(&p, TINY).unwrap();
+    std::fs::write(&p, tiny()).unwrap();
     // A stored run (a cpu-suite record): its prediction is printed beside the probes' one.
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cpu-a.json");
     let (j, m, h) = (
@@ -139,7 +147,7 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
 fn validate_refuses_an_unwritable_export_up_front() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("tiny.toml");
-    std::fs::write(&p, TINY).unwrap();
+    std::fs::write(&p, tiny()).unwrap();
     let bad = dir.path().join("no-such-dir").join("v.json");
     let out = osgauge()
         .args(["model", "validate", p.to_str().unwrap(), "--step-s", "0.2"])
@@ -225,4 +233,38 @@ fn validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take() {
             assert!(hi > lo, "{st}");
         }
     }
+}
+
+/// `disk_io = "direct"` where the cache cannot be bypassed (a memory-backed temp folder) is a
+/// clear error naming the way out — never a run through the cache passed off as bypassed.
+#[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "needs /dev/shm (a Linux tmpfs)")]
+fn direct_io_where_the_cache_cannot_be_bypassed_is_a_clear_error() {
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("tiny.toml");
+    std::fs::write(
+        &p,
+        TINY.replace("[demand]\n", "[demand]\ndisk_io = \"direct\"\n"),
+    )
+    .unwrap();
+    let out = osgauge()
+        .args(["model", "validate", p.to_str().unwrap()])
+        .args(["--step-s", "0.2", "--max-rate", "20"])
+        .env("TMPDIR", shm.path())
+        .timeout(std::time::Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("demand.disk_io = \"direct\"") && err.contains("memory-backed"),
+        "{err}"
+    );
+    assert!(err.contains("disk_io = \"buffered\""), "{err}");
+    assert_eq!(
+        std::fs::read_dir(shm.path()).unwrap().count(),
+        0,
+        "the run's temp folder was removed"
+    );
 }

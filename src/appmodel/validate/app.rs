@@ -1,19 +1,19 @@
 //! The synthetic application: per unit exactly the profile's work and no other — receive over
-//! loopback TCP (an in-process peer sends), write and read a temp file (the page cache), copy
+//! loopback TCP (an in-process peer sends), write and read a temp file (cache bypassed or
+//! through the cache and fsynced, as the profile's `disk_io` says: [`super::disk`]), copy
 //! memory (the app's own traffic), compute (spin on the thread's CPU clock), copy frames, send over
 //! loopback (an in-process peer receives), and ping-pong with a partner thread for the profile's
 //! context switches. Every buffer streams through a per-thread [`Ring`] of ≥ 4 × the LLC; nothing
 //! is allocated per unit. Run at a fixed offered rate or flat out, measuring the units finished
 //! and this process's CPU time.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use serde::Serialize;
 
+use super::disk::AppFile;
 use super::work::{CHUNK, MB, PingPong, Ring, SWITCHES_PER_ROUND_TRIP, drain, pump, recv, send};
 use super::{INTERRUPTED, ValidateError, failed, proc_cpu_s};
 use crate::appmodel::profile::Profile;
@@ -39,6 +39,7 @@ pub fn null_profile(p: &Profile) -> Profile {
     let mut n = p.clone();
     n.demand = crate::appmodel::profile::Demand {
         disk_threads: p.demand.disk_threads,
+        disk_io: p.demand.disk_io.clone(),
         net_protocol: p.demand.net_protocol.clone(),
         frame_pacing: p.demand.frame_pacing.clone(),
         ..Default::default()
@@ -67,11 +68,8 @@ struct Worker {
     tx: Option<std::net::TcpStream>,
     helpers: Vec<std::thread::JoinHandle<()>>,
     pp: Option<PingPong>,
-    file: File,
-    /// Write position and the bytes the file holds; read position.
-    wpos: usize,
-    held: usize,
-    rpos: usize,
+    /// The temp file (None: the profile neither writes nor reads files).
+    file: Option<AppFile>,
 }
 
 impl Worker {
@@ -104,26 +102,18 @@ impl Worker {
         } else {
             None
         };
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(failed)?;
         let mut ring = Ring::new(ws);
         // The file is filled to its full size before the step (not measured): writes then
-        // overwrite cached pages in place, as the probe's timed pass does, and reads stream
-        // through ≥ the working set instead of the few bytes written so far.
-        let mut held = 0;
-        if d.disk_write_mb > 0.0 || d.disk_read_mb > 0.0 {
-            let mut file = &file;
-            while held < file_cap(ws) {
-                file.write_all(ring.take(CHUNK)).map_err(failed)?;
-                held += CHUNK;
-            }
-            file.seek(SeekFrom::Start(0)).map_err(failed)?;
-        }
+        // overwrite allocated blocks in place, and reads stream through ≥ the working set.
+        let file = if d.disk_write_mb > 0.0 || d.disk_read_mb > 0.0 {
+            let fill = ring.take(CHUNK).to_vec();
+            Some(
+                AppFile::create(path, d.disk_io == "buffered", file_cap(ws), &fill)
+                    .map_err(failed)?,
+            )
+        } else {
+            None
+        };
         Ok(Worker {
             ring,
             rx,
@@ -131,51 +121,28 @@ impl Worker {
             helpers,
             pp,
             file,
-            wpos: 0,
-            held,
-            rpos: held / 2,
         })
     }
 
     /// One unit of the profile's work.
-    fn unit(&mut self, p: &Profile, app_cpu: f64, cap: usize) -> Result<(), ValidateError> {
+    fn unit(&mut self, p: &Profile, app_cpu: f64) -> Result<(), ValidateError> {
         let d = &p.demand;
         if let Some(r) = self.rx.as_mut() {
             recv(r, &mut self.ring, mb(d.net_rx_mb)).map_err(failed)?;
         }
-        let mut left = mb(d.disk_write_mb);
-        while left > 0 {
-            let n = left.min(CHUNK);
-            if self.wpos + n > cap {
-                self.file.seek(SeekFrom::Start(0)).map_err(failed)?;
-                self.wpos = 0;
+        if let Some(f) = self.file.as_mut() {
+            let mut left = mb(d.disk_write_mb);
+            while left > 0 {
+                let n = left.min(CHUNK);
+                f.write(self.ring.take(n)).map_err(failed)?;
+                left -= n;
             }
-            self.file.write_all(self.ring.take(n)).map_err(failed)?;
-            self.wpos += n;
-            self.held = self.held.max(self.wpos);
-            left -= n;
-        }
-        // Reads go sequentially through what the file holds (the page cache), wrapping.
-        let mut left = if self.held > 0 { mb(d.disk_read_mb) } else { 0 };
-        if left > 0 {
-            self.file
-                .seek(SeekFrom::Start(self.rpos as u64))
-                .map_err(failed)?;
-        }
-        while left > 0 {
-            if self.rpos >= self.held {
-                self.rpos = 0;
-                self.file.seek(SeekFrom::Start(0)).map_err(failed)?;
+            let mut left = mb(d.disk_read_mb);
+            while left > 0 {
+                let n = left.min(CHUNK);
+                f.read(self.ring.take(n)).map_err(failed)?;
+                left -= n;
             }
-            let n = left.min(CHUNK).min(self.held - self.rpos);
-            self.file.read_exact(self.ring.take(n)).map_err(failed)?;
-            self.rpos += n;
-            left -= n;
-        }
-        if d.disk_read_mb > 0.0 && self.held > 0 {
-            self.file
-                .seek(SeekFrom::Start(self.wpos as u64))
-                .map_err(failed)?;
         }
         // The application's own work: its memory traffic (a copy counts read + written), then
         // compute until its CPU time per unit (the copy included) is spent.
@@ -223,7 +190,6 @@ pub fn run_app(
 ) -> Result<Step, ValidateError> {
     let d = &p.demand;
     let app_cpu = d.app_cpu_s.unwrap_or(0.0) + d.app_cpu_pct.unwrap_or(0.0) / 100.0 * cpus as f64;
-    let cap = file_cap(ws);
     let done = AtomicU64::new(0);
     let start_at = AtomicU64::new(0);
     // Every worker is set up (rings touched, peers connected) before the step's clock starts.
@@ -262,7 +228,7 @@ pub fn run_app(
                             break;
                         }
                         j += 1;
-                        w.unit(p, app_cpu, cap)?;
+                        w.unit(p, app_cpu)?;
                         if now_ns() <= end {
                             done.fetch_add(1, Ordering::Relaxed); // only units finished in the step
                         }

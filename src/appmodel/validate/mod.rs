@@ -17,6 +17,7 @@
 //! memory traffic counters (memory utilisation is predicted only).
 
 mod app;
+pub mod disk;
 mod probe;
 pub mod report;
 pub mod work;
