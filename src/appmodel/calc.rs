@@ -321,6 +321,16 @@ impl Builder<'_> {
                     false,
                 ));
             }
+            if d.syscalls > 0.0
+                && let Some(us) = self.get("syscall_us", &mut miss)
+            {
+                parts.push(part(
+                    format!("{} system calls × {} µs", fmt(d.syscalls), fmt(us)),
+                    d.syscalls * us * 1e-6,
+                    self.src("syscall_us"),
+                    false,
+                ));
+            }
             if d.context_switches > 0.0
                 && let Some(us) = self.get("ctx_switch_us", &mut miss)
             {
@@ -959,6 +969,35 @@ mod tests {
 
     /// A request without keep-alive opens and closes a TCP connection: its measured CPU is a
     /// part of the CPU demand (a per-request cost the per-MB costs do not hold).
+    /// System calls a profile counts are priced at the measured cheap I/O system call.
+    #[test]
+    fn syscalls_per_unit_cost_the_measured_system_call() {
+        let src = PROFILE
+            .to_string()
+            .replace("context_switches = 100", "syscalls = 30");
+        let p = Profile::parse("p", &src).unwrap();
+        let mut i = every_input(&p);
+        i.values.remove("syscall_us");
+        assert!(predict(&p, &i).upper_bound, "no system call cost: missing");
+        i.values.insert(
+            "syscall_us".into(),
+            Value {
+                value: 0.5,
+                origin: Origin::Measured,
+                source: "test".into(),
+            },
+        );
+        let pr = predict(&p, &i);
+        let cpu = pr.resource("cpu").unwrap();
+        // 0.002 + 1 MB × 0.001 + 1 MB × 0.002 + 30 × 0.5 µs.
+        assert!((cpu.demand - 0.005015).abs() < 1e-12, "{}", cpu.demand);
+        assert!(
+            cpu.parts
+                .iter()
+                .any(|x| x.label.contains("30 system calls"))
+        );
+    }
+
     #[test]
     fn connections_per_unit_cost_their_measured_cpu() {
         let src = PROFILE

@@ -131,6 +131,16 @@ pub const SPECS: &[Spec] = &[
         1e-6,
     ),
     m(
+        "syscall_us",
+        "µs",
+        L,
+        "cheap I/O system call (1-byte read of the zero device): the price of each system call \
+         a profile counts beyond those the per-MB and per-connection costs hold",
+        "cpu/io_syscall",
+        "read",
+        1e-3,
+    ),
+    m(
         "ctx_switch_us",
         "µs",
         L,

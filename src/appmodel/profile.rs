@@ -29,6 +29,9 @@
 //!                             # CPU time is); never taken below app_mem_mb at one core's copy rate
 //! app_mem_mb = 125.0          # the application's own memory traffic per unit, MB read + written
 //! context_switches = 10       # context switches per unit
+//! syscalls = 28               # system calls per unit besides those moving the bytes (their cost
+//!                             # is in the per-MB costs) and a connection's (in its cost), each
+//!                             # priced as cpu/io_syscall; count them with `strace -c -f`
 //! connections = 1             # TCP connections set up and closed per unit (no keep-alive: 1)
 //!
 //! [capacity]                  # capacities no benchmark measures, stated by the user (flagged)
@@ -108,6 +111,7 @@ struct RawDemand {
     app_cpu_pct: Num,
     app_mem_mb: Num,
     context_switches: Num,
+    syscalls: Num,
     connections: Num,
 }
 
@@ -159,6 +163,8 @@ pub struct Demand {
     pub app_cpu_pct: Option<f64>,
     pub app_mem_mb: f64,
     pub context_switches: f64,
+    /// System calls per unit besides the payload's and a connection's (priced as cpu/io_syscall).
+    pub syscalls: f64,
     /// TCP connections set up and closed per unit (a request without keep-alive: 1).
     pub connections: f64,
 }
@@ -527,6 +533,7 @@ impl Ctx<'_> {
             app_cpu_pct,
             app_mem_mb: self.non_neg(&d.app_mem_mb, "demand.app_mem_mb")?,
             context_switches: self.non_neg(&d.context_switches, "demand.context_switches")?,
+            syscalls: self.non_neg(&d.syscalls, "demand.syscalls")?,
             connections: self.non_neg(&d.connections, "demand.connections")?,
         };
         if demand.frames > 0.0 && demand.frame_mb == 0.0 {

@@ -2,7 +2,8 @@
 //! loopback TCP (an in-process peer sends), write and read a temp file (cache bypassed or
 //! through the cache and fsynced, as the profile's `disk_io` says: [`super::disk`]), copy
 //! memory (the app's own traffic), compute (spin on the thread's CPU clock), copy frames, send over
-//! loopback (an in-process peer receives), and ping-pong with a partner thread for the profile's
+//! loopback (an in-process peer receives), make the profile's counted system calls (the cheap
+//! I/O call they are priced at), and ping-pong with a partner thread for the profile's
 //! context switches. Every buffer streams through a per-thread [`Ring`] of ≥ 4 × the LLC; nothing
 //! is allocated per unit. Run at a fixed offered rate or flat out, measuring the units finished
 //! and this process's CPU time.
@@ -70,6 +71,8 @@ struct Worker {
     pp: Option<PingPong>,
     /// The temp file (None: the profile neither writes nor reads files).
     file: Option<AppFile>,
+    /// The profile's counted system calls, made as the cheap I/O call they are priced at.
+    syscalls: Option<crate::platform::CheapIo>,
 }
 
 impl Worker {
@@ -121,6 +124,11 @@ impl Worker {
             helpers,
             pp,
             file,
+            syscalls: if d.syscalls > 0.0 {
+                Some(crate::platform::CheapIo::open().map_err(failed)?)
+            } else {
+                None
+            },
         })
     }
 
@@ -159,6 +167,11 @@ impl Worker {
         }
         if let Some(w) = self.tx.as_mut() {
             send(w, &mut self.ring, mb(d.net_tx_mb)).map_err(failed)?;
+        }
+        if let Some(io) = self.syscalls.as_mut() {
+            for _ in 0..(d.syscalls.round() as usize) {
+                io.read_one().map_err(failed)?;
+            }
         }
         if let Some(pp) = self.pp.as_mut() {
             pp.round_trips(round_trips(d.context_switches))
