@@ -766,6 +766,7 @@ mod tests {
         assert!(!network_type("ext4"));
     }
 
+    #[test_with::path(/dev/shm)]
     #[test]
     #[cfg(target_os = "linux")]
     fn tmpfs_bypass_is_refused_with_the_reason() {
