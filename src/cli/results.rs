@@ -552,173 +552,14 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             json,
             filter,
             store,
-        } => {
-            // Bad filters are refused before the store is read.
-            filter.filter(None)?;
-            let Some(s) = store.open_read()? else {
-                if json {
-                    crate::outln!("[]");
-                } else {
-                    crate::outln!(
-                        "No runs stored in {} (no store there yet).",
-                        store::redact_url(&store.path()?.display().to_string())
-                    );
-                }
-                return Ok(EXIT_OK);
-            };
-            let all = s.list()?.len();
-            let rows = super::fleet::filter_rows(s.list()?, &filter)?;
-            if json {
-                let v: Vec<_> = rows
-                    .iter()
-                    .map(|r| {
-                        serde_json::json!({
-                            "run_id": r.run_id, "label": r.label, "started": r.started,
-                            "finished": r.finished, "complete": r.complete, "os": r.os,
-                            "hostname": r.hostname, "benchmarks": r.benchmarks, "origin": r.origin,
-                        })
-                    })
-                    .collect();
-                crate::outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
-                );
-            } else if all == 0 {
-                crate::outln!("No runs stored in {}.", s.path().display());
-            } else if rows.is_empty() {
-                crate::outln!(
-                    "No run matches the filters ({all} run(s) in {}).",
-                    s.path().display()
-                );
-            } else {
-                crate::out!("{}", list_text(&rows));
-                if filter.is_empty() {
-                    crate::outln!("{} run(s) in {}", rows.len(), s.path().display());
-                } else {
-                    crate::outln!(
-                        "{} of {all} run(s) in {} match the filters",
-                        rows.len(),
-                        s.path().display()
-                    );
-                }
-            }
-            Ok(EXIT_OK)
-        }
-        ResultsCmd::Show { run, json, store } => {
-            let s = store.open_read()?.ok_or_else(|| not_found(&run))?;
-            let id = resolve(&s, &run)?;
-            let rec = s.get(&id)?.ok_or_else(|| not_found(&run))?;
-            if json {
-                crate::out!("{}", crate::export::json::render(&rec)?);
-            } else {
-                crate::outln!(
-                    "run {}  label {}  started {}  {}  {} / {}",
-                    rec.run_id,
-                    rec.label
-                        .as_deref()
-                        .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
-                        .unwrap_or_else(|| "—".into()),
-                    rec.started.format("%Y-%m-%d %H:%M:%S UTC"),
-                    if rec.complete {
-                        "complete"
-                    } else {
-                        "INCOMPLETE (interrupted)"
-                    },
-                    rec.machine.os,
-                    rec.machine.hostname.as_deref().unwrap_or("—")
-                );
-                crate::out!("{}", crate::output::render_tables(&rec));
-                for w in crate::output::all_warnings(&rec) {
-                    crate::outln!("  warning: {}", display_text(&w, usize::MAX));
-                }
-            }
-            Ok(EXIT_OK)
-        }
-        ResultsCmd::Export { run, output, store } => {
-            let s = store.open_read()?.ok_or_else(|| not_found(&run))?;
-            let id = resolve(&s, &run)?;
-            let text = s.export_json(&id)?.ok_or_else(|| not_found(&run))?;
-            match output {
-                Some(p) => {
-                    check_writable(&p).map_err(|e| CliError::Usage(format!("-o: {e}")))?;
-                    write_atomic(&p, text.as_bytes()).map_err(|e| {
-                        CliError::Other(anyhow::anyhow!("writing {}: {e}", p.display()))
-                    })?;
-                }
-                None => crate::out!("{text}"),
-            }
-            Ok(EXIT_OK)
-        }
+        } => results_list(json, &filter, &store),
+        ResultsCmd::Show { run, json, store } => results_show(&run, json, &store),
+        ResultsCmd::Export { run, output, store } => results_export(&run, output, &store),
         ResultsCmd::Import {
             files,
             replace,
             store,
-        } => {
-            // Read everything first: a bad file imports nothing.
-            let mut docs = Vec::new();
-            let mut from = Vec::new();
-            for f in &files {
-                let d = store::read_documents(f).map_err(|e| CliError::Usage(format!("{e:#}")))?;
-                if d.is_empty() {
-                    return Err(CliError::Usage(format!(
-                        "{}: no run records in it: nothing to import",
-                        f.display()
-                    )));
-                }
-                // Held to what a run of this osgauge satisfies, before the store is opened.
-                for doc in &d {
-                    store::check_imported(&doc.record).map_err(|e| {
-                        CliError::Usage(format!("{}: run {}: {e}", f.display(), doc.record.run_id))
-                    })?;
-                }
-                from.extend(std::iter::repeat_n(f.clone(), d.len()));
-                docs.extend(d);
-            }
-            let s = store.open()?;
-            // One transaction: every record is stored or none.
-            let outcomes = s.import_all(&docs, replace).map_err(store_err)?;
-            // Read them back through a fresh connection before saying "imported".
-            let check = Store::open_read_only(s.path()).and_then(|r| {
-                let r = r.ok_or_else(|| anyhow::anyhow!("the store has disappeared"))?;
-                for d in &docs {
-                    let id = d.record.run_id.to_string();
-                    let back = r.get_json(&id)?;
-                    let same = back.is_some_and(|b| {
-                        serde_json::from_str::<serde_json::Value>(&b).ok()
-                            == serde_json::from_str::<serde_json::Value>(&d.text).ok()
-                    });
-                    if !same {
-                        anyhow::bail!("run {id} does not read back as imported");
-                    }
-                }
-                Ok(())
-            });
-            if let Err(e) = check {
-                return Err(CliError::Other(e.context(format!(
-                    "the import into {} could not be verified",
-                    s.path().display()
-                ))));
-            }
-            for ((d, f), outcome) in docs.iter().zip(&from).zip(outcomes) {
-                let r = &d.record;
-                let what = match outcome {
-                    store::ImportOutcome::Added => "imported",
-                    store::ImportOutcome::AlreadyStored => "already stored",
-                    store::ImportOutcome::Replaced => "replaced",
-                };
-                crate::outln!(
-                    "{what}: run {} ({}, {}) from {}",
-                    r.run_id,
-                    r.label
-                        .as_deref()
-                        .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
-                        .unwrap_or_else(|| "no label".into()),
-                    r.machine.os,
-                    f.display()
-                );
-            }
-            Ok(EXIT_OK)
-        }
+        } => results_import(&files, replace, &store),
         ResultsCmd::Push {
             to,
             runs,
@@ -739,42 +580,220 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
             let to = store.path()?;
             transfer(&from, &to, &runs, replace)
         }
-        ResultsCmd::Delete { runs, yes, store } => {
-            // A missing store is not created just to find nothing in it.
-            if store.open_read()?.is_none() {
-                return Err(not_found(&runs[0]));
-            }
-            let s = store.open()?;
-            let mut ids = Vec::new();
-            for r in &runs {
-                let id = resolve_exactly(&s, r)?;
-                if !ids.contains(&id) {
-                    ids.push(id);
-                }
-            }
-            if !yes && !confirm_delete(&s, &ids)? {
-                crate::errln!("osgauge: nothing deleted");
-                return Ok(EXIT_OK);
-            }
-            let unfinished: Vec<String> = s
-                .list()?
-                .into_iter()
-                .filter(|r| ids.contains(&r.run_id) && r.finished.is_none())
-                .map(|r| r.run_id)
-                .collect();
-            for id in ids {
-                if s.delete(&id)? {
-                    crate::outln!("deleted run {id}");
-                    if unfinished.contains(&id) {
-                        crate::errln!(
-                            "osgauge: note: run {id} was unfinished: if an osgauge is still measuring it, that osgauge stops storing it and says so (its results stay in its output and exports)"
-                        );
-                    }
-                }
-            }
-            Ok(EXIT_OK)
+        ResultsCmd::Delete { runs, yes, store } => results_delete(&runs, yes, &store),
+    }
+}
+
+/// `results list`: the stored runs the filters keep, as a table or JSON.
+fn results_list(
+    json: bool,
+    filter: &super::fleet::FilterArgs,
+    store: &StorePath,
+) -> Result<i32, CliError> {
+    // Bad filters are refused before the store is read.
+    filter.filter(None)?;
+    let Some(s) = store.open_read()? else {
+        if json {
+            crate::outln!("[]");
+        } else {
+            crate::outln!(
+                "No runs stored in {} (no store there yet).",
+                store::redact_url(&store.path()?.display().to_string())
+            );
+        }
+        return Ok(EXIT_OK);
+    };
+    let all = s.list()?.len();
+    let rows = super::fleet::filter_rows(s.list()?, filter)?;
+    if json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "run_id": r.run_id, "label": r.label, "started": r.started,
+                    "finished": r.finished, "complete": r.complete, "os": r.os,
+                    "hostname": r.hostname, "benchmarks": r.benchmarks, "origin": r.origin,
+                })
+            })
+            .collect();
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
+        );
+    } else if all == 0 {
+        crate::outln!("No runs stored in {}.", s.path().display());
+    } else if rows.is_empty() {
+        crate::outln!(
+            "No run matches the filters ({all} run(s) in {}).",
+            s.path().display()
+        );
+    } else {
+        crate::out!("{}", list_text(&rows));
+        if filter.is_empty() {
+            crate::outln!("{} run(s) in {}", rows.len(), s.path().display());
+        } else {
+            crate::outln!(
+                "{} of {all} run(s) in {} match the filters",
+                rows.len(),
+                s.path().display()
+            );
         }
     }
+    Ok(EXIT_OK)
+}
+
+/// `results show`: one run's tables and warnings, or its record as JSON.
+fn results_show(run: &str, json: bool, store: &StorePath) -> Result<i32, CliError> {
+    let s = store.open_read()?.ok_or_else(|| not_found(run))?;
+    let id = resolve(&s, run)?;
+    let rec = s.get(&id)?.ok_or_else(|| not_found(run))?;
+    if json {
+        crate::out!("{}", crate::export::json::render(&rec)?);
+    } else {
+        crate::outln!(
+            "run {}  label {}  started {}  {}  {} / {}",
+            rec.run_id,
+            rec.label
+                .as_deref()
+                .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
+                .unwrap_or_else(|| "—".into()),
+            rec.started.format("%Y-%m-%d %H:%M:%S UTC"),
+            if rec.complete {
+                "complete"
+            } else {
+                "INCOMPLETE (interrupted)"
+            },
+            rec.machine.os,
+            rec.machine.hostname.as_deref().unwrap_or("—")
+        );
+        crate::out!("{}", crate::output::render_tables(&rec));
+        for w in crate::output::all_warnings(&rec) {
+            crate::outln!("  warning: {}", display_text(&w, usize::MAX));
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// `results export`: one run's stored record, to a file or standard output.
+fn results_export(run: &str, output: Option<PathBuf>, store: &StorePath) -> Result<i32, CliError> {
+    let s = store.open_read()?.ok_or_else(|| not_found(run))?;
+    let id = resolve(&s, run)?;
+    let text = s.export_json(&id)?.ok_or_else(|| not_found(run))?;
+    match output {
+        Some(p) => {
+            check_writable(&p).map_err(|e| CliError::Usage(format!("-o: {e}")))?;
+            write_atomic(&p, text.as_bytes())
+                .map_err(|e| CliError::Other(anyhow::anyhow!("writing {}: {e}", p.display())))?;
+        }
+        None => crate::out!("{text}"),
+    }
+    Ok(EXIT_OK)
+}
+
+/// `results import`: every record of `files` is checked, stored in one transaction, read back
+/// and then reported.
+fn results_import(files: &[PathBuf], replace: bool, store: &StorePath) -> Result<i32, CliError> {
+    // Read everything first: a bad file imports nothing.
+    let mut docs = Vec::new();
+    let mut from = Vec::new();
+    for f in files {
+        let d = store::read_documents(f).map_err(|e| CliError::Usage(format!("{e:#}")))?;
+        if d.is_empty() {
+            return Err(CliError::Usage(format!(
+                "{}: no run records in it: nothing to import",
+                f.display()
+            )));
+        }
+        // Held to what a run of this osgauge satisfies, before the store is opened.
+        for doc in &d {
+            store::check_imported(&doc.record).map_err(|e| {
+                CliError::Usage(format!("{}: run {}: {e}", f.display(), doc.record.run_id))
+            })?;
+        }
+        from.extend(std::iter::repeat_n(f.clone(), d.len()));
+        docs.extend(d);
+    }
+    let s = store.open()?;
+    // One transaction: every record is stored or none.
+    let outcomes = s.import_all(&docs, replace).map_err(store_err)?;
+    // Read them back through a fresh connection before saying "imported".
+    let check = Store::open_read_only(s.path()).and_then(|r| {
+        let r = r.ok_or_else(|| anyhow::anyhow!("the store has disappeared"))?;
+        for d in &docs {
+            let id = d.record.run_id.to_string();
+            let back = r.get_json(&id)?;
+            let same = back.is_some_and(|b| {
+                serde_json::from_str::<serde_json::Value>(&b).ok()
+                    == serde_json::from_str::<serde_json::Value>(&d.text).ok()
+            });
+            if !same {
+                anyhow::bail!("run {id} does not read back as imported");
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = check {
+        return Err(CliError::Other(e.context(format!(
+            "the import into {} could not be verified",
+            s.path().display()
+        ))));
+    }
+    for ((d, f), outcome) in docs.iter().zip(&from).zip(outcomes) {
+        let r = &d.record;
+        let what = match outcome {
+            store::ImportOutcome::Added => "imported",
+            store::ImportOutcome::AlreadyStored => "already stored",
+            store::ImportOutcome::Replaced => "replaced",
+        };
+        crate::outln!(
+            "{what}: run {} ({}, {}) from {}",
+            r.run_id,
+            r.label
+                .as_deref()
+                .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
+                .unwrap_or_else(|| "no label".into()),
+            r.machine.os,
+            f.display()
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+/// `results delete`: the named runs, after a confirmation unless `yes`.
+fn results_delete(runs: &[String], yes: bool, store: &StorePath) -> Result<i32, CliError> {
+    // A missing store is not created just to find nothing in it.
+    if store.open_read()?.is_none() {
+        return Err(not_found(&runs[0]));
+    }
+    let s = store.open()?;
+    let mut ids = Vec::new();
+    for r in runs {
+        let id = resolve_exactly(&s, r)?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    if !yes && !confirm_delete(&s, &ids)? {
+        crate::errln!("osgauge: nothing deleted");
+        return Ok(EXIT_OK);
+    }
+    let unfinished: Vec<String> = s
+        .list()?
+        .into_iter()
+        .filter(|r| ids.contains(&r.run_id) && r.finished.is_none())
+        .map(|r| r.run_id)
+        .collect();
+    for id in ids {
+        if s.delete(&id)? {
+            crate::outln!("deleted run {id}");
+            if unfinished.contains(&id) {
+                crate::errln!(
+                    "osgauge: note: run {id} was unfinished: if an osgauge is still measuring it, that osgauge stops storing it and says so (its results stay in its output and exports)"
+                );
+            }
+        }
+    }
+    Ok(EXIT_OK)
 }
 
 /// `results push/pull`: copy the runs `keys` name (every run when empty) from the store `from`

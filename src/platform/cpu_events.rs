@@ -79,6 +79,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        not(target_os = "linux"),
+        ignore = "interrupt and switch counts are read on Linux only"
+    )]
     fn this_machines_counts_only_grow() {
         let (Some(a), Some(s)) = (cpu_interrupts(0), thread_involuntary_switches()) else {
             eprintln!("NOT RUN: no interrupt or switch counts on this OS");

@@ -148,6 +148,25 @@ pub fn free_bytes(dir: &Path) -> io::Result<u64> {
     }
 }
 
+/// Permissions with the Unix mode bits `mode` (the umask still applies where a file is created
+/// with them), or None where the OS keeps no mode bits (Windows: access is by ACL).
+pub fn permissions_from_mode(mode: u32) -> Option<std::fs::Permissions> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        Some(std::fs::Permissions::from_mode(mode))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = mode;
+        None
+    }
+}
+
+/// Whether an absolute path is a POSIX path (`/a/b`), written as it is after `file:` in a URI
+/// (a Windows path, `C:\a\b`, is not).
+pub const POSIX_PATHS: bool = cfg!(unix);
+
 /// Why a secret file (a token) is open to other users, or None when it is not (or the OS keeps
 /// no such mode bits: on Windows access is by ACL, which this does not read).
 pub fn secret_open_to_others(path: &Path) -> io::Result<Option<String>> {
@@ -766,6 +785,7 @@ mod tests {
         assert!(!network_type("ext4"));
     }
 
+    #[test_with::path(/dev/shm)]
     #[test]
     #[cfg(target_os = "linux")]
     fn tmpfs_bypass_is_refused_with_the_reason() {

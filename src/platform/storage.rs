@@ -12,6 +12,10 @@ pub fn memory_backed_fs(dir: &Path) -> io::Result<Option<&'static str>> {
     imp::memory_backed_fs(dir)
 }
 
+/// Whether [`device_read_bytes`] can prove a read reached storage (Windows' counter also counts
+/// cached reads, so it cannot).
+pub const DEVICE_COUNTER_PROVES_STORAGE: bool = cfg!(any(target_os = "linux", target_os = "macos"));
+
 /// What [`device_read_bytes`] counts on this OS (for the record).
 pub const DEVICE_READ_COUNTER: &str = imp::DEVICE_READ_COUNTER;
 

@@ -339,16 +339,8 @@ fn pgpass_lookup(c: &postgres::Config) -> Option<String> {
         _ => dirs::home_dir()?.join(".pgpass"),
     };
     let meta = std::fs::metadata(&file).ok()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // libpq ignores a password file group or others may read.
-        if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
-            return None;
-        }
-    }
-    #[cfg(not(unix))]
-    if !meta.is_file() {
+    // libpq ignores a password file group or others may read.
+    if !meta.is_file() || !matches!(crate::platform::fs::secret_open_to_others(&file), Ok(None)) {
         return None;
     }
     let text = std::fs::read_to_string(&file).ok()?;

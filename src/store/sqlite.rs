@@ -156,7 +156,7 @@ fn wal_path(path: &Path) -> PathBuf {
 
 /// A SQLite URI opening `path` read-only as immutable (Unix paths only; `None` elsewhere).
 fn immutable_uri(path: &Path) -> Option<String> {
-    if !cfg!(unix) {
+    if !crate::platform::fs::POSIX_PATHS {
         return None;
     }
     let abs = std::path::absolute(path).ok()?;
@@ -262,10 +262,8 @@ impl Sqlite {
         builder.prefix(".osgauge-store-").suffix(".tmp");
         // As a file SQLite creates: readable by others unless the umask says otherwise (a
         // temporary file is private by default).
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o644));
+        if let Some(p) = crate::platform::fs::permissions_from_mode(0o644) {
+            builder.permissions(p);
         }
         let tmp = builder
             .tempfile_in(dir)

@@ -123,6 +123,17 @@ pub fn render_text(m: &Machine, e: &Environment) -> String {
 }
 
 fn machine_rows(s: &mut Section, m: &Machine) {
+    identity_rows(s, m);
+    cpu_rows(s, &m.cpu);
+    cache_rows(s, m);
+    memory_and_system_rows(s, m);
+    kernel_rows(s, m);
+    s.opt("workdir", m.workdir.as_ref().map(workdir_text), "workdir");
+    s.opt("cgroup", m.cgroup.as_ref().map(cgroup_text), "cgroup");
+}
+
+/// os, kernel, arch, hostname.
+fn identity_rows(s: &mut Section, m: &Machine) {
     let os = match (&m.os_name, &m.os_version) {
         (Some(n), _) => n.clone(),
         (None, Some(v)) => format!("{} {v}", m.os),
@@ -138,43 +149,37 @@ fn machine_rows(s: &mut Section, m: &Machine) {
     s.opt("kernel", kernel, "kernel");
     s.row("arch", m.arch.clone());
     s.opt("hostname", m.hostname.clone(), "hostname");
+}
 
-    let c = &m.cpu;
+/// `parts` joined with ", ", or None when there are none.
+fn joined(parts: Vec<String>) -> Option<String> {
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// cpu, cpu id, cpus, smt, frequency.
+fn cpu_rows(s: &mut Section, c: &super::Cpu) {
     s.opt("cpu", c.model_name.clone(), "cpu.model_name");
-    let mut id = Vec::new();
-    if let Some(v) = &c.vendor {
-        id.push(v.clone());
-    }
-    if let Some(f) = c.family {
-        id.push(format!("family {f}"));
-    }
-    if let Some(x) = c.model {
-        id.push(format!("model {x}"));
-    }
-    if let Some(x) = c.stepping {
-        id.push(format!("stepping {x}"));
-    }
-    if let Some(x) = &c.microcode {
-        id.push(format!("microcode {x}"));
-    }
+    let id = [
+        c.vendor.clone(),
+        c.family.map(|f| format!("family {f}")),
+        c.model.map(|x| format!("model {x}")),
+        c.stepping.map(|x| format!("stepping {x}")),
+        c.microcode.as_ref().map(|x| format!("microcode {x}")),
+    ];
     s.opt(
         "cpu id",
-        (!id.is_empty()).then(|| id.join(", ")),
+        joined(id.into_iter().flatten().collect()),
         "cpu.vendor",
     );
-    let mut cpus = Vec::new();
-    if let Some(n) = c.logical_cpus {
-        cpus.push(format!("{n} logical"));
-    }
-    if let Some(n) = c.physical_cores {
-        cpus.push(format!("{n} cores"));
-    }
-    if let Some(n) = c.sockets {
-        cpus.push(format!("{n} socket{}", if n == 1 { "" } else { "s" }));
-    }
+    let cpus = [
+        c.logical_cpus.map(|n| format!("{n} logical")),
+        c.physical_cores.map(|n| format!("{n} cores")),
+        c.sockets
+            .map(|n| format!("{n} socket{}", if n == 1 { "" } else { "s" })),
+    ];
     s.opt(
         "cpus",
-        (!cpus.is_empty()).then(|| cpus.join(", ")),
+        joined(cpus.into_iter().flatten().collect()),
         "cpu.topology",
     );
     let smt = match (c.smt_active, &c.smt_control) {
@@ -184,21 +189,20 @@ fn machine_rows(s: &mut Section, m: &Machine) {
         (None, None) => None,
     };
     s.opt("smt", smt, "cpu.smt");
-    let mut freq = Vec::new();
-    if let Some(v) = c.nominal_mhz {
-        freq.push(format!("nominal {}", mhz(v)));
-    }
-    if let Some(v) = c.max_mhz {
-        freq.push(format!("max {}", mhz(v)));
-    }
-    if let Some(v) = c.reported_mhz {
-        freq.push(format!("reported {}", mhz(v)));
-    }
+    let freq = [
+        c.nominal_mhz.map(|v| format!("nominal {}", mhz(v))),
+        c.max_mhz.map(|v| format!("max {}", mhz(v))),
+        c.reported_mhz.map(|v| format!("reported {}", mhz(v))),
+    ];
     s.opt(
         "frequency",
-        (!freq.is_empty()).then(|| freq.join(", ")),
+        joined(freq.into_iter().flatten().collect()),
         "cpu.nominal_mhz",
     );
+}
+
+/// One row per cache level and kind ("unknown" when none was read).
+fn cache_rows(s: &mut Section, m: &Machine) {
     if m.caches.is_empty() {
         s.row("caches", s.unknown("caches"));
     }
@@ -223,6 +227,10 @@ fn machine_rows(s: &mut Section, m: &Machine) {
             format!("{size}{shared}{line}"),
         );
     }
+}
+
+/// memory, page size, system, virtualization.
+fn memory_and_system_rows(s: &mut Section, m: &Machine) {
     s.opt(
         "memory",
         m.memory_total_bytes.map(format_bytes),
@@ -256,6 +264,10 @@ fn machine_rows(s: &mut Section, m: &Machine) {
         (None, _) => None,
     };
     s.opt("virtualization", virt, "virtualization");
+}
+
+/// clocksource, tsc, preemption, mitigations.
+fn kernel_rows(s: &mut Section, m: &Machine) {
     let cs = m
         .clocksource
         .as_ref()
@@ -282,65 +294,70 @@ fn machine_rows(s: &mut Section, m: &Machine) {
         None => p.clone(),
     });
     s.opt("preemption", pre, "preemption");
-    let mit = m.mitigations.as_ref().map(|x| {
-        let mut v = format!("{} vulnerable", x.vulnerable);
-        if !x.vulnerable_names.is_empty() {
-            v.push_str(&format!(" ({})", x.vulnerable_names.join(", ")));
-        }
-        v.push_str(&format!(
-            ", {} mitigated, {} not affected",
-            x.mitigated, x.not_affected
-        ));
-        if x.other > 0 {
-            v.push_str(&format!(", {} unknown", x.other));
-        }
-        if let Some(c) = &x.cmdline {
-            v.push_str(&format!("; mitigations={c}"));
-        }
-        v
-    });
-    s.opt("mitigations", mit, "mitigations");
-    let wd = m.workdir.as_ref().map(|w| {
-        let mut v = format!(
-            "{}: {}",
-            w.path,
-            w.fs_type.as_deref().unwrap_or("unknown fs")
-        );
-        if let Some(d) = &w.device {
-            v.push_str(&format!(" on {d}"));
-        }
-        if let Some(mp) = &w.mount_point {
-            v.push_str(&format!(" at {mp}"));
-        }
-        match w.rotational {
-            Some(true) => v.push_str(", rotational"),
-            Some(false) => v.push_str(", non-rotational"),
-            None => {}
-        }
-        v
-    });
-    s.opt("workdir", wd, "workdir");
-    let cg = m.cgroup.as_ref().map(|g| {
-        let mut parts = Vec::new();
-        if let Some(h) = &g.hierarchy {
-            parts.push(h.clone());
-        }
-        if let Some(p) = &g.path {
-            parts.push(p.clone());
-        }
-        let cpu = match (&g.cpu_max, g.cpu_limit_cpus) {
-            (Some(raw), Some(n)) => format!("cpu.max {raw} ({n:.2} CPUs)"),
-            (Some(raw), None) => format!("cpu.max {raw}"),
-            _ => "cpu.max unknown".into(),
-        };
-        let mem = match (&g.memory_max, g.memory_max_bytes) {
-            (_, Some(b)) => format!("memory.max {}", format_bytes(b)),
-            (Some(raw), None) => format!("memory.max {raw}"),
-            _ => "memory.max unknown".into(),
-        };
-        format!("{}; {cpu}; {mem}", parts.join(" "))
-    });
-    s.opt("cgroup", cg, "cgroup");
+    s.opt(
+        "mitigations",
+        m.mitigations.as_ref().map(mitigations_text),
+        "mitigations",
+    );
+}
+
+fn mitigations_text(x: &super::Mitigations) -> String {
+    let mut v = format!("{} vulnerable", x.vulnerable);
+    if !x.vulnerable_names.is_empty() {
+        v.push_str(&format!(" ({})", x.vulnerable_names.join(", ")));
+    }
+    v.push_str(&format!(
+        ", {} mitigated, {} not affected",
+        x.mitigated, x.not_affected
+    ));
+    if x.other > 0 {
+        v.push_str(&format!(", {} unknown", x.other));
+    }
+    if let Some(c) = &x.cmdline {
+        v.push_str(&format!("; mitigations={c}"));
+    }
+    v
+}
+
+fn workdir_text(w: &super::Workdir) -> String {
+    let mut v = format!(
+        "{}: {}",
+        w.path,
+        w.fs_type.as_deref().unwrap_or("unknown fs")
+    );
+    if let Some(d) = &w.device {
+        v.push_str(&format!(" on {d}"));
+    }
+    if let Some(mp) = &w.mount_point {
+        v.push_str(&format!(" at {mp}"));
+    }
+    match w.rotational {
+        Some(true) => v.push_str(", rotational"),
+        Some(false) => v.push_str(", non-rotational"),
+        None => {}
+    }
+    v
+}
+
+fn cgroup_text(g: &super::Cgroup) -> String {
+    let mut parts = Vec::new();
+    if let Some(h) = &g.hierarchy {
+        parts.push(h.clone());
+    }
+    if let Some(p) = &g.path {
+        parts.push(p.clone());
+    }
+    let cpu = match (&g.cpu_max, g.cpu_limit_cpus) {
+        (Some(raw), Some(n)) => format!("cpu.max {raw} ({n:.2} CPUs)"),
+        (Some(raw), None) => format!("cpu.max {raw}"),
+        _ => "cpu.max unknown".into(),
+    };
+    let mem = match (&g.memory_max, g.memory_max_bytes) {
+        (_, Some(b)) => format!("memory.max {}", format_bytes(b)),
+        (Some(raw), None) => format!("memory.max {raw}"),
+        _ => "memory.max unknown".into(),
+    };
+    format!("{}; {cpu}; {mem}", parts.join(" "))
 }
 
 fn environment_rows(s: &mut Section, e: &Environment, logical: Option<u32>) {
@@ -349,27 +366,19 @@ fn environment_rows(s: &mut Section, e: &Environment, logical: Option<u32>) {
         e.taken_at
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
     );
-    let gov = e.governors.as_ref().map(|g| {
-        let first = g.first().and_then(|x| x.governor.clone());
-        let driver = g
-            .first()
-            .and_then(|x| x.driver.clone())
-            .map(|d| format!(", driver {d}"))
-            .unwrap_or_default();
-        if g.iter().all(|x| x.governor == first) {
-            format!(
-                "{} (all {} policies{driver})",
-                first.as_deref().unwrap_or("unknown"),
-                g.len()
-            )
-        } else {
-            g.iter()
-                .map(|x| format!("{}={}", x.policy, x.governor.as_deref().unwrap_or("?")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    });
-    s.opt("governor", gov, "governors");
+    cpu_setting_rows(s, e);
+    load_rows(s, e, logical);
+    memory_setting_rows(s, e);
+    privilege_rows(s, e);
+}
+
+/// governor, turbo/boost, pstate, isolated and nohz_full CPUs, aslr.
+fn cpu_setting_rows(s: &mut Section, e: &Environment) {
+    s.opt(
+        "governor",
+        e.governors.as_deref().map(governors_text),
+        "governors",
+    );
     let boost = e.boost.map(|b| {
         let mut v = if b { "on" } else { "off" }.to_string();
         if let Some(src) = &e.boost_source {
@@ -398,6 +407,32 @@ fn environment_rows(s: &mut Section, e: &Environment, logical: Option<u32>) {
         x => x.to_string(),
     });
     s.opt("aslr", aslr, "aslr");
+}
+
+/// One governor for all policies, or each policy's.
+fn governors_text(g: &[super::Governor]) -> String {
+    let first = g.first().and_then(|x| x.governor.clone());
+    let driver = g
+        .first()
+        .and_then(|x| x.driver.clone())
+        .map(|d| format!(", driver {d}"))
+        .unwrap_or_default();
+    if g.iter().all(|x| x.governor == first) {
+        format!(
+            "{} (all {} policies{driver})",
+            first.as_deref().unwrap_or("unknown"),
+            g.len()
+        )
+    } else {
+        g.iter()
+            .map(|x| format!("{}={}", x.policy, x.governor.as_deref().unwrap_or("?")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// load average, cpu pressure, cpu busy, steal, processes.
+fn load_rows(s: &mut Section, e: &Environment, logical: Option<u32>) {
     let load = e.load_avg.as_ref().map(|l| {
         let mut v = format!("{:.2} {:.2} {:.2} (1/5/15 min)", l.one, l.five, l.fifteen);
         if let Some(n) = logical {
@@ -417,7 +452,16 @@ fn environment_rows(s: &mut Section, e: &Environment, logical: Option<u32>) {
         v
     });
     s.opt("cpu pressure", psi, "cpu_pressure");
-    let ct = e.cpu_time.as_ref();
+    cpu_time_rows(s, e.cpu_time.as_ref());
+    let procs = e.procs_running.map(|r| match e.procs_blocked {
+        Some(b) => format!("{r} running, {b} blocked"),
+        None => format!("{r} running"),
+    });
+    s.opt("processes", procs, "procs_running");
+}
+
+/// cpu busy and steal, over the sampling window and since boot.
+fn cpu_time_rows(s: &mut Section, ct: Option<&super::CpuTime>) {
     let window = ct.and_then(|c| {
         let ms = c.window_ms?;
         let ticks = c
@@ -454,11 +498,10 @@ fn environment_rows(s: &mut Section, e: &Environment, logical: Option<u32>) {
         (!parts.is_empty()).then(|| parts.join("; "))
     });
     s.opt("steal", steal, "cpu_time");
-    let procs = e.procs_running.map(|r| match e.procs_blocked {
-        Some(b) => format!("{r} running, {b} blocked"),
-        None => format!("{r} running"),
-    });
-    s.opt("processes", procs, "procs_running");
+}
+
+/// memory available, swap, transparent hugepages, timer slack, affinity.
+fn memory_setting_rows(s: &mut Section, e: &Environment) {
     s.opt(
         "memory available",
         e.mem_available_bytes.map(format_bytes),
@@ -485,6 +528,10 @@ fn environment_rows(s: &mut Section, e: &Environment, logical: Option<u32>) {
         .as_ref()
         .map(|a| format!("{} ({} CPUs)", format_cpu_list(a), a.len()));
     s.opt("affinity", aff, "affinity");
+}
+
+/// realtime, rt limits, user.
+fn privilege_rows(s: &mut Section, e: &Environment) {
     let rt = &e.realtime;
     let rt_line = rt.permitted.map(|p| {
         if p {
@@ -498,6 +545,18 @@ fn environment_rows(s: &mut Section, e: &Environment, logical: Option<u32>) {
         }
     });
     s.opt("realtime", rt_line, "realtime");
+    if let Some(lim) = joined(rt_limits(rt)) {
+        s.row("rt limits", lim);
+    }
+    let user = e.uid.map(|u| match e.is_root {
+        Some(true) => format!("uid {u} (root)"),
+        _ => format!("uid {u}"),
+    });
+    s.opt("user", user, "uid");
+}
+
+/// The limits on real-time scheduling that were read.
+fn rt_limits(rt: &super::Realtime) -> Vec<String> {
     let mut lim = Vec::new();
     if let (Some(a), Some(b)) = (rt.rlimit_rtprio_soft, rt.rlimit_rtprio_hard) {
         let f = |v: u64| {
@@ -522,14 +581,7 @@ fn environment_rows(s: &mut Section, e: &Environment, logical: Option<u32>) {
     if let Some(r) = rt.cgroup_rt_runtime_us {
         lim.push(format!("cgroup cpu.rt_runtime {r} µs"));
     }
-    if !lim.is_empty() {
-        s.row("rt limits", lim.join(", "));
-    }
-    let user = e.uid.map(|u| match e.is_root {
-        Some(true) => format!("uid {u} (root)"),
-        _ => format!("uid {u}"),
-    });
-    s.opt("user", user, "uid");
+    lim
 }
 
 /// Findings as text, one block per finding: "warning  governor: ...\n  fix: ...".

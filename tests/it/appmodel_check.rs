@@ -188,6 +188,7 @@ fn assert_loopback_at_least(v: &serde_json::Value, payload_mb: f64) {
     }
 }
 
+#[test_with::executable(iperf3)]
 #[test]
 fn iperf3_to_disk_runs_and_is_judged_on_measured_figures() {
     if let Err(why) = installed(&["iperf3"]) {
@@ -212,6 +213,8 @@ fn iperf3_to_disk_runs_and_is_judged_on_measured_figures() {
     assert!(text.contains("fsync after the stream"), "{text}");
 }
 
+#[test_with::executable(nginx || /usr/sbin/nginx)]
+#[test_with::executable(ab)]
 #[test]
 fn nginx_static_runs_our_own_server_and_is_measured() {
     if let Err(why) = installed(&["nginx", "ab"]) {
@@ -237,6 +240,7 @@ fn nginx_static_runs_our_own_server_and_is_measured() {
 
 /// The memory-bound program; and the same profile with a stated application CPU that dominates
 /// the CPU prediction: that check is refused as by construction, never counted as agreeing.
+#[test_with::executable(stress-ng)]
 #[test]
 fn stress_stream_runs_and_a_stated_cpu_is_refused_as_by_construction() {
     if let Err(why) = installed(&["stress-ng"]) {

@@ -144,6 +144,7 @@ fn a_fifo_with_a_reader_gets_the_export() {
     assert_eq!(rec["schema"], "osgauge.run/1");
 }
 
+#[test_with::path(/dev/full)]
 #[test]
 fn one_failed_export_does_not_stop_the_others_and_dash_is_standard_output() {
     if !std::path::Path::new("/dev/full").exists() {

@@ -663,6 +663,7 @@ macro_rules! on_both_stores {
                 }
 
                 #[cfg(unix)]
+                #[test_with::path(/usr/lib/postgresql)]
                 #[test]
                 fn postgres() {
                     let dir = tempfile::tempdir().unwrap();

@@ -88,6 +88,7 @@ fn bad_dirs_and_misplaced_options_exit_2_before_anything_runs() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+#[test_with::path(/dev/shm)]
 #[test]
 #[cfg(target_os = "linux")]
 fn a_bypassed_read_on_tmpfs_is_unsupported_with_the_reason() {
@@ -504,6 +505,7 @@ fn the_suite_runs_on_a_network_file_system_and_says_so() {
 
 /// On a memory-backed file system the storage figures are not passed off: fsync and the
 /// file-cache size are unsupported with the reason, create/delete is measured and marked.
+#[test_with::path(/dev/shm)]
 #[cfg(target_os = "linux")]
 #[test]
 fn storage_figures_on_tmpfs_are_unsupported_or_marked() {

@@ -169,7 +169,10 @@ fn can_trace() -> Result<(), String> {
     Ok(())
 }
 
+#[test_with::root()]
+#[test_with::path(/sys/kernel/tracing)]
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
     if let Err(why) = can_trace() {
         eprintln!("NOT RUN: attribution: {why}");
@@ -320,7 +323,10 @@ fn attribute_on(
     Some(b)
 }
 
+#[test_with::root()]
+#[test_with::path(/sys/kernel/tracing)]
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time() {
     if let Err(why) = can_trace() {
         eprintln!("NOT RUN: UDP flood attribution: {why}");
@@ -379,7 +385,10 @@ fn a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time() {
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
 
+#[test_with::root()]
+#[test_with::path(/sys/kernel/tracing)]
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
     if let Err(why) = can_trace() {
         eprintln!("NOT RUN: run-queue attribution: {why}");
@@ -468,7 +477,10 @@ fn signal_a_tracing_session(sig: i32) -> Option<std::process::ExitStatus> {
     started.then_some(status)
 }
 
+#[test_with::root()]
+#[test_with::path(/sys/kernel/tracing)]
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was() {
     if let Err(why) = can_trace() {
         eprintln!("NOT RUN: signalled tracing session: {why}");
@@ -502,7 +514,10 @@ fn ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was() {
     }
 }
 
+#[test_with::root()]
+#[test_with::path(/sys/kernel/tracing)]
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn a_killed_tracing_session_is_undone_by_the_next_start() {
     if let Err(why) = can_trace() {
         eprintln!("NOT RUN: killed tracing session: {why}");
@@ -525,7 +540,10 @@ fn a_killed_tracing_session_is_undone_by_the_next_start() {
     }
 }
 
+#[test_with::root()]
+#[test_with::path(/sys/kernel/tracing)]
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
     if let Err(why) = can_trace() {
         eprintln!("NOT RUN: interactivity attribution: {why}");
@@ -583,6 +601,7 @@ fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
 
+#[test_with::path(/dev/cpu_dma_latency)]
 #[test]
 fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
     if !std::path::Path::new("/dev/cpu_dma_latency").exists() {

@@ -72,6 +72,7 @@ fn beside(store: &Path) -> Vec<String> {
 }
 
 #[test_with::root()]
+#[test_with::executable(mkfs.ext4 || /usr/sbin/mkfs.ext4 || /sbin/mkfs.ext4)]
 #[test]
 fn a_full_file_system_with_small_blocks_gives_an_error_never_a_crash() {
     let sb = Sandbox::new();

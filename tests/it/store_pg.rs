@@ -37,6 +37,7 @@ fn assert_one_line_exit_2(o: &Output, says: &str) {
     );
 }
 
+#[test_with::path(/usr/lib/postgresql)]
 #[test]
 fn wrong_password_foreign_database_bad_url_and_no_server_each_give_one_line_and_exit_2() {
     let Some(pg) = PgServer::start("refusals") else {
@@ -92,6 +93,7 @@ fn wrong_password_foreign_database_bad_url_and_no_server_each_give_one_line_and_
     assert_eq!(tables, 1, "only the foreign table is there");
 }
 
+#[test_with::path(/usr/lib/postgresql)]
 #[test]
 fn the_password_never_appears_in_output_or_the_record() {
     let Some(pg) = PgServer::start("password") else {
@@ -153,6 +155,7 @@ fn the_password_never_appears_in_output_or_the_record() {
     assert_eq!(stored, 0);
 }
 
+#[test_with::path(/usr/lib/postgresql)]
 #[test]
 fn credentials_come_from_pgpassword_or_a_private_password_file() {
     let Some(pg) = PgServer::start("credentials") else {
@@ -187,6 +190,7 @@ fn credentials_come_from_pgpassword_or_a_private_password_file() {
     );
 }
 
+#[test_with::path(/usr/lib/postgresql)]
 #[test]
 fn read_only_commands_leave_an_empty_database_empty() {
     let Some(pg) = PgServer::start("read-only") else {
@@ -220,6 +224,7 @@ fn read_only_commands_leave_an_empty_database_empty() {
 
 /// N writer processes × M runs each at once on one server (a small version of the 8 × 25 load
 /// check): every run stored once, complete, reading back as its writer exported it.
+#[test_with::path(/usr/lib/postgresql)]
 #[test]
 fn many_writer_processes_store_every_run_once_and_complete() {
     let Some(pg) = PgServer::start("writers") else {
@@ -298,6 +303,7 @@ fn wait_for_a_benchmark(url: &str, child: &mut std::process::Child, err: &Path) 
     }
 }
 
+#[test_with::path(/usr/lib/postgresql)]
 #[test]
 fn a_server_stopped_mid_run_keeps_the_run_locally_and_push_uploads_it_byte_identical() {
     let Some(pg) = PgServer::start("server-stopped") else {
@@ -376,6 +382,7 @@ fn a_server_stopped_mid_run_keeps_the_run_locally_and_push_uploads_it_byte_ident
     common::assert_consistent(Path::new(&url));
 }
 
+#[test_with::path(/usr/lib/postgresql)]
 #[test]
 fn push_and_pull_between_any_two_stores_are_idempotent() {
     let Some(pg) = PgServer::start("push-pull") else {

@@ -150,19 +150,7 @@ fn validate(
     // and one probe may catch a slow or a fast moment that the steps do not see.
     let mut probes = vec![rig.probe()?];
     let stored = stored.map(|r| with_loopback_traffic(r, &p));
-    if let Some(r) = &stored {
-        notes.push(format!(
-            "predicted from the stored run \"{}\" (its suite figures, the loopback traffic statements where it measured none): the verdict judges this prediction; the probes' is a diagnostic beside it",
-            r.name
-        ));
-        crate::outln!("note: {}", notes.last().map_or("", |s| s.as_str()));
-    }
-    let mut ins = vec![probes[0].clone()];
-    ins.extend(stored.clone());
-    let a = super::analyse(&p, ins, None);
-    let pred: Prediction = a.predictions[0].clone();
-    crate::outln!("The prediction from the first probe (it sets the offered rates):");
-    crate::out!("{}", super::render::text(&a));
+    let pred = first_prediction(&p, &probes[0], stored.as_ref(), &mut notes);
     let busy = base > 0.25;
     crate::outln!(
         "Other work on this machine during a 0.5 s idle baseline: {:.2} CPUs{}",
@@ -182,54 +170,19 @@ fn validate(
     let raw = rig.steps(top, &pred, &mut probes)?;
     let flat = &raw[raw.len() - FLAT_OUT_RUNS..];
     let sat = median_run(flat, |s| s.achieved).clone();
-    // The judged prediction: the median of the probes, input by input.
-    let (median, spread) = probe::median_of(&probes);
-    let spread_note = spread_note(probes.len(), &spread);
-    crate::outln!("note: {spread_note}");
-    notes.push(spread_note);
     let from_stored = stored.is_some();
-    let mut ins = vec![median];
-    ins.extend(stored);
-    let a = super::analyse(&p, ins, None);
+    let a = judged_analysis(&p, &probes, stored, &mut notes);
     // The judged prediction: the stored run's suite figures — the inputs a user's `osgauge
     // model` reads. The probes' prediction is a diagnostic beside it, never judged.
     let pred: Prediction = a.predictions[usize::from(from_stored)].clone();
     let probes_pred = &a.predictions[0];
-    if !from_stored {
-        let n = "no stored run to predict from (--inputs RUN): the probes' prediction below is a DIAGNOSTIC and is not judged — run `osgauge micro …` (the TO MEASURE line above) and validate with --inputs".to_string();
-        crate::outln!("note: {n}");
-        notes.push(n);
-    }
     let Some(x_pred) = pred.x_max else {
         return Err(failed(format!(
             "no maximum rate could be predicted from \"{}\"",
             pred.name
         )));
     };
-    crate::outln!(
-        "The judged prediction ({}): maximum rate {:.2} {}/s, bottleneck {}; CPU per unit {}",
-        if from_stored {
-            pred.name.as_str()
-        } else {
-            "the median probes — diagnostic only"
-        },
-        x_pred,
-        p.unit,
-        pred.bottleneck.as_deref().unwrap_or("—"),
-        pred.resource("cpu")
-            .map_or("—".into(), |r| format!("{} CPU-s", fmt(r.demand)))
-    );
-    if from_stored {
-        crate::outln!(
-            "The probes' prediction beside it (diagnostic, not judged): maximum rate {} {}/s, bottleneck {}; CPU per unit {}",
-            probes_pred.x_max.map_or("—".into(), |x| format!("{x:.2}")),
-            p.unit,
-            probes_pred.bottleneck.as_deref().unwrap_or("—"),
-            probes_pred
-                .resource("cpu")
-                .map_or("—".into(), |r| format!("{} CPU-s", fmt(r.demand)))
-        );
-    }
+    show_judged_prediction(&pred, probes_pred, x_pred, &p.unit, from_stored);
     let disk_mb = p.demand.disk_write_mb + p.demand.disk_read_mb;
     let steps: Vec<StepRow> = raw
         .iter()
@@ -250,10 +203,123 @@ fn validate(
         ratio_text(measured_max, x_pred)
     );
     let cpu_ok = judge_cpu(&pred, &steps, &p.unit, &mut notes);
-    let bottleneck = pred.bottleneck.clone().unwrap_or_default();
     if from_stored {
         show_stored(probes_pred, &p.unit, &sat);
     }
+    let verdict = verdict(&pred, x_pred, &sat, cpu_ok, busy, from_stored);
+    crate::outln!("{}", verdict.text);
+    Ok(Validation {
+        schema: "osgauge.appmodel.validate/1",
+        profile_path: path.display().to_string(),
+        working_set: WorkingSet {
+            llc_bytes: llc.bytes,
+            llc_source: llc.source,
+            ring_bytes: ws,
+        },
+        background_cpus: base,
+        shared_machine: busy,
+        notes,
+        analysis: a,
+        steps,
+        verdict,
+    })
+}
+
+/// The prediction from the first probe (it sets the offered rates), printed; with a stored run
+/// its note is said and kept first.
+fn first_prediction(
+    p: &Profile,
+    probe: &Inputs,
+    stored: Option<&Inputs>,
+    notes: &mut Vec<String>,
+) -> Prediction {
+    if let Some(r) = stored {
+        notes.push(format!(
+            "predicted from the stored run \"{}\" (its suite figures, the loopback traffic statements where it measured none): the verdict judges this prediction; the probes' is a diagnostic beside it",
+            r.name
+        ));
+        crate::outln!("note: {}", notes.last().map_or("", |s| s.as_str()));
+    }
+    let mut ins = vec![probe.clone()];
+    ins.extend(stored.cloned());
+    let a = super::analyse(p, ins, None);
+    let pred: Prediction = a.predictions[0].clone();
+    crate::outln!("The prediction from the first probe (it sets the offered rates):");
+    crate::out!("{}", super::render::text(&a));
+    pred
+}
+
+/// The analysis judged: the median of the probes, input by input, then the stored run (when
+/// there is one; else a note says the probes' prediction is a diagnostic only).
+fn judged_analysis(
+    p: &Profile,
+    probes: &[Inputs],
+    stored: Option<Inputs>,
+    notes: &mut Vec<String>,
+) -> super::Analysis {
+    let (median, spread) = probe::median_of(probes);
+    let spread_note = spread_note(probes.len(), &spread);
+    crate::outln!("note: {spread_note}");
+    notes.push(spread_note);
+    let from_stored = stored.is_some();
+    let mut ins = vec![median];
+    ins.extend(stored);
+    let a = super::analyse(p, ins, None);
+    if !from_stored {
+        let n = "no stored run to predict from (--inputs RUN): the probes' prediction below is a DIAGNOSTIC and is not judged — run `osgauge micro …` (the TO MEASURE line above) and validate with --inputs".to_string();
+        crate::outln!("note: {n}");
+        notes.push(n);
+    }
+    a
+}
+
+/// The judged prediction's maximum rate, bottleneck and CPU per unit; with a stored run, the
+/// probes' beside it.
+fn show_judged_prediction(
+    pred: &Prediction,
+    probes_pred: &Prediction,
+    x_pred: f64,
+    unit: &str,
+    from_stored: bool,
+) {
+    crate::outln!(
+        "The judged prediction ({}): maximum rate {:.2} {}/s, bottleneck {}; CPU per unit {}",
+        if from_stored {
+            pred.name.as_str()
+        } else {
+            "the median probes — diagnostic only"
+        },
+        x_pred,
+        unit,
+        pred.bottleneck.as_deref().unwrap_or("—"),
+        pred.resource("cpu")
+            .map_or("—".into(), |r| format!("{} CPU-s", fmt(r.demand)))
+    );
+    if from_stored {
+        crate::outln!(
+            "The probes' prediction beside it (diagnostic, not judged): maximum rate {} {}/s, bottleneck {}; CPU per unit {}",
+            probes_pred.x_max.map_or("—".into(), |x| format!("{x:.2}")),
+            unit,
+            probes_pred.bottleneck.as_deref().unwrap_or("—"),
+            probes_pred
+                .resource("cpu")
+                .map_or("—".into(), |r| format!("{} CPU-s", fmt(r.demand)))
+        );
+    }
+}
+
+/// The bottleneck line, then the verdict on the maximum rate and the CPU per unit: not judged on
+/// a shared machine, without a stored run, or when the stored run lacks inputs.
+fn verdict(
+    pred: &Prediction,
+    x_pred: f64,
+    sat: &app::Step,
+    cpu_ok: bool,
+    busy: bool,
+    from_stored: bool,
+) -> report::Verdict {
+    let measured_max = sat.achieved;
+    let bottleneck = pred.bottleneck.clone().unwrap_or_default();
     crate::outln!(
         "  bottleneck: predicted {bottleneck}; flat out this process used {:.1} % of all CPUs",
         sat.cpu_util * 100.0
@@ -262,7 +328,7 @@ fn validate(
         "  memory, disk and network utilisations are predicted only (no counter measures them here)."
     );
     let refused = |r: &str| {
-        super::construction::basis(&pred, r)
+        super::construction::basis(pred, r)
             .filter(|b| b.by_construction())
             .map(|b| b.text())
     };
@@ -273,7 +339,7 @@ fn validate(
         measured_max,
         cpu_ok,
         &bottleneck,
-        &demand_parts(&pred, &bottleneck),
+        &demand_parts(pred, &bottleneck),
         sat.cpu_util,
         refused(&bottleneck),
         refused("cpu"),
@@ -300,22 +366,7 @@ fn validate(
             }
         );
     }
-    crate::outln!("{}", verdict.text);
-    Ok(Validation {
-        schema: "osgauge.appmodel.validate/1",
-        profile_path: path.display().to_string(),
-        working_set: WorkingSet {
-            llc_bytes: llc.bytes,
-            llc_source: llc.source,
-            ring_bytes: ws,
-        },
-        background_cpus: base,
-        shared_machine: busy,
-        notes,
-        analysis: a,
-        steps,
-        verdict,
-    })
+    verdict
 }
 
 /// What the run does beyond the profile's words, said before it starts: the rings' size, how

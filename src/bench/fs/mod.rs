@@ -232,12 +232,6 @@ impl DeviceCheck {
     }
 }
 
-/// The device counter can prove a read reached storage (Windows' counter also counts cached
-/// reads, so it cannot).
-pub fn device_counter_proves_storage() -> bool {
-    cfg!(any(target_os = "linux", target_os = "macos"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -182,7 +182,7 @@ pub fn refuse_on_memory_fs(dir: &Path, what: &str) -> Result<(), BenchError> {
 /// Whether the device counter can check this directory's reads (not a network file system, whose
 /// reads never touch a local device).
 pub fn counter_checks(facts: &Map<String, Value>) -> Result<(), String> {
-    if !super::device_counter_proves_storage() {
+    if !crate::platform::storage::DEVICE_COUNTER_PROVES_STORAGE {
         return Err(format!(
             "not verifiable: {}",
             crate::platform::storage::DEVICE_READ_COUNTER
