@@ -175,7 +175,7 @@ pub fn render_fleet(f: &Fleet) -> Result<String> {
             });
         }
         if !figs.is_empty() {
-            h.push_str(&figures(&figs));
+            h.push_str(&figures(&figs).into_string());
         }
         if !apart.is_empty() {
             let names: Vec<String> = apart.iter().map(|r| short_name(r)).collect();
@@ -322,14 +322,17 @@ pub fn render_history(h: &History) -> Result<String> {
         )?;
         if !se.points.is_empty() {
             let svg = history_chart(se, h.unit, i)?;
-            s.push_str(&figures(&[Figure {
-                title: format!(
-                    "{} {} on {} — median per run, 95 % CI band, change points in red",
-                    h.benchmark, h.metric, se.machine
-                ),
-                svg,
-                wide: true,
-            }]));
+            s.push_str(
+                &figures(&[Figure {
+                    title: format!(
+                        "{} {} on {} — median per run, 95 % CI band, change points in red",
+                        h.benchmark, h.metric, se.machine
+                    ),
+                    svg,
+                    wide: true,
+                }])
+                .into_string(),
+            );
         }
         s.push_str("<table>\n<tr><th>started (UTC)</th><th>run</th><th>label</th><th>median [95 % CI]</th><th>change point</th></tr>\n");
         for (k, p) in se.points.iter().enumerate() {
