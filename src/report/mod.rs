@@ -59,8 +59,8 @@ fn swatch(i: usize) -> Markup {
 /// The records as JSON for the `<script type="application/json">` block: JSON escapes nothing
 /// that would end the script element, so every `<` is written `\u003c` (no `</script>`, no
 /// `<!--` can appear); `>` and `&` need no escaping inside a script element.
-fn json_for_script<T: serde::Serialize>(v: &T) -> serde_json::Result<String> {
-    Ok(serde_json::to_string(v)?.replace('<', "\\u003c"))
+fn json_for_script(json: &str) -> String {
+    json.replace('<', "\\u003c")
 }
 
 /// The JSON embedded in a report written by [`render`].
@@ -124,7 +124,7 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
     ];
     // The records, for re-import (`osgauge results import report.html`).
     let records: Vec<&RunRecord> = runs.iter().map(|(_, r)| r).collect();
-    let json = json_for_script(&records)?;
+    let json = json_for_script(&serde_json::to_string(&records)?);
 
     let page = html! {
         (DOCTYPE) "\n"
