@@ -630,8 +630,3 @@ details{margin:6px 0}
 summary{cursor:pointer;color:var(--muted)}
 footer{margin-top:30px}
 ";
-
-/// Escape text for HTML (the fleet and application-model pages, until they move to maud).
-pub fn esc(s: &str) -> String {
-    maud::html! { (s) }.into_string()
-}
