@@ -377,4 +377,32 @@ mod tests {
             "{h}"
         );
     }
+
+    /// Text from the profile and the run (names, units, notes, the verdict) is escaped on both
+    /// pages: no element comes out of it.
+    #[test]
+    fn hostile_text_on_the_model_pages_stays_text() {
+        const BAD: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
+        let mut v = crate::appmodel::validate::report::tests::sample();
+        v.analysis.profile.name = BAD.into();
+        v.analysis.profile.unit = BAD.into();
+        v.notes.push(BAD.into());
+        v.working_set.llc_source = BAD.into();
+        v.verdict.text = BAD.into();
+        v.verdict.bottleneck = BAD.into();
+        for p in &mut v.analysis.predictions {
+            p.name = BAD.into();
+            p.os = BAD.into();
+            p.unit = BAD.into();
+            p.upper_bound = true;
+            p.to_measure = Some(BAD.into());
+        }
+        for h in [validate_page(&v, 1), page(&v.analysis)] {
+            let lower = h.to_lowercase();
+            assert!(!lower.contains("<script") && !lower.contains("<img"), "{h}");
+            assert!(h.contains(
+                "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"
+            ));
+        }
+    }
 }
