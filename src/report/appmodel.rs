@@ -4,8 +4,8 @@
 //! `osgauge model validate … --export-html`: the steps, the CPU chart and the verdict.
 
 use anyhow::Result;
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::esc;
 use crate::appmodel::Analysis;
 use crate::appmodel::calc::{Prediction, fmt};
 use crate::appmodel::render::sections;
@@ -15,68 +15,55 @@ const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 ];
 
-fn bars(p: &Prediction, ceiling: f64) -> String {
+/// A number with one decimal, for SVG coordinates (numbers only, written by maud).
+fn d1(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+fn bars(p: &Prediction, ceiling: f64) -> Markup {
     let w = 520.0;
     let row = 26.0;
     let left = 150.0;
     let h = row * p.resources.len() as f64 + 30.0;
     let scale = |u: f64| left + (u.min(1.5) / 1.5) * (w - left - 60.0);
-    let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' role='img' aria-label='utilisation at the target rate'>"
-    );
-    for (i, r) in p.resources.iter().enumerate() {
-        let y = 10.0 + i as f64 * row;
-        s.push_str(&format!(
-            "<text x='{}' y='{}' font-size='12' text-anchor='end'>{}</text>",
-            left - 6.0,
-            y + 14.0,
-            esc(r.title)
-        ));
-        match r.util_at_target {
-            Some(u) => {
-                let color = if u > 1.0 {
-                    "#d62728"
-                } else if u > ceiling {
-                    "#ff7f0e"
-                } else {
-                    "#2ca02c"
-                };
-                s.push_str(&format!(
-                    "<rect x='{left}' y='{y}' width='{:.1}' height='18' fill='{color}'/><text x='{:.1}' y='{}' font-size='12'>{:.1} %</text>",
-                    scale(u) - left,
-                    scale(u) + 4.0,
-                    y + 14.0,
-                    u * 100.0
-                ));
-                if let Some(sc) = r.s_contended {
-                    let uc = r.background + p.target_rate * sc;
-                    s.push_str(&format!(
-                        "<rect x='{left}' y='{:.1}' width='{:.1}' height='4' fill='#555'><title>every core copying at once: {:.1} %</title></rect>",
-                        y + 18.0,
-                        scale(uc) - left,
-                        uc * 100.0
-                    ));
+    html! {
+        svg xmlns="http://www.w3.org/2000/svg" width=(w) height=(h) role="img" aria-label="utilisation at the target rate" {
+            @for (i, r) in p.resources.iter().enumerate() {
+                @let y = 10.0 + i as f64 * row;
+                text x=(left - 6.0) y=(y + 14.0) font-size="12" text-anchor="end" { (r.title) }
+                @match r.util_at_target {
+                    Some(u) => {
+                        @let color = if u > 1.0 {
+                            "#d62728"
+                        } else if u > ceiling {
+                            "#ff7f0e"
+                        } else {
+                            "#2ca02c"
+                        };
+                        rect x=(left) y=(y) width=(d1(scale(u) - left)) height="18" fill=(color) {}
+                        text x=(d1(scale(u) + 4.0)) y=(y + 14.0) font-size="12" { (d1(u * 100.0)) " %" }
+                        @if let Some(sc) = r.s_contended {
+                            @let uc = r.background + p.target_rate * sc;
+                            rect x=(left) y=(d1(y + 18.0)) width=(d1(scale(uc) - left)) height="4" fill="#555" {
+                                title { "every core copying at once: " (d1(uc * 100.0)) " %" }
+                            }
+                        }
+                    }
+                    None => {
+                        text x=(left) y=(y + 14.0) font-size="12" fill="#888" { "missing input" }
+                    }
                 }
             }
-            None => s.push_str(&format!(
-                "<text x='{left}' y='{}' font-size='12' fill='#888'>missing input</text>",
-                y + 14.0
-            )),
+            @for (u, label) in [(ceiling, "ceiling"), (1.0, "100 %")] {
+                @let x = d1(scale(u));
+                line x1=(x) y1="4" x2=(x) y2=(h - 16.0) stroke="#444" stroke-dasharray="4 3" {}
+                text x=(x) y=(h - 4.0) font-size="10" text-anchor="middle" { (label) }
+            }
         }
     }
-    for (u, label) in [(ceiling, "ceiling"), (1.0, "100 %")] {
-        let x = scale(u);
-        s.push_str(&format!(
-            "<line x1='{x:.1}' y1='4' x2='{x:.1}' y2='{}' stroke='#444' stroke-dasharray='4 3'/><text x='{x:.1}' y='{}' font-size='10' text-anchor='middle'>{label}</text>",
-            h - 16.0,
-            h - 4.0
-        ));
-    }
-    s.push_str("</svg>");
-    s
 }
 
-fn lines(p: &Prediction, ceiling: f64) -> String {
+fn lines(p: &Prediction, ceiling: f64) -> Markup {
     // (colour, title, F, S, dashed): one line per resource with a service demand; the CPU's
     // contended end (every core moving memory at once) dashed in the CPU's colour, drawn last so
     // it shows over a line it meets.
@@ -103,197 +90,168 @@ fn lines(p: &Prediction, ceiling: f64) -> String {
     let xmax = p.x_max.unwrap_or(p.target_rate).max(p.target_rate) * 1.25;
     let px = |x: f64| l + x / xmax * (w - l - r);
     let py = |u: f64| plot_h - b - (u.min(1.2) / 1.2) * (plot_h - b - t);
-    let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' role='img' aria-label='utilisation versus rate'>"
-    );
-    s.push_str(&format!(
-        "<line x1='{l}' y1='{}' x2='{}' y2='{}' stroke='#000'/><line x1='{l}' y1='{t}' x2='{l}' y2='{}' stroke='#000'/>",
-        plot_h - b, w - r, plot_h - b, plot_h - b
-    ));
-    for k in 0..=4 {
-        let x = xmax * k as f64 / 4.0;
-        s.push_str(&format!(
-            "<text x='{:.1}' y='{}' font-size='10' text-anchor='middle'>{}</text>",
-            px(x),
-            plot_h - b + 14.0,
-            fmt(x)
-        ));
+    let xt = d1(px(p.target_rate));
+    html! {
+        svg xmlns="http://www.w3.org/2000/svg" width=(w) height=(h) role="img" aria-label="utilisation versus rate" {
+            line x1=(l) y1=(plot_h - b) x2=(w - r) y2=(plot_h - b) stroke="#000" {}
+            line x1=(l) y1=(t) x2=(l) y2=(plot_h - b) stroke="#000" {}
+            @for k in 0..=4 {
+                @let x = xmax * k as f64 / 4.0;
+                text x=(d1(px(x))) y=(plot_h - b + 14.0) font-size="10" text-anchor="middle" { (fmt(x)) }
+            }
+            @for u in [0.0, 0.5, 1.0] {
+                text x=(l - 4.0) y=(d1(py(u) + 3.0)) font-size="10" text-anchor="end" { (format!("{:.0}", u * 100.0)) " %" }
+            }
+            text x=(d1((l + w - r) / 2.0)) y=(plot_h - 6.0) font-size="11" text-anchor="middle" { "rate (" (p.unit) "/s)" }
+            @for (u, label) in [(ceiling, "ceiling"), (1.0, "capacity")] {
+                @let y = d1(py(u));
+                line x1=(l) y1=(y) x2=(w - r) y2=(y) stroke="#444" stroke-dasharray="4 3" {}
+                text x=(w - r + 4.0) y=(d1(py(u) + 3.0)) font-size="10" { (label) }
+            }
+            line x1=(xt) y1=(t) x2=(xt) y2=(plot_h - b) stroke="#888" stroke-dasharray="2 2" {}
+            text x=(xt) y=(t + 8.0) font-size="10" text-anchor="middle" { "target" }
+            @for (k, (c, title, bg, sv, dashed)) in series.iter().enumerate() {
+                @let x_end = if *sv > 0.0 { ((1.2 - bg) / sv).min(xmax) } else { xmax };
+                @let dash = dashed.then_some("6 3");
+                @let ly = plot_h + 12.0 + 16.0 * k as f64;
+                line x1=(d1(px(0.0))) y1=(d1(py(*bg))) x2=(d1(px(x_end))) y2=(d1(py(bg + x_end * sv)))
+                    stroke=(c) stroke-width="2" stroke-dasharray=[dash] {}
+                line x1=(l) y1=(d1(ly - 4.0)) x2=(l + 24.0) y2=(d1(ly - 4.0))
+                    stroke=(c) stroke-width="2" stroke-dasharray=[dash] {}
+                text x=(l + 30.0) y=(d1(ly)) font-size="11" fill=(c) {
+                    (title) @if *dashed { " with every core copying at once" }
+                }
+            }
+        }
     }
-    for u in [0.0, 0.5, 1.0] {
-        s.push_str(&format!(
-            "<text x='{}' y='{:.1}' font-size='10' text-anchor='end'>{:.0} %</text>",
-            l - 4.0,
-            py(u) + 3.0,
-            u * 100.0
-        ));
-    }
-    s.push_str(&format!(
-        "<text x='{:.1}' y='{}' font-size='11' text-anchor='middle'>rate ({}/s)</text>",
-        (l + w - r) / 2.0,
-        plot_h - 6.0,
-        esc(&p.unit)
-    ));
-    for (u, label) in [(ceiling, "ceiling"), (1.0, "capacity")] {
-        s.push_str(&format!(
-            "<line x1='{l}' y1='{y:.1}' x2='{}' y2='{y:.1}' stroke='#444' stroke-dasharray='4 3'/><text x='{}' y='{:.1}' font-size='10'>{label}</text>",
-            w - r, w - r + 4.0, py(u) + 3.0, y = py(u)
-        ));
-    }
-    let xt = px(p.target_rate);
-    s.push_str(&format!(
-        "<line x1='{xt:.1}' y1='{t}' x2='{xt:.1}' y2='{}' stroke='#888' stroke-dasharray='2 2'/><text x='{xt:.1}' y='{}' font-size='10' text-anchor='middle'>target</text>",
-        plot_h - b, t + 8.0
-    ));
-    for (k, (c, title, bg, sv, dashed)) in series.iter().enumerate() {
-        let x_end = if *sv > 0.0 {
-            ((1.2 - bg) / sv).min(xmax)
-        } else {
-            xmax
-        };
-        let dash = if *dashed {
-            " stroke-dasharray='6 3'"
-        } else {
-            ""
-        };
-        let ly = plot_h + 12.0 + 16.0 * k as f64;
-        s.push_str(&format!(
-            "<line x1='{:.1}' y1='{:.1}' x2='{:.1}' y2='{:.1}' stroke='{c}' stroke-width='2'{dash}/>\
-             <line x1='{l}' y1='{:.1}' x2='{}' y2='{:.1}' stroke='{c}' stroke-width='2'{dash}/><text x='{}' y='{:.1}' font-size='11' fill='{c}'>{}{}</text>",
-            px(0.0), py(*bg), px(x_end), py(bg + x_end * sv),
-            ly - 4.0, l + 24.0, ly - 4.0, l + 30.0, ly,
-            esc(title),
-            if *dashed { " with every core copying at once" } else { "" }
-        ));
-    }
-    s.push_str("</svg>");
-    s
 }
+
+const PAGE_CSS: &str = "body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}.note{font-size:13px;margin:2px 0}.warn{color:#b00}";
 
 /// The whole page.
 pub fn page(a: &Analysis) -> String {
-    let mut h = String::from("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>");
-    h.push_str(&format!(
-        "<title>osgauge model: {}</title>",
-        esc(&a.profile.name)
-    ));
-    h.push_str("<style>body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}.note{font-size:13px;margin:2px 0}.warn{color:#b00}</style></head><body>");
-    h.push_str(&format!(
-        "<h1>Application model: {}</h1>",
-        esc(&a.profile.name)
-    ));
-    if let Some(s) = &a.published {
-        h.push_str(&format!(
-            "<p class='warn'><b>Published figures, not measured by osgauge:</b> {} — {}</p>",
-            esc(&s.title),
-            esc(&s.note)
-        ));
-    }
-    for p in &a.predictions {
-        h.push_str(&format!("<h2>{} ({})</h2>", esc(&p.name), esc(&p.os)));
-        if p.upper_bound {
-            h.push_str("<p class='warn'>Inputs missing: the maximum rate is an upper bound.");
-            if let Some(cmd) = &p.to_measure {
-                h.push_str(&format!(
-                    " To measure every input this profile reads: <code>{}</code>, then \
-                     <code>{}</code>.",
-                    esc(cmd),
-                    esc(&crate::appmodel::inputs::model_command(&a.profile.file))
-                ));
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "osgauge model: " (a.profile.name) }
+                // CSS: a constant of this file.
+                style { (PreEscaped(PAGE_CSS)) }
             }
-            h.push_str("</p>");
-        }
-        h.push_str(&format!(
-            "<p>Utilisation at the target rate ({} {}/s):</p>{}",
-            fmt(p.target_rate),
-            esc(&p.unit),
-            bars(p, a.profile.ceiling)
-        ));
-        h.push_str("<p>Utilisation of each resource versus rate (capacity-vs-rate lines):</p>");
-        h.push_str(&lines(p, a.profile.ceiling));
-    }
-    for t in sections(a) {
-        h.push_str(&format!("<h3>{}</h3><table><tr>", esc(&t.title)));
-        for c in &t.header {
-            h.push_str(&format!("<th>{}</th>", esc(c)));
-        }
-        h.push_str("</tr>");
-        for r in &t.rows {
-            h.push_str("<tr>");
-            for c in r {
-                h.push_str(&format!("<td>{}</td>", esc(c)));
+            body {
+                h1 { "Application model: " (a.profile.name) }
+                @if let Some(s) = &a.published {
+                    p.warn { b { "Published figures, not measured by osgauge:" } " " (s.title) " — " (s.note) }
+                }
+                @for p in &a.predictions {
+                    h2 { (p.name) " (" (p.os) ")" }
+                    @if p.upper_bound {
+                        p.warn {
+                            "Inputs missing: the maximum rate is an upper bound."
+                            @if let Some(cmd) = &p.to_measure {
+                                " To measure every input this profile reads: " code { (cmd) } ", then "
+                                code { (crate::appmodel::inputs::model_command(&a.profile.file)) } "."
+                            }
+                        }
+                    }
+                    p { "Utilisation at the target rate (" (fmt(p.target_rate)) " " (p.unit) "/s):" }
+                    (bars(p, a.profile.ceiling))
+                    p { "Utilisation of each resource versus rate (capacity-vs-rate lines):" }
+                    (lines(p, a.profile.ceiling))
+                }
+                @for t in sections(a) {
+                    h3 { (t.title) }
+                    table {
+                        tr { @for c in &t.header { th { (c) } } }
+                        @for r in &t.rows { tr { @for c in r { td { (c) } } } }
+                    }
+                    @for n in &t.notes { p.note { (n) } }
+                }
             }
-            h.push_str("</tr>");
         }
-        h.push_str("</table>");
-        for n in &t.notes {
-            h.push_str(&format!("<p class='note'>{}</p>", esc(n)));
-        }
+        "\n"
     }
-    h.push_str("</body></html>\n");
-    h
+    .into_string()
 }
+
+const VALIDATE_CSS: &str = "body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}";
 
 /// `model validate`'s HTML page: the prediction from the probes, every step, the CPU chart and
 /// the verdict, with the exit status the command gave it.
 pub fn validate_page(v: &Validation, exit_code: i32) -> String {
-    let mut rows = String::new();
-    for s in &v.steps {
-        rows.push_str(&format!(
-            "<tr><td>{}</td><td>{:.1}</td><td>{:.2}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            esc(&s.offered_text()),
-            s.duration_s,
-            s.achieved,
-            s.cpu_measured_pct,
-            s.cpu_pacing_pct.map_or("—".into(), |x| format!("{x:.1}")),
-            esc(&s.cpu_predicted_text()),
-            s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" }),
-            esc(&s.achieved_mb_s_text())
-        ));
-    }
-    let mut res = String::new();
-    if let Some(pr) = v.analysis.predictions.first() {
-        for rc in &pr.resources {
-            res.push_str(&format!(
-                "<tr><td>{}</td><td>{} {}</td><td>{}</td><td>{}</td></tr>\n",
-                esc(rc.title),
-                fmt(rc.demand),
-                esc(rc.unit),
-                rc.capacity
-                    .map_or("—".into(), |c| esc(&format!("{} {}/s", fmt(c), rc.unit))),
-                rc.x_sat.map_or("—".into(), |x| format!("{x:.2}"))
-            ));
-        }
-    }
-    let notes: String = v
-        .notes
-        .iter()
-        .map(|n| format!("<li>{}</li>", esc(n)))
-        .collect();
     let vd = &v.verdict;
-    format!(
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>model validate: {name}</title>\n<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}</style></head><body>\n<h1>model validate: {name}</h1>\n<p>Working set per ring: {ring} MiB (LLC {llc} MiB: {llcs}). Other work during the idle baseline: {bg:.2} CPUs{shared}.</p>\n<ul>{notes}</ul>\n<h2>Prediction (from the probes)</h2>\n<table><tr><th>resource</th><th>demand per {unit}</th><th>capacity</th><th>saturates at ({unit}/s)</th></tr>\n{res}</table>\n<h2>Steps</h2>\n<table><tr><th>offered ({unit}/s)</th><th>s</th><th>achieved ({unit}/s)</th><th>CPU measured %</th><th>− pacing %</th><th>CPU predicted %</th><th>CPU agrees</th><th>achieved MB/s (per-unit MB × rate)</th></tr>\n{rows}</table>\n<p>CPU utilisation against the achieved rate, predicted and measured:</p>\n{chart}\n<h2>Verdict</h2>\n<p>Maximum rate: predicted {xp:.2}, measured {xm:.2} {unit}/s. Bottleneck predicted: {bn}; flat out this process used {fo:.1} % of all CPUs.</p>\n<p><b>{text}</b> (exit status {code})</p>\n</body></html>\n",
-        name = esc(&v.analysis.profile.name),
-        ring = v.working_set.ring_bytes >> 20,
-        llc = v.working_set.llc_bytes >> 20,
-        llcs = esc(&v.working_set.llc_source),
-        bg = v.background_cpus,
-        shared = if v.shared_machine {
-            " (shared machine)"
-        } else {
-            ""
-        },
-        unit = esc(&v.analysis.profile.unit),
-        xp = vd.x_predicted,
-        xm = vd.x_measured,
-        bn = esc(&vd.bottleneck),
-        fo = vd.flat_out_cpu_pct,
-        text = esc(&vd.text),
-        code = exit_code,
-        chart = match validate_cpu_chart(v) {
-            Ok(svg) => svg,
-            Err(e) => format!("<p>(no chart: {})</p>", esc(&e.to_string())),
-        },
-    )
+    let name = &v.analysis.profile.name;
+    let unit = &v.analysis.profile.unit;
+    let chart = validate_cpu_chart(v);
+    html! {
+        (DOCTYPE) "\n"
+        html {
+            head {
+                meta charset="utf-8";
+                title { "model validate: " (name) } "\n"
+                // CSS: a constant of this file.
+                style { (PreEscaped(VALIDATE_CSS)) }
+            }
+            body {
+                "\n" h1 { "model validate: " (name) } "\n"
+                p {
+                    "Working set per ring: " (v.working_set.ring_bytes >> 20) " MiB (LLC " (v.working_set.llc_bytes >> 20)
+                    " MiB: " (v.working_set.llc_source) "). Other work during the idle baseline: "
+                    (format!("{:.2}", v.background_cpus)) " CPUs" @if v.shared_machine { " (shared machine)" } "."
+                } "\n"
+                ul { @for n in &v.notes { li { (n) } } } "\n"
+                h2 { "Prediction (from the probes)" } "\n"
+                table {
+                    tr { th { "resource" } th { "demand per " (unit) } th { "capacity" } th { "saturates at (" (unit) "/s)" } } "\n"
+                    @if let Some(pr) = v.analysis.predictions.first() {
+                        @for rc in &pr.resources {
+                            tr {
+                                td { (rc.title) }
+                                td { (fmt(rc.demand)) " " (rc.unit) }
+                                td { @match rc.capacity { Some(c) => { (fmt(c)) " " (rc.unit) "/s" } None => { "—" } } }
+                                td { @match rc.x_sat { Some(x) => { (format!("{x:.2}")) } None => { "—" } } }
+                            } "\n"
+                        }
+                    }
+                } "\n"
+                h2 { "Steps" } "\n"
+                table {
+                    tr {
+                        th { "offered (" (unit) "/s)" } th { "s" } th { "achieved (" (unit) "/s)" } th { "CPU measured %" }
+                        th { "− pacing %" } th { "CPU predicted %" } th { "CPU agrees" } th { "achieved MB/s (per-unit MB × rate)" }
+                    } "\n"
+                    @for s in &v.steps {
+                        tr {
+                            td { (s.offered_text()) }
+                            td { (format!("{:.1}", s.duration_s)) }
+                            td { (format!("{:.2}", s.achieved)) }
+                            td { (format!("{:.1}", s.cpu_measured_pct)) }
+                            td { (s.cpu_pacing_pct.map_or("—".into(), |x| format!("{x:.1}"))) }
+                            td { (s.cpu_predicted_text()) }
+                            td { (s.cpu_agrees.map_or("—", |b| if b { "yes" } else { "NO" })) }
+                            td { (s.achieved_mb_s_text()) }
+                        } "\n"
+                    }
+                } "\n"
+                p { "CPU utilisation against the achieved rate, predicted and measured:" } "\n"
+                @match &chart {
+                    // SVG written by plotters (it escapes every text it writes).
+                    Ok(svg) => { (PreEscaped(svg)) }
+                    Err(e) => { p { "(no chart: " (e) ")" } }
+                } "\n"
+                h2 { "Verdict" } "\n"
+                p {
+                    "Maximum rate: predicted " (format!("{:.2}", vd.x_predicted)) ", measured " (format!("{:.2}", vd.x_measured))
+                    " " (unit) "/s. Bottleneck predicted: " (vd.bottleneck) "; flat out this process used "
+                    (format!("{:.1}", vd.flat_out_cpu_pct)) " % of all CPUs."
+                } "\n"
+                p { b { (vd.text) } " (exit status " (exit_code) ")" } "\n"
+            }
+        }
+        "\n"
+    }
+    .into_string()
 }
 
 /// `model validate`'s chart: CPU utilisation against the achieved rate — the predicted line
@@ -411,12 +369,40 @@ mod tests {
             "{h}"
         );
         assert!(h.contains("Memory bandwidth"), "{h}");
-        assert!(h.contains(&esc(&v.verdict.text)), "{h}");
+        assert!(h.contains(&html! { (v.verdict.text) }.into_string()), "{h}");
         assert!(h.contains("(exit status 1)"), "{h}");
         // The chart: the predicted line and the measured points.
         assert!(
             h.contains("<svg") && h.contains("predicted U = F + X·S"),
             "{h}"
         );
+    }
+
+    /// Text from the profile and the run (names, units, notes, the verdict) is escaped on both
+    /// pages: no element comes out of it.
+    #[test]
+    fn hostile_text_on_the_model_pages_stays_text() {
+        const BAD: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
+        let mut v = crate::appmodel::validate::report::tests::sample();
+        v.analysis.profile.name = BAD.into();
+        v.analysis.profile.unit = BAD.into();
+        v.notes.push(BAD.into());
+        v.working_set.llc_source = BAD.into();
+        v.verdict.text = BAD.into();
+        v.verdict.bottleneck = BAD.into();
+        for p in &mut v.analysis.predictions {
+            p.name = BAD.into();
+            p.os = BAD.into();
+            p.unit = BAD.into();
+            p.upper_bound = true;
+            p.to_measure = Some(BAD.into());
+        }
+        for h in [validate_page(&v, 1), page(&v.analysis)] {
+            let lower = h.to_lowercase();
+            assert!(!lower.contains("<script") && !lower.contains("<img"), "{h}");
+            assert!(h.contains(
+                "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"
+            ));
+        }
     }
 }

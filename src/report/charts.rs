@@ -802,10 +802,10 @@ mod tests {
     #[test]
     fn charts_render_byte_for_byte_as_pinned() {
         let runs = pin_runs();
-        let net = super::super::net::section(&runs).unwrap();
+        let net = super::super::net::section(&runs).unwrap().into_string();
         assert!(net.matches("<svg").count() == 3, "net figures");
         pinned("net.golden", &net);
-        let fs = super::super::fs::section(&runs).unwrap();
+        let fs = super::super::fs::section(&runs).unwrap().into_string();
         assert!(fs.matches("<svg").count() == 4, "fs figures");
         pinned("fs.golden", &fs);
         let grouped: String = grouped_suites(&runs)

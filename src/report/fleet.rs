@@ -1,16 +1,15 @@
 //! HTML of the fleet view (`osgauge fleet --export-html`) and of a metric's history (`osgauge
 //! fleet history … --export-html`): self-contained like the report (inline CSS and SVG, no
 //! scripts), the same chart code and the same escaping — every text from a record (hostnames,
-//! labels, CPU names, benchmark ids: untrusted, possibly imported) goes through [`esc`] or the
-//! SVG backend's own escaping.
-
-use std::fmt::Write as _;
+//! labels, CPU names, benchmark ids: untrusted, possibly imported) is a maud interpolation, which
+//! escapes it, or goes through the SVG backend's own escaping.
 
 use anyhow::Result;
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 use plotters::prelude::*;
 
 use super::charts::{self, BarValues, FONT, chart_on, house_mesh, pe, rgb, svg_chart};
-use super::{CSS, Figure, css_color, esc, figures};
+use super::{CSS, Figure, css_color, figures, json_for_script, swatch};
 use crate::fleet::render::{
     BEST, attribute_rows, cell_text, history_method, method_text, span_text,
 };
@@ -20,14 +19,33 @@ use crate::units::{Unit, format_value};
 /// Id of the JSON block the page embeds (the fleet table or the history as exported).
 pub const EMBED_ID: &str = "osgauge-fleet";
 
-fn page(title: &str, body: &str, json: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{t}</title>\n<style>{CSS}{FLEET_CSS}</style>\n</head>\n<body>\n<main>\n<h1>{t}</h1>\n<p class=\"sub\">Generated {} by osgauge {}.</p>\n{body}</main>\n<script type=\"application/json\" id=\"{EMBED_ID}\">{}</script>\n</body>\n</html>\n",
-        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
-        env!("CARGO_PKG_VERSION"),
-        json.replace('<', "\\u003c"),
-        t = esc(title),
-    )
+fn page(title: &str, body: Markup, json: &str) -> String {
+    html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            "\n"
+            head {
+                "\n"
+                meta charset="utf-8"; "\n"
+                meta name="viewport" content="width=device-width, initial-scale=1"; "\n"
+                title { (title) } "\n"
+                // CSS: constants of this file and the report's.
+                style { (PreEscaped(CSS)) (PreEscaped(FLEET_CSS)) } "\n"
+            } "\n"
+            body {
+                "\n"
+                main {
+                    "\n"
+                    h1 { (title) } "\n"
+                    p.sub { "Generated " (chrono::Utc::now().format("%Y-%m-%d %H:%M UTC")) " by osgauge " (env!("CARGO_PKG_VERSION")) "." } "\n"
+                    (body)
+                } "\n"
+                // The exported JSON, `<` written \u003c (json_for_script).
+                script type="application/json" id=(EMBED_ID) { (PreEscaped(json_for_script(json))) } "\n"
+            } "\n"
+        } "\n"
+    }
+    .into_string()
 }
 
 const FLEET_CSS: &str = "
@@ -38,19 +56,14 @@ td.nowrap{white-space:nowrap}
 .scroll{overflow-x:auto}
 ";
 
-fn legend(titles: &[String]) -> String {
-    let mut s = String::from("<p class=\"legend\">");
-    for (i, t) in titles.iter().enumerate() {
-        write!(
-            s,
-            "<span><i style=\"background:{}\"></i>{}</span>",
-            css_color(i),
-            esc(t)
-        )
-        .unwrap();
+fn legend(titles: &[String]) -> Markup {
+    html! {
+        p.legend {
+            @for (i, t) in titles.iter().enumerate() {
+                span { i style={ "background:" (css_color(i)) } {} (t) }
+            }
+        } "\n"
     }
-    s.push_str("</p>\n");
-    s
 }
 
 /// Rows of one chart, in table order: the same unit, medians within a factor of 4 of each
@@ -105,54 +118,9 @@ fn short_name(r: &Row) -> String {
 /// grouped bar charts (one bar per column, whiskers = CI, or the member range for a group).
 pub fn render_fleet(f: &Fleet) -> Result<String> {
     let titles: Vec<String> = f.columns.iter().map(|c| c.title.clone()).collect();
-    let mut h = String::new();
-    writeln!(h, "<p class=\"note\">{}</p>", esc(&method_text(f)))?;
-    h.push_str(if f.group_by.is_some() {
-        "<p class=\"note\">Charts: one bar per group (colours as in the legend), the whisker spans the smallest to largest member median; benchmarks of one unit and of similar size (within a factor of 4) share a chart.</p>\n"
-    } else {
-        "<p class=\"note\">Charts: one bar per run (colours as in the legend), the whisker is its 95 % CI; benchmarks of one unit and of similar size (within a factor of 4) share a chart.</p>\n"
-    });
-    h.push_str(&legend(&titles));
+    let attributes = attribute_rows(f);
+    let mut sections = Vec::new();
     for suite in &f.suites {
-        write!(h, "<section>\n<h2>{}</h2>\n", esc(&suite.suite))?;
-        h.push_str("<div class=\"scroll\"><table>\n<tr><th>benchmark metric</th>");
-        for (i, t) in titles.iter().enumerate() {
-            write!(
-                h,
-                "<th><i class=\"sw\" style=\"background:{}\"></i>{}</th>",
-                css_color(i),
-                esc(t)
-            )?;
-        }
-        h.push_str("</tr>\n");
-        for (name, vals) in attribute_rows(f) {
-            write!(h, "<tr class=\"attr\"><th>{}</th>", esc(name))?;
-            for v in vals {
-                write!(h, "<td>{}</td>", esc(&v))?;
-            }
-            h.push_str("</tr>\n");
-        }
-        for r in &suite.rows {
-            write!(
-                h,
-                "<tr><th>{} <span class=\"dir\">{}</span></th>",
-                esc(&format!("{} {}", r.benchmark, r.metric)),
-                esc(r.better.describe())
-            )?;
-            for (j, c) in r.cells.iter().enumerate() {
-                match c {
-                    Some(c) if r.best == Some(j) => write!(
-                        h,
-                        "<td class=\"num best\">{} {BEST}</td>",
-                        esc(&cell_text(c, r.unit))
-                    )?,
-                    Some(c) => write!(h, "<td class=\"num\">{}</td>", esc(&cell_text(c, r.unit)))?,
-                    None => write!(h, "<td class=\"none\">— {}</td>", esc(&r.notes[j]))?,
-                }
-            }
-            h.push_str("</tr>\n");
-        }
-        h.push_str("</table></div>\n");
         let mut figs = Vec::new();
         let (groups, apart) = chart_groups(&suite.rows);
         for group in groups {
@@ -174,24 +142,60 @@ pub fn render_fleet(f: &Fleet) -> Result<String> {
                 wide: false,
             });
         }
-        if !figs.is_empty() {
-            h.push_str(&figures(&figs));
-        }
-        if !apart.is_empty() {
-            let names: Vec<String> = apart.iter().map(|r| short_name(r)).collect();
-            writeln!(
-                h,
-                "<p class=\"note\">Not charted (a figure below zero; bars grow from 0): {}.</p>",
-                esc(&names.join(", "))
-            )?;
-        }
-        h.push_str("</section>\n");
+        let apart: Vec<String> = apart.iter().map(|r| short_name(r)).collect();
+        sections.push(html! {
+            section {
+                "\n" h2 { (suite.suite) } "\n"
+                div.scroll {
+                    table {
+                        "\n"
+                        tr {
+                            th { "benchmark metric" }
+                            @for (i, t) in titles.iter().enumerate() { th { (swatch(i)) (t) } }
+                        } "\n"
+                        @for (name, vals) in &attributes {
+                            tr.attr { th { (name) } @for v in vals { td { (v) } } } "\n"
+                        }
+                        @for r in &suite.rows {
+                            tr {
+                                th { (r.benchmark) " " (r.metric) " " span.dir { (r.better.describe()) } }
+                                @for (j, c) in r.cells.iter().enumerate() {
+                                    @match c {
+                                        Some(c) if r.best == Some(j) => {
+                                            td class="num best" { (cell_text(c, r.unit)) " " (BEST) }
+                                        }
+                                        Some(c) => { td.num { (cell_text(c, r.unit)) } }
+                                        None => { td.none { "— " (r.notes[j]) } }
+                                    }
+                                }
+                            } "\n"
+                        }
+                    }
+                } "\n"
+                @if !figs.is_empty() { (figures(&figs)) }
+                @if !apart.is_empty() {
+                    p.note { "Not charted (a figure below zero; bars grow from 0): " (apart.join(", ")) "." } "\n"
+                }
+            } "\n"
+        });
     }
+    let body = html! {
+        p.note { (method_text(f)) } "\n"
+        p.note {
+            @if f.group_by.is_some() {
+                "Charts: one bar per group (colours as in the legend), the whisker spans the smallest to largest member median; benchmarks of one unit and of similar size (within a factor of 4) share a chart."
+            } @else {
+                "Charts: one bar per run (colours as in the legend), the whisker is its 95 % CI; benchmarks of one unit and of similar size (within a factor of 4) share a chart."
+            }
+        } "\n"
+        (legend(&titles))
+        @for s in &sections { (s) }
+    };
     let what = match f.group_by {
         Some(g) => format!("osgauge fleet, grouped by {}", g.as_str()),
         None => format!("osgauge fleet: {} run(s)", f.columns.len()),
     };
-    Ok(page(&what, &h, &crate::fleet::render::json(f)?))
+    Ok(page(&what, body, &crate::fleet::render::json(f)?))
 }
 
 /// One machine's series: the medians as a line, the CI as a band, change points as red
@@ -305,35 +309,22 @@ fn history_chart(se: &Series, unit: Unit, color: usize) -> Result<String> {
 /// The history page: per machine a line chart with its CI band and change points, and the
 /// table of runs.
 pub fn render_history(h: &History) -> Result<String> {
-    let mut s = String::new();
-    writeln!(s, "<p class=\"note\">{}</p>", esc(&history_method(h)))?;
+    let mut sections = Vec::new();
     for (i, se) in h.series.iter().enumerate() {
-        write!(
-            s,
-            "<section>\n<h2>{}</h2>\n<p class=\"note\">{} run(s){}; {} change point(s).</p>\n",
-            esc(&se.machine),
-            se.points.len(),
-            if se.skipped > 0 {
-                format!(", {} more without this metric", se.skipped)
-            } else {
-                String::new()
-            },
-            se.changes.len()
-        )?;
-        if !se.points.is_empty() {
-            let svg = history_chart(se, h.unit, i)?;
-            s.push_str(&figures(&[Figure {
+        let chart = if se.points.is_empty() {
+            None
+        } else {
+            Some(Figure {
                 title: format!(
                     "{} {} on {} — median per run, 95 % CI band, change points in red",
                     h.benchmark, h.metric, se.machine
                 ),
-                svg,
+                svg: history_chart(se, h.unit, i)?,
                 wide: true,
-            }]));
-        }
-        s.push_str("<table>\n<tr><th>started (UTC)</th><th>run</th><th>label</th><th>median [95 % CI]</th><th>change point</th></tr>\n");
-        for (k, p) in se.points.iter().enumerate() {
-            let change = se.changes.iter().find(|c| c.index == k).map(|c| {
+            })
+        };
+        let change = |k: usize| {
+            se.changes.iter().find(|c| c.index == k).map(|c| {
                 format!(
                     "p {} · segment ×{} · compare {} → {}: {}{}",
                     crate::units::sig(c.p),
@@ -347,28 +338,40 @@ pub fn render_history(h: &History) -> Result<String> {
                         _ => String::new(),
                     }
                 )
-            });
-            writeln!(
-                s,
-                "<tr{}><td class=\"nowrap\">{}</td><td><code title=\"{}\">{}</code></td><td>{}</td><td class=\"num\">{} [{}]</td><td>{}</td></tr>",
-                if change.is_some() {
-                    " class=\"diff\""
-                } else {
-                    ""
-                },
-                p.started.format("%Y-%m-%d %H:%M:%S"),
-                esc(&p.run_id),
-                esc(crate::store::short_id(&p.run_id)),
-                esc(p.label.as_deref().unwrap_or("—")),
-                esc(&format_value(p.center, h.unit)),
-                esc(&span_text(p.ci95[0], p.ci95[1], h.unit)),
-                esc(change.as_deref().unwrap_or(""))
-            )?;
-        }
-        s.push_str("</table>\n</section>\n");
+            })
+        };
+        sections.push(html! {
+            section {
+                "\n" h2 { (se.machine) } "\n"
+                p.note {
+                    (se.points.len()) " run(s)"
+                    @if se.skipped > 0 { ", " (se.skipped) " more without this metric" }
+                    "; " (se.changes.len()) " change point(s)."
+                } "\n"
+                @if let Some(fig) = &chart { (figures(std::slice::from_ref(fig))) }
+                table {
+                    "\n"
+                    tr { th { "started (UTC)" } th { "run" } th { "label" } th { "median [95 % CI]" } th { "change point" } } "\n"
+                    @for (k, p) in se.points.iter().enumerate() {
+                        @let change = change(k);
+                        tr class=[change.is_some().then_some("diff")] {
+                            td.nowrap { (p.started.format("%Y-%m-%d %H:%M:%S")) }
+                            td { code title=(p.run_id) { (crate::store::short_id(&p.run_id)) } }
+                            td { (p.label.as_deref().unwrap_or("—")) }
+                            td.num { (format_value(p.center, h.unit)) " [" (span_text(p.ci95[0], p.ci95[1], h.unit)) "]" }
+                            td { (change.as_deref().unwrap_or("")) }
+                        } "\n"
+                    }
+                } "\n"
+            } "\n"
+        });
     }
+    let body = html! {
+        p.note { (history_method(h)) } "\n"
+        @for s in &sections { (s) }
+    };
     let title = format!("osgauge history: {} {}", h.benchmark, h.metric);
-    Ok(page(&title, &s, &crate::fleet::render::history_json(h)?))
+    Ok(page(&title, body, &crate::fleet::render::history_json(h)?))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! figures), the contention curve, and disk bandwidth bars per thread count.
 
 use anyhow::{Result, anyhow};
+use maud::{Markup, html};
 use plotters::prelude::*;
 
 use super::charts::{FONT, bar_x, chart_on, house_legend, house_mesh, pe, rgb, svg_chart};
@@ -83,7 +84,7 @@ fn pow2_label(k: &f64) -> String {
 }
 
 /// The fs section of the report ("" when no run has fs benchmarks).
-pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
+pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
     let mut figs = Vec::new();
     // 1. Read latency vs file size.
     let mut series: Vec<Series> = Vec::new();
@@ -205,12 +206,16 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
         }
     }
     if figs.is_empty() {
-        return Ok(String::new());
+        return Ok(html! {});
     }
-    let mut h = String::from("<section>\n<h2>File system</h2>\n");
-    h.push_str(&legend(runs));
-    h.push_str(&figures(&figs));
-    h.push_str("</section>\n");
+    let h = html! {
+        section {
+            "\n"
+            h2 { "File system" } "\n"
+            (legend(runs))
+            (figures(&figs))
+        } "\n"
+    };
     Ok(h)
 }
 

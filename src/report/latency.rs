@@ -4,10 +4,11 @@
 //! the top spikes with what held the CPU, each part's share drawn as a bar.
 
 use anyhow::Result;
+use maud::{Markup, html};
 use plotters::prelude::*;
 
+use super::Figure;
 use super::charts::{chart_on, house_mesh, pe, rgb, svg_chart};
-use super::{Figure, esc};
 use crate::attribution::{Part, PartKind, Spike, part_text, recorded, top_culprits};
 use crate::model::RunRecord;
 
@@ -95,81 +96,78 @@ fn css(kind: PartKind) -> &'static str {
 }
 
 /// One spike's parts as a bar of shares, with the parts named.
-fn spike_row(s: &Spike) -> String {
+fn spike_row(s: &Spike) -> Markup {
     let total = s.latency_ns.max(1) as f64;
-    let bar: String = s
-        .parts
-        .iter()
-        .map(|p| {
-            format!(
-                "<i style=\"display:inline-block;height:10px;width:{:.2}%;background:{}\" title=\"{}\"></i>",
-                100.0 * p.ns as f64 / total,
-                css(p.kind),
-                esc(&part_text(p))
-            )
-        })
-        .collect();
-    format!(
-        "<tr><td>cpu{}</td><td class=\"num\">{}</td><td style=\"width:40%\"><div style=\"width:100%;white-space:nowrap;font-size:0\">{bar}</div></td><td>{}</td></tr>\n",
-        s.cpu,
-        esc(&crate::units::format_time_ns(s.latency_ns as f64)),
-        esc(&s.parts.iter().map(part_text).collect::<Vec<_>>().join(", "))
-    )
+    html! {
+        tr {
+            td { "cpu" (s.cpu) }
+            td.num { (crate::units::format_time_ns(s.latency_ns as f64)) }
+            td style="width:40%" {
+                div style="width:100%;white-space:nowrap;font-size:0" {
+                    @for p in &s.parts {
+                        i style={
+                            "display:inline-block;height:10px;width:"
+                            (format!("{:.2}", 100.0 * p.ns as f64 / total))
+                            "%;background:" (css(p.kind))
+                        } title=(part_text(p)) {}
+                    }
+                }
+            }
+            td { (s.parts.iter().map(part_text).collect::<Vec<_>>().join(", ")) }
+        } "\n"
+    }
 }
 
-fn attribution_html(name: &str, r: &RunRecord) -> Option<String> {
+fn attribution_html(name: &str, r: &RunRecord) -> Option<Markup> {
     let rec = recorded(r.benchmark("latency/wakeup")?)?;
     let spikes = rec.spikes;
     let culprits: Vec<Part> = top_culprits(&spikes, 10);
     let (count, lost) = (rec.count, rec.lost);
-    let mut h = format!(
-        "<h3>{}: what held the CPU (tracefs)</h3>\n<p class=\"note\">{count} late wake-up(s) in {} run(s); the top ones of each run are kept. Each part is charged to the innermost IRQ/softirq/timer interrupt, else the running task, else the wake-up path; unexplained time (idle exit, the VM's host) is shown, never hidden.{}</p>\n<table class=\"res\"><tr><th>culprit (top spikes)</th><th>total</th></tr>\n",
-        esc(name),
-        rec.runs,
-        if lost > 0 {
-            format!(" The trace ring lost {lost} event(s).")
-        } else {
-            String::new()
-        }
-    );
-    for p in &culprits {
-        h.push_str(&format!(
-            "<tr><td><i style=\"display:inline-block;width:10px;height:10px;background:{}\"></i> {}</td><td class=\"num\">{}</td></tr>\n",
-            css(p.kind),
-            esc(&part_text(p)),
-            esc(&crate::units::format_time_ns(p.ns as f64))
-        ));
-    }
-    h.push_str("</table>\n<table class=\"res\"><tr><th>CPU</th><th>late by</th><th>shares</th><th>parts</th></tr>\n");
-    for s in spikes.iter().take(20) {
-        h.push_str(&spike_row(s));
-    }
-    h.push_str("</table>\n");
-    Some(h)
+    Some(html! {
+        h3 { (name) ": what held the CPU (tracefs)" } "\n"
+        p.note {
+            (count) " late wake-up(s) in " (rec.runs) " run(s); the top ones of each run are kept. Each part is charged to the innermost IRQ/softirq/timer interrupt, else the running task, else the wake-up path; unexplained time (idle exit, the VM's host) is shown, never hidden."
+            @if lost > 0 { " The trace ring lost " (lost) " event(s)." }
+        } "\n"
+        table.res {
+            tr { th { "culprit (top spikes)" } th { "total" } } "\n"
+            @for p in &culprits {
+                tr {
+                    td { i style={ "display:inline-block;width:10px;height:10px;background:" (css(p.kind)) } {} " " (part_text(p)) }
+                    td.num { (crate::units::format_time_ns(p.ns as f64)) }
+                } "\n"
+            }
+        } "\n"
+        table.res {
+            tr { th { "CPU" } th { "late by" } th { "shares" } th { "parts" } } "\n"
+            @for s in spikes.iter().take(20) { (spike_row(s)) }
+        } "\n"
+    })
 }
 
 /// The report's latency section (empty when no record has latency results).
-pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
+pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
     let mut figs = Vec::new();
-    let mut attr = String::new();
+    let mut attr = Vec::new();
     for (name, r) in runs {
         if let Some(f) = histogram_figure(name, r)? {
             figs.push(f);
         }
         if let Some(a) = attribution_html(name, r) {
-            attr.push_str(&a);
+            attr.push(a);
         }
     }
     if figs.is_empty() && attr.is_empty() {
-        return Ok(String::new());
+        return Ok(html! {});
     }
-    let mut h = String::from(
-        "<section>\n<h2>Latency: wake-up histograms per CPU, spike attribution</h2>\n",
-    );
-    h.push_str(&super::figures(&figs));
-    h.push_str(&attr);
-    h.push_str("</section>\n");
-    Ok(h)
+    Ok(html! {
+        section {
+            "\n"
+            h2 { "Latency: wake-up histograms per CPU, spike attribution" } "\n"
+            (super::figures(&figs))
+            @for a in &attr { (a) }
+        } "\n"
+    })
 }
 
 #[cfg(test)]
@@ -199,7 +197,7 @@ mod tests {
                 },
             ],
         };
-        let row = spike_row(&s);
+        let row = spike_row(&s).into_string();
         assert!(
             row.contains("width:75.00%") && row.contains("width:25.00%"),
             "{row}"

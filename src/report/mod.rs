@@ -17,7 +17,7 @@ mod net;
 mod policy;
 mod policy_sig;
 
-use std::fmt::Write as _;
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::compare::{
     self, Comparison, Verdict,
@@ -51,20 +51,16 @@ fn css_color(i: usize) -> String {
     format!("rgb({r},{g},{b})")
 }
 
-/// Escape text for HTML.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
+/// A run colour's swatch: `<i class="sw" style="background:…">`.
+fn swatch(i: usize) -> Markup {
+    html! { i.sw style={ "background:" (css_color(i)) } {} }
+}
+
+/// The records as JSON for the `<script type="application/json">` block: JSON escapes nothing
+/// that would end the script element, so every `<` is written `\u003c` (no `</script>`, no
+/// `<!--` can appear); `>` and `&` need no escaping inside a script element.
+fn json_for_script(json: &str) -> String {
+    json.replace('<', "\\u003c")
 }
 
 /// The JSON embedded in a report written by [`render`].
@@ -77,16 +73,24 @@ pub fn extract_embedded(html: &str) -> Option<&str> {
 /// A chart and its title (the title is HTML text, so it is searchable and accessible).
 pub struct Figure {
     pub title: String,
+    /// SVG markup written by plotters' SVG backend, which escapes every text and attribute value
+    /// it writes (plotters-svg `escape_and_push`); the only non-maud markup in the report.
     pub svg: String,
     /// Wide figures take the whole row.
     pub wide: bool,
+}
+
+impl Figure {
+    /// The chart's SVG, inserted raw: plotters wrote it (see [`Figure::svg`]).
+    fn svg(&self) -> PreEscaped<&str> {
+        PreEscaped(&self.svg)
+    }
 }
 
 /// Render the report for `runs` (first = baseline).
 pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::Result<String> {
     anyhow::ensure!(!runs.is_empty(), "no runs to report");
     let cmp = compare::compare(runs, opts);
-    let mut h = String::new();
     let title = format!(
         "osgauge report: {}",
         runs.iter()
@@ -94,118 +98,139 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
             .collect::<Vec<_>>()
             .join(" vs ")
     );
-    write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n<h1>{}</h1>\n<p class=\"sub\">Generated {} by osgauge {}. First run = baseline. Every figure is the median of per-run medians across independent runs unless the chart says otherwise.</p>\n",
-        esc(&title),
-        esc(&title),
-        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
-        env!("CARGO_PKG_VERSION")
-    )?;
-    h.push_str(&legend(runs));
-    h.push_str(&summary(&cmp));
     // One run: its headline figures and verdicts first, then the charts; the long tables come
     // last, folded (`<details>`).
     let single = runs.len() == 1;
-    if single {
-        h.push_str(&run_summary(&runs[0].1));
-    } else {
-        h.push_str(&system_table(runs, &cmp));
-        h.push_str(&results_section(&cmp));
-    }
 
     // Forest plot of the micro-benchmarks (ids suite/name).
-    if runs.len() > 1 {
-        let rows: Vec<&compare::Row> = cmp
-            .rows
-            .iter()
-            .filter(|r| r.benchmark.matches('/').count() == 1)
-            .filter(|r| r.cells.iter().skip(1).any(|c| c.vs_base.is_some()))
-            .collect();
-        if !rows.is_empty() {
-            h.push_str("<section>\n<h2>Micro-benchmarks: ratio to the baseline</h2>\n");
-            h.push_str("<p class=\"note\">Direction-normalised ratio to the baseline with its 95 % bootstrap CI, one chart per suite, on a log axis (ratios multiply: ½ and 2 are as far from 1): right of 1 = worse, left = better, whatever the metric's direction. The shaded band is the noise band; a ratio beyond 1/8 or 8 is drawn at the edge (▶ ◀) with its value.</p>\n");
-            h.push_str(&figures(&charts::forests(&cmp, &rows)?));
-            h.push_str("</section>\n");
-        }
-    }
-
-    // Grouped bar charts for suite/task/load ids.
-    for (suite, figs) in charts::grouped_suites(runs)? {
-        write!(
-            h,
-            "<section>\n<h2>{} — per task and load</h2>\n<p class=\"note\">One chart per task and statistic; loads on the x axis; one bar per run (colours as in the legend). Statistics over runs: median of the per-run values.</p>\n",
-            esc(&suite)
-        )?;
-        h.push_str(&legend(runs));
-        h.push_str(&figures(&figs));
-        h.push_str("</section>\n");
-    }
-
-    // Latency-vs-size curves.
+    let forest_rows: Vec<&compare::Row> = cmp
+        .rows
+        .iter()
+        .filter(|r| r.benchmark.matches('/').count() == 1)
+        .filter(|r| r.cells.iter().skip(1).any(|c| c.vs_base.is_some()))
+        .collect();
+    let forests = if runs.len() > 1 && !forest_rows.is_empty() {
+        Some(charts::forests(&cmp, &forest_rows)?)
+    } else {
+        None
+    };
+    let grouped = charts::grouped_suites(runs)?;
     let curves = charts::curves(runs)?;
-    if !curves.is_empty() {
-        h.push_str("<section>\n<h2>Latency vs working-set size</h2>\n");
-        h.push_str(&legend(runs));
-        h.push_str(&figures(&curves));
-        h.push_str("</section>\n");
-    }
-
-    h.push_str(&net::section(runs)?);
-    h.push_str(&latency::section(runs)?);
-    h.push_str(&fs::section(runs)?);
-    h.push_str(&policy::section(runs)?);
-
-    if single {
-        let rows = cmp.rows.len();
-        write!(
-            h,
-            "<section id=\"tables\">\n<h2>Tables</h2>\n<details><summary>Results: all {rows} figure(s), with CI and direction</summary>\n{}</details>\n<details><summary>System and environment</summary>\n{}</details>\n</section>\n",
-            results_section(&cmp),
-            system_table(runs, &cmp)
-        )?;
-    }
-
-    h.push_str(&warnings_section(runs));
-
+    let sections = [
+        net::section(runs)?,
+        latency::section(runs)?,
+        fs::section(runs)?,
+        policy::section(runs)?,
+    ];
     // The records, for re-import (`osgauge results import report.html`).
     let records: Vec<&RunRecord> = runs.iter().map(|(_, r)| r).collect();
-    let json = serde_json::to_string(&records)?.replace('<', "\\u003c");
-    write!(
-        h,
-        "<footer>The full run records are embedded in this file; <code>osgauge results import &lt;this file&gt;</code> reads them back.</footer>\n</main>\n{EMBED_OPEN}{json}</script>\n</body>\n</html>\n"
-    )?;
-    Ok(h)
+    let json = json_for_script(&serde_json::to_string(&records)?);
+
+    let page = html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                // CSS: a constant of this file.
+                style { (PreEscaped(CSS)) }
+            }
+            body {
+                main {
+                    h1 { (title) } "\n"
+                    p.sub {
+                        "Generated " (chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"))
+                        " by osgauge " (env!("CARGO_PKG_VERSION"))
+                        ". First run = baseline. Every figure is the median of per-run medians across independent runs unless the chart says otherwise."
+                    } "\n"
+                    (legend(runs))
+                    (summary(&cmp))
+                    @if single {
+                        (run_summary(&runs[0].1))
+                    } @else {
+                        (system_table(runs, &cmp))
+                        (results_section(&cmp))
+                    }
+                    @if let Some(figs) = &forests {
+                        section {
+                            "\n"
+                            h2 { "Micro-benchmarks: ratio to the baseline" }
+                            p.note { "Direction-normalised ratio to the baseline with its 95 % bootstrap CI, one chart per suite, on a log axis (ratios multiply: ½ and 2 are as far from 1): right of 1 = worse, left = better, whatever the metric's direction. The shaded band is the noise band; a ratio beyond 1/8 or 8 is drawn at the edge (▶ ◀) with its value." }
+                            (figures(figs))
+                        } "\n"
+                    }
+                    // Grouped bar charts for suite/task/load ids.
+                    @for (suite, figs) in &grouped {
+                        section {
+                            "\n"
+                            h2 { (suite) " — per task and load" }
+                            p.note { "One chart per task and statistic; loads on the x axis; one bar per run (colours as in the legend). Statistics over runs: median of the per-run values." }
+                            (legend(runs))
+                            (figures(figs))
+                        } "\n"
+                    }
+                    // Latency-vs-size curves.
+                    @if !curves.is_empty() {
+                        section {
+                            "\n"
+                            h2 { "Latency vs working-set size" }
+                            (legend(runs))
+                            (figures(&curves))
+                        } "\n"
+                    }
+                    @for s in &sections { (s) }
+                    @if single {
+                        section #tables {
+                            "\n" h2 { "Tables" } "\n"
+                            details {
+                                summary { "Results: all " (cmp.rows.len()) " figure(s), with CI and direction" } "\n"
+                                (results_section(&cmp))
+                            } "\n"
+                            details {
+                                summary { "System and environment" } "\n"
+                                (system_table(runs, &cmp))
+                            } "\n"
+                        } "\n"
+                    }
+                    (warnings_section(runs))
+                    footer {
+                        "The full run records are embedded in this file; " code { "osgauge results import <this file>" } " reads them back."
+                    } "\n"
+                }
+                // The records as JSON, `<` written \u003c (json_for_script).
+                script type="application/json" id=(EMBED_ID) { (PreEscaped(&json)) } "\n"
+            }
+        }
+        "\n"
+    };
+    Ok(page.into_string())
 }
 
-fn figures(figs: &[Figure]) -> String {
-    let mut s = String::from("<div class=\"grid\">\n");
-    for f in figs {
-        s.push_str(&format!(
-            "<figure class=\"{}\"><figcaption>{}</figcaption>{}</figure>\n",
-            if f.wide { "wide" } else { "" },
-            esc(&f.title),
-            f.svg
-        ));
+pub(super) fn figures(figs: &[Figure]) -> Markup {
+    html! {
+        div.grid {
+            "\n"
+            @for f in figs {
+                figure class=(if f.wide { "wide" } else { "" }) {
+                    figcaption { (f.title) } (f.svg())
+                } "\n"
+            }
+        } "\n"
     }
-    s.push_str("</div>\n");
-    s
 }
 
-fn legend(runs: &[(String, RunRecord)]) -> String {
-    let mut s = String::from("<p class=\"legend\">");
-    for (i, (n, r)) in runs.iter().enumerate() {
-        write!(
-            s,
-            "<span><i style=\"background:{}\"></i>{}{}</span>",
-            css_color(i),
-            esc(n),
-            if r.complete { "" } else { " (incomplete)" }
-        )
-        .unwrap();
+pub(super) fn legend(runs: &[(String, RunRecord)]) -> Markup {
+    html! {
+        p.legend {
+            @for (i, (n, r)) in runs.iter().enumerate() {
+                span {
+                    i style={ "background:" (css_color(i)) } {}
+                    (n) @if !r.complete { " (incomplete)" }
+                }
+            }
+        } "\n"
     }
-    s.push_str("</p>\n");
-    s
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -311,158 +336,126 @@ fn system_rows(r: &RunRecord) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn system_table(runs: &[(String, RunRecord)], cmp: &Comparison) -> String {
-    let mut s = String::from("<section>\n<h2>Systems</h2>\n<table class=\"sys\">\n<tr><th></th>");
-    for (i, (n, _)) in runs.iter().enumerate() {
-        write!(
-            s,
-            "<th><i class=\"sw\" style=\"background:{}\"></i>{}</th>",
-            css_color(i),
-            esc(n)
-        )
-        .unwrap();
-    }
-    s.push_str("</tr>\n");
+fn system_table(runs: &[(String, RunRecord)], cmp: &Comparison) -> Markup {
     let all: Vec<Vec<(&str, String)>> = runs.iter().map(|(_, r)| system_rows(r)).collect();
-    for k in 0..all[0].len() {
-        let vals: Vec<&String> = all.iter().map(|rows| &rows[k].1).collect();
-        let differs = runs.len() > 1 && vals.iter().any(|v| *v != vals[0]) && k > 2;
-        write!(
-            s,
-            "<tr{}><th>{}</th>",
-            if differs { " class=\"diff\"" } else { "" },
-            all[0][k].0
-        )
-        .unwrap();
-        for v in vals {
-            write!(s, "<td>{}</td>", esc(v)).unwrap();
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    if !cmp.differences.is_empty() {
-        write!(
-            s,
-            "<details><summary>All {} recorded machine / environment fields that differ</summary>\n<table class=\"sys\"><tr><th>field</th>",
-            cmp.differences.len()
-        )
-        .unwrap();
-        for (n, _) in runs {
-            write!(s, "<th>{}</th>", esc(n)).unwrap();
-        }
-        s.push_str("</tr>\n");
-        for d in &cmp.differences {
-            write!(s, "<tr><th>{}</th>", esc(&d.field)).unwrap();
-            for v in &d.values {
-                write!(s, "<td>{}</td>", esc(v)).unwrap();
+    html! {
+        section {
+            "\n"
+            h2 { "Systems" } "\n"
+            table.sys {
+                tr {
+                    th {}
+                    @for (i, (n, _)) in runs.iter().enumerate() { th { (swatch(i)) (n) } }
+                } "\n"
+                @for k in 0..all[0].len() {
+                    @let vals: Vec<&String> = all.iter().map(|rows| &rows[k].1).collect();
+                    @let differs = runs.len() > 1 && vals.iter().any(|v| *v != vals[0]) && k > 2;
+                    tr class=[differs.then_some("diff")] {
+                        th { (all[0][k].0) }
+                        @for v in vals { td { (v) } }
+                    } "\n"
+                }
+            } "\n"
+            @if !cmp.differences.is_empty() {
+                details {
+                    summary { "All " (cmp.differences.len()) " recorded machine / environment fields that differ" } "\n"
+                    table.sys {
+                        tr { th { "field" } @for (n, _) in runs { th { (n) } } } "\n"
+                        @for d in &cmp.differences {
+                            tr {
+                                th { (d.field) }
+                                @for v in &d.values { td { (v) } }
+                            } "\n"
+                        }
+                    }
+                } "\n"
             }
-            s.push_str("</tr>\n");
-        }
-        s.push_str("</table></details>\n");
+            @if runs.len() > 1 { (settings_table(runs, cmp)) }
+        } "\n"
     }
-    if runs.len() > 1 {
-        s.push_str(&settings_table(runs, cmp));
-    }
-    s.push_str("</section>\n");
-    s
 }
 
 /// The settings (run config, per-benchmark parameters as asked and applied) that differ.
-fn settings_table(runs: &[(String, RunRecord)], cmp: &Comparison) -> String {
+fn settings_table(runs: &[(String, RunRecord)], cmp: &Comparison) -> Markup {
     if cmp.settings.is_empty() {
-        return "<p class=\"note\">Settings: no differences in the run config or any benchmark's settings.</p>\n".into();
+        return html! {
+            p.note { "Settings: no differences in the run config or any benchmark's settings." } "\n"
+        };
     }
-    let mut s = String::from(
-        "<h3>Settings that differ</h3>\n<p class=\"note\">Run config, and per benchmark its parameters as asked and as applied (read back). Results cells of these benchmarks are marked (s).</p>\n<table class=\"sys\"><tr><th>field</th><th>benchmarks</th>",
-    );
-    for (n, _) in runs {
-        write!(s, "<th>{}</th>", esc(n)).unwrap();
-    }
-    s.push_str("</tr>\n");
-    for d in &cmp.settings {
-        write!(
-            s,
-            "<tr class=\"diff\"><th>{}</th><td>{}</td>",
-            esc(&d.field),
-            if d.benchmarks.is_empty() {
-                "(run config)".to_string()
-            } else {
-                esc(&d.benchmarks.join(", "))
+    html! {
+        h3 { "Settings that differ" } "\n"
+        p.note { "Run config, and per benchmark its parameters as asked and as applied (read back). Results cells of these benchmarks are marked (s)." } "\n"
+        table.sys {
+            tr { th { "field" } th { "benchmarks" } @for (n, _) in runs { th { (n) } } } "\n"
+            @for d in &cmp.settings {
+                tr.diff {
+                    th { (d.field) }
+                    td {
+                        @if d.benchmarks.is_empty() { "(run config)" } @else { (d.benchmarks.join(", ")) }
+                    }
+                    @for v in &d.values { td { (v) } }
+                } "\n"
             }
-        )
-        .unwrap();
-        for v in &d.values {
-            write!(s, "<td>{}</td>", esc(v)).unwrap();
-        }
-        s.push_str("</tr>\n");
+        } "\n"
     }
-    s.push_str("</table>\n");
-    s
 }
 
 /// At a glance: per suite and run, the geometric mean vs the baseline and the verdict counts.
-fn summary(cmp: &Comparison) -> String {
+fn summary(cmp: &Comparison) -> Markup {
     if cmp.columns.len() < 2 {
-        return String::new();
+        return html! {};
     }
-    let mut s = String::from("<section>\n<h2>Summary</h2>\n");
-    // What these run counts can detect at all, said once before any verdict.
-    if let Some(p) = &cmp.power {
-        writeln!(s, "<p class=\"note\"><b>Note:</b> {}</p>", esc(p)).unwrap();
-    }
-    for (j, col) in cmp.columns.iter().enumerate().skip(1) {
-        if let Some(d) = &col.environment_differs {
-            writeln!(
-                s,
-                "<p class=\"note\"><b>Note:</b> [{j}] {} ran on a machine in another state than the baseline's ({}); its verdicts are marked (e).</p>",
-                esc(&col.name),
-                esc(d)
-            )
-            .unwrap();
-        }
-    }
-    s.push_str("<table class=\"res\">\n<tr><th>suite</th>");
-    for j in 1..cmp.columns.len() {
-        write!(
-            s,
-            "<th><i class=\"sw\" style=\"background:{}\"></i>{} vs {}</th>",
-            css_color(j),
-            esc(&compare::render::column_title(cmp, j)),
-            esc(&cmp.columns[0].name)
-        )
-        .unwrap();
-    }
-    s.push_str("</tr>\n");
-    for sum in &cmp.suites {
-        write!(s, "<tr><td>{}</td>", esc(&sum.suite)).unwrap();
-        for (k, g) in sum.geomean.iter().enumerate() {
-            let j = k + 1;
-            let count = |v: Verdict| {
-                cmp.rows
-                    .iter()
-                    .filter(|r| r.suite == sum.suite)
-                    .filter(|r| r.cells[j].vs_base.as_ref().map(|d| d.verdict) == Some(v))
-                    .count()
-            };
-            write!(
-                s,
-                "<td>geomean {} &nbsp; <span class=\"worse\">{} worse</span>, <span class=\"better\">{} better</span>, {} ~",
-                g.map(pct).unwrap_or_else(|| "—".into()),
-                count(Verdict::Worse),
-                count(Verdict::Better),
-                count(Verdict::Same) + count(Verdict::TooFewRuns)
-            )
-            .unwrap();
-            let neutral = count(Verdict::Neutral);
-            if neutral > 0 {
-                write!(s, " ({neutral} neutral, not judged)").unwrap();
+    let count = |suite: &str, j: usize, v: Verdict| {
+        cmp.rows
+            .iter()
+            .filter(|r| r.suite == suite)
+            .filter(|r| r.cells[j].vs_base.as_ref().map(|d| d.verdict) == Some(v))
+            .count()
+    };
+    html! {
+        section {
+            "\n"
+            h2 { "Summary" } "\n"
+            // What these run counts can detect at all, said once before any verdict.
+            @if let Some(p) = &cmp.power {
+                p.note { b { "Note:" } " " (p) } "\n"
             }
-            s.push_str("</td>");
-        }
-        s.push_str("</tr>\n");
+            @for (j, col) in cmp.columns.iter().enumerate().skip(1) {
+                @if let Some(d) = &col.environment_differs {
+                    p.note {
+                        b { "Note:" } " [" (j) "] " (col.name)
+                        " ran on a machine in another state than the baseline's (" (d)
+                        "); its verdicts are marked (e)."
+                    } "\n"
+                }
+            }
+            table.res {
+                tr {
+                    th { "suite" }
+                    @for j in 1..cmp.columns.len() {
+                        th { (swatch(j)) (compare::render::column_title(cmp, j)) " vs " (cmp.columns[0].name) }
+                    }
+                } "\n"
+                @for sum in &cmp.suites {
+                    tr {
+                        td { (sum.suite) }
+                        @for (k, g) in sum.geomean.iter().enumerate() {
+                            @let j = k + 1;
+                            @let neutral = count(&sum.suite, j, Verdict::Neutral);
+                            td {
+                                "geomean " (g.map(pct).unwrap_or_else(|| "—".into())) " \u{a0} "
+                                span.worse { (count(&sum.suite, j, Verdict::Worse)) " worse" } ", "
+                                span.better { (count(&sum.suite, j, Verdict::Better)) " better" } ", "
+                                (count(&sum.suite, j, Verdict::Same) + count(&sum.suite, j, Verdict::TooFewRuns)) " ~"
+                                @if neutral > 0 { " (" (neutral) " neutral, not judged)" }
+                            }
+                        }
+                    } "\n"
+                }
+            } "\n"
+            p.note { "geomean: geometric mean of direction-normalised ratios over the suite's metrics present in every run (+ = worse than the baseline). Details under Results." } "\n"
+        } "\n"
     }
-    s.push_str("</table>\n<p class=\"note\">geomean: geometric mean of direction-normalised ratios over the suite's metrics present in every run (+ = worse than the baseline). Details under Results.</p>\n</section>\n");
-    s
 }
 
 fn verdict_class(v: Verdict) -> &'static str {
@@ -473,9 +466,7 @@ fn verdict_class(v: Verdict) -> &'static str {
     }
 }
 
-fn results_section(cmp: &Comparison) -> String {
-    let mut s = String::from("<section>\n<h2>Results</h2>\n");
-
+fn results_section(cmp: &Comparison) -> Markup {
     let n = cmp.columns.len();
     let mut suites: Vec<&str> = Vec::new();
     for r in &cmp.rows {
@@ -483,133 +474,95 @@ fn results_section(cmp: &Comparison) -> String {
             suites.push(&r.suite);
         }
     }
-    for suite in suites {
-        write!(
-            s,
-            "<h3>{}</h3>\n<table class=\"res\">\n<tr><th>benchmark</th>",
-            esc(suite)
-        )
-        .unwrap();
-        for j in 0..n {
-            let t = esc(&compare::render::column_title(cmp, j));
-            if j == 0 {
-                write!(s, "<th>{t}</th>").unwrap();
-            } else {
-                write!(
-                    s,
-                    "<th>{t}</th><th>change [95 % CI]</th><th>p / q (BH)</th><th></th>"
-                )
-                .unwrap();
-            }
-        }
-        s.push_str("</tr>\n");
-        for r in cmp.rows.iter().filter(|r| r.suite == suite) {
-            write!(
-                s,
-                "<tr><td>{} <span class=\"dir\">({})</span></td>",
-                esc(&compare::render::row_name(cmp, r)),
-                esc(r.better.describe())
-            )
-            .unwrap();
-            for (j, c) in r.cells.iter().enumerate() {
-                let v = match (c.center, &c.note) {
-                    (Some(_), _) => compare::render::value_text(r, c),
-                    (None, Some(note)) => format!("— ({note})"),
-                    (None, None) => "—".into(),
-                };
-                write!(s, "<td class=\"num\">{}</td>", esc(&v)).unwrap();
-                if j > 0 {
-                    match &c.vs_base {
-                        Some(d) => write!(
-                            s,
-                            "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"{}\">{}</td>",
-                            esc(&delta_text(d, r.unit)),
-                            esc(&pq_text(d, false)),
-                            verdict_class(d.verdict),
-                            esc(&verdict_text(c))
-                        )
-                        .unwrap(),
-                        None => write!(
-                            s,
-                            "<td></td><td></td><td>{}</td>",
-                            esc(&verdict_text(c))
-                        )
-                        .unwrap(),
+    let value = |r: &compare::Row, c: &compare::Cell| match (c.center, &c.note) {
+        (Some(_), _) => compare::render::value_text(r, c),
+        (None, Some(note)) => format!("— ({note})"),
+        (None, None) => "—".into(),
+    };
+    html! {
+        section {
+            "\n"
+            h2 { "Results" } "\n"
+            @for suite in suites {
+                h3 { (suite) } "\n"
+                table.res {
+                    tr {
+                        th { "benchmark" }
+                        @for j in 0..n {
+                            th { (compare::render::column_title(cmp, j)) }
+                            @if j > 0 { th { "change [95 % CI]" } th { "p / q (BH)" } th {} }
+                        }
+                    } "\n"
+                    @for r in cmp.rows.iter().filter(|r| r.suite == suite) {
+                        tr {
+                            td { (compare::render::row_name(cmp, r)) " " span.dir { "(" (r.better.describe()) ")" } }
+                            @for (j, c) in r.cells.iter().enumerate() {
+                                td.num { (value(r, c)) }
+                                @if j > 0 {
+                                    @match &c.vs_base {
+                                        Some(d) => {
+                                            td.num { (delta_text(d, r.unit)) }
+                                            td.num { (pq_text(d, false)) }
+                                            td class=(verdict_class(d.verdict)) { (verdict_text(c)) }
+                                        }
+                                        None => { td {} td {} td { (verdict_text(c)) } }
+                                    }
+                                }
+                            }
+                        } "\n"
                     }
-                }
+                    @if n > 1 {
+                        @if let Some(sum) = cmp.suites.iter().find(|x| x.suite == suite) {
+                            tr.geo {
+                                td { "geometric mean (" (sum.metrics) " metrics, normalised: + = worse)" }
+                                td {}
+                                @for g in &sum.geomean {
+                                    td {} td.num { (g.map(pct).unwrap_or_else(|| "—".into())) } td {} td {}
+                                }
+                            } "\n"
+                        }
+                    }
+                } "\n"
             }
-            s.push_str("</tr>\n");
-        }
-        if n > 1
-            && let Some(sum) = cmp.suites.iter().find(|x| x.suite == suite)
-        {
-            write!(
-                s,
-                "<tr class=\"geo\"><td>geometric mean ({} metrics, normalised: + = worse)</td><td></td>",
-                sum.metrics
-            )
-            .unwrap();
-            for g in &sum.geomean {
-                write!(
-                    s,
-                    "<td></td><td class=\"num\">{}</td><td></td><td></td>",
-                    g.map(pct).unwrap_or_else(|| "—".into())
-                )
-                .unwrap();
+            @if cmp.rows.iter().any(|r| r.better == crate::units::Better::Neutral) {
+                p.note { "neutral (≈): informational figures such as switch counts and effective frame rates, or checks against a target the metric's description names (task_cpu against the task's CPU share, load_cpu against the load's): a change is shown but never called better or worse." } "\n"
             }
-            s.push_str("</tr>\n");
-        }
-        s.push_str("</table>\n");
+            @for f in &cmp.footnotes { p.note { (f) } "\n" }
+        } "\n"
     }
-    if cmp
-        .rows
-        .iter()
-        .any(|r| r.better == crate::units::Better::Neutral)
-    {
-        s.push_str("<p class=\"note\">neutral (≈): informational figures such as switch counts and effective frame rates, or checks against a target the metric's description names (task_cpu against the task's CPU share, load_cpu against the load's): a change is shown but never called better or worse.</p>\n");
-    }
-    for f in &cmp.footnotes {
-        writeln!(s, "<p class=\"note\">{}</p>", esc(f)).unwrap();
-    }
-    s.push_str("</section>\n");
-    s
 }
 
 /// A single run's opening: per suite its headline figures with their 95 % CI (as on the
 /// terminal, `output::summary`), and the verdicts that change how to read them.
-fn run_summary(r: &RunRecord) -> String {
+fn run_summary(r: &RunRecord) -> Markup {
     let (per_suite, notes) = crate::output::summary::headlines(r);
-    let mut s = format!(
-        "<section id=\"summary\">\n<h2>Summary</h2>\n<p class=\"note\">Median [95 % bootstrap CI] of {}; every figure is in the tables at the end.</p>\n<table class=\"res\">\n<tr><th>suite</th><th>figure</th><th>median</th><th>95 % CI</th></tr>\n",
-        esc(&crate::output::runs_kept_text(r))
-    );
-    for (suite, figures) in &per_suite {
-        for (i, f) in figures.iter().enumerate() {
-            let name = if i == 0 { esc(suite) } else { String::new() };
-            writeln!(
-                s,
-                "<tr><td>{name}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-                esc(&f.label),
-                esc(&f.value),
-                esc(&f.ci)
-            )
-            .unwrap();
-        }
-    }
-    s.push_str("</table>\n");
     let verdicts: Vec<String> = crate::output::summary::verdicts(r)
         .into_iter()
         .chain(notes)
         .collect();
-    if !verdicts.is_empty() {
-        s.push_str("<ul class=\"verdicts\">\n");
-        for v in verdicts {
-            writeln!(s, "<li>{}</li>", esc(&v)).unwrap();
-        }
-        s.push_str("</ul>\n");
+    html! {
+        section #summary {
+            "\n"
+            h2 { "Summary" } "\n"
+            p.note { "Median [95 % bootstrap CI] of " (crate::output::runs_kept_text(r)) "; every figure is in the tables at the end." } "\n"
+            table.res {
+                tr { th { "suite" } th { "figure" } th { "median" } th { "95 % CI" } } "\n"
+                @for (suite, figures) in &per_suite {
+                    @for (i, f) in figures.iter().enumerate() {
+                        tr {
+                            td { @if i == 0 { (suite) } }
+                            td { (f.label) }
+                            td.num { (f.value) }
+                            td.num { (f.ci) }
+                        } "\n"
+                    }
+                }
+            } "\n"
+            @if !verdicts.is_empty() {
+                ul.verdicts { @for v in &verdicts { li { (v) } "\n" } } "\n"
+            }
+        } "\n"
     }
-    s.push_str("</section>\n");
-    s
 }
 
 fn bench_problems(b: &BenchmarkResult) -> Vec<String> {
@@ -624,27 +577,27 @@ fn bench_problems(b: &BenchmarkResult) -> Vec<String> {
     v
 }
 
-fn warnings_section(runs: &[(String, RunRecord)]) -> String {
-    let mut s = String::from("<section>\n<h2>Warnings</h2>\n");
-    let mut any = false;
-    for (n, r) in runs {
-        let mut items: Vec<String> = r.warnings.clone();
-        items.extend(r.benchmarks.iter().flat_map(bench_problems));
-        if items.is_empty() {
-            continue;
-        }
-        any = true;
-        write!(s, "<h3>{}</h3>\n<ul>\n", esc(n)).unwrap();
-        for w in items {
-            writeln!(s, "<li>{}</li>", esc(&w)).unwrap();
-        }
-        s.push_str("</ul>\n");
+fn warnings_section(runs: &[(String, RunRecord)]) -> Markup {
+    let per_run: Vec<(&String, Vec<String>)> = runs
+        .iter()
+        .map(|(n, r)| {
+            let mut items: Vec<String> = r.warnings.clone();
+            items.extend(r.benchmarks.iter().flat_map(bench_problems));
+            (n, items)
+        })
+        .filter(|(_, items)| !items.is_empty())
+        .collect();
+    html! {
+        section {
+            "\n"
+            h2 { "Warnings" } "\n"
+            @for (n, items) in &per_run {
+                h3 { (n) } "\n"
+                ul { @for w in items { li { (w) } "\n" } } "\n"
+            }
+            @if per_run.is_empty() { p { "None." } "\n" }
+        } "\n"
     }
-    if !any {
-        s.push_str("<p>None.</p>\n");
-    }
-    s.push_str("</section>\n");
-    s
 }
 
 const CSS: &str = "

@@ -4,11 +4,12 @@
 //! the largest deviation is drawn) and its distribution in the caption.
 
 use anyhow::Result;
+use maud::{Markup, html};
 use plotters::prelude::*;
 use serde_json::Value;
 
+use super::Figure;
 use super::charts::{chart_on, house_mesh, line_with_dots, pe, rgb, svg_chart};
-use super::{Figure, esc};
 use crate::model::RunRecord;
 
 fn size_label(log2: f64) -> String {
@@ -207,7 +208,7 @@ fn jitter_figure(i: usize, name: &str, j: &Value) -> Result<Figure> {
 }
 
 /// The report's network section (empty when no record has network results).
-pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
+pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
     let mut figs = Vec::new();
     if let Some(f) = rtt_figure(runs)? {
         figs.push(f);
@@ -218,19 +219,14 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
         }
     }
     if figs.is_empty() {
-        return Ok(String::new());
+        return Ok(html! {});
     }
-    let mut h = String::from("<section>\n<h2>Network: round trip vs size, UDP jitter</h2>\n");
-    h.push_str(&super::legend(runs));
-    let mut grid = String::from("<div class=\"grid\">\n");
-    for f in &figs {
-        grid.push_str(&format!(
-            "<figure class=\"wide\"><figcaption>{}</figcaption>{}</figure>\n",
-            esc(&f.title),
-            f.svg
-        ));
-    }
-    grid.push_str("</div>\n</section>\n");
-    h.push_str(&grid);
-    Ok(h)
+    Ok(html! {
+        section {
+            "\n"
+            h2 { "Network: round trip vs size, UDP jitter" } "\n"
+            (super::legend(runs))
+            (super::figures(&figs))
+        } "\n"
+    })
 }

@@ -2,15 +2,14 @@
 //! CI whiskers: per workload, stacked user + system CPU time beside the makespan (wall), the
 //! voluntary and involuntary context switches side by side, and the turnaround distribution.
 
-use std::fmt::Write;
-
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
+use super::Figure;
 use super::charts::Categories;
-use super::{Figure, esc};
 use crate::model::{BenchmarkResult, RunRecord};
 use crate::stats;
+use maud::{Markup, html};
 
 const FONT: &str = "sans-serif";
 
@@ -197,22 +196,8 @@ fn distribution(cats: &[String], d: &[Option<[f64; 5]>]) -> Result<String> {
     Ok(svg)
 }
 
-fn figures_html(figs: &[Figure]) -> String {
-    let mut s = String::from("<div class=\"grid\">\n");
-    for f in figs {
-        let _ = writeln!(
-            s,
-            "<figure class=\"wide\"><figcaption>{}</figcaption>{}</figure>",
-            esc(&f.title),
-            f.svg
-        );
-    }
-    s.push_str("</div>\n");
-    s
-}
-
 /// The policy section of the report ("" when no run has policy cells).
-pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
+pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
     let mut figs = Vec::new();
     for (name, r) in runs {
         let cells: Vec<&BenchmarkResult> = r
@@ -315,8 +300,13 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<String> {
     if figs.is_empty() {
         return Ok(sig);
     }
-    Ok(format!(
-        "<section>\n<h2>Scheduling-policy study</h2>\n<p class=\"note\">Per workload: categories are policy/processes. Runs are the unit: each bar is the median over runs, whiskers its 95 % bootstrap CI; the section below tests which differences between policies are significant (Mann-Whitney, Benjamini-Hochberg).</p>\n{}</section>\n{sig}",
-        figures_html(&figs)
-    ))
+    Ok(html! {
+        section {
+            "\n"
+            h2 { "Scheduling-policy study" } "\n"
+            p.note { "Per workload: categories are policy/processes. Runs are the unit: each bar is the median over runs, whiskers its 95 % bootstrap CI; the section below tests which differences between policies are significant (Mann-Whitney, Benjamini-Hochberg)." } "\n"
+            (super::figures(&figs))
+        } "\n"
+        (sig)
+    })
 }

@@ -5,9 +5,9 @@
 //! The grid is a plain inline SVG: a table of coloured cells with `<title>` tooltips, which the
 //! plotters charts cannot carry.
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
-use super::{color, esc};
+use super::color;
 use crate::compare::pairwise::{
     Analysis, PairTest, fmt_p, fmt_ratio, method_text, ratio, significant, verdict,
 };
@@ -27,7 +27,7 @@ fn text_w(s: &str) -> usize {
 }
 
 /// The grid of one metric.
-fn grid(a: &Analysis, metric: &str) -> Option<String> {
+fn grid(a: &Analysis, metric: &str) -> Option<Markup> {
     let rows: Vec<&PairTest> = a.rows.iter().filter(|r| r.metric == metric).collect();
     if rows.is_empty() {
         return None;
@@ -56,196 +56,159 @@ fn grid(a: &Analysis, metric: &str) -> Option<String> {
     let legend_w: usize = 8 + LEGEND.iter().map(|l| text_w(l.2) + 24).sum::<usize>();
     let w = (label_w + pairs.len() * col_w + 8).max(legend_w);
     let h = head_h + groups.len() * cell_h + legend_h;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\" role=\"img\">"
-    );
-    for (j, p) in pairs.iter().enumerate() {
-        let x = label_w + j * col_w + col_w / 2;
-        let _ = write!(
-            s,
-            "<text x=\"{x}\" y=\"16\" text-anchor=\"middle\">{}</text>",
-            esc(p)
-        );
-    }
-    for (i, g) in groups.iter().enumerate() {
-        let y = head_h + i * cell_h;
-        let _ = write!(
-            s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            label_w - 8,
-            y + 17,
-            esc(g)
-        );
-        for (j, p) in pairs.iter().enumerate() {
-            let x = label_w + j * col_w;
-            let cell = rows
-                .iter()
-                .find(|r| r.group == *g && format!("{} vs {}", r.a, r.b) == *p);
-            let Some(r) = cell else {
-                let _ = write!(
-                    s,
-                    "<g><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#bbb\" stroke-dasharray=\"3 3\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#999\">—</text></g>",
-                    esc(&format!("{g} · {metric} · {p}: not tested")),
-                    x + 1,
-                    y + 1,
-                    col_w - 2,
-                    cell_h - 2,
-                    x + col_w / 2,
-                    y + 17
-                );
-                continue;
-            };
-            let sig = significant(r);
-            let (cr, cg, cb) = dir_color(r.median_b > r.median_a);
-            let (fill, opacity, ink) = if r.median_b == r.median_a {
-                ("#eee".to_string(), 1.0, "#333")
-            } else if sig {
-                (format!("rgb({cr},{cg},{cb})"), 1.0, "#fff")
-            } else {
-                (format!("rgb({cr},{cg},{cb})"), 0.18, "#333")
-            };
-            let tip = format!(
-                "{g} · {metric}: {} / {} = {} ({} vs {}), p = {}{}, q = {} — {}",
-                r.b,
-                r.a,
-                fmt_ratio(ratio(r)),
-                format_value(r.median_b, unit),
-                format_value(r.median_a, unit),
-                fmt_p(r.p),
-                if r.exact { "" } else { " (normal approx.)" },
-                fmt_p(r.q),
-                verdict(r)
-            );
-            let _ = write!(
-                s,
-                "<g><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{fill}\" fill-opacity=\"{opacity}\" stroke=\"#fff\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{ink}\"{}>{}{}</text></g>",
-                esc(&tip),
-                x + 1,
-                y + 1,
-                col_w - 2,
-                cell_h - 2,
-                x + col_w / 2,
-                y + 17,
-                if sig { " font-weight=\"bold\"" } else { "" },
-                esc(&fmt_ratio(ratio(r))),
-                if sig { " ✱" } else { "" }
-            );
-        }
-    }
-    // Legend: the four cell kinds.
-    let y = head_h + groups.len() * cell_h + 8;
-    let mut x = 8;
-    for (higher, sig, text) in LEGEND {
-        let (cr, cg, cb) = dir_color(higher);
-        let _ = write!(
-            s,
-            "<rect x=\"{x}\" y=\"{y}\" width=\"14\" height=\"14\" fill=\"rgb({cr},{cg},{cb})\" fill-opacity=\"{}\"/><text x=\"{}\" y=\"{}\">{text}</text>",
-            if sig { 1.0 } else { 0.18 },
-            x + 18,
-            y + 12
-        );
-        x += text_w(text) + 24;
-    }
-    s.push_str("</svg>");
-    Some(s)
-}
-
-fn table(a: &Analysis) -> String {
-    let mut s = String::from(
-        "<table class=\"policy-significance\">\n<tr><th>work/procs</th><th>metric</th><th>a vs b</th><th>median a</th><th>median b</th><th>b / a</th><th>p</th><th>q (BH)</th><th>verdict</th></tr>\n",
-    );
-    let num = "style=\"text-align:right\"";
-    for r in &a.rows {
-        let unit = a.unit(&r.metric);
-        let sig = significant(r);
-        let _ = writeln!(
-            s,
-            "<tr{}><td>{}</td><td>{}</td><td>{} vs {}</td><td {num}>{}</td><td {num}>{}</td><td {num}>{}</td><td {num}>{}{}</td><td {num}>{}</td><td>{}{}</td></tr>",
-            if sig {
-                format!(" class=\"sig\" style=\"{SIG_ROW}\"")
-            } else {
-                String::new()
-            },
-            esc(&r.group),
-            esc(&r.metric),
-            esc(&r.a),
-            esc(&r.b),
-            esc(&format_value(r.median_a, unit)),
-            esc(&format_value(r.median_b, unit)),
-            esc(&fmt_ratio(ratio(r))),
-            esc(&fmt_p(r.p)),
-            if r.exact { "" } else { " approx." },
-            esc(&fmt_p(r.q)),
-            if sig { "✱ " } else { "" },
-            esc(&verdict(r))
-        );
-    }
-    s.push_str("</table>\n");
-    s
-}
-
-/// One run's part of the section ("" when it is not a policy study).
-fn run_part(name: &str, record: &RunRecord, several: bool) -> String {
-    let Some(a) = crate::compare::pairwise::analyse(record) else {
-        return String::new();
+    // Numbers (coordinates, sizes, colours) and text, all through maud: the text is escaped.
+    let cell = |g: &str, p: &str| {
+        rows.iter()
+            .find(|r| r.group == g && format!("{} vs {}", r.a, r.b) == p)
+            .copied()
     };
-    let mut s = String::new();
-    if several {
-        let _ = writeln!(s, "<h3>{}</h3>", esc(name));
-    }
-    if !a.notes.is_empty() {
-        s.push_str("<ul class=\"note\">\n");
-        for n in &a.notes {
-            let _ = writeln!(s, "<li>{}</li>", esc(n));
+    let legend_y = head_h + groups.len() * cell_h + 8;
+    let legend_x: Vec<usize> = LEGEND
+        .iter()
+        .scan(8, |x, l| {
+            let at = *x;
+            *x += text_w(l.2) + 24;
+            Some(at)
+        })
+        .collect();
+    Some(html! {
+        svg xmlns="http://www.w3.org/2000/svg" width=(w) height=(h) viewBox={ "0 0 " (w) " " (h) }
+            font-family="sans-serif" font-size="12" role="img" {
+            @for (j, p) in pairs.iter().enumerate() {
+                text x=(label_w + j * col_w + col_w / 2) y="16" text-anchor="middle" { (p) }
+            }
+            @for (i, g) in groups.iter().enumerate() {
+                @let y = head_h + i * cell_h;
+                text x=(label_w - 8) y=(y + 17) text-anchor="end" { (g) }
+                @for (j, p) in pairs.iter().enumerate() {
+                    @let x = label_w + j * col_w;
+                    @if let Some(r) = cell(g, p) {
+                        @let sig = significant(r);
+                        @let (cr, cg, cb) = dir_color(r.median_b > r.median_a);
+                        @let (fill, opacity, ink) = if r.median_b == r.median_a {
+                            ("#eee".to_string(), 1.0, "#333")
+                        } else if sig {
+                            (format!("rgb({cr},{cg},{cb})"), 1.0, "#fff")
+                        } else {
+                            (format!("rgb({cr},{cg},{cb})"), 0.18, "#333")
+                        };
+                        g {
+                            title {
+                                (g) " · " (metric) ": " (r.b) " / " (r.a) " = " (fmt_ratio(ratio(r)))
+                                " (" (format_value(r.median_b, unit)) " vs " (format_value(r.median_a, unit))
+                                "), p = " (fmt_p(r.p)) @if !r.exact { " (normal approx.)" }
+                                ", q = " (fmt_p(r.q)) " — " (verdict(r))
+                            }
+                            rect x=(x + 1) y=(y + 1) width=(col_w - 2) height=(cell_h - 2)
+                                fill=(fill) fill-opacity=(opacity) stroke="#fff" {}
+                            text x=(x + col_w / 2) y=(y + 17) text-anchor="middle" fill=(ink)
+                                font-weight=[sig.then_some("bold")] {
+                                (fmt_ratio(ratio(r))) @if sig { " ✱" }
+                            }
+                        }
+                    } @else {
+                        g {
+                            title { (g) " · " (metric) " · " (p) ": not tested" }
+                            rect x=(x + 1) y=(y + 1) width=(col_w - 2) height=(cell_h - 2)
+                                fill="#fff" stroke="#bbb" stroke-dasharray="3 3" {}
+                            text x=(x + col_w / 2) y=(y + 17) text-anchor="middle" fill="#999" { "—" }
+                        }
+                    }
+                }
+            }
+            // Legend: the four cell kinds.
+            @for ((higher, sig, label), x) in LEGEND.iter().zip(&legend_x) {
+                @let (cr, cg, cb) = dir_color(*higher);
+                rect x=(x) y=(legend_y) width="14" height="14"
+                    fill={ "rgb(" (cr) "," (cg) "," (cb) ")" } fill-opacity=(if *sig { 1.0 } else { 0.18 }) {}
+                text x=(x + 18) y=(legend_y + 12) { (label) }
+            }
         }
-        s.push_str("</ul>\n");
-    }
-    if a.rows.is_empty() {
-        return s;
-    }
-    s.push_str("<div class=\"grid\">\n");
-    for (metric, _, better) in &a.units {
-        let Some(svg) = grid(&a, metric) else {
-            continue;
-        };
-        let dir = match better {
-            Better::Lower => "lower is better",
-            Better::Higher => "higher is better",
-            Better::Neutral => "neutral",
-        };
-        let _ = writeln!(
-            s,
-            "<figure class=\"wide\"><figcaption>{}</figcaption>{svg}</figure>",
-            esc(&format!(
-                "{name} · {metric} ({dir}): ratio b / a of the medians per workload/procs and policy pair — saturated and ✱ = significant (q < {}), pale = not; p and q in each cell's tooltip",
-                crate::compare::pairwise::ALPHA
-            ))
-        );
-    }
-    s.push_str("</div>\n");
-    s.push_str(&table(&a));
-    s
+    })
 }
 
-/// The section for every policy run in the report ("" when there is none).
-pub fn section(runs: &[(String, RunRecord)]) -> String {
+fn table(a: &Analysis) -> Markup {
+    html! {
+        table.policy-significance {
+            "\n"
+            tr {
+                th { "work/procs" } th { "metric" } th { "a vs b" } th { "median a" } th { "median b" }
+                th { "b / a" } th { "p" } th { "q (BH)" } th { "verdict" }
+            } "\n"
+            @for r in &a.rows {
+                @let unit = a.unit(&r.metric);
+                @let sig = significant(r);
+                tr class=[sig.then_some("sig")] style=[sig.then_some(SIG_ROW)] {
+                    td { (r.group) }
+                    td { (r.metric) }
+                    td { (r.a) " vs " (r.b) }
+                    td style=(NUM) { (format_value(r.median_a, unit)) }
+                    td style=(NUM) { (format_value(r.median_b, unit)) }
+                    td style=(NUM) { (fmt_ratio(ratio(r))) }
+                    td style=(NUM) { (fmt_p(r.p)) @if !r.exact { " approx." } }
+                    td style=(NUM) { (fmt_p(r.q)) }
+                    td { @if sig { "✱ " } (verdict(r)) }
+                } "\n"
+            }
+        } "\n"
+    }
+}
+
+const NUM: &str = "text-align:right";
+
+/// One run's part of the section (empty when it is not a policy study).
+fn run_part(name: &str, record: &RunRecord, several: bool) -> Option<Markup> {
+    let a = crate::compare::pairwise::analyse(record)?;
+    let dir = |better: &Better| match better {
+        Better::Lower => "lower is better",
+        Better::Higher => "higher is better",
+        Better::Neutral => "neutral",
+    };
+    Some(html! {
+        @if several { h3 { (name) } "\n" }
+        @if !a.notes.is_empty() {
+            ul.note { "\n" @for n in &a.notes { li { (n) } "\n" } } "\n"
+        }
+        @if !a.rows.is_empty() {
+            div.grid {
+                "\n"
+                @for (metric, _, better) in &a.units {
+                    @if let Some(svg) = grid(&a, metric) {
+                        figure.wide {
+                            figcaption {
+                                (name) " · " (metric) " (" (dir(better)) "): ratio b / a of the medians per workload/procs and policy pair — saturated and ✱ = significant (q < "
+                                (crate::compare::pairwise::ALPHA) "), pale = not; p and q in each cell's tooltip"
+                            }
+                            (svg)
+                        } "\n"
+                    }
+                }
+            } "\n"
+            (table(&a))
+        }
+    })
+}
+
+/// The section for every policy run in the report (empty when there is none).
+pub fn section(runs: &[(String, RunRecord)]) -> Markup {
     let policy_runs = runs
         .iter()
         .filter(|(_, r)| crate::compare::pairwise::analyse(r).is_some())
         .count();
-    let parts: String = runs
+    let parts: Vec<Markup> = runs
         .iter()
-        .map(|(n, r)| run_part(n, r, policy_runs > 1))
+        .filter_map(|(n, r)| run_part(n, r, policy_runs > 1))
         .collect();
     if parts.is_empty() {
-        return String::new();
+        return html! {};
     }
-    format!(
-        "<section id=\"policy-significance\">\n<h2>Which policy differences are significant</h2>\n<p class=\"note\">{}</p>\n{parts}</section>\n",
-        esc(&method_text())
-    )
+    html! {
+        section #policy-significance {
+            "\n" h2 { "Which policy differences are significant" } "\n"
+            p.note { (method_text()) } "\n"
+            @for p in &parts { (p) }
+        } "\n"
+    }
 }
 
 #[cfg(test)]
@@ -256,7 +219,7 @@ mod tests {
     fn not_a_policy_run_gives_no_section() {
         let r: RunRecord =
             serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap();
-        assert_eq!(section(&[("a".into(), r)]), "");
+        assert_eq!(section(&[("a".into(), r)]).into_string(), "");
     }
 
     #[test]
@@ -268,7 +231,7 @@ mod tests {
             ("policy/io/fifo/10", vec![5.0, 6.0, 7.0, 8.0, 9.0]),
             ("policy/io/rr/10", vec![1.0, 2.0, 3.0, 4.0, 4.5]),
         ]);
-        let h = section(&[("run \"1\"".into(), r)]);
+        let h = section(&[("run \"1\"".into(), r)]).into_string();
         assert!(
             h.contains("<h2>Which policy differences are significant</h2>"),
             "{h}"
@@ -318,7 +281,7 @@ mod tests {
             ("policy/cpu/other/10", vec![10.0, 11.0]),
             ("policy/cpu/other/100", vec![20.0, 21.0]),
         ]);
-        let h = section(&[("a".into(), r)]);
+        let h = section(&[("a".into(), r)]).into_string();
         assert!(h.contains("One policy only, nothing to compare: cpu/10 (other), cpu/100 (other)"));
         assert!(!h.contains("<table") && !h.contains("<svg"), "{h}");
     }
