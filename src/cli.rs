@@ -1265,28 +1265,8 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         .unwrap_or_else(crate::workload::load::default_load_base);
     // What dead osgauge processes left there goes at every start, whatever this run's loads.
     crate::workload::load::remove_stale(&load_base, &[&load_base]);
-    // A folder the user named must exist (and be a directory) before any cell runs: a file
-    // load would otherwise fail cell by cell and the run still exit 0.
-    if let Some(d) = &a.load_dir
-        && loads.iter().any(|l| l.uses_files())
-        && !d.is_dir()
-    {
-        return Err(CliError::Usage(format!(
-            "--load-dir {}: {}",
-            d.display(),
-            if d.exists() {
-                "not a directory"
-            } else {
-                "no such directory"
-            }
-        )));
-    }
-    if loads.iter().any(|l| l.reads_storage())
-        && let Some(existing) = load_base.ancestors().find(|d| d.is_dir())
-        && let Some(why) = crate::workload::load::read_refusal(existing)
-    {
-        return Err(CliError::Usage(why));
-    }
+    crate::workload::beside::check_load_dir(&load_base, a.load_dir.is_some(), &loads)
+        .map_err(CliError::Usage)?;
     let settings = Settings {
         duration: Some(duration),
         work_mode: a.work,

@@ -242,3 +242,88 @@ pub fn report_figures(r: &LoadReport, mut out: RunOutput) -> RunOutput {
     out.facts.insert("load_ops".into(), Value::Object(ops));
     out
 }
+
+/// The work calibration of a suite that measures no task of its own (the latency suite), for
+/// its loads: made in a thread placed as the load threads are (their CPUs and nice), cached in
+/// `<cache dir>/load-calibration.json` with that placement in its key, and checked by a quick
+/// measurement when cached (see [`work::calibrate`](super::work::calibrate)). Stopped by Ctrl-C
+/// and the cell's deadline. Returns the work; the calibration's facts and warning go into `out`.
+pub fn calibrate_load_work(
+    o: &LoadOptions,
+    ctx: &RunContext,
+    out: &mut RunOutput,
+) -> Result<Work, BenchError> {
+    use super::work::{self, CalibrationError, WorkMode};
+    let stop = || ctx.check().is_err();
+    let cache = work::cache_dir().map(|d| d.join("load-calibration.json"));
+    let c = std::thread::scope(|sc| {
+        let thread = std::thread::Builder::new().name("osgauge-calib".into());
+        let handle = thread.spawn_scoped(sc, || {
+            if let Some(c) = &o.cpus {
+                crate::platform::sched::set_thread_affinity(c)
+                    .map_err(|e| crate::bench::os_err("set affinity", e))?;
+            }
+            if o.nice.is_some() {
+                crate::platform::sched::apply_thread(&crate::platform::sched::SchedRequest {
+                    nice: o.nice,
+                    ..Default::default()
+                })
+                .map_err(|e| crate::bench::os_err("set nice", e))?;
+            }
+            let key = format!(
+                "{} | load threads: cpus {:?} nice {:?}",
+                work::machine_key(),
+                o.cpus,
+                o.nice
+            );
+            work::calibrate(false, cache.as_deref(), &key, &stop).map_err(|e| match e {
+                CalibrationError::Stopped => {
+                    ctx.check().err().unwrap_or_else(BenchError::interrupted)
+                }
+                CalibrationError::Failed(m) => BenchError::failed(m),
+            })
+        });
+        match handle {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(BenchError::failed("calibration thread panicked"))),
+            Err(e) => Err(BenchError::os("spawn the calibration thread", e)),
+        }
+    })?;
+    out.facts
+        .insert("load_work_loops_per_us".into(), json!(c.loops_per_us));
+    out.facts
+        .insert("load_work_calibration_cached".into(), json!(c.cached));
+    out.facts
+        .insert("load_work_calibration_key".into(), json!(c.key));
+    out.warnings.extend(c.warning);
+    Ok(Work {
+        mode: WorkMode::Fixed,
+        loops_per_us: c.loops_per_us,
+    })
+}
+
+/// Check, before any cell runs, that the load folder's base can hold the loads asked: a base the
+/// user named (`user_gave`) must be a directory (a file load would otherwise fail cell by cell and
+/// the run still exit 0), and a read load must not sit on a memory file system. The message is
+/// the usage error.
+pub fn check_load_dir(base: &Path, user_gave: bool, loads: &[LoadKind]) -> Result<(), String> {
+    if user_gave && loads.iter().any(|l| l.uses_files()) && !base.is_dir() {
+        return Err(format!(
+            "--load-dir {}: {}",
+            base.display(),
+            if base.exists() {
+                "not a directory"
+            } else {
+                "no such directory"
+            }
+        ));
+    }
+    if loads.iter().any(|l| l.reads_storage())
+        && let Some(existing) = base.ancestors().find(|d| d.is_dir())
+        && let Some(why) = load::read_refusal(existing)
+    {
+        return Err(why);
+    }
+    Ok(())
+}
