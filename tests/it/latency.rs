@@ -7,7 +7,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{json_bench, json_metric, osgauge, osgauge_std};
+use common::{json_bench, json_metric, osgauge};
 use serde_json::Value;
 
 fn allowed_cpus() -> Vec<usize> {
@@ -425,7 +425,7 @@ fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
 /// and wait for the process to end (at most 15 s). None: the session never started.
 #[cfg(unix)]
 fn signal_a_tracing_session(sig: i32) -> Option<std::process::ExitStatus> {
-    let mut child = osgauge_std()
+    let mut child = common::osgauge_std()
         .args([
             "latency",
             "--attribute",
