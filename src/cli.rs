@@ -195,7 +195,7 @@ pub struct InteractivityArgs {
     pub task: Vec<String>,
     /// Loads [default: all]
     #[arg(long, value_enum, value_delimiter = ',')]
-    pub load: Vec<crate::bench::interactivity::load::LoadKind>,
+    pub load: Vec<crate::workload::load::LoadKind>,
     /// Measuring time of one run of a cell, 100ms to 60m [default: 3s]
     #[arg(long, value_parser = parse_run_time)]
     pub duration: Option<Duration>,
@@ -209,8 +209,8 @@ pub struct InteractivityArgs {
     #[arg(long, default_value = "10ms", value_parser = parse_custom_interval)]
     pub custom_interval: Duration,
     /// Work emulation: fixed (calibrated loops) or cputime (burn by the thread's CPU clock)
-    #[arg(long, value_enum, default_value_t = crate::bench::interactivity::work::WorkMode::Fixed)]
-    pub work: crate::bench::interactivity::work::WorkMode,
+    #[arg(long, value_enum, default_value_t = crate::workload::work::WorkMode::Fixed)]
+    pub work: crate::workload::work::WorkMode,
     /// Measure the work calibration again instead of using the cached value
     #[arg(long)]
     pub recalibrate: bool,
@@ -786,7 +786,7 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             }
         }
         Command::Interactivity(args) => run_interactivity(*args),
-        Command::Load { spec } => Ok(crate::bench::interactivity::load::child_main(&spec)),
+        Command::Load { spec } => Ok(crate::workload::load::child_main(&spec)),
         Command::Policy(args) => policy::run_policy(*args),
         Command::Latency(args) => latency::run_latency(*args),
         Command::Noise(args) => latency::run_noise(*args),
@@ -1035,10 +1035,7 @@ fn execute_and_keep(
     // Load files that killed osgauge processes left behind (default folder, and the old-style
     // files in the working directory).
     let cwd = std::env::current_dir().unwrap_or_default();
-    crate::bench::interactivity::load::remove_stale(
-        &crate::bench::interactivity::load::default_load_base(),
-        &[&cwd],
-    );
+    crate::workload::load::remove_stale(&crate::workload::load::default_load_base(), &[&cwd]);
     let mut progress = Progress::new(estimates, !opts.quiet);
     let started = std::time::Instant::now();
     let record = execute(plan, cancel, &mut |ev| {
@@ -1213,7 +1210,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         v
     };
     let loads = if a.load.is_empty() {
-        ia::load::LoadKind::ALL.to_vec()
+        crate::workload::load::LoadKind::ALL.to_vec()
     } else {
         let mut v = Vec::new();
         for l in &a.load {
@@ -1265,31 +1262,11 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     let load_base = a
         .load_dir
         .clone()
-        .unwrap_or_else(ia::load::default_load_base);
+        .unwrap_or_else(crate::workload::load::default_load_base);
     // What dead osgauge processes left there goes at every start, whatever this run's loads.
-    ia::load::remove_stale(&load_base, &[&load_base]);
-    // A folder the user named must exist (and be a directory) before any cell runs: a file
-    // load would otherwise fail cell by cell and the run still exit 0.
-    if let Some(d) = &a.load_dir
-        && loads.iter().any(|l| l.uses_files())
-        && !d.is_dir()
-    {
-        return Err(CliError::Usage(format!(
-            "--load-dir {}: {}",
-            d.display(),
-            if d.exists() {
-                "not a directory"
-            } else {
-                "no such directory"
-            }
-        )));
-    }
-    if loads.iter().any(|l| l.reads_storage())
-        && let Some(existing) = load_base.ancestors().find(|d| d.is_dir())
-        && let Some(why) = ia::load::read_refusal(existing)
-    {
-        return Err(CliError::Usage(why));
-    }
+    crate::workload::load::remove_stale(&load_base, &[&load_base]);
+    crate::workload::beside::check_load_dir(&load_base, a.load_dir.is_some(), &loads)
+        .map_err(CliError::Usage)?;
     let settings = Settings {
         duration: Some(duration),
         work_mode: a.work,
@@ -1316,7 +1293,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     for &t in &tasks {
         let dur_ns = duration.as_nanos() as u64;
         if let Some(task) = ia::task_for(t, &settings, dur_ns)
-            && task.periods_in(dur_ns) > ia::task::MAX_PERIODS_PER_RUN
+            && task.periods_in(dur_ns) > crate::workload::task::MAX_PERIODS_PER_RUN
         {
             return Err(CliError::Usage(format!(
                 "--duration {}: the {t} task would have {} periods of {} per run, more than the {} \
@@ -1324,7 +1301,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
                 crate::units::format_time_ns(duration.as_nanos() as f64),
                 task.periods_in(dur_ns),
                 crate::units::format_time_ns(task.period_ns() as f64),
-                ia::task::MAX_PERIODS_PER_RUN
+                crate::workload::task::MAX_PERIODS_PER_RUN
             )));
         }
     }

@@ -25,3 +25,4 @@ pub mod tempfiles;
 #[doc(hidden)]
 pub mod testing;
 pub mod units;
+pub mod workload;

@@ -94,8 +94,8 @@ pub fn remove_leftovers() -> Vec<PathBuf> {
     }
     // Tracing settings a killed `latency --attribute` changed are put back (its state file goes).
     gone.extend(crate::platform::tracefs::restore_stale());
-    gone.extend(interactivity::load::remove_stale(
-        &interactivity::load::default_load_base(),
+    gone.extend(crate::workload::load::remove_stale(
+        &crate::workload::load::default_load_base(),
         &[],
     ));
     gone

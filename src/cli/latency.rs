@@ -6,25 +6,32 @@ use std::time::Duration;
 use super::{
     CliError, CpuList, Preset, RunOpts, parse_cpu_list, parse_run_time, run_plan, thread_policy,
 };
-use crate::bench::latency::LatencyOptions;
+use crate::bench::latency::{LatencyOptions, cell_id};
 use crate::bench::registry::SuiteOptions;
 use crate::platform::sched::{Policy, SchedRequest};
+use crate::workload::load::LoadKind;
 
 pub const LATENCY_HELP: &str = "Examples:
   osgauge latency                                        every CPU, 1 ms period, 10 s in 5 runs
   osgauge latency --policy fifo --priority 90 --interval 200us --duration 60s
   osgauge latency --policy other --timer-slack 50us      as cyclictest leaves SCHED_OTHER threads
   osgauge latency --cpus 1 --export-json lat.json
+  osgauge latency --load none,burn,write --duration 20s  a cell per load, the load running beside
 
 --duration is the total measuring time, split into --runs runs (default 5); each run is one
-point of the CI. Latency = actual wake − intended wake, per CPU and merged. Method: `osgauge list --long`.";
+point of the CI. Latency = actual wake − intended wake, per CPU and merged. --load runs the
+interactivity suite's loads beside the measurement (one cell each, `latency/wakeup/<load>`),
+each checked to have really run (achieved CPU against its target in the record). Method:
+`osgauge list --long`.";
 
 pub const NOISE_HELP: &str = "Examples:
   osgauge noise                                          every CPU, 10 s in 5 runs
   osgauge noise --duration 30s --threshold 2us --cpus 1
+  osgauge noise --load burn                              OS noise while a burn load runs
 
 --duration is the total measuring time, split into --runs runs (default 5). Every measured CPU is
-kept busy at once (as osnoise does). Method: `osgauge list --long`.";
+kept busy at once (as osnoise does). --load runs a load beside it, one cell each
+(`latency/noise/<load>`). Method: `osgauge list --long`.";
 
 /// Options shared by `latency` and `noise`.
 #[derive(clap::Args, Debug, Clone)]
@@ -44,6 +51,14 @@ pub struct Placement {
     /// Total measuring time, split into --runs runs, 100ms to 24h [default: 10s]
     #[arg(long, value_parser = parse_run_time)]
     pub duration: Option<Duration>,
+    /// Loads run beside the measurement, one cell each: none, burn, write, read, ring, compile,
+    /// memload, video, x (`osgauge interactivity --help`) [default: none]
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub load: Vec<LoadKind>,
+    /// Directory for the write/read load files, kept in a per-process folder DIR/<pid>/ that is
+    /// always removed [default: <cache dir>/loads]
+    #[arg(long, value_name = "DIR")]
+    pub load_dir: Option<std::path::PathBuf>,
 }
 
 impl Placement {
@@ -187,19 +202,45 @@ fn ranged(s: &str, lo: Duration, hi: Duration, flag: &str) -> Result<Duration, S
     Ok(d)
 }
 
-fn options(place: &Placement, sched: SchedRequest) -> LatencyOptions {
-    LatencyOptions {
+/// The options as asked; the loads' folder base cleaned of what dead processes left and checked.
+fn options(place: &Placement, sched: SchedRequest) -> Result<LatencyOptions, CliError> {
+    let mut loads: Vec<LoadKind> = Vec::new();
+    for l in &place.load {
+        if !loads.contains(l) {
+            loads.push(*l);
+        }
+    }
+    if loads.is_empty() {
+        loads.push(LoadKind::None);
+    }
+    let mut lo = LatencyOptions {
         cpus: place.cpus.clone().map(|c| c.0),
         sched,
+        loads,
         ..Default::default()
+    };
+    if let Some(d) = &place.load_dir {
+        lo.load.dir = d.clone();
     }
+    if lo.loads.iter().any(|&l| l != LoadKind::None) {
+        // What dead osgauge processes left there goes at every start with a load.
+        crate::workload::load::remove_stale(&lo.load.dir, &[&lo.load.dir]);
+        crate::workload::beside::check_load_dir(&lo.load.dir, place.load_dir.is_some(), &lo.loads)
+            .map_err(CliError::Usage)?;
+    }
+    Ok(lo)
 }
 
 pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
     let mut opts = a.opts.clone();
     a.place.split(&mut opts)?;
-    let mut lo = options(&a.place, a.place.sched()?);
+    let mut lo = options(&a.place, a.place.sched()?)?;
     lo.measured_cpus().map_err(CliError::Usage)?;
+    if a.histogram.is_some() && lo.loads.len() > 1 {
+        return Err(CliError::Usage(
+            "--histogram writes one cell's histogram: give one --load with it".into(),
+        ));
+    }
     if let Some(i) = a.interval {
         lo.interval = i;
     }
@@ -213,9 +254,13 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
     lo.cpu_dma_latency_us = a.cpu_dma_latency;
     lo.attribute_top = a.attribute_top as usize;
     let top = lo.attribute_top;
-    let mut select = vec!["latency/wakeup".to_string()];
-    if a.attribute.is_some() {
-        select.push("latency/wakeup_untraced".into());
+    let loads = lo.loads.clone();
+    let mut select = Vec::new();
+    for &l in &loads {
+        select.push(cell_id("latency/wakeup", l));
+        if a.attribute.is_some() {
+            select.push(cell_id("latency/wakeup_untraced", l));
+        }
     }
     if a.idle_wakeup {
         select.push("latency/idle_wakeup".into());
@@ -236,12 +281,15 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
         opts,
         &suite_opts,
         |record| {
-            if let Some(b) = record.benchmark("latency/wakeup") {
+            for &load in &loads {
+                let Some(b) = record.benchmark(&cell_id("latency/wakeup", load)) else {
+                    continue;
+                };
                 for l in attribution_lines(b, top) {
                     crate::outln!("{l}");
                 }
                 if let Some(l) = record
-                    .benchmark("latency/wakeup_untraced")
+                    .benchmark(&cell_id("latency/wakeup_untraced", load))
                     .and_then(|u| tracing_cost(b, u))
                 {
                     crate::outln!("{l}");
@@ -250,12 +298,13 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
             let Some(path) = &histogram else {
                 return Ok(());
             };
+            let id = cell_id("latency/wakeup", loads[0]);
             let text = record
-                .benchmark("latency/wakeup")
+                .benchmark(&id)
                 .and_then(|b| crate::export::cyclictest::render(b, limit))
                 .ok_or_else(|| {
                     CliError::Other(anyhow::anyhow!(
-                        "--histogram {}: latency/wakeup measured no wake-up to write",
+                        "--histogram {}: {id} measured no wake-up to write",
                         path.display()
                     ))
                 })?;
@@ -269,7 +318,7 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
 pub fn run_noise(a: NoiseArgs) -> Result<i32, CliError> {
     let mut opts = a.opts.clone();
     a.place.split(&mut opts)?;
-    let mut lo = options(&a.place, a.place.sched()?);
+    let mut lo = options(&a.place, a.place.sched()?)?;
     lo.measured_cpus().map_err(CliError::Usage)?;
     if let Some(t) = a.threshold {
         lo.noise_threshold_ns = t.as_nanos() as u64;
@@ -281,7 +330,12 @@ pub fn run_noise(a: NoiseArgs) -> Result<i32, CliError> {
     run_plan(
         "noise",
         Preset::Standard,
-        vec!["latency/noise".into()],
+        suite_opts
+            .latency
+            .loads
+            .iter()
+            .map(|&l| cell_id("latency/noise", l))
+            .collect(),
         opts,
         &suite_opts,
     )

@@ -1,5 +1,5 @@
 //! The latency section of the HTML report: per record the wake-up latency histogram of every CPU
-//! (`latency/wakeup`'s per-run histograms merged, 1 µs buckets, log-log as real-time users plot
+//! (each `latency/wakeup` cell's — one per load — per-run histograms merged, 1 µs buckets, log-log as real-time users plot
 //! cyclictest's), and, where the run was traced (`--attribute`), the culprits over all spikes and
 //! the top spikes with what held the CPU, each part's share drawn as a bar.
 
@@ -10,15 +10,12 @@ use plotters::prelude::*;
 use super::Figure;
 use super::charts::{chart_on, house_mesh, pe, rgb, svg_chart};
 use crate::attribution::{Part, PartKind, Spike, part_text, recorded, top_culprits};
-use crate::model::RunRecord;
+use crate::model::{BenchmarkResult, RunRecord};
 
 /// Histogram buckets drawn, µs (wake-ups beyond are counted in the caption).
 const LIMIT_US: u64 = 20_000;
 
-fn histogram_figure(name: &str, r: &RunRecord) -> Result<Option<Figure>> {
-    let Some(b) = r.benchmark("latency/wakeup") else {
-        return Ok(None);
-    };
+fn histogram_figure(name: &str, b: &BenchmarkResult) -> Result<Option<Figure>> {
     let cols = crate::export::cyclictest::columns(b, LIMIT_US);
     let pts: Vec<Vec<(f64, f64)>> = cols
         .iter()
@@ -70,7 +67,8 @@ fn histogram_figure(name: &str, r: &RunRecord) -> Result<Option<Figure>> {
         .collect();
     Ok(Some(Figure {
         title: format!(
-            "{name}: latency/wakeup histogram per CPU, all runs ({}{})",
+            "{name}: {} histogram per CPU, all runs ({}{})",
+            b.id,
             maxes.join(", "),
             if over > 0 {
                 format!("; {over} wake-up(s) over {} ms not drawn", LIMIT_US / 1000)
@@ -118,8 +116,8 @@ fn spike_row(s: &Spike) -> Markup {
     }
 }
 
-fn attribution_html(name: &str, r: &RunRecord) -> Option<Markup> {
-    let rec = recorded(r.benchmark("latency/wakeup")?)?;
+fn attribution_html(name: &str, b: &BenchmarkResult) -> Option<Markup> {
+    let rec = recorded(b)?;
     let spikes = rec.spikes;
     let culprits: Vec<Part> = top_culprits(&spikes, 10);
     let (count, lost) = (rec.count, rec.lost);
@@ -150,11 +148,24 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
     let mut figs = Vec::new();
     let mut attr = Vec::new();
     for (name, r) in runs {
-        if let Some(f) = histogram_figure(name, r)? {
-            figs.push(f);
-        }
-        if let Some(a) = attribution_html(name, r) {
-            attr.push(a);
+        // One wake-up cell per load (`latency/wakeup`, `latency/wakeup/<load>`): each named with
+        // its load when the run has cells under a load.
+        let cells: Vec<&BenchmarkResult> = r
+            .benchmarks
+            .iter()
+            .filter(|b| b.id == "latency/wakeup" || b.id.starts_with("latency/wakeup/"))
+            .collect();
+        for b in &cells {
+            let name = match b.params.get("load").and_then(|l| l.as_str()) {
+                Some(l) if cells.len() > 1 || l != "none" => format!("{name} (load {l})"),
+                _ => name.clone(),
+            };
+            if let Some(f) = histogram_figure(&name, b)? {
+                figs.push(f);
+            }
+            if let Some(a) = attribution_html(&name, b) {
+                attr.push(a);
+            }
         }
     }
     if figs.is_empty() && attr.is_empty() {

@@ -1,12 +1,13 @@
 //! The latency suite through the command line: `osgauge latency` and `osgauge noise` measure every
 //! CPU and say what they applied; `--histogram` writes cyclictest's layout; `--attribute` names a
-//! known hog and leaves tracefs as it found it, even after a SIGKILL.
+//! known hog and leaves tracefs as it found it, even after a SIGKILL; `--load` runs the
+//! interactivity loads beside, one verified cell each.
 
 use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{json_bench, json_metric, osgauge, osgauge_std};
+use common::{json_bench, json_metric, osgauge};
 use serde_json::Value;
 
 fn allowed_cpus() -> Vec<usize> {
@@ -433,7 +434,7 @@ fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
 /// and wait for the process to end (at most 15 s). None: the session never started.
 #[cfg(unix)]
 fn signal_a_tracing_session(sig: i32) -> Option<std::process::ExitStatus> {
-    let mut child = osgauge_std()
+    let mut child = common::osgauge_std()
         .args([
             "latency",
             "--attribute",
@@ -642,4 +643,134 @@ fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
     }
     // Released afterwards: the request in force is what it was before.
     assert_eq!(in_force().ok(), before.ok(), "the request outlived the run");
+}
+
+/// Every sub-folder of `dir` (recursively), as paths.
+fn entries_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        v.push(e.path());
+        if e.path().is_dir() {
+            v.extend(entries_under(&e.path()));
+        }
+    }
+    v
+}
+
+#[test]
+fn a_load_beside_latency_and_noise_is_recorded_per_cell_verified_and_leaves_no_folder() {
+    let sb = common::Sandbox::new();
+    let out = sb
+        .command()
+        .args([
+            "latency",
+            "--load",
+            "none,burn",
+            "--duration",
+            "800ms",
+            "--runs",
+            "2",
+        ])
+        .args(JSON_ONLY)
+        .output()
+        .unwrap();
+    let v = record(&out);
+    let cpus = allowed_cpus();
+    // No load: the old id, the load named, no load figure.
+    let quiet = json_bench(&v, "latency/wakeup");
+    assert!(quiet["error"].is_null(), "{}", quiet["error"]);
+    assert_eq!(quiet["params"]["load"], "none");
+    assert!(
+        quiet["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["name"] != "load_cpu")
+    );
+    // The burn cell: the load in its params, and per run what it achieved against its target.
+    let b = json_bench(&v, "latency/wakeup/burn");
+    assert!(b["error"].is_null(), "{}", b["error"]);
+    assert_eq!(b["params"]["load"], "burn");
+    let runs = b["run_facts"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for f in runs {
+        assert_eq!(f["load_target_pct"], 100.0, "{f}");
+        let achieved = f["load_achieved_cpu_pct"].as_f64().unwrap();
+        // Verified: a burn load under its floor would have failed the cell.
+        assert!(achieved >= 2.0, "{f}");
+        let threads = f["load_threads"].as_u64().unwrap() as usize;
+        let roles = f["load_achieved"].as_object().unwrap();
+        assert_eq!(roles.len(), threads, "{f}");
+        assert!(roles.keys().all(|r| r.starts_with("burn")), "{f}");
+        // The measuring threads are still one per CPU, read back.
+        assert_eq!(f["threads"].as_array().unwrap().len(), cpus.len());
+    }
+    let load_cpu = json_metric(b, "load_cpu");
+    assert_eq!(load_cpu["runs"].as_array().unwrap().len(), 2);
+    for c in &cpus {
+        let m = json_metric(b, &format!("cpu{c}"));
+        assert_eq!(m["runs"].as_array().unwrap().len(), 2, "cpu{c}");
+    }
+
+    // noise beside a file load in a folder the user named: the per-process folder goes.
+    let base = sb.path().join("loads-here");
+    std::fs::create_dir(&base).unwrap();
+    let out = sb
+        .command()
+        .args([
+            "noise",
+            "--load",
+            "write",
+            "--duration",
+            "400ms",
+            "--runs",
+            "1",
+        ])
+        .arg("--load-dir")
+        .arg(&base)
+        .args(JSON_ONLY)
+        .output()
+        .unwrap();
+    let v = record(&out);
+    let n = json_bench(&v, "latency/noise/write");
+    assert!(n["error"].is_null(), "{}", n["error"]);
+    assert_eq!(n["params"]["load"], "write");
+    let f = &n["run_facts"][0];
+    assert!(f["load_write_bytes"].as_u64().unwrap() >= 1 << 20, "{f}");
+    assert!(
+        f["load_dir"]
+            .as_str()
+            .unwrap()
+            .starts_with(base.to_str().unwrap()),
+        "{f}"
+    );
+    assert_eq!(entries_under(&base), Vec::<std::path::PathBuf>::new());
+    // Nor anything under the default base (`<cache dir>/loads`), which the burn cells had.
+    assert_eq!(
+        entries_under(&sb.cache().join("loads")),
+        Vec::<std::path::PathBuf>::new()
+    );
+}
+
+#[test]
+fn a_bad_load_is_a_usage_error() {
+    let sb = common::Sandbox::new();
+    for args in [
+        &["latency", "--load", "bogus"][..],
+        &["noise", "--load", "burn,nope"][..],
+        // One histogram file, two cells.
+        &["latency", "--load", "none,burn", "--histogram", "h.txt"][..],
+        // A folder the user named must exist for a file load.
+        &[
+            "noise",
+            "--load",
+            "write",
+            "--load-dir",
+            "/nonexistent/osgauge",
+        ][..],
+    ] {
+        let out = sb.command().args(args).arg("--no-store").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).trim().is_empty());
+    }
 }

@@ -115,7 +115,7 @@ fn synthetic_results_use_real_ids_and_metrics() {
             let parts: Vec<&str> = b.id.split('/').collect();
             assert!(
                 osgauge::bench::interactivity::TASKS.contains(&parts[1])
-                    && osgauge::bench::interactivity::load::LoadKind::ALL
+                    && osgauge::workload::load::LoadKind::ALL
                         .iter()
                         .any(|l| l.name() == parts[2]),
                 "{}",

@@ -5,17 +5,13 @@
 //! [`Benchmark`] whose `run` is one independent run of that cell, so the runner, the record and the
 //! exports work unchanged.
 //!
-//! Modules: [`accounting`] (pure per-period rules), [`work`] (work emulation and calibration),
-//! [`task`] (the tasks), [`load`] (the loads and their child process), [`table`] (output).
+//! The tasks, their work emulation and the loads live in [`crate::workload`] (the latency suite runs
+//! the same loads); here: the cells, their phases ([`phases`]) and the output ([`table`]).
 
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "Interactive task latency under load (quick matrix: audio & video × none & burn; full matrix: `osgauge interactivity`)";
 
-pub mod accounting;
-pub mod load;
 pub mod table;
-pub mod task;
-pub mod work;
 
 mod phases;
 
@@ -28,10 +24,11 @@ use serde_json::{Map, Value, json};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
+use crate::platform::clock;
 use crate::platform::cputime::{self, BusySample};
 use crate::platform::sched::{self, Policy, SchedRequest};
-use crate::platform::{clock, fs};
 use crate::units::{Better, Unit};
+use crate::workload::{accounting, beside, load, task, work};
 use load::LoadKind;
 use task::Task;
 use work::{Calibration, Work, WorkMode};
@@ -134,56 +131,35 @@ impl Settings {
 
     /// Load threads: --load-threads, else the CPUs the run may use (pinning, affinity, cgroup quota).
     pub fn load_thread_count(&self) -> usize {
-        if let Some(n) = self.load_threads {
-            return n.max(1);
-        }
-        if let Some(c) = &self.cpus {
-            return c.len().max(1);
-        }
-        let by_affinity = crate::platform::allowed_cpus()
-            .map(|c| c.len())
-            .unwrap_or(1);
-        let quota = crate::platform::sysinfo::machine()
-            .cgroup
-            .and_then(|c| c.cpu_limit_cpus)
-            .map(|q| q.ceil().max(1.0) as usize);
-        quota.map_or(by_affinity, |q| q.min(by_affinity)).max(1)
+        beside::thread_count(self.load_threads, self.cpus.as_deref())
     }
 
-    /// memload size: half of the available memory (256 MiB where the OS does not say), at most
-    /// half the cgroup limit and `max_mem_bytes`, at least 16 MiB; and how it was chosen. Needs
-    /// no swap: the buffer always fits in what is free.
+    /// memload size (see [`beside::mem_bytes`]), chosen once per matrix.
     pub fn mem_bytes(&self) -> (u64, String) {
         self.mem_bytes
-            .get_or_init(|| {
-                let avail = crate::platform::sysinfo::environment().mem_available_bytes;
-                let cg = crate::platform::sysinfo::machine()
-                    .cgroup
-                    .and_then(|c| c.memory_max_bytes);
-                let mut size = self.max_mem_bytes;
-                let mut why = format!("cap {} MiB", self.max_mem_bytes >> 20);
-                if let Some(a) = avail {
-                    size = size.min(a / 2);
-                    why.push_str(&format!(", available {} MiB / 2", a >> 20));
-                } else {
-                    size = size.min(256 << 20);
-                    why.push_str(", available memory unknown on this OS: at most 256 MiB");
-                }
-                if let Some(c) = cg {
-                    size = size.min(c / 2);
-                    why.push_str(&format!(", cgroup limit {} MiB / 2", c >> 20));
-                }
-                (size.max(16 << 20), why)
-            })
+            .get_or_init(|| beside::mem_bytes(self.max_mem_bytes))
             .clone()
     }
 
-    /// Write/read file size in `dir`: 5 % of its free space, at most `max_file_bytes`, at least
-    /// 8 MiB.
+    /// Write/read file size in `dir` (see [`beside::file_bytes_in`]).
     pub fn file_bytes_in(&self, dir: &std::path::Path) -> u64 {
-        let free = fs::free_bytes(dir).unwrap_or(0);
-        let mib = 1u64 << 20;
-        ((free / 20).min(self.max_file_bytes) / mib * mib).max(8 * mib)
+        beside::file_bytes_in(dir, self.max_file_bytes)
+    }
+
+    /// How a cell's `load` runs.
+    pub fn load_options(&self, load: LoadKind) -> beside::LoadOptions {
+        beside::LoadOptions {
+            threads: self.load_threads,
+            cpus: self.cpus.clone(),
+            nice: self.load_nice,
+            dir: self.load_dir.clone(),
+            io_rate_mbps: self.io_rate_mbps,
+            fsync: self.fsync,
+            max_file_bytes: self.max_file_bytes,
+            mem: (load == LoadKind::Memload).then(|| self.mem_bytes()),
+            max_mem_bytes: self.max_mem_bytes,
+            video_hz: self.video_hz,
+        }
     }
 }
 
@@ -275,12 +251,7 @@ impl Cell {
             description: "CPU time the task thread really used, % of one CPU (target: params.target_cpu_pct)",
         });
         if load != LoadKind::None {
-            metrics.push(MetricSpec {
-                name: "load_cpu",
-                unit: Unit::Percent,
-                better: Better::Neutral,
-                description: "CPU time the load's threads really used, % of one CPU per thread",
-            });
+            metrics.push(beside::LOAD_CPU);
         }
         Cell {
             info: Info {
@@ -525,22 +496,20 @@ impl Benchmark for Cell {
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let (task, work, duration, mut out) = self.prepare(ctx)?;
         ctx.check()?;
-        // The per-process load folder: removed on every way out of this run, after the load child
-        // (declared first, dropped last).
-        let folder = self.load_folder(&mut out)?;
         let before = cputime::busy_sample();
         let t_before = clock::now_ns();
-        let (load, spec) = self.start_load(
+        // The load (its folder, its child): stopped, reaped and removed on every way out of this run.
+        let load = beside::Beside::start(
+            self.load,
+            &self.settings.load_options(self.load),
             ctx,
             &mut out,
-            folder.as_ref(),
             work,
             duration.as_nanos() as u64,
         )?;
         ctx.check()?;
         let (measured, trace) = self.measure_traced(ctx, task, &work, duration)?;
-        let report = phases::stop_load(ctx, load, spec.as_ref(), &mut out)?;
-        drop(folder);
+        let report = load.stop(ctx, &mut out)?;
         let after = cputime::busy_sample();
         let wall = clock::now_ns() - t_before;
         self.figures(

@@ -3,11 +3,8 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
-use super::load::{self, LoadKind, LoadProcess, LoadSpec};
-use super::task::{self, Task};
-use super::work::{self, Work, WorkMode};
 use super::{
     Cell, Measured, accounting, busy_facts, calibration, measure, task_for, task_off_target,
 };
@@ -15,6 +12,9 @@ use crate::bench::RunOutput;
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::platform::cputime::BusySample;
+use crate::workload::load::{self, LoadKind};
+use crate::workload::task::{self, Task};
+use crate::workload::work::{self, Work, WorkMode};
 
 impl Cell {
     /// Check the task fits a run, calibrate its work, and start the output with the calibration
@@ -73,85 +73,6 @@ impl Cell {
         }
         ctx.check()?;
         Ok((task, work, duration, out))
-    }
-
-    /// The per-process load folder (file loads only), its path in the facts.
-    pub(super) fn load_folder(
-        &self,
-        out: &mut RunOutput,
-    ) -> Result<Option<load::LoadFolder>, BenchError> {
-        let s = &self.settings;
-        Ok(if self.load.uses_files() {
-            let f = load::LoadFolder::create(&s.load_dir).map_err(|e| {
-                BenchError::failed(format!("load folder under {}: {e}", s.load_dir.display()))
-            })?;
-            if self.load.reads_storage()
-                && let Some(why) = load::read_refusal(f.path())
-            {
-                return Err(BenchError::failed(why));
-            }
-            out.facts
-                .insert("load_dir".into(), json!(f.path().display().to_string()));
-            Some(f)
-        } else {
-            None
-        })
-    }
-
-    /// Start the load child (none for the `none` load); its guard kills, reaps and cleans up on
-    /// every exit path. Returns once every load thread runs (its scheduling read back).
-    pub(super) fn start_load(
-        &self,
-        ctx: &RunContext,
-        out: &mut RunOutput,
-        folder: Option<&load::LoadFolder>,
-        work: Work,
-        dur_ns: u64,
-    ) -> Result<(Option<LoadProcess>, Option<LoadSpec>), BenchError> {
-        let s = &self.settings;
-        if self.load == LoadKind::None {
-            return Ok((None, None));
-        }
-        {
-            let (mem_bytes, mem_why) = if self.load == LoadKind::Memload {
-                s.mem_bytes()
-            } else {
-                (0, String::new())
-            };
-            if self.load == LoadKind::Memload {
-                out.facts.insert("memload_size_rule".into(), json!(mem_why));
-            }
-            let sp = LoadSpec {
-                kind: self.load,
-                threads: s.load_thread_count(),
-                cpus: s.cpus.clone(),
-                nice: s.load_nice,
-                dir: folder
-                    .map(|f| f.path().to_path_buf())
-                    .unwrap_or_else(|| s.load_dir.clone()),
-                tag: format!("osgauge-load-{}-{}", std::process::id(), ctx.run_index),
-                file_bytes: match folder {
-                    Some(f) => s.file_bytes_in(f.path()),
-                    None => 0,
-                },
-                io_rate_bps: s.io_rate_mbps.map(|r| (r * 1e6).max(1.0) as u64),
-                fsync: s.fsync,
-                mem_bytes,
-                work: load::load_work(self.load, work),
-                video_hz: s.video_hz,
-                duration_ns: dur_ns,
-                parent_pid: std::process::id(),
-            };
-            out.facts.insert("load_threads".into(), json!(sp.threads));
-            out.facts
-                .insert("load_target_pct".into(), json!(sp.target_pct()));
-            let exe = crate::platform::process::osgauge_exe()
-                .map_err(|e| BenchError::os("current_exe", e))?;
-            // Returns once every load thread runs (its scheduling read back): no settling sleep.
-            let p = LoadProcess::start(&exe, &sp, ctx)?;
-            out.facts.insert("load_notes".into(), json!(p.ready_notes));
-            Ok((Some(p), Some(sp)))
-        }
     }
 
     /// Measure the task on its own thread, traced when `--attribute` asks (a session that cannot
@@ -303,24 +224,7 @@ impl Cell {
             out.warnings.push(w);
         }
         if let Some(r) = report {
-            let (cpu, wall): (u64, u64) = r
-                .threads
-                .iter()
-                .fold((0, 0), |(c, w), t| (c + t.cpu_ns, w + t.wall_ns));
-            out = out.metric("load_cpu", vec![100.0 * cpu as f64 / wall.max(1) as f64]);
-            if let Some(t) = r.threads.first() {
-                out.facts.insert(
-                    "load_sched".into(),
-                    serde_json::to_value(&t.sched).unwrap_or_default(),
-                );
-                out.facts.insert("load_affinity".into(), json!(t.affinity));
-            }
-            let ops: Map<String, Value> = r
-                .threads
-                .iter()
-                .map(|t| (t.role.clone(), json!(t.ops)))
-                .collect();
-            out.facts.insert("load_ops".into(), Value::Object(ops));
+            out = crate::workload::beside::report_figures(r, out);
         }
         let (busy, pressure, steal) = busy_facts(before, after, wall);
         for (k, v) in busy {
@@ -354,24 +258,4 @@ impl Cell {
         }
         Ok(out)
     }
-}
-
-/// Stop the load and check it really ran: a load that failed, ended early or did not run fails
-/// the cell (its figures were not measured under that load).
-pub(super) fn stop_load(
-    ctx: &RunContext,
-    load: Option<LoadProcess>,
-    spec: Option<&LoadSpec>,
-    out: &mut RunOutput,
-) -> Result<Option<load::LoadReport>, BenchError> {
-    Ok(match (load, spec) {
-        (Some(p), Some(sp)) => {
-            let r = p.stop(ctx.deadline).map_err(BenchError::failed)?;
-            let (facts, warnings) = load::check_report(sp, &r).map_err(BenchError::failed)?;
-            out.facts.extend(facts);
-            out.warnings.extend(warnings);
-            Some(r)
-        }
-        _ => None,
-    })
 }

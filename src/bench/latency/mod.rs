@@ -3,6 +3,11 @@
 //! Every measuring thread is pinned to one CPU, its policy, priority, nice and timer slack are set
 //! through `platform` and read back, and a request the OS refused fails the benchmark: a figure is
 //! never passed off as measured under a policy it did not run with.
+//!
+//! Any load of [`crate::workload::load`] can run beside the wake-up and noise tests (`--load`):
+//! one cell per load, the same load child and verification the interactivity suite uses
+//! ([`crate::workload::beside`]); the load is a parameter of the cell and a suffix of its id
+//! (`latency/wakeup/burn`; no load keeps `latency/wakeup`).
 
 pub mod idle_wakeup;
 pub mod noise;
@@ -12,10 +17,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::Benchmark;
+use super::{Benchmark, RunOutput};
+use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::platform::clock;
 use crate::platform::sched::{self, Policy, SchedRequest};
+use crate::workload::beside::{self, Beside, LoadOptions};
+use crate::workload::load::{LoadKind, LoadReport};
 
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "Latency: per-CPU timer wake-up latency (cyclictest's measurement), OS noise per CPU (osnoise's), the cost of waking an idle CPU";
@@ -44,6 +52,10 @@ pub struct LatencyOptions {
     /// Hold a CPU DMA-latency (PM QoS) request of this many µs while measuring wake-ups, as
     /// cyclictest does at 0 by default: deep idle states are then not used.
     pub cpu_dma_latency_us: Option<u32>,
+    /// Loads run beside the wake-up and noise tests, one cell each (`none`: no load).
+    pub loads: Vec<LoadKind>,
+    /// How those loads run (folder, threads, …).
+    pub load: LoadOptions,
 }
 
 impl Default for LatencyOptions {
@@ -58,6 +70,8 @@ impl Default for LatencyOptions {
             attribute_ns: None,
             attribute_top: 10,
             cpu_dma_latency_us: None,
+            loads: vec![LoadKind::None],
+            load: LoadOptions::default(),
         }
     }
 }
@@ -97,16 +111,94 @@ impl LatencyOptions {
     }
 }
 
-/// Every benchmark of the suite with `opts`.
+/// Every benchmark of the suite with `opts`: the wake-up and noise tests once per load.
 pub fn benchmarks(opts: &LatencyOptions) -> Vec<Box<dyn Benchmark>> {
     let cpus = opts.measured_cpus().unwrap_or_default();
-    let mut v: Vec<Box<dyn Benchmark>> = vec![Box::new(wakeup::Wakeup::new(opts, &cpus))];
-    if opts.attribute_ns.is_some() {
-        v.push(Box::new(wakeup::Wakeup::untraced(opts, &cpus)));
+    let mut v: Vec<Box<dyn Benchmark>> = Vec::new();
+    for &load in &opts.loads {
+        v.push(Box::new(wakeup::Wakeup::new(opts, &cpus, load)));
+        if opts.attribute_ns.is_some() {
+            v.push(Box::new(wakeup::Wakeup::untraced(opts, &cpus, load)));
+        }
     }
-    v.push(Box::new(noise::Noise::new(opts, &cpus)));
+    for &load in &opts.loads {
+        v.push(Box::new(noise::Noise::new(opts, &cpus, load)));
+    }
     v.push(Box::new(idle_wakeup::IdleWakeup::new()));
     v
+}
+
+/// The id of benchmark `base` (e.g. `latency/wakeup`) under `load`: `base` itself without a load,
+/// `<base>/<load>` with one.
+pub fn cell_id(base: &str, load: LoadKind) -> String {
+    match load {
+        LoadKind::None => base.to_string(),
+        l => format!("{base}/{}", l.name()),
+    }
+}
+
+/// The title of a benchmark under `load`.
+pub fn cell_title(title: String, load: LoadKind) -> String {
+    match load {
+        LoadKind::None => title,
+        l => format!("{title}, beside the {} load", l.name()),
+    }
+}
+
+/// What the method text says about a load beside the measurement.
+pub const LOAD_METHOD: &str = " With --load, each load runs in a child process (`osgauge __load`, \
+the interactivity suite's loads), started and running (every load thread's scheduling read back) \
+before measuring starts, then stopped, checked and reaped, its files deleted: a load that failed, \
+ended early or did not really run fails the run (its figures were not measured under it); what \
+it achieved is recorded per run (load_achieved, load_achieved_cpu_pct against load_target_pct, \
+load_cpu). The loads' work is calibrated once in a thread placed as theirs and cached.";
+
+/// The parameters of a cell's load.
+pub fn load_params(m: &mut Map<String, Value>, load: LoadKind) {
+    m.insert("load".into(), json!(load.name()));
+    m.insert("load_description".into(), json!(load.description()));
+}
+
+/// Start `load` beside a run (nothing for `none`): the loads' work calibration first (its facts
+/// and warning into `out`), then the load child, running when this returns.
+pub fn start_load(
+    load: LoadKind,
+    opts: &LatencyOptions,
+    ctx: &RunContext,
+    out: &mut RunOutput,
+) -> Result<Beside, BenchError> {
+    // Only the CPU loads run the calibrated work loop (burn, and compile's burn threads; video
+    // and x where the thread CPU clock is coarse): the others get no calibration to wait for.
+    let work = if matches!(
+        load,
+        LoadKind::Burn | LoadKind::Compile | LoadKind::Video | LoadKind::X
+    ) {
+        beside::calibrate_load_work(&opts.load, ctx, out)?
+    } else {
+        // Not used by these loads (write, read, ring, memload) — nor by none.
+        crate::workload::work::Work {
+            mode: crate::workload::work::WorkMode::Fixed,
+            loops_per_us: 1.0,
+        }
+    };
+    Beside::start(
+        load,
+        &opts.load,
+        ctx,
+        out,
+        work,
+        ctx.run_time.as_nanos() as u64,
+    )
+}
+
+/// Stop the load started by [`start_load`], check it and add its figures to `out`.
+pub fn stop_load(load: Beside, ctx: &RunContext, out: RunOutput) -> Result<RunOutput, BenchError> {
+    let mut out = out;
+    let report: Option<LoadReport> = load.stop(ctx, &mut out)?;
+    Ok(match report {
+        Some(r) => beside::report_figures(&r, out),
+        None => out,
+    })
 }
 
 /// Metric name `cpu<N><suffix>` as a `'static str` (names are declared once per benchmark).

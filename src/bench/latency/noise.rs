@@ -4,13 +4,17 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{LatencyOptions, cpu_metric, on_each_cpu, place_thread, thread_facts};
+use super::{
+    LatencyOptions, cell_id, cell_title, cpu_metric, load_params, on_each_cpu, place_thread,
+    start_load, stop_load, thread_facts,
+};
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::platform::clock::now_ns;
 use crate::platform::cpu_events::{cpu_interrupts, thread_involuntary_switches};
 use crate::units::{Better, Unit};
+use crate::workload::load::LoadKind;
 
 /// The threshold is never below this many times the loop's own clock-read cost.
 pub const MIN_THRESHOLD_READS: u64 = 5;
@@ -19,6 +23,8 @@ pub struct Noise {
     info: Info,
     opts: LatencyOptions,
     cpus: Vec<usize>,
+    /// The load beside the measurement.
+    load: LoadKind,
 }
 
 /// What one CPU's loop saw.
@@ -103,7 +109,7 @@ pub fn spin(
 }
 
 impl Noise {
-    pub fn new(opts: &LatencyOptions, cpus: &[usize]) -> Noise {
+    pub fn new(opts: &LatencyOptions, cpus: &[usize], load: LoadKind) -> Noise {
         let mut metrics = vec![
             MetricSpec {
                 name: "noise_pct",
@@ -150,11 +156,17 @@ impl Noise {
                 description: "the largest gap of this CPU's loop",
             });
         }
+        if load != LoadKind::None {
+            metrics.push(crate::workload::beside::LOAD_CPU);
+        }
         Noise {
             info: Info {
-                id: "latency/noise".into(),
+                id: cell_id("latency/noise", load),
                 suite: "latency",
-                title: "OS noise per CPU (busy loop reading the clock)".into(),
+                title: cell_title(
+                    "OS noise per CPU (busy loop reading the clock)".into(),
+                    load,
+                ),
                 method: format!(
                     "osnoise's measurement, portable: one thread per measured CPU, pinned and read \
                      back with the asked policy (a refused policy fails the benchmark), spins \
@@ -170,13 +182,19 @@ impl Noise {
                      interrupts per second (/proc/interrupts) and the thread's preemptions per \
                      second (involuntary switches) where the OS gives them — interrupts that \
                      land while the loop is preempted, or cost less than the threshold, make no \
-                     gap of their own.",
-                    opts.noise_threshold_ns
+                     gap of their own.{}",
+                    opts.noise_threshold_ns,
+                    if load == LoadKind::None {
+                        ""
+                    } else {
+                        super::LOAD_METHOD
+                    }
                 ),
                 metrics,
             },
             opts: opts.clone(),
             cpus: cpus.to_vec(),
+            load,
         }
     }
 }
@@ -192,6 +210,7 @@ impl Benchmark for Noise {
             "threshold_asked_ns".into(),
             json!(self.opts.noise_threshold_ns),
         );
+        load_params(&mut m, self.load);
         m
     }
 
@@ -205,6 +224,10 @@ impl Benchmark for Noise {
         }
         let ns = ctx.run_time.as_nanos() as u64;
         let thr = self.opts.noise_threshold_ns;
+        let mut out = RunOutput::default();
+        // The load (none by default): running before measuring starts, stopped and checked after.
+        let load = start_load(self.load, &self.opts, ctx, &mut out)?;
+        ctx.check()?;
         let results = on_each_cpu(&self.cpus, |c| {
             let mut facts = place_thread(c, &self.opts.sched, None)?;
             let before = (cpu_interrupts(c), thread_involuntary_switches());
@@ -226,7 +249,7 @@ impl Benchmark for Noise {
             facts.insert("gaps_per_s".into(), json!(g.per_s()));
             Ok((g, facts))
         })?;
-        let mut out = RunOutput::default();
+        let mut out = stop_load(load, ctx, out)?;
         let mut threads = Vec::new();
         let (mut all, mut lost, mut runtime, mut per_s) = (Vec::new(), 0.0, 0u64, 0.0);
         for (&cpu, (g, mut facts)) in self.cpus.iter().zip(results) {

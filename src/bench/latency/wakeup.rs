@@ -5,17 +5,23 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Facts, LatencyOptions, cpu_metric, on_each_cpu, place_thread, thread_facts};
+use super::{
+    Facts, LatencyOptions, cell_id, cell_title, cpu_metric, load_params, on_each_cpu, place_thread,
+    start_load, stop_load, thread_facts,
+};
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::platform::clock::{now_ns, sleep_until_ns};
 use crate::units::{Better, Unit};
+use crate::workload::load::LoadKind;
 
 pub struct Wakeup {
     info: Info,
     opts: LatencyOptions,
     cpus: Vec<usize>,
+    /// The load beside the measurement.
+    load: LoadKind,
 }
 
 /// What one CPU's thread measured in a run.
@@ -43,16 +49,16 @@ pub fn advance(next: u64, interval: u64, now: u64) -> u64 {
 impl Wakeup {
     /// The same measurement without tracing, beside a traced one (`--attribute`): what tracing
     /// costs, p50 and p99, under the same settings.
-    pub fn untraced(opts: &LatencyOptions, cpus: &[usize]) -> Wakeup {
+    pub fn untraced(opts: &LatencyOptions, cpus: &[usize], load: LoadKind) -> Wakeup {
         let mut o = opts.clone();
         o.attribute_ns = None;
-        let mut w = Wakeup::new(&o, cpus);
-        w.info.id = "latency/wakeup_untraced".into();
+        let mut w = Wakeup::new(&o, cpus, load);
+        w.info.id = cell_id("latency/wakeup_untraced", load);
         w.info.title = format!("{} — untraced, beside the traced run", w.info.title);
         w
     }
 
-    pub fn new(opts: &LatencyOptions, cpus: &[usize]) -> Wakeup {
+    pub fn new(opts: &LatencyOptions, cpus: &[usize], load: LoadKind) -> Wakeup {
         let mut metrics = vec![
             MetricSpec {
                 name: "latency",
@@ -99,22 +105,28 @@ impl Wakeup {
                 description: "wake-up latency of the thread pinned to this CPU (per run: p50, p99, p99.9, max in the record)",
             });
         }
+        if load != LoadKind::None {
+            metrics.push(crate::workload::beside::LOAD_CPU);
+        }
         let interval = opts.interval;
         Wakeup {
             info: Info {
-                id: "latency/wakeup".into(),
+                id: cell_id("latency/wakeup", load),
                 suite: "latency",
-                title: format!(
-                    "Timer wake-up latency per CPU ({} period){}",
-                    crate::units::format_time_ns(interval.as_nanos() as f64),
-                    match opts.attribute_ns {
-                        Some(a) => format!(
-                            ", traced for attribution (spikes ≥ {}): tracing costs, see \
+                title: cell_title(
+                    format!(
+                        "Timer wake-up latency per CPU ({} period){}",
+                        crate::units::format_time_ns(interval.as_nanos() as f64),
+                        match opts.attribute_ns {
+                            Some(a) => format!(
+                                ", traced for attribution (spikes ≥ {}): tracing costs, see \
                              latency/wakeup_untraced",
-                            crate::units::format_time_ns(a as f64)
-                        ),
-                        None => String::new(),
-                    }
+                                crate::units::format_time_ns(a as f64)
+                            ),
+                            None => String::new(),
+                        }
+                    ),
+                    load,
                 ),
                 method: format!(
                     "cyclictest's measurement: one thread per measured CPU (--cpus, default every \
@@ -133,13 +145,20 @@ impl Wakeup {
                      rather than measuring them twice. Per run: every latency of all CPUs \
                      (latency: the run's median is its p50), the run's p99, p99.9 and max, \
                      overflows at or above {} µs, and per CPU its own latencies. Runs are the \
-                     unit of the CI.",
-                    opts.timer_slack_ns, opts.histogram_limit_us
+                     unit of the CI.{}",
+                    opts.timer_slack_ns,
+                    opts.histogram_limit_us,
+                    if load == LoadKind::None {
+                        ""
+                    } else {
+                        super::LOAD_METHOD
+                    }
                 ),
                 metrics,
             },
             opts: opts.clone(),
             cpus: cpus.to_vec(),
+            load,
         }
     }
 
@@ -201,6 +220,7 @@ impl Benchmark for Wakeup {
             "histogram_limit_us".into(),
             json!(self.opts.histogram_limit_us),
         );
+        load_params(&mut m, self.load);
         m
     }
 
@@ -213,6 +233,10 @@ impl Benchmark for Wakeup {
         if self.cpus.is_empty() {
             return Err(BenchError::failed("no CPU to measure on"));
         }
+        let mut out = RunOutput::default();
+        // The load (none by default): running before measuring starts, stopped and checked after.
+        let load = start_load(self.load, &self.opts, ctx, &mut out)?;
+        ctx.check()?;
         // Tracing (--attribute) runs around the measurement; a session that cannot start makes
         // the benchmark unsupported here, with the reason — never measured untraced instead.
         let mut session = match self.opts.attribute_ns {
@@ -241,7 +265,7 @@ impl Benchmark for Wakeup {
             None => None,
         };
         drop(session);
-        let mut out = RunOutput::default();
+        let mut out = stop_load(load, ctx, out)?;
         let mut all = Vec::new();
         let mut missed = 0;
         let mut threads = Vec::new();
@@ -310,7 +334,7 @@ mod tests {
             interval: Duration::from_micros(500),
             ..Default::default()
         };
-        let b = Wakeup::new(&opts, &cpus);
+        let b = Wakeup::new(&opts, &cpus, LoadKind::None);
         let timing = crate::harness::calibrate();
         let cancel = AtomicBool::new(false);
         let ctx = RunContext::new(
