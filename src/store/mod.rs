@@ -23,6 +23,7 @@ use crate::model::{RunRecord, SCHEMA};
 
 pub mod postgres;
 pub mod sqlite;
+pub mod tls;
 
 pub use postgres::{ConnectError, redact_args, redact_url};
 
@@ -336,6 +337,16 @@ impl Store {
     /// that may be lost).
     pub fn is_server(&self) -> bool {
         matches!(self.backend, Backend::Postgres(_))
+    }
+
+    /// For a PostgreSQL store, whether its connection is encrypted, as the server reports it
+    /// (e.g. `encrypted, TLSv1.3 (TLS_AES_256_GCM_SHA384)`, `not encrypted`); `None` for a
+    /// SQLite file.
+    pub fn transport(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Postgres(pg) => Some(pg.transport()),
+            Backend::Sqlite(_) => None,
+        }
     }
 
     /// The schema version of the open store.

@@ -411,6 +411,8 @@ pub struct PgServer {
     dir: tempfile::TempDir,
     bin: PathBuf,
     databases: std::cell::Cell<u32>,
+    /// Listening on 127.0.0.1 at this port too, with TLS on ([`PgServer::enable_tls`]).
+    tcp: std::cell::Cell<Option<u16>>,
 }
 
 #[cfg(unix)]
@@ -492,6 +494,7 @@ impl PgServer {
             dir,
             bin,
             databases: std::cell::Cell::new(0),
+            tcp: std::cell::Cell::new(None),
         };
         let out = Self::as_owner(&server.bin.join("initdb"))
             .arg("-D")
@@ -533,10 +536,16 @@ impl PgServer {
 
     /// Start the (stopped) server.
     pub fn start_again(&self) -> Result<(), String> {
-        let opts = format!(
-            "-c listen_addresses='' -k {} -c fsync=off -c max_connections=60",
+        let mut opts = format!(
+            "-c fsync=off -c max_connections=60 -k {}",
             self.socket_dir().display()
         );
+        match self.tcp.get() {
+            None => opts.push_str(" -c listen_addresses=''"),
+            Some(port) => opts.push_str(&format!(
+                " -c listen_addresses=127.0.0.1 -p {port} -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+            )),
+        }
         let out = Self::as_owner(&self.bin.join("pg_ctl"))
             .arg("-D")
             .arg(self.data())
@@ -592,6 +601,47 @@ impl PgServer {
             Self::stop_at(bin, &e.path().join("data"));
             let _ = std::fs::remove_dir_all(e.path());
         }
+    }
+
+    /// Restart the server listening on 127.0.0.1 (a free port, returned) too, with TLS on:
+    /// `cert_pem` and `key_pem` are its certificate (chain) and key. With `hostssl_only`, its
+    /// pg_hba.conf lets TCP clients in only over TLS (the Unix socket stays as it was).
+    pub fn enable_tls(&self, cert_pem: &str, key_pem: &str, hostssl_only: bool) -> u16 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let data = self.data();
+        let crt = data.join("server.crt");
+        let key = data.join("server.key");
+        std::fs::write(&crt, cert_pem).unwrap();
+        std::fs::write(&key, key_pem).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        if hostssl_only {
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
+            )
+            .unwrap();
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            for f in [&crt, &key, &data.join("pg_hba.conf")] {
+                std::process::Command::new("chown")
+                    .arg("postgres")
+                    .arg(f)
+                    .status()
+                    .unwrap();
+            }
+        }
+        self.stop();
+        self.tcp.set(Some(port));
+        self.start_again().unwrap();
+        port
     }
 
     /// The URL of database `db` (with the password in it, as a user may write it).
