@@ -763,3 +763,58 @@ pub fn assert_consistent(store: &Path) {
         assert_eq!(ok, "ok");
     }
 }
+
+/// The run-record schema (schema/osgauge.run-1.schema.json), compiled once.
+fn run_schema() -> &'static jsonschema::Validator {
+    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/osgauge.run-1.schema.json");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        jsonschema::validator_for(&v).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    })
+}
+
+/// Check every run record in `doc` (a record, or an array of them: what `--export-json` and
+/// `results export` write) against the published run schema; other JSON is left alone.
+pub fn check_records(doc: &serde_json::Value, what: &str) {
+    let is_record =
+        |v: &serde_json::Value| v.get("schema").and_then(|s| s.as_str()) == Some("osgauge.run/1");
+    let records: Vec<&serde_json::Value> = match doc {
+        serde_json::Value::Array(a) => a.iter().filter(|v| is_record(v)).collect(),
+        v if is_record(v) => vec![v],
+        _ => Vec::new(),
+    };
+    for r in records {
+        let errors: Vec<String> = run_schema()
+            .iter_errors(r)
+            .map(|e| format!("  {}: {e}", e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{what}: the run record does not match schema/osgauge.run-1.schema.json:\n{}",
+            errors.join("\n")
+        );
+    }
+}
+
+/// Read a JSON file the tests get from osgauge (an exported run record, a fleet table, …); a run
+/// record in it is checked against the run schema ([`check_records`]), so every test that reads
+/// an exported record checks the schema too.
+pub fn read_json(path: impl AsRef<Path>) -> serde_json::Value {
+    let path = path.as_ref();
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    check_records(&v, &path.display().to_string());
+    v
+}
+
+/// [`read_json`] for JSON osgauge printed (e.g. `results export` on stdout).
+pub fn parse_json(text: &[u8]) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_slice(text)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(text)));
+    check_records(&v, "printed JSON");
+    v
+}

@@ -43,7 +43,7 @@ fn out_path(name: &str) -> std::path::PathBuf {
 }
 
 fn read_json(p: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    common::read_json(p)
 }
 
 /// Three machines (one with a hostname full of markup), one of them with two labels and an
@@ -117,7 +117,7 @@ fn results_list_filters_by_machine_label_time_and_status() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{args:?}");
-        ids(&serde_json::from_slice(&out.stdout).unwrap())
+        ids(&common::parse_json(&out.stdout))
     };
     assert_eq!(list(&[]).len(), 6);
     assert_eq!(list(&["--machine", "host-a"]), [id(0), id(2), id(1)]);

@@ -417,8 +417,7 @@ fn deleting_a_run_being_measured_is_not_silently_undone(db: &Path, dir: &Path) {
         s.get_json(&id).unwrap().is_none(),
         "the deleted run came back"
     );
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rec: serde_json::Value = common::read_json(&json);
     assert_eq!(rec["run_id"], id.as_str());
 }
 
