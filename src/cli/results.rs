@@ -460,10 +460,13 @@ impl StoreSink {
             }
             if !self.quiet {
                 crate::errln!(
-                    "osgauge: stored as run {} in {}{}",
+                    "osgauge: stored as run {} in {}{}{}",
                     record.run_id,
                     path.display(),
-                    if record.complete { "" } else { " (incomplete)" }
+                    if record.complete { "" } else { " (incomplete)" },
+                    s.transport()
+                        .map(|t| format!(" (connection {t})"))
+                        .unwrap_or_default()
                 );
             }
             return true;
@@ -638,6 +641,9 @@ fn results_list(
                 s.path().display()
             );
         }
+    }
+    if !json && let Some(t) = s.transport() {
+        crate::outln!("Connection to the store: {t} (as the server reports it).");
     }
     Ok(EXIT_OK)
 }

@@ -57,6 +57,8 @@ pub mod clock;
 /// Interrupt and involuntary-switch counts (the noise benchmark's cross-check).
 pub mod cpu_events;
 pub mod pmqos;
+/// The crypto provider under TLS (PostgreSQL store).
+pub mod tls;
 /// The kernel's tracing file system (Linux): events read for the latency suite's attribution.
 pub mod tracefs;
 

@@ -23,6 +23,7 @@ use crate::model::{RunRecord, SCHEMA};
 
 pub mod postgres;
 pub mod sqlite;
+pub mod tls;
 
 pub use postgres::{ConnectError, redact_args, redact_url};
 
@@ -211,6 +212,52 @@ fn cause_text(e: &anyhow::Error) -> String {
     out
 }
 
+/// Where a record's JSON `text` holds a NUL character (U+0000): the path of the first string
+/// (or key) with one, e.g. `label` or `benchmarks[2].error`. PostgreSQL's text and JSONB cannot
+/// hold NUL, so neither store takes such a run (runs move between the two kinds as they are).
+pub fn nul_at(text: &str) -> Option<String> {
+    // JSON writes NUL only as the escape \u0000.
+    if !text.contains("\\u0000") {
+        return None;
+    }
+    fn walk(v: &serde_json::Value, path: &str) -> Option<String> {
+        let at = |p: &str, k: &str| {
+            if p.is_empty() {
+                k.to_string()
+            } else {
+                format!("{p}.{k}")
+            }
+        };
+        match v {
+            serde_json::Value::String(s) => s.contains('\0').then(|| path.to_string()),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .find_map(|(i, x)| walk(x, &format!("{path}[{i}]"))),
+            serde_json::Value::Object(o) => o.iter().find_map(|(k, x)| {
+                if k.contains('\0') {
+                    Some(at(path, &k.replace('\0', "\\u0000")))
+                } else {
+                    walk(x, &at(path, k))
+                }
+            }),
+            _ => None,
+        }
+    }
+    walk(&serde_json::from_str(text).ok()?, "")
+}
+
+/// The error for a run that holds a NUL character, before anything of it is written.
+fn refuse_nul(record: &RunRecord, text: &str) -> Result<()> {
+    match nul_at(text) {
+        None => Ok(()),
+        Some(at) => bail!(
+            "run {}: its {at} holds a NUL character (\\u0000), which a PostgreSQL store cannot hold, so no store takes it: not stored (remove the character from the record)",
+            record.run_id
+        ),
+    }
+}
+
 /// Whether `e` says a PostgreSQL store cannot be used at all: a bad URL, a server that cannot be
 /// reached, a login refused (the CLI exits 2, as for a file that is not a store).
 pub fn is_connect_error(e: &anyhow::Error) -> bool {
@@ -338,12 +385,23 @@ impl Store {
         matches!(self.backend, Backend::Postgres(_))
     }
 
+    /// For a PostgreSQL store, whether its connection is encrypted, as the server reports it
+    /// (e.g. `encrypted, TLSv1.3 (TLS_AES_256_GCM_SHA384)`, `not encrypted`); `None` for a
+    /// SQLite file.
+    pub fn transport(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Postgres(pg) => Some(pg.transport()),
+            Backend::Sqlite(_) => None,
+        }
+    }
+
     /// The schema version of the open store.
     pub fn schema_version(&self) -> Result<u32> {
         self.ctx("reading", on_backend!(self, b => b.schema_version()))
     }
 
     fn save_text(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<()> {
+        refuse_nul(record, json)?;
         on_backend!(self, b => b.save_text(record, json, origin))
     }
 
@@ -352,6 +410,7 @@ impl Store {
     /// it meanwhile (`results delete`), and a deleted run is not brought back.
     pub fn update(&self, record: &RunRecord) -> Result<bool> {
         let json = serde_json::to_string(record)?;
+        refuse_nul(record, &json).map_err(|e| wrap(&self.path, "writing to", e))?;
         self.ctx(
             &format!("writing run {} to", record.run_id),
             on_backend!(self, b => b.update(record, &json)),

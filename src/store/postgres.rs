@@ -10,10 +10,10 @@
 //! directory `/var/run/postgresql` when it exists, else `localhost`; the port to `PGPORT`, else
 //! 5432. Parameters other than the known ones below are refused (a typo must not be ignored).
 //!
-//! TLS: osgauge is built without a TLS library (the client crates' TLS needs OpenSSL's
-//! development files, which the build does not install), so `sslmode=disable` and `prefer` (the
-//! libpq default: plain when the server offers no TLS) work, and `require`, `verify-ca` and
-//! `verify-full` are refused as unsupported, saying so, rather than silently sent in clear.
+//! TLS: `sslmode` (`disable`, `prefer` — the default —, `require`, `verify-ca`, `verify-full`)
+//! and `sslrootcert` as libpq defines them (`PGSSLMODE`, `PGSSLROOTCERT` as defaults); see
+//! [`super::tls`]. Whether the session is encrypted is read back from the server
+//! ([`Pg::transport`]).
 //!
 //! Tables (schema version 1): `osgauge_schema` (one row: application `osgauge`, version) marks
 //! the database as osgauge's; `runs` has one row per run — the indexed columns (run id, label,
@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use super::{NotAStore, Origin, RunRow, Trouble};
+use super::{NotAStore, Origin, RunRow, Trouble, tls};
 use crate::model::RunRecord;
 
 /// Schema migrations; entry `i` upgrades the version from `i` to `i + 1`.
@@ -95,6 +95,7 @@ const KNOWN_PARAMS: &[&str] = &[
     "password",
     "dbname",
     "sslmode",
+    "sslrootcert",
     "connect_timeout",
     "application_name",
     "options",
@@ -227,10 +228,56 @@ fn params(url: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// The connection settings of `url`, completed as libpq completes them (see the module docs).
-fn config(url: &str) -> Result<postgres::Config, ConnectError> {
+/// `s` with `%XX` escapes decoded (as in a URL's query).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let Some(v) = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `url` without its TLS parameters (the client library knows neither `verify-ca`/`verify-full`
+/// nor `sslrootcert`: they are [`tls::Settings`]).
+fn without_tls_params(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_string();
+    };
+    let query = query.split('#').next().unwrap_or("");
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|kv| {
+            let k = kv.split('=').next().unwrap_or("");
+            !kv.is_empty() && k != "sslmode" && k != "sslrootcert"
+        })
+        .collect();
+    if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    }
+}
+
+/// The connection settings of `url`, completed as libpq completes them (see the module docs),
+/// and its TLS settings.
+fn config(url: &str) -> Result<(postgres::Config, tls::Settings), ConnectError> {
     let shown = redact_url(url);
     let bad = |why: String| ConnectError(format!("the result store URL {shown}: {why}"));
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut mode = None;
+    let mut root = None;
     for (k, v) in params(url) {
         if !KNOWN_PARAMS.contains(&k) {
             return Err(bad(format!(
@@ -240,25 +287,29 @@ fn config(url: &str) -> Result<postgres::Config, ConnectError> {
             )));
         }
         if k == "sslmode" {
-            match v {
-                "disable" | "prefer" => {}
-                "require" | "verify-ca" | "verify-full" => {
-                    return Err(bad(format!(
-                        "sslmode={v} is not supported: this osgauge is built without TLS (use sslmode=disable or prefer, on a trusted network or through an SSH tunnel)"
-                    )));
-                }
-                other => {
-                    return Err(bad(format!(
-                        "sslmode '{}' is not one of disable, prefer, require, verify-ca, verify-full",
-                        crate::output::display_text(other, 40)
-                    )));
-                }
-            }
+            mode = Some(v.to_string());
+        }
+        if k == "sslrootcert" {
+            root = Some(PathBuf::from(percent_decode(v)));
         }
     }
-    let mut c: postgres::Config = url
+    let mode = match mode.or_else(|| env("PGSSLMODE")) {
+        None => tls::SslMode::Prefer,
+        Some(v) => tls::SslMode::parse(&v).ok_or_else(|| {
+            bad(format!(
+                "sslmode '{}' is not one of disable, prefer, require, verify-ca, verify-full",
+                crate::output::display_text(&v, 40)
+            ))
+        })?,
+    };
+    let tls = tls::Settings {
+        mode,
+        root: root.or_else(|| env("PGSSLROOTCERT").map(PathBuf::from)),
+    };
+    let mut c: postgres::Config = without_tls_params(url)
         .parse()
         .map_err(|e: postgres::Error| bad(format!("{e}")))?;
+    c.ssl_mode(mode.negotiate());
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     if c.get_user().is_none() {
         let user = env("PGUSER")
@@ -313,7 +364,7 @@ fn config(url: &str) -> Result<postgres::Config, ConnectError> {
             c.password(p);
         }
     }
-    Ok(c)
+    Ok((c, tls))
 }
 
 /// The host name, port, database and user as the password file matches them.
@@ -417,17 +468,36 @@ pub(super) fn hint(t: Trouble) -> String {
 }
 
 /// Connect to `url`: the errors a user can do something about are one [`ConnectError`] line.
+/// TLS as the URL's `sslmode` says; never over a Unix socket (as libpq).
 fn connect(url: &str) -> Result<postgres::Client> {
-    let c = config(url)?;
+    let (mut c, tls) = config(url)?;
     let shown = redact_url(url);
     let user = c.get_user().unwrap_or("").to_string();
     let db = c.get_dbname().unwrap_or("").to_string();
+    let host = match c.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => Some(h.clone()),
+        _ => None,
+    };
     let cannot =
         |why: String| ConnectError(format!("cannot connect to the result store {shown}: {why}"));
-    match c.connect(postgres::NoTls) {
+    let connected = if tls.mode == tls::SslMode::Disable || host.is_none() {
+        c.ssl_mode(postgres::config::SslMode::Disable);
+        c.connect(postgres::NoTls)
+    } else {
+        let config = tls::client_config(&tls).map_err(cannot)?;
+        c.connect(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+    };
+    match connected {
         Ok(client) => Ok(client),
         Err(e) => {
             let msg = match e.as_db_error() {
+                Some(d) if d.code().code() == "28000" && d.message().contains("no encryption") => {
+                    format!(
+                        "the server accepts this connection only with TLS (its pg_hba.conf: hostssl) and sslmode={} does not use it; use sslmode=require or verify-full ({})",
+                        tls.mode.as_str(),
+                        d.message()
+                    )
+                }
                 Some(d) if matches!(d.code().code(), "28P01" | "28000") => format!(
                     "authentication failed for user \"{user}\" ({}); check the password (in the URL, PGPASSWORD or ~/.pgpass) and the server's pg_hba.conf",
                     d.message()
@@ -439,7 +509,9 @@ fn connect(url: &str) -> Result<postgres::Client> {
                 None => {
                     let text = e.to_string();
                     let source = std::error::Error::source(&e).map(|s| s.to_string());
-                    if text.contains("password missing")
+                    if let Some(why) = tls::explain(&e, &tls, host.as_deref().unwrap_or("")) {
+                        why
+                    } else if text.contains("password missing")
                         || source
                             .as_deref()
                             .is_some_and(|s| s.contains("password missing"))
@@ -521,6 +593,8 @@ fn newer(version: u32) -> anyhow::Error {
 
 pub struct Pg {
     client: RefCell<postgres::Client>,
+    /// Whether the session is encrypted, as the server reports it ([`tls::read_back`]).
+    transport: String,
     /// Inside [`Pg::in_transaction`]: writes join that transaction.
     in_tx: Cell<bool>,
 }
@@ -530,6 +604,7 @@ impl Pg {
     /// another application's.
     pub fn open_write(url: &str) -> Result<Pg> {
         let mut client = connect(url)?;
+        let transport = tls::read_back(&mut client)?;
         let shown = PathBuf::from(redact_url(url));
         {
             let mut tx = client.transaction()?;
@@ -568,6 +643,7 @@ impl Pg {
         }
         Ok(Pg {
             client: RefCell::new(client),
+            transport,
             in_tx: Cell::new(false),
         })
     }
@@ -575,6 +651,7 @@ impl Pg {
     /// Connect for reading only (a read-only session). `None` for an empty database.
     pub fn open_read(url: &str) -> Result<Option<Pg>> {
         let mut client = connect(url)?;
+        let transport = tls::read_back(&mut client)?;
         let shown = PathBuf::from(redact_url(url));
         client.batch_execute("SET default_transaction_read_only = on")?;
         match identify(&mut client)? {
@@ -585,9 +662,16 @@ impl Pg {
             Kind::Ours(0) => Ok(None),
             Kind::Ours(_) => Ok(Some(Pg {
                 client: RefCell::new(client),
+                transport,
                 in_tx: Cell::new(false),
             })),
         }
+    }
+
+    /// Whether the session is encrypted, as the server reported it on connecting: e.g.
+    /// `encrypted, TLSv1.3 (TLS_AES_256_GCM_SHA384)` or `not encrypted`.
+    pub fn transport(&self) -> &str {
+        &self.transport
     }
 
     pub fn schema_version(&self) -> Result<u32> {
@@ -802,9 +886,17 @@ mod tests {
         let e = config("postgres://a:pw@h/d?sslmod=disable").unwrap_err().0;
         assert!(e.contains("unknown parameter 'sslmod'"), "{e}");
         assert!(!e.contains("pw"), "{e}");
-        let e = config("postgres://a@h/d?sslmode=require").unwrap_err().0;
-        assert!(e.contains("not supported"), "{e}");
-        assert!(config("postgres://a@h/d?sslmode=prefer&connect_timeout=3").is_ok());
+        let e = config("postgres://a@h/d?sslmode=requires").unwrap_err().0;
+        assert!(e.contains("is not one of"), "{e}");
+        for m in ["disable", "prefer", "require", "verify-ca", "verify-full"] {
+            let (c, t) = config(&format!(
+                "postgres://a@h/d?sslmode={m}&sslrootcert=%2Ftmp%2Fca.pem&connect_timeout=3"
+            ))
+            .unwrap();
+            assert_eq!(t.mode.as_str(), m);
+            assert_eq!(t.root.as_deref(), Some(Path::new("/tmp/ca.pem")));
+            assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(3)));
+        }
     }
 
     #[test]

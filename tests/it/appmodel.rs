@@ -204,8 +204,7 @@ fn cli_missing_inputs_are_listed_and_mark_an_upper_bound() {
         text.contains("FLAGGED net_rx_mem_per_mb: ASSUMED"),
         "{text}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: serde_json::Value = common::read_json(&json);
     let p = &v["predictions"][0];
     assert_eq!(p["upper_bound"], true);
     // The one run that completes it: every benchmark the profile reads, under a fixed label.

@@ -124,8 +124,7 @@ fn check(profile: &Path, dir: &Path) -> (serde_json::Value, String) {
     // 0: agrees or not judged; 1: a quiet machine disagrees — which one depends on the machine.
     let code = out.status.code();
     assert!(matches!(code, Some(0) | Some(1)), "exit {code:?}: {text}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: serde_json::Value = common::read_json(&json);
     assert_eq!(v["exit_code"].as_i64(), code.map(i64::from), "{text}");
     (v, text)
 }

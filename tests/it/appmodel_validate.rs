@@ -72,7 +72,7 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     assert!(text.contains("maximum rate: predicted"), "{text}");
     assert!(text.contains("ping-pong round trip"), "{text}");
     assert!(text.contains("from the run "), "{text}");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let v: serde_json::Value = common::read_json(&j);
     assert_eq!(v["schema"], "osgauge.appmodel.validate/1");
     assert_eq!(v["exit_code"], code);
     let vd = &v["verdict"];
@@ -201,7 +201,7 @@ fn validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take() {
         text.contains("raised from the profile's app_cpu_s"),
         "{text}"
     );
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let v: serde_json::Value = common::read_json(&j);
     let pr = &v["analysis"]["predictions"][0];
     let bw_1t = v["analysis"]["inputs"][0]["values"]["mem_bw_1t_mb_s"]["value"]
         .as_f64()

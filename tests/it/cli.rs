@@ -30,7 +30,7 @@ fn list_names_every_suite_with_units_and_direction() {
         assert!(text.contains(s), "missing {s} in:\n{text}");
     }
     let out = osgauge().args(["list", "--json"]).output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = common::parse_json(&out.stdout);
     let list = v.as_array().unwrap();
     assert!(list.len() >= 5);
     for b in list {
@@ -71,7 +71,7 @@ fn micro_run_exports_a_valid_record_in_every_format() {
         .success()
         .stdout(predicate::str::contains("null_syscall"));
 
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: Value = common::read_json(&json);
     // Typed check: the document deserialises into the record model.
     let rec: osgauge::model::RunRecord = serde_json::from_value(v.clone()).unwrap();
     assert_eq!(rec.schema, "osgauge.run/1");
@@ -174,7 +174,7 @@ fn system_show_and_check() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = common::parse_json(&out.stdout);
     assert!(v["machine"].is_object() && v["environment"].is_object());
     let out = osgauge().args(["system", "check"]).output().unwrap();
     // The exit status is what the printed findings say: 0 and "Ready" with no warning, 1 and
@@ -236,8 +236,7 @@ fn time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs() {
         .assert()
         .success()
         .stdout(predicate::str::contains("timeout"));
-    let rec: osgauge::model::RunRecord =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rec: osgauge::model::RunRecord = serde_json::from_value(common::read_json(&json)).unwrap();
     let b = &rec.benchmarks[0];
     let e = b.error.as_ref().expect("a timeout is recorded");
     assert_eq!(e.kind, osgauge::model::ErrorKind::Timeout);
@@ -307,7 +306,7 @@ fn run_picks_suites_with_suite_and_refuses_unknown_ones() {
         .arg(&json)
         .assert()
         .success();
-    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rec: Value = common::read_json(&json);
     let suites: Vec<&str> = rec["benchmarks"]
         .as_array()
         .unwrap()
@@ -342,7 +341,7 @@ fn duration_flags_accept_hours_up_to_a_day() {
         .arg(&json)
         .assert()
         .success();
-    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rec: Value = common::read_json(&json);
     assert_eq!(rec["config"]["timeout_ms"], 7_200_000);
     osgauge()
         .args(["micro", "cpu/timer_read", "--timeout", "25h"])
@@ -425,7 +424,7 @@ fn ci_width_runs_adaptively_and_records_how_each_benchmark_ended() {
         .arg(&json)
         .assert()
         .success();
-    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rec: Value = common::read_json(&json);
     assert_eq!(rec["config"]["adaptive"]["ci_width"], 0.5);
     assert_eq!(rec["config"]["adaptive"]["max_runs"], 6);
     // --runs not given: the minimum is the fewest runs that can reach significance.

@@ -411,6 +411,8 @@ pub struct PgServer {
     dir: tempfile::TempDir,
     bin: PathBuf,
     databases: std::cell::Cell<u32>,
+    /// Listening on 127.0.0.1 at this port too, with TLS on ([`PgServer::enable_tls`]).
+    tcp: std::cell::Cell<Option<u16>>,
 }
 
 #[cfg(unix)]
@@ -492,6 +494,7 @@ impl PgServer {
             dir,
             bin,
             databases: std::cell::Cell::new(0),
+            tcp: std::cell::Cell::new(None),
         };
         let out = Self::as_owner(&server.bin.join("initdb"))
             .arg("-D")
@@ -533,10 +536,16 @@ impl PgServer {
 
     /// Start the (stopped) server.
     pub fn start_again(&self) -> Result<(), String> {
-        let opts = format!(
-            "-c listen_addresses='' -k {} -c fsync=off -c max_connections=60",
+        let mut opts = format!(
+            "-c fsync=off -c max_connections=60 -k {}",
             self.socket_dir().display()
         );
+        match self.tcp.get() {
+            None => opts.push_str(" -c listen_addresses=''"),
+            Some(port) => opts.push_str(&format!(
+                " -c listen_addresses=127.0.0.1 -p {port} -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+            )),
+        }
         let out = Self::as_owner(&self.bin.join("pg_ctl"))
             .arg("-D")
             .arg(self.data())
@@ -592,6 +601,47 @@ impl PgServer {
             Self::stop_at(bin, &e.path().join("data"));
             let _ = std::fs::remove_dir_all(e.path());
         }
+    }
+
+    /// Restart the server listening on 127.0.0.1 (a free port, returned) too, with TLS on:
+    /// `cert_pem` and `key_pem` are its certificate (chain) and key. With `hostssl_only`, its
+    /// pg_hba.conf lets TCP clients in only over TLS (the Unix socket stays as it was).
+    pub fn enable_tls(&self, cert_pem: &str, key_pem: &str, hostssl_only: bool) -> u16 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let data = self.data();
+        let crt = data.join("server.crt");
+        let key = data.join("server.key");
+        std::fs::write(&crt, cert_pem).unwrap();
+        std::fs::write(&key, key_pem).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        if hostssl_only {
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n",
+            )
+            .unwrap();
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            for f in [&crt, &key, &data.join("pg_hba.conf")] {
+                std::process::Command::new("chown")
+                    .arg("postgres")
+                    .arg(f)
+                    .status()
+                    .unwrap();
+            }
+        }
+        self.stop();
+        self.tcp.set(Some(port));
+        self.start_again().unwrap();
+        port
     }
 
     /// The URL of database `db` (with the password in it, as a user may write it).
@@ -713,4 +763,59 @@ pub fn assert_consistent(store: &Path) {
             .unwrap();
         assert_eq!(ok, "ok");
     }
+}
+
+/// The run-record schema (schema/osgauge.run-1.schema.json), compiled once.
+fn run_schema() -> &'static jsonschema::Validator {
+    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/osgauge.run-1.schema.json");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        jsonschema::validator_for(&v).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    })
+}
+
+/// Check every run record in `doc` (a record, or an array of them: what `--export-json` and
+/// `results export` write) against the published run schema; other JSON is left alone.
+pub fn check_records(doc: &serde_json::Value, what: &str) {
+    let is_record =
+        |v: &serde_json::Value| v.get("schema").and_then(|s| s.as_str()) == Some("osgauge.run/1");
+    let records: Vec<&serde_json::Value> = match doc {
+        serde_json::Value::Array(a) => a.iter().filter(|v| is_record(v)).collect(),
+        v if is_record(v) => vec![v],
+        _ => Vec::new(),
+    };
+    for r in records {
+        let errors: Vec<String> = run_schema()
+            .iter_errors(r)
+            .map(|e| format!("  {}: {e}", e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{what}: the run record does not match schema/osgauge.run-1.schema.json:\n{}",
+            errors.join("\n")
+        );
+    }
+}
+
+/// Read a JSON file the tests get from osgauge (an exported run record, a fleet table, …); a run
+/// record in it is checked against the run schema ([`check_records`]), so every test that reads
+/// an exported record checks the schema too.
+pub fn read_json(path: impl AsRef<Path>) -> serde_json::Value {
+    let path = path.as_ref();
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    check_records(&v, &path.display().to_string());
+    v
+}
+
+/// [`read_json`] for JSON osgauge printed (e.g. `results export` on stdout).
+pub fn parse_json(text: &[u8]) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_slice(text)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(text)));
+    check_records(&v, "printed JSON");
+    v
 }

@@ -301,7 +301,7 @@ fn cli_fail_on_regression_and_exports() {
         csv.lines()
             .any(|l| l.starts_with("cpu/timer_read,") && l.ends_with(",worse,,"))
     );
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(js).unwrap()).unwrap();
+    let v: serde_json::Value = common::read_json(js);
     assert_eq!(v["columns"].as_array().unwrap().len(), 2);
     // Threshold above the change: exit 0. Self-comparison: exit 0.
     osgauge()
@@ -731,8 +731,7 @@ fn cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p() {
         line.contains("Δ +5.000") && line.ends_with("worse"),
         "{line}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    let v: serde_json::Value = common::read_json(&js);
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["verdict"], "worse");
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["difference"], 5.0);
 
@@ -764,8 +763,7 @@ fn cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p() {
         .find(|l| l.starts_with("interactivity/audio/burn.dropped_frames"))
         .unwrap();
     assert!(line.contains("p=0.100 q=0.400 ~ (a)"), "{line}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    let v: serde_json::Value = common::read_json(&js);
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p"], 0.1);
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p_exact"], true);
 }

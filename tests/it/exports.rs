@@ -196,8 +196,7 @@ fn special_export_targets_are_written_through_and_kept() {
     assert!(out.status.success(), "{out:?}");
     let meta = |p: &Path| std::fs::symlink_metadata(p).unwrap().file_type();
     assert!(meta(&d.join("link.json")).is_symlink());
-    let v: Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("target.json")).unwrap()).unwrap();
+    let v: Value = common::read_json(d.join("target.json"));
     assert_eq!(v["schema"], "osgauge.run/1");
     assert!(meta(&fifo).is_fifo());
     assert!(reader.join().unwrap().starts_with("run_id,"));
@@ -272,7 +271,7 @@ fn bad_labels_are_refused_and_stored_labels_are_printed_safely() {
     }
     // An imported record can still carry anything: printed escaped and cut.
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cpu-a.json");
-    let mut rec: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let mut rec: Value = common::read_json(fixture);
     let evil = format!("evil\u{1b}[31m|`\n{}", "y".repeat(5000));
     rec["label"] = Value::String(evil.clone());
     let file = d.join("evil.json");
@@ -348,7 +347,7 @@ fn the_footer_counts_the_runs_kept() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: Value = common::read_json(&json);
     let kept = v["benchmarks"][0]["metrics"][0]["runs"]
         .as_array()
         .unwrap()

@@ -1,5 +1,6 @@
-//! The fleet view (`osgauge fleet`, `fleet history`) and the run filters of `results list`, on
-//! SQLite stores in each test's own sandbox.
+//! The fleet view (`osgauge fleet`, `fleet history`) and the run filters of `results list`, each
+//! on a SQLite store in the test's own sandbox and on a PostgreSQL database of a server of its
+//! own (`on_both_stores!`; NOT RUN where PostgreSQL is not installed).
 //!
 //! The machines are EDITED COPIES of the recorded runs in tests/fixtures (real `micro cpu` runs
 //! of this machine): their hostname, kernel, label, run id and start time are changed so one
@@ -12,6 +13,17 @@ use chrono::{DateTime, Duration, Utc};
 use common::{Lcg, fixture, osgauge, slowed, with_test_sandbox};
 use osgauge::model::RunRecord;
 use serde_json::Value;
+use std::path::Path;
+
+// The same fleet tests on a SQLite file and on a PostgreSQL server of each test's own.
+crate::on_both_stores!(
+    results_list_filters_by_machine_label_time_and_status,
+    fleet_has_a_column_per_machine_and_label_and_marks_the_best,
+    fleet_groups_by_kernel_with_a_median_of_medians,
+    fleet_status_any_takes_the_newest_run_even_if_interrupted,
+    fleet_refuses_what_it_cannot_show,
+    history_finds_the_step_and_compares_the_runs_around_it,
+);
 
 /// An edited copy of fixture `name` that looks like a run of `host`.
 fn on_machine(name: &str, host: &str, kernel: &str, label: &str, started: &str) -> RunRecord {
@@ -27,11 +39,11 @@ fn on_machine(name: &str, host: &str, kernel: &str, label: &str, started: &str) 
     r
 }
 
-/// Import `records` into the sandbox's store (through `results import`).
-fn import(records: &[RunRecord]) {
+/// Import `records` into `store` (through `results import`).
+fn import(store: &Path, records: &[RunRecord]) {
     let file = with_test_sandbox(|s| s.path().join("import.json"));
     std::fs::write(&file, serde_json::to_string(records).unwrap()).unwrap();
-    osgauge()
+    common::osgauge_on(store)
         .args(["results", "import"])
         .arg(&file)
         .assert()
@@ -43,12 +55,12 @@ fn out_path(name: &str) -> std::path::PathBuf {
 }
 
 fn read_json(p: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    common::read_json(p)
 }
 
 /// Three machines (one with a hostname full of markup), one of them with two labels and an
 /// older run, and an interrupted run.
-fn fleet_store() -> Vec<RunRecord> {
+fn fleet_store(store: &Path) -> Vec<RunRecord> {
     let a_old = on_machine(
         "cpu-b.json",
         "host-a",
@@ -94,7 +106,7 @@ fn fleet_store() -> Vec<RunRecord> {
     broken.complete = false;
     broken.benchmarks.truncate(2);
     let all = vec![a_old, a, a612, b, c, broken];
-    import(&all);
+    import(store, &all);
     all
 }
 
@@ -106,18 +118,17 @@ fn ids(v: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn results_list_filters_by_machine_label_time_and_status() {
-    let all = fleet_store();
+fn results_list_filters_by_machine_label_time_and_status(store: &Path, _dir: &Path) {
+    let all = fleet_store(store);
     let id = |i: usize| all[i].run_id.to_string();
     let list = |args: &[&str]| -> Vec<String> {
-        let out = osgauge()
+        let out = common::osgauge_on(store)
             .args(["results", "list", "--json"])
             .args(args)
             .output()
             .unwrap();
         assert!(out.status.success(), "{args:?}");
-        ids(&serde_json::from_slice(&out.stdout).unwrap())
+        ids(&common::parse_json(&out.stdout))
     };
     assert_eq!(list(&[]).len(), 6);
     assert_eq!(list(&["--machine", "host-a"]), [id(0), id(2), id(1)]);
@@ -138,28 +149,27 @@ fn results_list_filters_by_machine_label_time_and_status() {
     // An age counts back from now: every fixture run is older than a minute.
     assert!(list(&["--since", "1m"]).is_empty());
     // The terminal says how many matched; a bad time is a usage error naming the forms.
-    osgauge()
+    common::osgauge_on(store)
         .args(["results", "list", "--machine", "host-a"])
         .assert()
         .success()
         .stdout(predicates::str::contains("3 of 6 run(s)"));
-    osgauge()
+    common::osgauge_on(store)
         .args(["results", "list", "--since", "yesterday"])
         .assert()
         .code(2)
         .stderr(predicates::str::contains("30d"));
 }
 
-#[test]
-fn fleet_has_a_column_per_machine_and_label_and_marks_the_best() {
-    let all = fleet_store();
+fn fleet_has_a_column_per_machine_and_label_and_marks_the_best(store: &Path, _dir: &Path) {
+    let all = fleet_store(store);
     let (json, csv, md, html) = (
         out_path("f.json"),
         out_path("f.csv"),
         out_path("f.md"),
         out_path("f.html"),
     );
-    let out = osgauge()
+    let out = common::osgauge_on(store)
         .args(["fleet", "--export-json"])
         .arg(&json)
         .arg("--export-csv")
@@ -258,11 +268,10 @@ fn fleet_has_a_column_per_machine_and_label_and_marks_the_best() {
     assert_eq!(page.matches("<script").count(), 1, "only the embedded JSON");
 }
 
-#[test]
-fn fleet_groups_by_kernel_with_a_median_of_medians() {
-    let all = fleet_store();
+fn fleet_groups_by_kernel_with_a_median_of_medians(store: &Path, _dir: &Path) {
+    let all = fleet_store(store);
     let json = out_path("g.json");
-    osgauge()
+    common::osgauge_on(store)
         .args([
             "fleet",
             "--label",
@@ -330,11 +339,10 @@ fn fleet_reads_a_store_and_never_creates_or_changes_one() {
     assert_eq!(std::fs::read_to_string(&text).unwrap(), "not a database\n");
 }
 
-#[test]
-fn fleet_status_any_takes_the_newest_run_even_if_interrupted() {
-    let all = fleet_store();
+fn fleet_status_any_takes_the_newest_run_even_if_interrupted(store: &Path, _dir: &Path) {
+    let all = fleet_store(store);
     let json = out_path("any.json");
-    osgauge()
+    common::osgauge_on(store)
         .args([
             "fleet",
             "--machine",
@@ -369,19 +377,18 @@ fn fleet_status_any_takes_the_newest_run_even_if_interrupted() {
     assert_eq!(absent["notes"][1], "not in this run");
 }
 
-#[test]
-fn fleet_refuses_what_it_cannot_show() {
-    fleet_store();
-    osgauge()
+fn fleet_refuses_what_it_cannot_show(store: &Path, _dir: &Path) {
+    fleet_store(store);
+    common::osgauge_on(store)
         .args(["fleet", "--machine", "nobody"])
         .assert()
         .code(2)
         .stderr(predicates::str::contains("no stored run matches"));
-    osgauge()
+    common::osgauge_on(store)
         .args(["fleet", "--group-by", "colour"])
         .assert()
         .code(2);
-    osgauge()
+    common::osgauge_on(store)
         .args(["fleet", "history", "host-a", "cpu/no_such_thing"])
         .assert()
         .code(2)
@@ -412,17 +419,16 @@ fn series(
         .collect()
 }
 
-#[test]
-fn history_finds_the_step_and_compares_the_runs_around_it() {
+fn history_finds_the_step_and_compares_the_runs_around_it(store: &Path, _dir: &Path) {
     // host-a: 14 runs, +40 % from the 8th on, ±5 % noise; host-b: 12 flat runs, ±10 % noise.
     let a = series("host-a", 14, 0.05, 7, |i| if i < 8 { 1.0 } else { 1.4 });
     let b = series("host-b", 12, 0.10, 8, |_| 1.0);
     let mut all = a.clone();
     all.extend(b.clone());
-    import(&all);
+    import(store, &all);
     let json = out_path("h.json");
     let html = out_path("h.html");
-    let out = osgauge()
+    let out = common::osgauge_on(store)
         .args([
             "fleet",
             "history",
@@ -461,7 +467,7 @@ fn history_finds_the_step_and_compares_the_runs_around_it() {
     assert_eq!(s[1]["machine"], "host-b");
     assert_eq!(s[1]["changes"].as_array().unwrap().len(), 0);
     // One machine by name gives that machine's series only; the terminal shows the change.
-    osgauge()
+    common::osgauge_on(store)
         .args(["fleet", "history", "host-a", "cpu/null_syscall/call"])
         .assert()
         .success()

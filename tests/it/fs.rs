@@ -45,7 +45,7 @@ fn micro_record(store: &Path, args: &[&str]) -> Value {
     all.push(json.to_str().unwrap());
     let o = run(store, &all);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    common::read_json(&json)
 }
 
 fn entries(d: &Path) -> Vec<String> {
@@ -541,7 +541,7 @@ fn storage_figures_on_tmpfs_are_unsupported_or_marked() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: Value = common::read_json(&json);
     for id in ["fs/fsync", "fs/cache_size"] {
         let b = common::json_bench(&v, id);
         assert_eq!(b["error"]["kind"], "unsupported", "{id}: {}", b["error"]);

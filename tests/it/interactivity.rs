@@ -75,7 +75,7 @@ fn cells_record_latency_cpu_and_clean_up() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("audio") && stdout.contains("latency mean ± SD"));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: Value = common::read_json(&json);
     let b = bench(&v, "interactivity/audio/burn");
     assert!(b["error"].is_null(), "{}", b["error"]);
     let lat = metric(b, "latency");
@@ -350,7 +350,7 @@ fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let v: Value = common::read_json(&json);
         let b = bench(&v, "interactivity/audio/none").clone();
         assert_eq!(b["params"]["task_sched"]["policy"], "fifo");
         assert_eq!(b["params"]["task_affinity"], serde_json::json!([cpu]));

@@ -94,7 +94,7 @@ fn run_audio(dir: &Path, json: &Path) -> (Value, Duration) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let v: Value = common::read_json(json);
     (v, t.elapsed())
 }
 
@@ -115,7 +115,7 @@ fn a_poisoned_calibration_cache_is_rejected() {
         return;
     }
     // 10^12 loops per µs once made a 1 s cell run for 11 minutes at 100 % CPU.
-    let mut c: Value = serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
+    let mut c: Value = common::read_json(&cache);
     c["loops_per_us"] = serde_json::json!(1e12);
     std::fs::write(&cache, c.to_string()).unwrap();
     let (v, took) = run_audio(dir.path(), &json);
@@ -148,7 +148,7 @@ fn a_cell_records_its_duration_and_how_desired_cpu_was_measured() {
         .arg(&json)
         .assert()
         .code(predicates::ord::lt(2));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: Value = common::read_json(&json);
     let b = bench(&v);
     assert!(b["error"].is_null(), "{}", b["error"]);
     assert_eq!(b["params"]["duration_s"].as_f64(), Some(0.5));
@@ -284,8 +284,7 @@ fn a_task_lighter_than_its_name_is_marked() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+    let v: serde_json::Value = common::read_json(&second);
     let b = &v["benchmarks"][0];
     if b["measured"]["work_calibration_cached"] != true {
         osgauge::testing::not_run(

@@ -62,8 +62,7 @@ fn sigint_keeps_finished_benchmarks_and_exits_130() {
     // No process of osgauge's group (forked peers, spawned programs) outlives it.
     std::thread::sleep(Duration::from_millis(100));
     assert!(!group_alive(pid as i32), "a child of osgauge outlived it");
-    let rec: osgauge::model::RunRecord =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rec: osgauge::model::RunRecord = serde_json::from_value(common::read_json(&json)).unwrap();
     assert!(!rec.complete);
     assert!(rec.warnings.iter().any(|w| w.contains("interrupted")));
     // What finished before the signal is kept with its summaries.

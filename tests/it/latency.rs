@@ -23,7 +23,7 @@ fn record(out: &std::process::Output) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::parse_json(&out.stdout)
 }
 
 #[test]

@@ -31,7 +31,7 @@ const SHORT: [&str; 7] = [
 ];
 
 fn record(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    common::read_json(path)
 }
 
 /// Every file under `dir` (recursively).

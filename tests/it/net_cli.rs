@@ -23,7 +23,7 @@ fn contract_ids_and_metrics_are_listed() {
         .output()
         .unwrap();
     assert!(o.status.success());
-    let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list: Value = common::parse_json(&o.stdout);
     let metrics = |id: &str| -> Vec<(String, String)> {
         let b = list
             .as_array()
@@ -108,7 +108,7 @@ fn a_short_loopback_run_reaches_the_report() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rec: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rec: Value = common::read_json(&json);
     let udp = rec["benchmarks"]
         .as_array()
         .unwrap()
@@ -246,8 +246,7 @@ fn a_peer_limit_that_ends_a_test_is_named_on_both_sides() {
         .arg(&json)
         .output()
         .unwrap();
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rec: serde_json::Value = common::read_json(&json);
     let e = rec["benchmarks"][0]["error"]["message"]
         .as_str()
         .unwrap_or_default();

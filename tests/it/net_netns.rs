@@ -152,7 +152,7 @@ mod linux {
             "client failed: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        let rec: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let rec: Value = common::read_json(&out);
         let benches = rec["benchmarks"].as_array().unwrap();
         assert_eq!(benches.len(), 3);
         let metric = |id: &str, m: &str| -> f64 {

@@ -112,8 +112,7 @@ fn a_study_exports_the_significance_table_everywhere() {
         "{md}"
     );
 
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    let v: serde_json::Value = common::read_json(&js);
     assert_eq!(v["schema"], "osgauge.policy-significance/1");
     let rows = v["rows"].as_array().unwrap();
     assert!(rows.len() >= 2, "{v}");

@@ -40,7 +40,7 @@ fn tiny_study(dir: &Path) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    common::read_json(&json)
 }
 
 /// The single sample of each run (these metrics have one value per run).

@@ -13,7 +13,7 @@ fn schema(name: &str) -> jsonschema::Validator {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("schema")
         .join(name);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let v: Value = common::read_json(&p);
     jsonschema::validator_for(&v).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -34,7 +34,7 @@ fn assert_valid(v: &jsonschema::Validator, doc: &Value, what: &str) {
 }
 
 fn read(p: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    common::read_json(p)
 }
 
 #[test]
@@ -66,11 +66,7 @@ fn a_real_run_and_its_exports_match_the_run_schema() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert_valid(
-        &v,
-        &serde_json::from_slice(&out.stdout).unwrap(),
-        "results export",
-    );
+    assert_valid(&v, &common::parse_json(&out.stdout), "results export");
     // The records embedded in the HTML report.
     let page = std::fs::read_to_string(&html).unwrap();
     let embedded: Value =
@@ -187,4 +183,17 @@ fn fleet_and_history_exports_match_their_schemas() {
         !h["series"][2]["changes"].as_array().unwrap().is_empty(),
         "the history has a change point, so its shape is checked too"
     );
+}
+
+/// The hook every test's record reader goes through refuses what the schema does not allow (so
+/// a record that drifts from the schema fails whichever test exports it).
+#[test]
+#[should_panic(expected = "does not match schema/osgauge.run-1.schema.json")]
+fn the_shared_record_reader_refuses_a_record_the_schema_does_not_allow() {
+    let mut rec = read(&fixture_path("cpu-a.json"));
+    rec["not_in_the_schema"] = Value::Bool(true);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.json");
+    std::fs::write(&p, rec.to_string()).unwrap();
+    common::read_json(&p);
 }

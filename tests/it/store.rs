@@ -417,12 +417,65 @@ fn deleting_a_run_being_measured_is_not_silently_undone(db: &Path, dir: &Path) {
         s.get_json(&id).unwrap().is_none(),
         "the deleted run came back"
     );
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rec: serde_json::Value = common::read_json(&json);
     assert_eq!(rec["run_id"], id.as_str());
 }
 
+/// A NUL character (U+0000) in a run: PostgreSQL's text and JSONB cannot hold it, so both
+/// stores refuse the run alike, with the place of the character, before any of it is written —
+/// an import of several runs stores none of them.
+fn a_nul_character_is_refused_before_anything_is_written(db: &Path, dir: &Path) {
+    let good = fixture("cpu-a.json");
+    let mut bad = fixture("cpu-b.json");
+    // (A label with one is already refused as a control character; the hostname is free text.)
+    bad.machine.hostname = Some("host\u{0}b".into());
+    assert_ne!(good.run_id, bad.run_id);
+    let file = dir.join("two.json");
+    std::fs::write(&file, serde_json::to_string(&[&good, &bad]).unwrap()).unwrap();
+    let out = osgauge(db)
+        .args(["results", "import"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("its machine.hostname holds a NUL character"),
+        "{err}"
+    );
+    assert!(err.contains(&bad.run_id.to_string()), "{err}");
+    let listed = osgauge(db)
+        .args(["results", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    assert_eq!(common::parse_json(&listed.stdout), serde_json::json!([]));
+    // Deeper in the record (a benchmark's error text), through the store itself: refused alike.
+    let s = Store::open(db).unwrap();
+    let mut deep = fixture("cpu-a.json");
+    deep.benchmarks[1].error = Some(osgauge::model::BenchError {
+        kind: osgauge::model::ErrorKind::Failed,
+        message: "child said \u{0}".into(),
+    });
+    let e = format!("{:#}", s.save(&deep, Origin::Measured).unwrap_err());
+    assert!(
+        e.contains("benchmarks[1].error.message holds a NUL character"),
+        "{e}"
+    );
+    assert!(s.list().unwrap().is_empty());
+    // An escaped backslash before "u0000" is no NUL: stored, and read back exactly.
+    let mut lookalike = fixture("cpu-a.json");
+    lookalike.label = Some("\\u0000".into());
+    s.save(&lookalike, Origin::Measured).unwrap();
+    assert_eq!(
+        s.get_json(&lookalike.run_id.to_string()).unwrap().unwrap(),
+        serde_json::to_string(&lookalike).unwrap()
+    );
+    common::assert_consistent(db);
+}
+
 crate::on_both_stores!(
+    a_nul_character_is_refused_before_anything_is_written,
     records_round_trip_exactly,
     resolve_by_id_label_and_prefix_and_delete,
     delete_refuses_a_label_of_several_runs_and_asks_for_yes_off_a_terminal,

@@ -156,8 +156,7 @@ fn a_full_file_system_with_small_blocks_gives_an_error_never_a_crash() {
             assert!(err.contains("full"), "round {i}: {err}");
         }
         // The export on the healthy disk is written whatever the store did.
-        let rec: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let rec: serde_json::Value = common::read_json(&json);
         assert_eq!(rec["schema"], "osgauge.run/1");
         assert!(beside(&store).is_empty(), "round {i}: {:?}", beside(&store));
         // Reading the store afterwards works and changes nothing beside it.

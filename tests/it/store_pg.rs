@@ -54,7 +54,7 @@ fn wrong_password_foreign_database_bad_url_and_no_server_each_give_one_line_and_
             format!("{url}&sslmod=disable"),
             "unknown parameter 'sslmod'",
         ),
-        (format!("{url}&sslmode=require"), "not supported"),
+        (format!("{url}&sslmode=verify-all"), "is not one of"),
         (
             format!("postgres://osg:{PG_PASSWORD}@/postgres?host={sock}/nowhere"),
             "cannot be reached",
@@ -456,4 +456,198 @@ fn push_and_pull_between_any_two_stores_are_idempotent() {
     // A store is not copied onto itself.
     let (c, _, err) = run(&["results", "push", "--store", &a, "--to", &a]);
     assert_eq!(c, Some(2), "{err}");
+}
+
+/// TLS as libpq's sslmode says, against the test's own server with a CA and server certificate
+/// made here (rcgen; it needs ring, which does not type-check for macOS without a C
+/// cross-compiler, so these tests are not built there).
+#[cfg(not(target_os = "macos"))]
+mod tls {
+    use super::*;
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+
+    /// A CA: its certificate (PEM) and the issuer that signs with it.
+    fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, name.to_string());
+        CertifiedIssuer::self_signed(p, KeyPair::generate().unwrap()).unwrap()
+    }
+
+    /// A server certificate for `localhost` signed by `ca`: (certificate, key), PEM.
+    fn server_cert(ca: &CertifiedIssuer<'static, KeyPair>) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .signed_by(&key, ca)
+            .unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    /// `osgauge` with a home of its own (no ~/.postgresql/root.crt) and no libpq TLS variables.
+    fn cmd(home: &Path) -> assert_cmd::Command {
+        let mut c = osgauge();
+        c.env("HOME", home)
+            .env_remove("PGSSLMODE")
+            .env_remove("PGSSLROOTCERT");
+        c
+    }
+
+    /// What `results list` says of the connection to `url` (it must succeed).
+    fn connection(home: &Path, url: &str) -> String {
+        let o = cmd(home)
+            .args(["results", "list", "--store", url])
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{url}: {out}{err}");
+        out.lines()
+            .find_map(|l| {
+                l.strip_prefix("Connection to the store: ")?
+                    .strip_suffix(" (as the server reports it).")
+            })
+            .unwrap_or_else(|| panic!("no connection line: {out}"))
+            .to_string()
+    }
+
+    #[test]
+    fn sslmodes_connect_encrypted_as_libpq_and_bad_certificates_are_refused_naming_the_cause() {
+        let Some(pg) = PgServer::start("tls") else {
+            return;
+        };
+        pg.new_db();
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let ca = ca("osgauge test CA");
+        let (cert, key) = server_cert(&ca);
+        let port = pg.enable_tls(&cert, &key, false);
+        let right = home.join("ca.pem");
+        let wrong = home.join("other-ca.pem");
+        std::fs::write(&right, ca.pem()).unwrap();
+        std::fs::write(&wrong, self::ca("another CA").pem()).unwrap();
+        let at = |host: &str, q: &str| format!("postgres://osg:{PG_PASSWORD}@{host}:{port}/t1?{q}");
+
+        // require: encrypted (read back from the server), the certificate not checked.
+        let o = cmd(home)
+            .args(common::TINY_MICRO)
+            .arg("--store")
+            .arg(at("localhost", "sslmode=require"))
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}{err}");
+        assert!(err.contains("stored as run"), "{err}");
+        assert!(err.contains("(connection encrypted, TLSv1."), "{err}");
+        let enc = connection(home, &at("localhost", "sslmode=require"));
+        assert!(enc.starts_with("encrypted, TLSv1."), "{enc}");
+        // The default (prefer) uses TLS when offered; disable does not.
+        assert!(connection(home, &at("localhost", "connect_timeout=5")).starts_with("encrypted"));
+        assert_eq!(
+            connection(home, &at("localhost", "sslmode=disable")),
+            "not encrypted"
+        );
+        // The right CA: verify-full to the name in the certificate, verify-ca to any name.
+        let root = |f: &Path| format!("sslrootcert={}", f.display());
+        for url in [
+            at(
+                "localhost",
+                &format!("sslmode=verify-full&{}", root(&right)),
+            ),
+            at("127.0.0.1", &format!("sslmode=verify-ca&{}", root(&right))),
+        ] {
+            assert!(connection(home, &url).starts_with("encrypted"), "{url}");
+        }
+        // ~/.postgresql/root.crt is the default root CA file.
+        std::fs::create_dir_all(home.join(".postgresql")).unwrap();
+        std::fs::copy(&right, home.join(".postgresql/root.crt")).unwrap();
+        assert!(connection(home, &at("localhost", "sslmode=verify-full")).starts_with("encrypted"));
+        // ... and with it there, require checks the chain too (as libpq).
+        std::fs::copy(&wrong, home.join(".postgresql/root.crt")).unwrap();
+        let o = cmd(home)
+            .args([
+                "results",
+                "list",
+                "--store",
+                &at("localhost", "sslmode=require"),
+            ])
+            .output()
+            .unwrap();
+        assert_one_line_exit_2(&o, "is not signed by a CA in");
+        std::fs::remove_dir_all(home.join(".postgresql")).unwrap();
+
+        // Refusals: one line, exit 2, naming the cause; readers and writers alike.
+        let cases = [
+            (
+                at(
+                    "localhost",
+                    &format!("sslmode=verify-full&{}", root(&wrong)),
+                ),
+                "is not signed by a CA in",
+            ),
+            (
+                at("localhost", &format!("sslmode=verify-ca&{}", root(&wrong))),
+                "is not signed by a CA in",
+            ),
+            (
+                at(
+                    "127.0.0.1",
+                    &format!("sslmode=verify-full&{}", root(&right)),
+                ),
+                "is not valid for the host name \"127.0.0.1\"",
+            ),
+            (
+                at("localhost", "sslmode=verify-full"),
+                "root.crt does not exist",
+            ),
+            (
+                at(
+                    "localhost",
+                    &format!("sslmode=verify-ca&{}", root(&home.join("absent.pem"))),
+                ),
+                "absent.pem does not exist",
+            ),
+        ];
+        for (url, says) in &cases {
+            for args in [&["results", "list"][..], &common::TINY_MICRO[..]] {
+                let o = cmd(home)
+                    .args(args)
+                    .arg("--store")
+                    .arg(url)
+                    .output()
+                    .unwrap();
+                assert_one_line_exit_2(&o, says);
+            }
+        }
+    }
+
+    #[test]
+    fn a_hostssl_only_server_refuses_sslmode_disable_clearly_and_takes_tls() {
+        let Some(pg) = PgServer::start("tls-hostssl") else {
+            return;
+        };
+        pg.new_db();
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = server_cert(&ca("osgauge test CA"));
+        let port = pg.enable_tls(&cert, &key, true);
+        let url = |q: &str| format!("postgres://osg:{PG_PASSWORD}@localhost:{port}/t1?sslmode={q}");
+        for args in [&["results", "list"][..], &common::TINY_MICRO[..]] {
+            let o = cmd(dir.path())
+                .args(args)
+                .arg("--store")
+                .arg(url("disable"))
+                .output()
+                .unwrap();
+            assert_one_line_exit_2(&o, "accepts this connection only with TLS");
+        }
+        let o = cmd(dir.path())
+            .args(common::TINY_MICRO)
+            .arg("--store")
+            .arg(url("require"))
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}{err}");
+        assert!(connection(dir.path(), &url("require")).starts_with("encrypted"));
+    }
 }
