@@ -213,6 +213,21 @@ pub const MAX_BASELINE_SHARE: f64 = 0.5;
 /// write's cost into a plain 0 CPU·s/GB.
 pub const MIN_RESOLUTION_STEPS: f64 = 10.0;
 
+/// How each reason [`CpuCost::usable`] gives begins: every one is a state of the machine or of the
+/// test's size (other work, a background that changed or gave way, too few counter steps), never
+/// a fault of the benchmark — what a test accepts as "not measured here, said why".
+pub const NOT_USABLE_REASONS: [&str; 4] = [
+    "machine busy",
+    "the background changed under the test",
+    "background displaced",
+    "below the counters' resolution",
+];
+
+/// Is `why` one of [`CpuCost::usable`]'s reasons (see [`NOT_USABLE_REASONS`])?
+pub fn is_not_usable_reason(why: &str) -> bool {
+    NOT_USABLE_REASONS.iter().any(|r| why.starts_with(r))
+}
+
 impl CpuCost {
     /// Why the system-wide net cost is meaningless for this test (a baseline that already used
     /// over [`MAX_BASELINE_SHARE`] of all CPUs), or Ok.
@@ -625,6 +640,7 @@ mod tests {
         assert!((c.resolution_cpu_s - 0.02).abs() < 1e-12);
         let why = c.checked_cpu_s_per_gb(1 << 26).unwrap_err();
         assert!(why.contains("below the counters' resolution"), "{why}");
+        assert!(is_not_usable_reason(&why), "{why}");
         assert!(why.contains("100.0 ms") && why.contains("200 ms"), "{why}");
         // Enough CPU: measured, and the same figure as without the check.
         let c = CpuCost::from_windows(w(0.5, 0.0, 1.0, 0.0), w(1.0, 0.5, 2.0, 0.4))
@@ -739,6 +755,7 @@ mod tests {
         assert!((c.baseline_drift_cpu_s().unwrap() - 1.3).abs() < 1e-9);
         let why = c.cross_check(0.0).unwrap_err();
         assert!(why.contains("background changed"), "{why}");
+        assert!(is_not_usable_reason(&why), "{why}");
         assert!(why.contains("0.000 and 1.500 CPUs"), "{why}");
         assert!(c.checked_us_per_kib(1 << 30).is_err());
         let f = c.facts(0.0);
