@@ -22,6 +22,7 @@ mod fs;
 mod latency;
 pub mod policy;
 mod results;
+mod select;
 mod serve;
 pub use fs::FsOpts;
 pub use results::{CompareArgs, ReportArgs, ResultsCmd, StoreOpts, parse_percent};

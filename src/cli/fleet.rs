@@ -1,103 +1,19 @@
-//! CLI of the fleet view: `osgauge fleet`, `osgauge fleet history`, and the run filters shared
-//! with `results list`.
+//! CLI of the fleet view: `osgauge fleet` and `osgauge fleet history` (their run filters are
+//! [`super::select`]'s, shared with `results list`).
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 
 use super::results::StorePath;
+use super::select::{FilterArgs, RunSelect};
 use super::{CliError, EXIT_OK};
-use crate::fleet::{self, GroupBy, RunFilter, Status};
+use crate::fleet::{self, GroupBy, Status};
 use crate::model::RunRecord;
 use crate::store::{RunRow, Store};
 
 /// `osgauge fleet --help`, after the options.
 pub const AFTER_HELP: &str = "Examples:\n  osgauge fleet --label linux-6.18 --label win11\n  osgauge fleet --machine host-a --machine host-b --since 30d --export-html fleet.html\n  osgauge fleet --group-by kernel --export-markdown fleet.md --export-csv fleet.csv\n  osgauge fleet history host-a cpu/null_syscall\n\nWhich runs: of the runs matching the filters (complete runs only unless --status says\notherwise), the newest run of each machine (hostname) and label: one column each.\nEach figure: the run's median of per-run medians with its 95 % CI; ★ marks the best median of a\nrow by the metric's direction (none when tied; not a significance test: use `osgauge compare`).\n--group-by folds the columns into groups: the median of the members' medians, with n and their range.";
-
-/// A run's state for `--status`.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatusArg {
-    Complete,
-    Incomplete,
-    Any,
-}
-
-/// Which stored runs to look at (`results list`, `fleet`): machines and [`RunSelect`].
-#[derive(Args, Debug, Clone, Default)]
-pub struct FilterArgs {
-    /// Only runs of this machine (its hostname); repeat for several
-    #[arg(long = "machine", value_name = "NAME")]
-    pub machines: Vec<String>,
-    #[command(flatten)]
-    pub select: RunSelect,
-}
-
-/// Label, time and state of the runs to look at; `fleet history` takes these with its machine
-/// given as an argument.
-#[derive(Args, Debug, Clone, Default)]
-pub struct RunSelect {
-    /// Only runs with this label; repeat for several
-    #[arg(long = "label", value_name = "LABEL")]
-    pub labels: Vec<String>,
-    /// Only runs started at or after: an age (30d, 12h, 2w, 90m), a date (2026-11-01, UTC) or an
-    /// RFC 3339 time
-    #[arg(long, value_name = "WHEN")]
-    pub since: Option<String>,
-    /// Only runs started before (same forms as --since)
-    #[arg(long, value_name = "WHEN")]
-    pub until: Option<String>,
-    /// Runs in this state: complete, incomplete (interrupted) or any [default: complete for
-    /// `fleet`, any otherwise]
-    #[arg(long, value_enum, value_name = "STATUS")]
-    pub status: Option<StatusArg>,
-}
-
-impl FilterArgs {
-    /// The filter, with `default` for an absent `--status`.
-    pub fn filter(&self, default: Option<Status>) -> Result<RunFilter, CliError> {
-        self.select.filter(self.machines.clone(), default)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.machines.is_empty() && self.select.is_empty()
-    }
-}
-
-impl RunSelect {
-    /// The filter for `machines` (none: every machine), with `default` for an absent `--status`.
-    pub fn filter(
-        &self,
-        machines: Vec<String>,
-        default: Option<Status>,
-    ) -> Result<RunFilter, CliError> {
-        let now = chrono::Utc::now();
-        let time = |flag: &str, v: &Option<String>| {
-            v.as_deref()
-                .map(|s| fleet::parse_time(s, now))
-                .transpose()
-                .map_err(|e| CliError::Usage(format!("{flag}: {e}")))
-        };
-        Ok(RunFilter {
-            machines,
-            labels: self.labels.clone(),
-            since: time("--since", &self.since)?,
-            until: time("--until", &self.until)?,
-            status: match self.status {
-                None => default,
-                Some(StatusArg::Complete) => Some(Status::Complete),
-                Some(StatusArg::Incomplete) => Some(Status::Incomplete),
-                Some(StatusArg::Any) => None,
-            },
-        })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.labels.is_empty()
-            && self.since.is_none()
-            && self.until.is_none()
-            && self.status.is_none()
-    }
-}
 
 /// Where the fleet outputs go.
 #[derive(Args, Debug, Clone, Default)]
@@ -191,12 +107,6 @@ pub struct HistoryArgs {
     pub exports: FleetExports,
     #[command(flatten)]
     pub store: StorePath,
-}
-
-/// `results list` with filters: the rows that match.
-pub fn filter_rows(rows: Vec<RunRow>, f: &FilterArgs) -> Result<Vec<RunRow>, CliError> {
-    let filter = f.filter(None)?;
-    Ok(rows.into_iter().filter(|r| filter.matches(r)).collect())
 }
 
 fn records(s: &Store, rows: &[&RunRow]) -> Result<Vec<RunRecord>, CliError> {

@@ -91,7 +91,7 @@ pub enum ResultsCmd {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        filter: super::fleet::FilterArgs,
+        filter: super::select::FilterArgs,
         #[command(flatten)]
         store: StorePath,
     },
@@ -590,7 +590,7 @@ pub fn dispatch_results(cmd: ResultsCmd) -> Result<i32, CliError> {
 /// `results list`: the stored runs the filters keep, as a table or JSON.
 fn results_list(
     json: bool,
-    filter: &super::fleet::FilterArgs,
+    filter: &super::select::FilterArgs,
     store: &StorePath,
 ) -> Result<i32, CliError> {
     // Bad filters are refused before the store is read.
@@ -607,7 +607,7 @@ fn results_list(
         return Ok(EXIT_OK);
     };
     let all = s.list()?.len();
-    let rows = super::fleet::filter_rows(s.list()?, filter)?;
+    let rows = super::select::filter_rows(s.list()?, filter)?;
     if json {
         let v: Vec<_> = rows
             .iter()
