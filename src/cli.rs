@@ -647,73 +647,14 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             preset,
             suite,
             opts,
-        } => {
-            let all = pick_suites(&suite).map_err(CliError::Usage)?;
-            // The quick preset builds suites in their lighter configuration.
-            let suite_opts = SuiteOptions {
-                mem: match preset {
-                    Preset::Quick => MemOptions::quick(),
-                    Preset::Standard => MemOptions::default(),
-                },
-                net: match preset {
-                    Preset::Quick => crate::bench::net::NetOptions::quick(),
-                    Preset::Standard => crate::bench::net::NetOptions::default(),
-                },
-                fs: match preset {
-                    Preset::Quick => crate::bench::fs::FsOptions::quick(),
-                    Preset::Standard => Default::default(),
-                },
-                latency: Default::default(),
-            };
-            run_plan(preset_name(preset), preset, all, opts, &suite_opts)
-        }
+        } => run_preset(preset, &suite, opts),
         Command::Micro {
             select,
-            mut opts,
+            opts,
             mem,
             net,
             fs,
-        } => {
-            let picks = |suite: &str| {
-                select
-                    .iter()
-                    .any(|s| s == suite || s.starts_with(&format!("{suite}/")))
-            };
-            let (wants_mem, wants_fs) = (picks("mem"), picks("fs"));
-            if net.is_set() && !picks("net") {
-                return Err(CliError::Usage(
-                    "--peer, --token-file, --rate, --size and --duration apply to the net suite: select `net` or a net/… id"
-                        .into(),
-                ));
-            }
-            if let Some(d) = net.duration {
-                opts.run_time = Some(d);
-            }
-            let mem_only = !mem.only.is_empty();
-            if (mem_only || (mem.is_set() && !wants_fs)) && !wants_mem {
-                return Err(CliError::Usage(
-                    "--only applies to the mem suite, --max-size and --threads to the mem and fs suites: select `mem`/`fs` or one of their ids"
-                        .into(),
-                ));
-            }
-            if fs.is_set() && !wants_fs {
-                return Err(CliError::Usage(
-                    "--dir, --sizes and --pattern apply to the fs suite: select `fs` or an fs/… id"
-                        .into(),
-                ));
-            }
-            let suite_opts = SuiteOptions {
-                mem: if wants_mem {
-                    mem.to_options().map_err(CliError::Usage)?
-                } else {
-                    MemOptions::default()
-                },
-                net: net.to_options()?,
-                fs: fs.to_options(&mem).map_err(CliError::Usage)?,
-                latency: Default::default(),
-            };
-            run_plan("custom", Preset::Standard, select, opts, &suite_opts)
-        }
+        } => run_micro(select, opts, &mem, &net, &fs),
         Command::Echo => match crate::platform::serve_echo() {
             Ok(()) => Ok(EXIT_OK),
             Err(e) => Err(CliError::Other(anyhow::Error::new(e).context("echo"))),
@@ -722,70 +663,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
             crate::out!("{}", list_text(long, json));
             Ok(EXIT_OK)
         }
-        Command::System(SystemCmd::Show { json }) => {
-            let m = crate::platform::sysinfo::machine();
-            let e = crate::platform::sysinfo::environment();
-            if json {
-                let v = serde_json::json!({ "machine": m, "environment": e });
-                crate::outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
-                );
-            } else {
-                crate::out!("{}", crate::system::render_text(&m, &e));
-            }
-            Ok(EXIT_OK)
-        }
-        Command::System(SystemCmd::Check) => {
-            let m = crate::platform::sysinfo::machine();
-            let e = crate::platform::sysinfo::environment();
-            let mut findings = crate::system::check(&m, &e);
-            // The idle-exit cost, measured briefly (it dominates latency-sensitive figures).
-            let quick = std::time::Duration::from_millis(400);
-            let idle_wakeup = crate::bench::latency::idle_wakeup::quick_measure(quick);
-            if let Ok((idle, busy, exit)) = idle_wakeup {
-                findings.push(crate::bench::latency::idle_wakeup::finding(
-                    idle, busy, exit, quick,
-                ));
-            }
-            let warnings = findings
-                .iter()
-                .filter(|f| f.level == crate::system::Level::Warning)
-                .count();
-            for f in &findings {
-                let tag = match f.level {
-                    crate::system::Level::Warning => "WARNING",
-                    crate::system::Level::Info => "info",
-                };
-                crate::outln!("[{tag}] {}: {}", f.topic, f.message);
-                if let Some(fix) = &f.fix {
-                    crate::outln!("          fix: {fix}");
-                }
-            }
-            let mut unchecked = crate::system::unchecked(&e);
-            if let Err(why) = idle_wakeup {
-                unchecked.push(("idle_wakeup".into(), why));
-            }
-            for (topic, why) in &unchecked {
-                crate::outln!("[not checked] {topic}: {why}");
-            }
-            if warnings == 0 && !unchecked.is_empty() {
-                crate::outln!(
-                    "Checks incomplete on {}: {} check(s) could not be made; nothing else found.",
-                    m.os,
-                    unchecked.len()
-                );
-                Ok(EXIT_INCOMPLETE)
-            } else if warnings == 0 {
-                crate::outln!("Ready: nothing that osgauge knows to disturb measurements.");
-                Ok(EXIT_OK)
-            } else {
-                crate::outln!(
-                    "{warnings} warning(s): results on this machine may be noisy (osgauge changes nothing itself)."
-                );
-                Ok(EXIT_WARN)
-            }
-        }
+        Command::System(SystemCmd::Show { json }) => system_show(json),
+        Command::System(SystemCmd::Check) => system_check(),
         Command::Interactivity(args) => run_interactivity(*args),
         Command::Load { spec } => Ok(crate::workload::load::child_main(&spec)),
         Command::Policy(args) => policy::run_policy(*args),
@@ -808,6 +687,146 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Fleet(args) => fleet::dispatch(args),
         Command::Serve(args) => serve::run_serve(args),
         Command::Model(args) => appmodel::dispatch(*args),
+    }
+}
+
+/// `osgauge run`: the preset's suites (their lighter configuration at the quick preset).
+fn run_preset(preset: Preset, suite: &[String], opts: RunOpts) -> Result<i32, CliError> {
+    let all = pick_suites(suite).map_err(CliError::Usage)?;
+    // The quick preset builds suites in their lighter configuration.
+    let suite_opts = SuiteOptions {
+        mem: match preset {
+            Preset::Quick => MemOptions::quick(),
+            Preset::Standard => MemOptions::default(),
+        },
+        net: match preset {
+            Preset::Quick => crate::bench::net::NetOptions::quick(),
+            Preset::Standard => crate::bench::net::NetOptions::default(),
+        },
+        fs: match preset {
+            Preset::Quick => crate::bench::fs::FsOptions::quick(),
+            Preset::Standard => Default::default(),
+        },
+        latency: Default::default(),
+    };
+    run_plan(preset_name(preset), preset, all, opts, &suite_opts)
+}
+
+/// `osgauge micro`: the selected suites and ids, each suite's options checked against the
+/// selection.
+fn run_micro(
+    select: Vec<String>,
+    mut opts: RunOpts,
+    mem: &MemOpts,
+    net: &serve::NetOpts,
+    fs: &FsOpts,
+) -> Result<i32, CliError> {
+    let picks = |suite: &str| {
+        select
+            .iter()
+            .any(|s| s == suite || s.starts_with(&format!("{suite}/")))
+    };
+    let (wants_mem, wants_fs) = (picks("mem"), picks("fs"));
+    if net.is_set() && !picks("net") {
+        return Err(CliError::Usage(
+            "--peer, --token-file, --rate, --size and --duration apply to the net suite: select `net` or a net/… id"
+                .into(),
+        ));
+    }
+    if let Some(d) = net.duration {
+        opts.run_time = Some(d);
+    }
+    let mem_only = !mem.only.is_empty();
+    if (mem_only || (mem.is_set() && !wants_fs)) && !wants_mem {
+        return Err(CliError::Usage(
+            "--only applies to the mem suite, --max-size and --threads to the mem and fs suites: select `mem`/`fs` or one of their ids"
+                .into(),
+        ));
+    }
+    if fs.is_set() && !wants_fs {
+        return Err(CliError::Usage(
+            "--dir, --sizes and --pattern apply to the fs suite: select `fs` or an fs/… id".into(),
+        ));
+    }
+    let suite_opts = SuiteOptions {
+        mem: if wants_mem {
+            mem.to_options().map_err(CliError::Usage)?
+        } else {
+            MemOptions::default()
+        },
+        net: net.to_options()?,
+        fs: fs.to_options(mem).map_err(CliError::Usage)?,
+        latency: Default::default(),
+    };
+    run_plan("custom", Preset::Standard, select, opts, &suite_opts)
+}
+
+/// `osgauge system show`: the machine and its environment, as text or JSON.
+fn system_show(json: bool) -> Result<i32, CliError> {
+    let m = crate::platform::sysinfo::machine();
+    let e = crate::platform::sysinfo::environment();
+    if json {
+        let v = serde_json::json!({ "machine": m, "environment": e });
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&v).map_err(anyhow::Error::from)?
+        );
+    } else {
+        crate::out!("{}", crate::system::render_text(&m, &e));
+    }
+    Ok(EXIT_OK)
+}
+
+/// `osgauge system check`: the hygiene rules and a brief idle wake-up measurement; the exit code
+/// says ready, warnings, or incomplete.
+fn system_check() -> Result<i32, CliError> {
+    let m = crate::platform::sysinfo::machine();
+    let e = crate::platform::sysinfo::environment();
+    let mut findings = crate::system::check(&m, &e);
+    // The idle-exit cost, measured briefly (it dominates latency-sensitive figures).
+    let quick = std::time::Duration::from_millis(400);
+    let idle_wakeup = crate::bench::latency::idle_wakeup::quick_measure(quick);
+    if let Ok((idle, busy, exit)) = idle_wakeup {
+        findings.push(crate::bench::latency::idle_wakeup::finding(
+            idle, busy, exit, quick,
+        ));
+    }
+    let warnings = findings
+        .iter()
+        .filter(|f| f.level == crate::system::Level::Warning)
+        .count();
+    for f in &findings {
+        let tag = match f.level {
+            crate::system::Level::Warning => "WARNING",
+            crate::system::Level::Info => "info",
+        };
+        crate::outln!("[{tag}] {}: {}", f.topic, f.message);
+        if let Some(fix) = &f.fix {
+            crate::outln!("          fix: {fix}");
+        }
+    }
+    let mut unchecked = crate::system::unchecked(&e);
+    if let Err(why) = idle_wakeup {
+        unchecked.push(("idle_wakeup".into(), why));
+    }
+    for (topic, why) in &unchecked {
+        crate::outln!("[not checked] {topic}: {why}");
+    }
+    if warnings == 0 && !unchecked.is_empty() {
+        crate::outln!(
+            "Checks incomplete on {}: {} check(s) could not be made; nothing else found.",
+            m.os,
+            unchecked.len()
+        );
+        Ok(EXIT_INCOMPLETE)
+    } else if warnings == 0 {
+        crate::outln!("Ready: nothing that osgauge knows to disturb measurements.");
+        Ok(EXIT_OK)
+    } else {
+        crate::outln!(
+            "{warnings} warning(s): results on this machine may be noisy (osgauge changes nothing itself)."
+        );
+        Ok(EXIT_WARN)
     }
 }
 
@@ -1188,12 +1207,12 @@ pub(crate) fn interrupt_flag() -> &'static AtomicBool {
     &FLAG
 }
 
-fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
-    use crate::bench::interactivity::{self as ia, Settings};
-    use crate::platform::sched::Policy;
-    use std::sync::Arc;
-    let opts = a.opts.clone();
-    opts.check_outputs()?;
+/// `interactivity --task/--load`: the cells' tasks and loads, each once, in the order given
+/// (none given: the defaults).
+fn interactivity_cells(
+    a: &InteractivityArgs,
+) -> Result<(Vec<&'static str>, Vec<crate::workload::load::LoadKind>), CliError> {
+    use crate::bench::interactivity as ia;
     let tasks: Vec<&'static str> = if a.task.is_empty() {
         ia::DEFAULT_TASKS.to_vec()
     } else {
@@ -1221,6 +1240,13 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         }
         v
     };
+    Ok((tasks, loads))
+}
+
+/// `interactivity --policy/--priority/--slice/--nice/--cpus/--uniprocessor`: the options checked
+/// against each other; the CPUs every thread is pinned to.
+fn interactivity_sched(a: &InteractivityArgs) -> Result<Option<Vec<usize>>, CliError> {
+    use crate::platform::sched::Policy;
     let policy = a.policy;
     if a.priority.is_some() && !matches!(policy, Some(Policy::Fifo | Policy::Rr)) {
         return Err(CliError::Usage(
@@ -1253,6 +1279,42 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             "--policy deadline cannot be combined with --cpus/--uniprocessor: SCHED_DEADLINE admission control refuses pinned threads".into(),
         ));
     }
+    Ok(cpus)
+}
+
+/// A run keeps one latency per period: bound the periods per run (and so its memory).
+fn check_periods(
+    tasks: &[&'static str],
+    settings: &crate::bench::interactivity::Settings,
+    duration: Duration,
+) -> Result<(), CliError> {
+    use crate::bench::interactivity as ia;
+    for &t in tasks {
+        let dur_ns = duration.as_nanos() as u64;
+        if let Some(task) = ia::task_for(t, settings, dur_ns)
+            && task.periods_in(dur_ns) > crate::workload::task::MAX_PERIODS_PER_RUN
+        {
+            return Err(CliError::Usage(format!(
+                "--duration {}: the {t} task would have {} periods of {} per run, more than the {} \
+                 a run may keep (shorten --duration or lengthen the period)",
+                crate::units::format_time_ns(duration.as_nanos() as f64),
+                task.periods_in(dur_ns),
+                crate::units::format_time_ns(task.period_ns() as f64),
+                crate::workload::task::MAX_PERIODS_PER_RUN
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
+    use crate::bench::interactivity::{self as ia, Settings};
+    use std::sync::Arc;
+    let opts = a.opts.clone();
+    opts.check_outputs()?;
+    let (tasks, loads) = interactivity_cells(&a)?;
+    let policy = a.policy;
+    let cpus = interactivity_sched(&a)?;
     let duration = a
         .duration
         .or(opts.run_time)
@@ -1290,22 +1352,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         max_file_bytes: a.file_mb << 20,
         ..Settings::default()
     };
-    // A run keeps one latency per period: bound the periods per run (and so its memory).
-    for &t in &tasks {
-        let dur_ns = duration.as_nanos() as u64;
-        if let Some(task) = ia::task_for(t, &settings, dur_ns)
-            && task.periods_in(dur_ns) > crate::workload::task::MAX_PERIODS_PER_RUN
-        {
-            return Err(CliError::Usage(format!(
-                "--duration {}: the {t} task would have {} periods of {} per run, more than the {} \
-                 a run may keep (shorten --duration or lengthen the period)",
-                crate::units::format_time_ns(duration.as_nanos() as f64),
-                task.periods_in(dur_ns),
-                crate::units::format_time_ns(task.period_ns() as f64),
-                crate::workload::task::MAX_PERIODS_PER_RUN
-            )));
-        }
-    }
+    check_periods(&tasks, &settings, duration)?;
     let benchmarks = ia::matrix(&tasks, &loads, Arc::new(settings));
     let selection: Vec<String> = benchmarks.iter().map(|b| b.info().id.clone()).collect();
     let (runs, most_runs, adaptive) = opts.runs_plan(3)?;

@@ -208,29 +208,9 @@ fn run_test_inner(
             }
             wait_finish(ctl, deadline)?;
             conns.drain(&threads.iter().collect::<Vec<_>>(), deadline);
-            let mut first: Option<Instant> = None;
-            let mut last: Option<Instant> = None;
-            for t in threads {
-                match t.join() {
-                    Ok(Ok(s)) => {
-                        report.bytes += s.bytes;
-                        first = min_opt(first, s.first);
-                        last = max_opt(last, s.last);
-                    }
-                    Ok(Err(x)) => report.errors.push(format!("stream: {x}")),
-                    Err(_) => report.errors.push("stream thread panicked".into()),
-                }
-            }
+            join_sinks(threads, &mut report);
             report.connections = streams as u64;
-            if let (Some(a), Some(b)) = (first, last) {
-                report.active_s = b.duration_since(a).as_secs_f64();
-            }
-            if let Some(m) = meter {
-                match m.stop() {
-                    Ok(c) => report.cpu = Some(c),
-                    Err(x) => report.cpu_error = Some(format!("CPU counters: {x}")),
-                }
-            }
+            stop_meter(meter, &mut report);
         }
         TestSpec::Accept => {
             let l = data_listener(ip)?;
@@ -270,12 +250,7 @@ fn run_test_inner(
                 ));
             }
             let (_, sent) = fin?;
-            if let Some(m) = meter {
-                match m.stop() {
-                    Ok(c) => report.cpu = Some(c),
-                    Err(x) => report.cpu_error = Some(format!("CPU counters: {x}")),
-                }
-            }
+            stop_meter(meter, &mut report);
             let period_ns = size as f64 * 8.0 * 1e9 / rate_bps as f64;
             let s = udp_stats::summarize(&arrivals, sent, size as u64, period_ns);
             report.bytes = s.bytes;
@@ -297,6 +272,36 @@ fn run_test_inner(
         return Err(limit_msg);
     }
     Ok(bytes)
+}
+
+/// The CPU meter's figures into the report (or why there are none).
+fn stop_meter(meter: Option<CpuMeter>, report: &mut PeerReport) {
+    if let Some(m) = meter {
+        match m.stop() {
+            Ok(c) => report.cpu = Some(c),
+            Err(x) => report.cpu_error = Some(format!("CPU counters: {x}")),
+        }
+    }
+}
+
+/// The sink streams' bytes, errors, and the time from the first byte of any to the last of any.
+fn join_sinks(threads: Vec<JoinHandle<io::Result<Sunk>>>, report: &mut PeerReport) {
+    let mut first: Option<Instant> = None;
+    let mut last: Option<Instant> = None;
+    for t in threads {
+        match t.join() {
+            Ok(Ok(s)) => {
+                report.bytes += s.bytes;
+                first = min_opt(first, s.first);
+                last = max_opt(last, s.last);
+            }
+            Ok(Err(x)) => report.errors.push(format!("stream: {x}")),
+            Err(_) => report.errors.push("stream thread panicked".into()),
+        }
+    }
+    if let (Some(a), Some(b)) = (first, last) {
+        report.active_s = b.duration_since(a).as_secs_f64();
+    }
 }
 
 fn min_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {

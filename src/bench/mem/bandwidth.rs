@@ -600,29 +600,47 @@ impl Benchmark for Bandwidth {
                 out = out.metric(k.name(), samples);
             }
             stop();
-            // Prove the writes happened: spot-check every share's ends and middle.
-            // SAFETY: workers have stopped touching the arrays (they passed the stop barrier).
-            let check = |p: *mut f64, want: f64, name: &str| -> Result<(), BenchError> {
-                for r in &ranges {
-                    for i in [r.start, r.start + r.len() / 2, r.end - 1] {
-                        let v = unsafe { p.add(i).read_volatile() };
-                        if v != want {
-                            return Err(BenchError::failed(format!(
-                                "array {name}[{i}] = {v}, expected {want}: a kernel did not run"
-                            )));
-                        }
-                    }
-                }
-                Ok(())
-            };
-            check(arr.a, a_val, "a")?;
-            if !arr.c.is_null() {
-                check(arr.c, c_val, "c")?;
-            }
+            spot_check(arr, &ranges, a_val, c_val)?;
             Ok(out)
         });
         drop((a, b, c));
-        let mut out = result?;
+        let pins = pin_results.into_inner().unwrap_or_else(|e| e.into_inner());
+        Ok(super::page_facts(self.facts(result?, &pins, t)))
+    }
+}
+
+/// Prove the writes happened: spot-check every share's ends and middle of `a` (and `c`).
+fn spot_check(
+    arr: Arrays,
+    ranges: &[std::ops::Range<usize>],
+    a_val: f64,
+    c_val: f64,
+) -> Result<(), BenchError> {
+    // SAFETY: workers have stopped touching the arrays (they passed the stop barrier).
+    let check = |p: *mut f64, want: f64, name: &str| -> Result<(), BenchError> {
+        for r in ranges {
+            for i in [r.start, r.start + r.len() / 2, r.end - 1] {
+                let v = unsafe { p.add(i).read_volatile() };
+                if v != want {
+                    return Err(BenchError::failed(format!(
+                        "array {name}[{i}] = {v}, expected {want}: a kernel did not run"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    };
+    check(arr.a, a_val, "a")?;
+    if !arr.c.is_null() {
+        check(arr.c, c_val, "c")?;
+    }
+    Ok(())
+}
+
+impl Bandwidth {
+    /// The run's facts beside its figures: the threads' CPUs (pinned or why not), the sizes, a
+    /// size chosen by available memory rather than --max-size, non-temporal store support.
+    fn facts(&self, mut out: RunOutput, pins: &[Result<usize, String>], t: usize) -> RunOutput {
         // Available memory, not --max-size, set the size: say so.
         let (bytes, why) = self.array_bytes();
         if !why.starts_with("--max-size") {
@@ -632,7 +650,6 @@ impl Benchmark for Bandwidth {
                 &why,
             ));
         }
-        let pins = pin_results.into_inner().unwrap_or_else(|e| e.into_inner());
         let pinned: Vec<Value> = pins
             .iter()
             .map(|p| match p {
@@ -657,7 +674,7 @@ impl Benchmark for Bandwidth {
         {
             out = out.fact("write_nt", format!("unsupported: {e}"));
         }
-        Ok(super::page_facts(out))
+        out
     }
 }
 
