@@ -307,43 +307,34 @@ impl Builder<'_> {
                 ("frame copy", self.frame_mb(), &f_key),
             ];
             self.per_mb(&acts, "CPU-s", &mut miss, &mut parts);
-            if d.connections > 0.0
-                && let Some(c) = self.get("net_conn_cpu_s", &mut miss)
-            {
-                parts.push(part(
-                    format!(
-                        "{} TCP connection(s) set up and closed × {} µs",
-                        fmt(d.connections),
-                        fmt(c * 1e6)
-                    ),
-                    d.connections * c,
-                    self.src("net_conn_cpu_s"),
-                    false,
-                ));
-            }
-            if d.syscalls > 0.0
-                && let Some(us) = self.get("syscall_us", &mut miss)
-            {
-                parts.push(part(
-                    format!("{} system calls × {} µs", fmt(d.syscalls), fmt(us)),
-                    d.syscalls * us * 1e-6,
-                    self.src("syscall_us"),
-                    false,
-                ));
-            }
-            if d.context_switches > 0.0
-                && let Some(us) = self.get("ctx_switch_us", &mut miss)
-            {
-                parts.push(part(
-                    format!(
-                        "{} context switches × {} µs",
-                        fmt(d.context_switches),
-                        fmt(us)
-                    ),
-                    d.context_switches * us * 1e-6,
-                    self.src("ctx_switch_us"),
-                    false,
-                ));
+            let per_event = [
+                (
+                    d.connections,
+                    "TCP connection(s) set up and closed",
+                    "net_conn_cpu_s",
+                    1.0,
+                    1e6,
+                ),
+                (d.syscalls, "system calls", "syscall_us", 1e-6, 1.0),
+                (
+                    d.context_switches,
+                    "context switches",
+                    "ctx_switch_us",
+                    1e-6,
+                    1.0,
+                ),
+            ];
+            for (n, what, key, secs_per_value, us_per_value) in per_event {
+                if n > 0.0
+                    && let Some(v) = self.get(key, &mut miss)
+                {
+                    parts.push(part(
+                        format!("{} {what} × {} µs", fmt(n), fmt(v * us_per_value)),
+                        n * v * secs_per_value,
+                        self.src(key),
+                        false,
+                    ));
+                }
             }
         }
         let needs_cap = parts.iter().any(|x| x.amount.is_some());
