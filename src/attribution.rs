@@ -53,6 +53,13 @@ pub enum Kind {
     SoftirqExit,
     TimerEntry,
     TimerExit,
+    /// `sched_stat_runtime`: task `pid` ran `runtime_ns` by the scheduler's task clock since its
+    /// previous update (its switch-in or its previous such event). With
+    /// CONFIG_PARAVIRT_TIME_ACCOUNTING that clock leaves out what the host stole.
+    Runtime {
+        pid: u32,
+        runtime_ns: u64,
+    },
 }
 
 fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
@@ -123,6 +130,10 @@ pub fn parse_line(line: &str) -> Option<Event> {
         "softirq_exit" => Kind::SoftirqExit,
         "local_timer_entry" => Kind::TimerEntry,
         "local_timer_exit" => Kind::TimerExit,
+        "sched_stat_runtime" => Kind::Runtime {
+            pid: field(fields, "pid")?.parse().ok()?,
+            runtime_ns: field(fields, "runtime")?.parse().ok()?,
+        },
         _ => return None,
     };
     Some(Event {
@@ -151,6 +162,10 @@ pub enum PartKind {
     OwnWork,
     /// Nothing recorded explains it: idle exit, a VM's host, SMIs.
     Unexplained,
+    /// The host ran something else while a task held this CPU (a VM's steal): the task's wall
+    /// time on the CPU less the run time the scheduler's task clock counted for it
+    /// (`sched_stat_runtime`), which leaves steal out where the kernel accounts it.
+    Steal,
 }
 
 /// One named share of a spike.
@@ -165,6 +180,14 @@ pub struct Part {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prio: Option<i32>,
     pub ns: u64,
+    /// A steal part prorated from runtime stretches that reach outside the task's time in the
+    /// window (or the window itself): an estimate, not a sum of whole stretches.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+    /// A task part's time that no runtime event covers (its start not seen, or no update yet):
+    /// host steal, if any, could not be separated from it and stays on the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_unseparated_ns: Option<u64>,
 }
 
 /// A late wake-up, explained.
@@ -180,8 +203,9 @@ pub struct Spike {
 
 /// A share's identity: kind, name, pid, kernel priority.
 type ShareKey = (PartKind, String, Option<u32>, Option<i32>);
-/// A culprit's identity over spikes (kind, name, pid) → (priority, total ns).
-type Culprits = BTreeMap<(PartKind, String, Option<u32>), (Option<i32>, u64)>;
+/// A culprit's identity over spikes (kind, name, pid) → (priority, total ns, any steal part
+/// estimated, time whose steal could not be separated).
+type Culprits = BTreeMap<(PartKind, String, Option<u32>), (Option<i32>, u64, bool, Option<u64>)>;
 
 /// A late wake-up to explain.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -193,8 +217,10 @@ pub struct Late {
     pub actual_ns: u64,
 }
 
-/// Explain `late` from `events` (every CPU's, in time order).
-pub fn attribute(events: &[Event], late: &Late) -> Spike {
+/// Explain `late` from `events` (every CPU's, in time order). With `split_steal` (the kernel's
+/// task clock leaves host steal out), each task's time is split into its own run time and host
+/// steal from its runtime events.
+pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
     // State on this CPU at the window's start: the task running and the interrupt stack, from
     // the events before it.
     let on_cpu: Vec<&Event> = events.iter().filter(|e| e.cpu == late.cpu).collect();
@@ -249,6 +275,7 @@ pub fn attribute(events: &[Event], late: &Late) -> Spike {
             Kind::IrqExit | Kind::SoftirqExit | Kind::TimerExit => {
                 stack.pop();
             }
+            Kind::Runtime { .. } => {}
         }
     };
     let mut i = 0;
@@ -265,7 +292,8 @@ pub fn attribute(events: &[Event], late: &Late) -> Spike {
                   running: &Option<(String, u32, i32)>,
                   stack: &[(PartKind, String)],
                   woken: bool,
-                  shares: &mut BTreeMap<ShareKey, u64>| {
+                  shares: &mut BTreeMap<ShareKey, u64>,
+                  stretches: &mut Vec<(u64, u64, u32)>| {
         if to <= from {
             return;
         }
@@ -286,16 +314,36 @@ pub fn attribute(events: &[Event], late: &Late) -> Spike {
                 _ => (PartKind::Unexplained, String::new(), None, None),
             }
         };
+        if let (PartKind::Task, Some(pid)) = (key.0, key.2) {
+            stretches.push((from, to, pid));
+        }
         *shares.entry(key).or_default() += to - from;
     };
+    let mut stretches: Vec<(u64, u64, u32)> = Vec::new();
     while i < on_cpu.len() && on_cpu[i].ts_ns < late.actual_ns {
         let e = on_cpu[i];
-        charge(t, e.ts_ns, &running, &stack, woken, &mut shares);
+        charge(
+            t,
+            e.ts_ns,
+            &running,
+            &stack,
+            woken,
+            &mut shares,
+            &mut stretches,
+        );
         t = e.ts_ns;
         apply(e, &mut running, &mut stack, &mut woken);
         i += 1;
     }
-    charge(t, late.actual_ns, &running, &stack, woken, &mut shares);
+    charge(
+        t,
+        late.actual_ns,
+        &running,
+        &stack,
+        woken,
+        &mut shares,
+        &mut stretches,
+    );
     let mut parts: Vec<Part> = shares
         .into_iter()
         .map(|((kind, name, pid, prio), ns)| Part {
@@ -304,14 +352,123 @@ pub fn attribute(events: &[Event], late: &Late) -> Spike {
             pid,
             prio,
             ns,
+            estimated: false,
+            steal_unseparated_ns: None,
         })
         .collect();
+    if split_steal {
+        separate_steal(&mut parts, &stretches, &segments(events, late.cpu));
+    }
     parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
     Spike {
         cpu: late.cpu,
         at_ns: late.intended_ns,
         latency_ns: late.actual_ns.saturating_sub(late.intended_ns),
         parts,
+    }
+}
+
+/// A stretch of a task's time on one CPU that a runtime event closes: wall time from `start_ns`
+/// (its switch-in or its previous runtime event; None where no event shows when it began) to
+/// `end_ns`, and the run time the scheduler's task clock counted in it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    pub pid: u32,
+    pub start_ns: Option<u64>,
+    pub end_ns: u64,
+    pub runtime_ns: u64,
+}
+
+/// The runtime segments of the tasks that ran on `cpu`. A runtime event counts for the task
+/// current on `cpu` when it names it, whichever CPU recorded it (a remote wake-up updates the
+/// running task's clock from the waker's CPU).
+pub fn segments(events: &[Event], cpu: usize) -> Vec<Segment> {
+    // The task current on `cpu`, and since when its run time is known to be counted.
+    let mut cur: Option<(u32, Option<u64>)> = None;
+    let mut out = Vec::new();
+    for e in events {
+        if e.cpu == cpu {
+            match &e.kind {
+                Kind::Switch { next_pid, .. } => {
+                    cur = Some((*next_pid, Some(e.ts_ns)));
+                    continue;
+                }
+                // A line of a task that no switch brought in: its start is not known.
+                _ if cur.is_none_or(|c| c.0 != e.pid) => cur = Some((e.pid, None)),
+                _ => {}
+            }
+        }
+        if let Kind::Runtime { pid, runtime_ns } = e.kind
+            && let Some((p, mark)) = cur.as_mut()
+            && *p == pid
+        {
+            out.push(Segment {
+                pid,
+                start_ns: *mark,
+                end_ns: e.ts_ns,
+                runtime_ns,
+            });
+            *mark = Some(e.ts_ns);
+        }
+    }
+    out
+}
+
+/// Move each task's host steal out of its part into one "host (steal)" part: for every segment
+/// of the task that overlaps its stretches in the window, (wall − runtime) × overlap / wall
+/// (signed, so the scheduler clock's small skew against the trace timestamps cancels over
+/// consecutive segments), clamped to the covered time. Prorated where a segment reaches outside
+/// the task's stretches (marked estimated); time no segment covers keeps its steal, if any, and
+/// says so. The parts still add up: what leaves a task part is the steal part.
+fn separate_steal(parts: &mut Vec<Part>, stretches: &[(u64, u64, u32)], segs: &[Segment]) {
+    let mut steal_total = 0u64;
+    let mut estimated = false;
+    for part in parts.iter_mut().filter(|p| p.kind == PartKind::Task) {
+        let Some(pid) = part.pid else { continue };
+        let mine: Vec<(u64, u64)> = stretches
+            .iter()
+            .filter(|s| s.2 == pid)
+            .map(|s| (s.0, s.1))
+            .collect();
+        let mut covered = 0u64;
+        let mut steal = 0f64;
+        let mut prorated = false;
+        for seg in segs.iter().filter(|g| g.pid == pid) {
+            let Some(start) = seg.start_ns else { continue };
+            let wall = seg.end_ns.saturating_sub(start);
+            let overlap: u64 = mine
+                .iter()
+                .map(|&(a, b)| b.min(seg.end_ns).saturating_sub(a.max(start)))
+                .sum();
+            if overlap == 0 || wall == 0 {
+                continue;
+            }
+            covered += overlap;
+            steal += (wall as f64 - seg.runtime_ns as f64) * overlap as f64 / wall as f64;
+            prorated |= overlap != wall;
+        }
+        let covered = covered.min(part.ns);
+        let steal = (steal.round().max(0.0) as u64).min(covered);
+        if covered < part.ns {
+            part.steal_unseparated_ns = Some(part.ns - covered);
+        }
+        if steal > 0 {
+            part.ns -= steal;
+            steal_total += steal;
+            estimated |= prorated;
+        }
+    }
+    parts.retain(|p| p.ns > 0 || p.kind != PartKind::Task);
+    if steal_total > 0 {
+        parts.push(Part {
+            kind: PartKind::Steal,
+            name: String::new(),
+            pid: None,
+            prio: None,
+            ns: steal_total,
+            estimated,
+            steal_unseparated_ns: None,
+        });
     }
 }
 
@@ -331,16 +488,22 @@ pub fn cpu_of(events: &[Event], tid: u32, actual_ns: u64) -> Option<usize> {
 /// A run's `attribution` fact: every late wake-up explained, the `top` latest kept with their
 /// parts, the culprits over all of them (the largest `top`, at least 10), the share of the time explained, and the events the ring
 /// lost.
+///
+/// `steal_split`: Ok where the kernel's task clock leaves host steal out (tasks' time is split
+/// into their own and the host's), else why not (the time stays on the tasks, and the fact says
+/// so).
 pub fn summary(
     text: &str,
     lost: u64,
     mut late: Vec<Late>,
     threshold_ns: u64,
     top: usize,
+    steal_split: Result<(), String>,
 ) -> serde_json::Value {
     let events = parse(text);
     late.sort_by_key(|l| std::cmp::Reverse(l.actual_ns - l.intended_ns));
-    let spikes: Vec<Spike> = late.iter().map(|l| attribute(&events, l)).collect();
+    let split = steal_split.is_ok();
+    let spikes: Vec<Spike> = late.iter().map(|l| attribute(&events, l, split)).collect();
     let explained: u64 = spikes
         .iter()
         .flat_map(|s| &s.parts)
@@ -354,6 +517,10 @@ pub fn summary(
         "explained_pct": if total > 0 { 100.0 * explained as f64 / total as f64 } else { 100.0 },
         "events": events.len(),
         "events_lost": lost,
+        "steal_split": match &steal_split {
+            Ok(()) => serde_json::json!({ "separated": true }),
+            Err(why) => serde_json::json!({ "separated": false, "reason": why }),
+        },
         "culprits": top_culprits(&spikes, top.max(10)),
         "top": spikes.iter().take(top).collect::<Vec<_>>(),
     })
@@ -367,6 +534,9 @@ pub struct Recorded {
     pub lost: u64,
     pub threshold_ns: f64,
     pub runs: usize,
+    /// Why host steal was not separated from the tasks' time (the first run's reason), or None
+    /// where every run separated it.
+    pub steal_split: Option<String>,
 }
 
 /// The attribution facts of `b`'s runs, or None when none was traced.
@@ -392,7 +562,75 @@ pub fn recorded(b: &crate::model::BenchmarkResult) -> Option<Recorded> {
         lost: sum("events_lost"),
         threshold_ns: per_run[0]["threshold_ns"].as_f64().unwrap_or(0.0),
         runs: per_run.len(),
+        steal_split: per_run
+            .iter()
+            .find(|a| a["steal_split"]["separated"] != true)
+            .map(|a| {
+                a["steal_split"]["reason"]
+                    .as_str()
+                    .unwrap_or("recorded before osgauge separated it")
+                    .to_string()
+            }),
     })
+}
+
+/// A run's `steal` fact: the host steal on the measured CPUs between two samples of
+/// [`crate::platform::cputime::cpu_steal_ns`] `run_ns` apart — total and % of the CPUs' time,
+/// per CPU — or why it is not applicable or not measurable (never a 0 passed off as measured).
+pub fn steal_fact(
+    cpus: &[usize],
+    before: &Result<(Vec<u64>, u64), String>,
+    after: &Result<(Vec<u64>, u64), String>,
+    run_ns: u64,
+) -> serde_json::Value {
+    use serde_json::json;
+    match (before, after) {
+        (Ok((b, res)), Ok((a, _))) if b.len() == cpus.len() && a.len() == cpus.len() => {
+            let per: Vec<u64> = a.iter().zip(b).map(|(a, b)| a.saturating_sub(*b)).collect();
+            let ns: u64 = per.iter().sum();
+            let cpu_ns = run_ns * cpus.len() as u64;
+            json!({
+                "measured": true,
+                "ns": ns,
+                "cpu_ns": cpu_ns,
+                "pct_of_run": if cpu_ns > 0 { 100.0 * ns as f64 / cpu_ns as f64 } else { 0.0 },
+                "cpus": cpus,
+                "per_cpu_ns": per,
+                "resolution_ns": res,
+                "source": "/proc/stat per-CPU steal column, before and after the run",
+            })
+        }
+        (Err(why), _) | (_, Err(why)) => json!({ "measured": false, "reason": why }),
+        _ => json!({ "measured": false, "reason": "not measurable: the CPU list changed" }),
+    }
+}
+
+/// "host steal on the measured CPUs: 12 ms (0.06 % of their time …)" over a result's runs'
+/// `steal` facts (`run_facts`), or "host steal: not applicable: …" where a run could not measure
+/// it; None where no run recorded the fact.
+pub fn steal_text(run_facts: &[serde_json::Map<String, serde_json::Value>]) -> Option<String> {
+    let facts: Vec<&serde_json::Value> = run_facts.iter().filter_map(|f| f.get("steal")).collect();
+    let first = facts.first()?;
+    if let Some(f) = facts.iter().find(|f| f["measured"] != true) {
+        return Some(format!(
+            "host steal: {}",
+            f["reason"].as_str().unwrap_or("not measured")
+        ));
+    }
+    let sum = |k: &str| facts.iter().filter_map(|f| f[k].as_u64()).sum::<u64>();
+    let (ns, cpu_ns) = (sum("ns"), sum("cpu_ns"));
+    Some(format!(
+        "host steal on the measured CPUs: {} in {} run(s) ({:.2} % of their time; /proc/stat, \
+         {} steps)",
+        crate::units::format_time_ns(ns as f64),
+        facts.len(),
+        if cpu_ns > 0 {
+            100.0 * ns as f64 / cpu_ns as f64
+        } else {
+            0.0
+        },
+        crate::units::format_time_ns(first["resolution_ns"].as_f64().unwrap_or(0.0))
+    ))
 }
 
 /// The culprits over many spikes: total time per (kind, name, pid), largest first.
@@ -401,18 +639,26 @@ pub fn top_culprits(spikes: &[Spike], n: usize) -> Vec<Part> {
     for p in spikes.iter().flat_map(|s| &s.parts) {
         let e = m
             .entry((p.kind, p.name.clone(), p.pid))
-            .or_insert((p.prio, 0));
+            .or_insert((p.prio, 0, false, None));
         e.1 += p.ns;
+        e.2 |= p.estimated;
+        if let Some(u) = p.steal_unseparated_ns {
+            e.3 = Some(e.3.unwrap_or(0) + u);
+        }
     }
     let mut v: Vec<Part> = m
         .into_iter()
-        .map(|((kind, name, pid), (prio, ns))| Part {
-            kind,
-            name,
-            pid,
-            prio,
-            ns,
-        })
+        .map(
+            |((kind, name, pid), (prio, ns, estimated, steal_unseparated_ns))| Part {
+                kind,
+                name,
+                pid,
+                prio,
+                ns,
+                estimated,
+                steal_unseparated_ns,
+            },
+        )
         .collect();
     v.sort_by_key(|p| std::cmp::Reverse(p.ns));
     v.truncate(n);
@@ -424,11 +670,20 @@ pub fn part_text(p: &Part) -> String {
     let t = crate::units::format_time_ns(p.ns as f64);
     match p.kind {
         PartKind::Task => format!(
-            "task {} (pid {}, prio {}) {t}",
+            "task {} (pid {}, prio {}) {t}{}",
             p.name,
             p.pid.unwrap_or(0),
-            p.prio.unwrap_or(0)
+            p.prio.unwrap_or(0),
+            match p.steal_unseparated_ns {
+                Some(u) => format!(
+                    " (steal not separated from {}: no runtime event covers it)",
+                    crate::units::format_time_ns(u as f64)
+                ),
+                None => String::new(),
+            }
         ),
+        PartKind::Steal if p.estimated => format!("host (steal) {t} (estimated, prorated)"),
+        PartKind::Steal => format!("host (steal) {t}"),
         PartKind::Irq => format!("{} {t}", p.name),
         PartKind::Softirq => format!("softirq {} {t}", p.name),
         PartKind::Timer => format!("{} {t}", p.name),
@@ -455,6 +710,40 @@ mod tests {
      hog worker-777     [001] d..2.   100.004000: sched_switch: prev_comm=hog worker prev_pid=777 prev_prio=9 prev_state=S ==> next_comm=osgauge next_pid=42 next_prio=120
           other-5       [000] d..2.   100.002500: sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=b next_pid=6 next_prio=120
 ";
+
+    #[test]
+    fn steal_is_measured_per_cpu_or_said_not_to_be() {
+        use serde_json::json;
+        let b = Ok((vec![100_000_000, 0], 10_000_000));
+        let a = Ok((vec![130_000_000, 10_000_000], 10_000_000));
+        let f = steal_fact(&[0, 1], &b, &a, 1_000_000_000);
+        assert_eq!(f["measured"], true);
+        assert_eq!(f["ns"], 40_000_000);
+        assert_eq!(f["per_cpu_ns"], json!([30_000_000, 10_000_000]));
+        // 40 ms of 2 CPUs × 1 s.
+        assert!((f["pct_of_run"].as_f64().unwrap() - 2.0).abs() < 1e-9);
+        let run = |f: serde_json::Value| {
+            let mut m = serde_json::Map::new();
+            m.insert("steal".into(), f);
+            m
+        };
+        assert_eq!(steal_text(&[]), None, "no fact, no line");
+        let mut r = vec![run(f.clone()), run(f)];
+        let t = steal_text(&r).unwrap();
+        assert!(
+            t.contains("80") && t.contains("2 run(s)") && t.contains("2.00 %"),
+            "{t}"
+        );
+        let why: Result<(Vec<u64>, u64), String> = Err("not applicable: bare metal".into());
+        let f = steal_fact(&[0, 1], &why, &a, 1_000_000_000);
+        assert_eq!(f["measured"], false);
+        assert!(f.get("ns").is_none(), "no figure where none was measured");
+        r.push(run(f));
+        assert_eq!(
+            steal_text(&r).unwrap(),
+            "host steal: not applicable: bare metal"
+        );
+    }
 
     #[test]
     fn lines_parse_with_spaces_in_names_and_headers_skipped() {
@@ -498,7 +787,7 @@ mod tests {
             intended_ns: 100_001_000_000,
             actual_ns: 100_004_010_000,
         };
-        let s = attribute(&ev, &late);
+        let s = attribute(&ev, &late, true);
         assert_eq!(s.latency_ns, 3_010_000);
         let total: u64 = s.parts.iter().map(|p| p.ns).sum();
         assert_eq!(total, s.latency_ns, "the parts add up: {:?}", s.parts);
@@ -541,6 +830,7 @@ mod tests {
                 intended_ns: 100_000_990_000,
                 actual_ns: 100_003_010_000,
             },
+            true,
         );
         let hog = &s.parts[0];
         assert_eq!(
@@ -574,6 +864,7 @@ mod tests {
                 intended_ns: 100_001_000_000,
                 actual_ns: 100_002_000_000,
             },
+            true,
         );
         assert_eq!(s.parts.len(), 1, "{:?}", s.parts);
         assert_eq!(
@@ -598,9 +889,177 @@ mod tests {
                 intended_ns: 100_001_000_000,
                 actual_ns: 100_001_080_000,
             },
+            true,
         );
         assert_eq!(s.parts.len(), 1);
         assert_eq!(s.parts[0].kind, PartKind::Unexplained);
         assert_eq!(s.parts[0].ns, 80_000);
+    }
+
+    /// A hog switched in at 100.000000 runs two runtime stretches: 1 ms of wall with 600 µs of
+    /// run time (400 µs taken by the host), then 1 ms with 1 ms; the measured thread (42) is
+    /// switched in at 100.002000 and reads its clock 10 µs later.
+    const STEAL: &str = "\
+          <idle>-0       [001] d..2.   100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=777 next_prio=120
+             hog-777     [001] d..2.   100.001000: sched_stat_runtime: comm=hog pid=777 runtime=600000 [ns]
+             hog-777     [001] d..2.   100.002000: sched_stat_runtime: comm=hog pid=777 runtime=1000000 [ns]
+             hog-777     [001] d..2.   100.002000: sched_switch: prev_comm=hog prev_pid=777 prev_prio=120 prev_state=R ==> next_comm=osgauge next_pid=42 next_prio=120
+";
+
+    fn spike(trace: &str, intended_ns: u64, split: bool) -> Spike {
+        let s = attribute(
+            &parse(trace),
+            &Late {
+                cpu: 1,
+                tid: 42,
+                intended_ns,
+                actual_ns: 100_002_010_000,
+            },
+            split,
+        );
+        assert_eq!(
+            s.parts.iter().map(|p| p.ns).sum::<u64>(),
+            s.latency_ns,
+            "the parts add up: {:?}",
+            s.parts
+        );
+        s
+    }
+
+    fn part(s: &Spike, k: PartKind) -> Option<&Part> {
+        s.parts.iter().find(|p| p.kind == k)
+    }
+
+    #[test]
+    fn runtime_events_parse() {
+        let ev = parse(STEAL);
+        assert_eq!(
+            ev[1].kind,
+            Kind::Runtime {
+                pid: 777,
+                runtime_ns: 600_000
+            }
+        );
+        let segs = segments(&ev, 1);
+        assert_eq!(segs.len(), 2);
+        assert_eq!(
+            (segs[0].start_ns, segs[0].end_ns, segs[0].runtime_ns),
+            (Some(100_000_000_000), 100_001_000_000, 600_000)
+        );
+        assert_eq!(
+            segs[1].start_ns,
+            Some(100_001_000_000),
+            "the previous update"
+        );
+        assert!(segments(&ev, 0).is_empty(), "another CPU's");
+    }
+
+    #[test]
+    fn a_task_that_ran_less_than_its_wall_time_gives_the_rest_to_the_host() {
+        let s = spike(STEAL, 100_000_000_000, true);
+        let hog = part(&s, PartKind::Task).unwrap();
+        assert_eq!((hog.pid, hog.ns), (Some(777), 1_600_000));
+        assert_eq!(hog.steal_unseparated_ns, None);
+        let st = part(&s, PartKind::Steal).unwrap();
+        assert_eq!(st.ns, 400_000);
+        assert!(!st.estimated, "whole stretches inside the spike");
+        assert_eq!(part_text(st), "host (steal) 400.0 µs");
+        assert_eq!(part(&s, PartKind::OwnWork).unwrap().ns, 10_000);
+        assert_eq!(s.parts[0].kind, PartKind::Task, "largest first");
+        // Without the split (a kernel whose task clock counts steal): all on the task.
+        let s = spike(STEAL, 100_000_000_000, false);
+        assert_eq!(part(&s, PartKind::Task).unwrap().ns, 2_000_000);
+        assert_eq!(part(&s, PartKind::Steal), None);
+        assert_eq!(part(&s, PartKind::Task).unwrap().steal_unseparated_ns, None);
+    }
+
+    #[test]
+    fn a_stretch_reaching_outside_the_spike_is_prorated_and_marked_estimated() {
+        // The spike starts half-way into the first stretch: half its 400 µs of steal.
+        let s = spike(STEAL, 100_000_500_000, true);
+        assert_eq!(part(&s, PartKind::Task).unwrap().ns, 1_300_000);
+        let st = part(&s, PartKind::Steal).unwrap();
+        assert_eq!(st.ns, 200_000);
+        assert!(st.estimated);
+        assert!(part_text(st).contains("estimated"), "{}", part_text(st));
+        let culprits = top_culprits(&[s.clone(), s], 5);
+        let st = culprits.iter().find(|p| p.kind == PartKind::Steal).unwrap();
+        assert_eq!(
+            (st.ns, st.estimated),
+            (400_000, true),
+            "summed, still marked"
+        );
+    }
+
+    #[test]
+    fn without_runtime_events_steal_is_not_separated_nor_guessed() {
+        let no_runtime: String = STEAL
+            .lines()
+            .filter(|l| !l.contains("sched_stat_runtime"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let s = spike(&no_runtime, 100_000_000_000, true);
+        let hog = part(&s, PartKind::Task).unwrap();
+        assert_eq!(hog.ns, 2_000_000, "the whole time stays on the task");
+        assert_eq!(hog.steal_unseparated_ns, Some(2_000_000));
+        assert!(
+            part_text(hog).contains("steal not separated from 2"),
+            "{}",
+            part_text(hog)
+        );
+        assert_eq!(part(&s, PartKind::Steal), None);
+        // A task whose switch-in no event shows (from idle on this kernel): its first stretch's
+        // start is unknown, so that stretch stays on it; the next one is separated.
+        let from_idle: String = STEAL.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        let s = spike(&from_idle, 100_000_000_000, true);
+        let hog = part(&s, PartKind::Task).unwrap();
+        // Charged from its first line (100.001000): 1 ms, all in the second, fully counted
+        // stretch: no steal, nothing unseparated; the first millisecond is unexplained.
+        assert_eq!((hog.ns, hog.steal_unseparated_ns), (1_000_000, None));
+        assert_eq!(part(&s, PartKind::Unexplained).unwrap().ns, 1_000_000);
+    }
+
+    #[test]
+    fn a_runtime_above_the_wall_time_is_no_negative_steal() {
+        // The scheduler clock runs a little ahead of the trace timestamps: 1.02 ms counted in
+        // 1 ms of wall time, then 0.98 ms in 1 ms — the skew cancels, no steal.
+        let t = STEAL
+            .replace("runtime=600000", "runtime=1020000")
+            .replace("runtime=1000000", "runtime=980000");
+        let s = spike(&t, 100_000_000_000, true);
+        assert_eq!(part(&s, PartKind::Steal), None, "{:?}", s.parts);
+        assert_eq!(part(&s, PartKind::Task).unwrap().ns, 2_000_000);
+        // All skew: still never below zero nor above the task's time.
+        let t = STEAL.replace("runtime=1000000", "runtime=9000000");
+        let s = spike(&t, 100_000_000_000, true);
+        assert_eq!(part(&s, PartKind::Steal), None);
+    }
+
+    #[test]
+    fn the_summary_says_whether_steal_was_separated() {
+        let late = vec![Late {
+            cpu: 1,
+            tid: 42,
+            intended_ns: 100_000_000_000,
+            actual_ns: 100_002_010_000,
+        }];
+        let a = summary(STEAL, 0, late.clone(), 100_000, 5, Ok(()));
+        assert_eq!(a["steal_split"]["separated"], true);
+        assert_eq!(a["top"][0]["parts"][1]["kind"], "steal");
+        let why = "this kernel has no CONFIG_PARAVIRT_TIME_ACCOUNTING";
+        let a = summary(STEAL, 0, late, 100_000, 5, Err(why.into()));
+        assert_eq!(a["steal_split"]["separated"], false);
+        assert_eq!(a["steal_split"]["reason"], why);
+        assert!(
+            a["top"][0]["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["kind"] != "steal")
+        );
+        // Parts of records before the split read back.
+        let old: Part =
+            serde_json::from_str(r#"{"kind":"task","name":"x","pid":1,"ns":5}"#).unwrap();
+        assert_eq!((old.estimated, old.steal_unseparated_ns), (false, None));
     }
 }

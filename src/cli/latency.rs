@@ -285,6 +285,9 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
                 let Some(b) = record.benchmark(&cell_id("latency/wakeup", load)) else {
                     continue;
                 };
+                if let Some(l) = crate::attribution::steal_text(&b.run_facts) {
+                    crate::outln!("{l}");
+                }
                 for l in attribution_lines(b, top) {
                     crate::outln!("{l}");
                 }
@@ -364,6 +367,11 @@ pub fn attribution_lines(b: &crate::model::BenchmarkResult, top: usize) -> Vec<S
             }
         ),
     ];
+    if let Some(why) = &r.steal_split {
+        out.push(format!(
+            "  host steal not separated from the tasks' time: {why}"
+        ));
+    }
     let culprits: Vec<Part> = top_culprits(&spikes, 5);
     if !culprits.is_empty() {
         out.push(format!(

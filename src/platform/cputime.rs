@@ -347,6 +347,83 @@ mod imp {
 }
 
 // ------------------------------------------------------------------------------------------------
+/// Host steal of each of `cpus` since boot, ns, and its resolution (one USER_HZ tick of
+/// `/proc/stat`), ns; Err(why) where steal is not applicable (not a virtual machine) or not
+/// measurable (other OS, unreadable).
+pub fn cpu_steal_ns(cpus: &[usize]) -> Result<(Vec<u64>, u64), String> {
+    if super::cpuid::cpuid().hypervisor_flag == Some(false) {
+        return Err(
+            "not applicable: not a virtual machine (the CPUID hypervisor flag is clear), no host \
+             can steal time"
+                .into(),
+        );
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let text = std::fs::read_to_string("/proc/stat")
+            .map_err(|e| format!("not measurable: /proc/stat: {e}"))?;
+        let m = crate::system::parse::per_cpu_steal_ticks(&text);
+        let tick_ns = (clk_tck_step_s() * 1e9).round() as u64;
+        let v = cpus
+            .iter()
+            .map(|c| {
+                m.get(c)
+                    .map(|t| t * tick_ns)
+                    .ok_or_else(|| format!("not measurable: /proc/stat has no cpu{c} line"))
+            })
+            .collect::<Result<Vec<u64>, String>>()?;
+        Ok((v, tick_ns))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cpus;
+        Err(format!(
+            "not measurable on {}: the OS reports no per-CPU steal",
+            super::OS_NAME
+        ))
+    }
+}
+
+/// Ok where the scheduler's task clock leaves host steal out, so a task's wall time on a CPU
+/// less the run time the scheduler counts for it is steal (Linux: CONFIG_PARAVIRT_TIME_ACCOUNTING,
+/// from /proc/config.gz or /boot/config-<release>); else why not.
+pub fn task_clock_excludes_steal() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::io::Read;
+        const OPT: &str = "CONFIG_PARAVIRT_TIME_ACCOUNTING";
+        let gz = std::fs::read("/proc/config.gz").ok().and_then(|b| {
+            let mut s = String::new();
+            flate2::read::GzDecoder::new(&b[..])
+                .read_to_string(&mut s)
+                .ok()
+                .map(|_| s)
+        });
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let boot = format!("/boot/config-{}", release.trim());
+        let Some(config) = gz.or_else(|| std::fs::read_to_string(&boot).ok()) else {
+            return Err(format!(
+                "the kernel config is not readable (no /proc/config.gz, no {boot}): whether the \
+                 task clock leaves steal out is unknown"
+            ));
+        };
+        match crate::system::parse::kernel_config_value(&config, OPT) {
+            Some("y") => Ok(()),
+            _ => Err(format!(
+                "this kernel has no {OPT}: its task clock counts host steal as the task's run time"
+            )),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(format!(
+            "unsupported on {}: the split reads Linux scheduler events",
+            super::OS_NAME
+        ))
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
 /// A cheap sample of how busy the machine is (no sampling window: deltas of two samples give the
 /// figures over an interval).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq)]

@@ -10,6 +10,10 @@ use std::path::PathBuf;
 pub const EVENTS: &[&str] = &[
     "sched/sched_switch",
     "sched/sched_waking",
+    // Each stretch of a task's run time as the scheduler's task clock counts it: with
+    // CONFIG_PARAVIRT_TIME_ACCOUNTING that clock leaves out the time the host stole, so wall time
+    // on the CPU minus these runtimes is host steal (see `attribution`).
+    "sched/sched_stat_runtime",
     "irq/irq_handler_entry",
     "irq/irq_handler_exit",
     "irq/softirq_entry",

@@ -90,6 +90,7 @@ fn css(kind: PartKind) -> &'static str {
         PartKind::WakeupPath => "#9370db",
         PartKind::OwnWork => "#2e8b57",
         PartKind::Unexplained => "#b0b0b0",
+        PartKind::Steal => "#cd5c5c",
     }
 }
 
@@ -126,6 +127,12 @@ fn attribution_html(name: &str, b: &BenchmarkResult) -> Option<Markup> {
         p.note {
             (count) " late wake-up(s) in " (rec.runs) " run(s); the top ones of each run are kept. Each part is charged to the innermost IRQ/softirq/timer interrupt, else the running task, else the wake-up path; unexplained time (idle exit, the VM's host) is shown, never hidden."
             @if lost > 0 { " The trace ring lost " (lost) " event(s)." }
+            " "
+            @match &rec.steal_split {
+                None => "A task's time is split into its own run time and host (steal): its wall time on the CPU less the run time the scheduler's task clock counted (sched_stat_runtime), prorated where a runtime stretch reaches outside the spike (estimated).",
+                Some(why) => { "Host steal is not separated from the tasks' time: " (why) "." }
+            }
+            @if let Some(t) = crate::attribution::steal_text(&b.run_facts) { " " (t) "." }
         } "\n"
         table.res {
             tr { th { "culprit (top spikes)" } th { "total" } } "\n"
@@ -198,6 +205,8 @@ mod tests {
                     pid: Some(7),
                     prio: Some(49),
                     ns: 3_000_000,
+                    estimated: false,
+                    steal_unseparated_ns: None,
                 },
                 Part {
                     kind: PartKind::Unexplained,
@@ -205,6 +214,8 @@ mod tests {
                     pid: None,
                     prio: None,
                     ns: 1_000_000,
+                    estimated: false,
+                    steal_unseparated_ns: None,
                 },
             ],
         };

@@ -309,6 +309,26 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
     Some(out)
 }
 
+/// The steal column of each `cpuN` line of `/proc/stat` (USER_HZ ticks), by CPU number.
+pub fn per_cpu_steal_ticks(text: &str) -> std::collections::BTreeMap<usize, u64> {
+    text.lines()
+        .filter_map(|line| {
+            let mut it = line.split_whitespace();
+            let cpu = it.next()?.strip_prefix("cpu")?.parse().ok()?;
+            // user nice system idle iowait irq softirq steal
+            Some((cpu, it.nth(7)?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// A kernel config option's value in a kernel config text (`CONFIG_X=y`); None where it is
+/// absent or `# CONFIG_X is not set`.
+pub fn kernel_config_value<'a>(text: &'a str, option: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(option)?.strip_prefix('='))
+        .map(str::trim)
+}
+
 /// Percentages of CPU time between two `/proc/stat` samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CpuWindow {
@@ -977,6 +997,27 @@ procs_blocked 1
         assert_eq!(old.cpu.total(), 10);
         assert!(parse_proc_stat("cpu 1 2\n").is_none());
         assert!(parse_proc_stat("intr 1\n").is_none());
+    }
+
+    #[test]
+    fn per_cpu_steal_and_kernel_config() {
+        let m = per_cpu_steal_ticks(STAT_A);
+        assert_eq!(m.len(), 1, "the aggregate line is not a CPU: {m:?}");
+        assert_eq!(m[&0], 19);
+        let m = per_cpu_steal_ticks("cpu 1 2 3 4 5 6 7 8\ncpu3 1 2 3 4 5 6 7 80 0 0\ncpu4 1 2\n");
+        assert_eq!(
+            m.into_iter().collect::<Vec<_>>(),
+            vec![(3, 80)],
+            "short lines skipped"
+        );
+        let cfg = "# CONFIG_IRQ_TIME_ACCOUNTING is not set\nCONFIG_PARAVIRT_TIME_ACCOUNTING=y\n\
+                   CONFIG_PARAVIRT=y\n";
+        assert_eq!(
+            kernel_config_value(cfg, "CONFIG_PARAVIRT_TIME_ACCOUNTING"),
+            Some("y")
+        );
+        assert_eq!(kernel_config_value(cfg, "CONFIG_PARAVIRT"), Some("y"));
+        assert_eq!(kernel_config_value(cfg, "CONFIG_IRQ_TIME_ACCOUNTING"), None);
     }
 
     #[test]

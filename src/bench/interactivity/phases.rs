@@ -150,7 +150,14 @@ impl Cell {
                 })
                 .collect();
             let unlocated = run.acc.late.len() - late.len();
-            let mut a = summary(&text, lost, late, threshold, s.attribute_top);
+            let mut a = summary(
+                &text,
+                lost,
+                late,
+                threshold,
+                s.attribute_top,
+                crate::platform::cputime::task_clock_excludes_steal(),
+            );
             // Late periods whose CPU no event shows (no switch to the task recorded): counted.
             a["not_located"] = json!(unlocated);
             out.facts.insert("attribution".into(), a);

@@ -254,7 +254,11 @@ impl Benchmark for Wakeup {
             ),
             None => None,
         };
+        let steal_before = crate::platform::cputime::cpu_steal_ns(&self.cpus);
+        let measuring = std::time::Instant::now();
         let results = on_each_cpu(&self.cpus, |c| self.measure_cpu(c, ctx))?;
+        let measured_ns = measuring.elapsed().as_nanos() as u64;
+        let steal_after = crate::platform::cputime::cpu_steal_ns(&self.cpus);
         let qos_in_force = qos.as_ref().map(|q| q.in_force_us);
         drop(qos);
         let trace = match session.as_mut() {
@@ -288,6 +292,10 @@ impl Benchmark for Wakeup {
             out.facts
                 .insert("cpu_dma_latency_in_force_us".into(), json!(v));
         }
+        out.facts.insert(
+            "steal".into(),
+            crate::attribution::steal_fact(&self.cpus, &steal_before, &steal_after, measured_ns),
+        );
         if let Some((text, lost)) = trace {
             out.facts.insert(
                 "attribution".into(),
@@ -297,6 +305,7 @@ impl Benchmark for Wakeup {
                     late,
                     self.opts.attribute_ns.unwrap_or(0),
                     self.opts.attribute_top,
+                    crate::platform::cputime::task_clock_excludes_steal(),
                 ),
             );
         }
