@@ -414,10 +414,14 @@ pub fn segments(events: &[Event], cpu: usize) -> Vec<Segment> {
     out
 }
 
+/// The resolution of tracefs's text timestamps ("secs.usecs"), ns.
+pub const TS_RESOLUTION_NS: u64 = 1_000;
+
 /// Move each task's host steal out of its part into one "host (steal)" part: for every segment
 /// of the task that overlaps its stretches in the window, (wall − runtime) × overlap / wall
 /// (signed, so the scheduler clock's small skew against the trace timestamps cancels over
-/// consecutive segments), clamped to the covered time. Prorated where a segment reaches outside
+/// consecutive segments), clamped to the covered time; below the timestamps' resolution (1 µs
+/// per segment used) it is not told apart from rounding and stays on the task. Prorated where a segment reaches outside
 /// the task's stretches (marked estimated); time no segment covers keeps its steal, if any, and
 /// says so. The parts still add up: what leaves a task part is the steal part.
 fn separate_steal(parts: &mut Vec<Part>, stretches: &[(u64, u64, u32)], segs: &[Segment]) {
@@ -433,6 +437,7 @@ fn separate_steal(parts: &mut Vec<Part>, stretches: &[(u64, u64, u32)], segs: &[
         let mut covered = 0u64;
         let mut steal = 0f64;
         let mut prorated = false;
+        let mut used = 0u64;
         for seg in segs.iter().filter(|g| g.pid == pid) {
             let Some(start) = seg.start_ns else { continue };
             let wall = seg.end_ns.saturating_sub(start);
@@ -444,11 +449,19 @@ fn separate_steal(parts: &mut Vec<Part>, stretches: &[(u64, u64, u32)], segs: &[
                 continue;
             }
             covered += overlap;
+            used += 1;
             steal += (wall as f64 - seg.runtime_ns as f64) * overlap as f64 / wall as f64;
             prorated |= overlap != wall;
         }
         let covered = covered.min(part.ns);
-        let steal = (steal.round().max(0.0) as u64).min(covered);
+        // The text trace's timestamps are whole µs: each segment's wall time is known to < 1 µs.
+        // Steal within that (the sum over the segments used) is not told apart from rounding.
+        let resolution = (used * TS_RESOLUTION_NS) as f64;
+        let steal = if steal < resolution {
+            0
+        } else {
+            (steal.round() as u64).min(covered)
+        };
         if covered < part.ns {
             part.steal_unseparated_ns = Some(part.ns - covered);
         }
@@ -1033,6 +1046,18 @@ mod tests {
         let t = STEAL.replace("runtime=1000000", "runtime=9000000");
         let s = spike(&t, 100_000_000_000, true);
         assert_eq!(part(&s, PartKind::Steal), None);
+    }
+
+    #[test]
+    fn steal_within_the_timestamps_resolution_stays_on_the_task() {
+        // 1.5 µs short over two segments (2 µs of rounding): not told apart.
+        let t = STEAL.replace("runtime=600000", "runtime=998500");
+        let s = spike(&t, 100_000_000_000, true);
+        assert_eq!(part(&s, PartKind::Steal), None, "{:?}", s.parts);
+        // 2.5 µs: separated.
+        let t = STEAL.replace("runtime=600000", "runtime=997500");
+        let s = spike(&t, 100_000_000_000, true);
+        assert_eq!(part(&s, PartKind::Steal).map(|p| p.ns), Some(2_500));
     }
 
     #[test]

@@ -225,7 +225,7 @@ pub struct InteractivityArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: Option<i32>,
     /// Explain every period at least this late: what held the CPU (tasks, IRQs, softirqs, the
-    /// wake-up path, unexplained), from Linux tracefs (root), e.g. 2ms
+    /// wake-up path, host steal on a VM, unexplained), from Linux tracefs (root), e.g. 2ms
     #[arg(long, value_name = "THRESHOLD", value_parser = latency::parse_attribute)]
     pub attribute: Option<Duration>,
     /// Spikes shown and kept per run with --attribute

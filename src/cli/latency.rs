@@ -121,7 +121,7 @@ pub struct LatencyArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub histogram_limit: Option<u64>,
     /// Explain every wake-up at least this late: what held the CPU (tasks, IRQs, softirqs, the
-    /// wake-up path, unexplained), from Linux tracefs (root), e.g. 100us
+    /// wake-up path, host steal on a VM, unexplained), from Linux tracefs (root), e.g. 100us
     #[arg(long, value_name = "THRESHOLD", value_parser = parse_attribute)]
     pub attribute: Option<Duration>,
     /// Spikes shown and kept per run with --attribute (the culprit totals cover all)
