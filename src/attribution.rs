@@ -357,7 +357,12 @@ pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
         })
         .collect();
     if split_steal {
-        separate_steal(&mut parts, &stretches, &segments(events, late.cpu));
+        separate_steal(
+            &mut parts,
+            &stretches,
+            &segments(events, late.cpu),
+            (late.intended_ns, late.actual_ns),
+        );
     }
     parts.sort_by_key(|p| std::cmp::Reverse(p.ns));
     Spike {
@@ -382,24 +387,44 @@ pub struct Segment {
 /// The runtime segments of the tasks that ran on `cpu`. A runtime event counts for the task
 /// current on `cpu` when it names it, whichever CPU recorded it (a remote wake-up updates the
 /// running task's clock from the waker's CPU).
+///
+/// A switch follows the outgoing task's last runtime event by a few µs (the scheduler picking
+/// the next task); the scheduler counts that switch path to the incoming task, whose clock
+/// starts at the outgoing task's last update. So the incoming task's first segment starts there,
+/// and the outgoing task's switch path is a segment of its own with no steal of its own (any
+/// steal in it shows in the incoming task's first segment, which spans it).
 pub fn segments(events: &[Event], cpu: usize) -> Vec<Segment> {
-    // The task current on `cpu`, and since when its run time is known to be counted.
-    let mut cur: Option<(u32, Option<u64>)> = None;
+    // The task current on `cpu`, since when its run time is known to be counted, and whether
+    // that mark is its last runtime event (else its switch-in).
+    let mut cur: Option<(u32, Option<u64>, bool)> = None;
     let mut out = Vec::new();
     for e in events {
         if e.cpu == cpu {
             match &e.kind {
                 Kind::Switch { next_pid, .. } => {
-                    cur = Some((*next_pid, Some(e.ts_ns)));
+                    let mut start = e.ts_ns;
+                    if let Some((p, Some(last), true)) = cur
+                        && p == e.pid
+                        && e.ts_ns > last
+                    {
+                        out.push(Segment {
+                            pid: p,
+                            start_ns: Some(last),
+                            end_ns: e.ts_ns,
+                            runtime_ns: e.ts_ns - last,
+                        });
+                        start = last;
+                    }
+                    cur = Some((*next_pid, Some(start), false));
                     continue;
                 }
                 // A line of a task that no switch brought in: its start is not known.
-                _ if cur.is_none_or(|c| c.0 != e.pid) => cur = Some((e.pid, None)),
+                _ if cur.is_none_or(|c| c.0 != e.pid) => cur = Some((e.pid, None, false)),
                 _ => {}
             }
         }
         if let Kind::Runtime { pid, runtime_ns } = e.kind
-            && let Some((p, mark)) = cur.as_mut()
+            && let Some((p, mark, from_runtime)) = cur.as_mut()
             && *p == pid
         {
             out.push(Segment {
@@ -409,6 +434,7 @@ pub fn segments(events: &[Event], cpu: usize) -> Vec<Segment> {
                 runtime_ns,
             });
             *mark = Some(e.ts_ns);
+            *from_runtime = true;
         }
     }
     out
@@ -417,14 +443,20 @@ pub fn segments(events: &[Event], cpu: usize) -> Vec<Segment> {
 /// The resolution of tracefs's text timestamps ("secs.usecs"), ns.
 pub const TS_RESOLUTION_NS: u64 = 1_000;
 
-/// Move each task's host steal out of its part into one "host (steal)" part: for every segment
-/// of the task that overlaps its stretches in the window, (wall − runtime) × overlap / wall
-/// (signed, so the scheduler clock's small skew against the trace timestamps cancels over
-/// consecutive segments), clamped to the covered time; below the timestamps' resolution (1 µs
-/// per segment used) it is not told apart from rounding and stays on the task. Prorated where a segment reaches outside
-/// the task's stretches (marked estimated); time no segment covers keeps its steal, if any, and
-/// says so. The parts still add up: what leaves a task part is the steal part.
-fn separate_steal(parts: &mut Vec<Part>, stretches: &[(u64, u64, u32)], segs: &[Segment]) {
+/// Move each task's host steal out of its part into one "host (steal)" part. Steal is the CPU's:
+/// each segment of the task inside the window gives its whole wall − runtime (signed, so the
+/// scheduler clock's small skew against the trace timestamps cancels over consecutive segments);
+/// a segment reaching outside the window gives its share by the part inside (prorated, marked
+/// estimated). The task's steal is clamped to its time that its segments cover; below the
+/// timestamps' resolution (1 µs per segment used) it is not told apart from rounding and stays on
+/// the task. Time no segment covers keeps its steal, if any, and says so. The parts still add up:
+/// what leaves a task part is the steal part.
+fn separate_steal(
+    parts: &mut Vec<Part>,
+    stretches: &[(u64, u64, u32)],
+    segs: &[Segment],
+    window: (u64, u64),
+) {
     let mut steal_total = 0u64;
     let mut estimated = false;
     for part in parts.iter_mut().filter(|p| p.kind == PartKind::Task) {
@@ -441,17 +473,17 @@ fn separate_steal(parts: &mut Vec<Part>, stretches: &[(u64, u64, u32)], segs: &[
         for seg in segs.iter().filter(|g| g.pid == pid) {
             let Some(start) = seg.start_ns else { continue };
             let wall = seg.end_ns.saturating_sub(start);
-            let overlap: u64 = mine
-                .iter()
-                .map(|&(a, b)| b.min(seg.end_ns).saturating_sub(a.max(start)))
-                .sum();
-            if overlap == 0 || wall == 0 {
+            let inside = window.1.min(seg.end_ns).saturating_sub(window.0.max(start));
+            if inside == 0 || wall == 0 {
                 continue;
             }
-            covered += overlap;
+            covered += mine
+                .iter()
+                .map(|&(a, b)| b.min(seg.end_ns).saturating_sub(a.max(start)))
+                .sum::<u64>();
             used += 1;
-            steal += (wall as f64 - seg.runtime_ns as f64) * overlap as f64 / wall as f64;
-            prorated |= overlap != wall;
+            steal += (wall as f64 - seg.runtime_ns as f64) * inside as f64 / wall as f64;
+            prorated |= inside != wall;
         }
         let covered = covered.min(part.ns);
         // The text trace's timestamps are whole µs: each segment's wall time is known to < 1 µs.
@@ -965,6 +997,41 @@ mod tests {
             "the previous update"
         );
         assert!(segments(&ev, 0).is_empty(), "another CPU's");
+        // A switch 3 µs after the outgoing task's last update: its switch path is a segment of
+        // its own, without steal, and the incoming task's clock starts at that update.
+        let t = format!(
+            "{}{}",
+            STEAL.replace("100.002000: sched_switch", "100.002003: sched_switch"),
+            "         osgauge-42      [001] d..2.   100.002500: sched_stat_runtime: comm=osgauge pid=42 runtime=500000 [ns]\n"
+        );
+        let segs = segments(&parse(&t), 1);
+        assert_eq!(segs.len(), 4, "{segs:?}");
+        assert_eq!(
+            (
+                segs[2].pid,
+                segs[2].start_ns,
+                segs[2].end_ns,
+                segs[2].runtime_ns
+            ),
+            (777, Some(100_002_000_000), 100_002_003_000, 3_000)
+        );
+        assert_eq!((segs[3].pid, segs[3].start_ns), (42, Some(100_002_000_000)));
+        let s = attribute(
+            &parse(&t),
+            &Late {
+                cpu: 1,
+                tid: 42,
+                intended_ns: 100_000_000_000,
+                actual_ns: 100_002_010_000,
+            },
+            true,
+        );
+        let hog = s.parts.iter().find(|p| p.kind == PartKind::Task).unwrap();
+        assert_eq!(
+            (hog.ns, hog.steal_unseparated_ns),
+            (1_603_000, None),
+            "the switch path is covered"
+        );
     }
 
     #[test]
