@@ -481,6 +481,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn steal_is_read_per_cpu_or_said_not_applicable_or_not_measurable() {
+        let cpus = crate::platform::allowed_cpus().unwrap();
+        match cpu_steal_ns(&cpus) {
+            Ok((v, res)) => {
+                assert_eq!(v.len(), cpus.len());
+                assert!(
+                    res > 0 && v.iter().all(|n| n % res == 0),
+                    "{v:?} in {res} ns steps"
+                );
+                let (again, _) = cpu_steal_ns(&cpus).unwrap();
+                assert!(again.iter().zip(&v).all(|(b, a)| b >= a), "cumulative");
+            }
+            Err(why) => assert!(
+                why.starts_with("not applicable: ") || why.starts_with("not measurable"),
+                "{why}"
+            ),
+        }
+        assert!(
+            cpu_steal_ns(&[usize::MAX]).is_err(),
+            "no such CPU: no figure"
+        );
+        if let Err(why) = task_clock_excludes_steal() {
+            assert!(!why.is_empty());
+        }
+    }
+
+    #[test]
     fn a_measured_jiffies_rate_snaps_to_a_kernel_tick_rate() {
         assert_eq!(snap_hz(248.0), Some(250));
         assert_eq!(snap_hz(290.0), Some(300));
