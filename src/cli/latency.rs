@@ -286,7 +286,11 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
                     continue;
                 };
                 if let Some(l) = crate::attribution::steal_text(&b.run_facts) {
-                    crate::outln!("{l}");
+                    if loads.len() > 1 {
+                        crate::outln!("{}: {l}", b.id);
+                    } else {
+                        crate::outln!("{l}");
+                    }
                 }
                 for l in attribution_lines(b, top) {
                     crate::outln!("{l}");
