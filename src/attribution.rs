@@ -12,6 +12,12 @@
 //! - else the CPU idling (idle exit, on a VM the host's halt exit) or anything no event shows —
 //!   "unexplained".
 //!
+//! On a VM whose kernel's task clock leaves host steal out (CONFIG_PARAVIRT_TIME_ACCOUNTING), a
+//! task's share is then split into its own run time and "host (steal)": the wall time of its
+//! runtime segments (`sched_stat_runtime`, from its switch-in or previous update to the next)
+//! less the run time the scheduler counted in them — prorated and marked estimated where a
+//! segment reaches outside the spike, and left on the task, marked, where no segment covers it.
+//!
 //! The parts add up to the latency by construction; "unexplained" is never hidden. Pure: the
 //! trace text comes in, the explanation goes out.
 
