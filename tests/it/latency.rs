@@ -174,7 +174,7 @@ fn can_trace() -> Result<(), String> {
 
 fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: attribution: {why}");
+        osgauge::testing::not_run("attribution", &why.to_string());
         return;
     }
     // tracefs may be unmounted: osgauge mounts it and unmounts it again; compare when mounted.
@@ -227,13 +227,13 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
         .unwrap();
     let hog_result = hog.join().unwrap();
     if let Err(why) = hog_result {
-        eprintln!("NOT RUN: attribution: {why}");
+        osgauge::testing::not_run("attribution", &why.to_string());
         return;
     }
     let v = record(&out);
     let b = json_bench(&v, "latency/wakeup");
     if b["error"]["kind"] == "unsupported" {
-        eprintln!("NOT RUN: attribution: {}", b["error"]["message"]);
+        osgauge::testing::not_run("attribution", &format!("{}", b["error"]["message"]));
         return;
     }
     assert!(b["error"].is_null(), "{}", b["error"]);
@@ -321,7 +321,7 @@ fn attribute_on(
     let v = record(&out);
     let b = json_bench(&v, "latency/wakeup").clone();
     if b["error"]["kind"] == "unsupported" {
-        eprintln!("NOT RUN: {what}: {}", b["error"]["message"]);
+        osgauge::testing::not_run(what, &format!("{}", b["error"]["message"]));
         return None;
     }
     assert!(b["error"].is_null(), "{}", b["error"]);
@@ -330,7 +330,7 @@ fn attribute_on(
 
 fn a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: UDP flood attribution: {why}");
+        osgauge::testing::not_run("UDP flood attribution", &why.to_string());
         return;
     }
     let before = tracefs_settings();
@@ -394,7 +394,7 @@ crate::register!(
 
 fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: run-queue attribution: {why}");
+        osgauge::testing::not_run("run-queue attribution", &why.to_string());
         return;
     }
     let before = tracefs_settings();
@@ -428,9 +428,10 @@ fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
         // The fair scheduler let the woken measuring thread preempt the spinner at every
         // wake-up (it may: a woken task with lag runs first): no wake-up was 100 µs late, so
         // there was nothing to attribute. Seen once in ~10 runs here.
-        eprintln!(
-            "NOT RUN: run-queue attribution: no wake-up was 100 µs late beside the spinner \
-             (the scheduler let the measuring thread preempt it every time)"
+        osgauge::testing::not_run(
+            "run-queue attribution",
+            "no wake-up was 100 µs late beside the spinner \
+             (the scheduler let the measuring thread preempt it every time)",
         );
         assert_eq!(tracefs_settings(), before, "tracefs settings restored");
         return;
@@ -499,14 +500,14 @@ fn signal_a_tracing_session(sig: i32) -> Option<std::process::ExitStatus> {
 
 fn ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: signalled tracing session: {why}");
+        osgauge::testing::not_run("signalled tracing session", &why.to_string());
         return;
     }
     #[cfg(unix)]
     for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let before = tracefs_settings();
         let Some(status) = signal_a_tracing_session(sig) else {
-            eprintln!("NOT RUN: {name}: the tracing session never started");
+            osgauge::testing::not_run(name, "the tracing session never started");
             continue;
         };
         // Handled: the process ends by itself (interrupted), not killed by the signal.
@@ -538,14 +539,14 @@ crate::register!(
 
 fn a_killed_tracing_session_is_undone_by_the_next_start() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: killed tracing session: {why}");
+        osgauge::testing::not_run("killed tracing session", &why.to_string());
         return;
     }
     #[cfg(unix)]
     {
         let before = tracefs_settings();
         if signal_a_tracing_session(libc::SIGKILL).is_none() {
-            eprintln!("NOT RUN: killed tracing session: the session never started");
+            osgauge::testing::not_run("killed tracing session", "the session never started");
             return;
         }
         // Any next osgauge command in the same temp dir puts tracefs back.
@@ -566,7 +567,7 @@ crate::register!(
 
 fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: interactivity attribution: {why}");
+        osgauge::testing::not_run("interactivity attribution", &why.to_string());
         return;
     }
     let before = tracefs_settings();
@@ -591,9 +592,9 @@ fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
     let v = record(&out);
     let b = json_bench(&v, "interactivity/audio/burn");
     if b["error"]["kind"] == "unsupported" {
-        eprintln!(
-            "NOT RUN: interactivity attribution: {}",
-            b["error"]["message"]
+        osgauge::testing::not_run(
+            "interactivity attribution",
+            &format!("{}", b["error"]["message"]),
         );
         return;
     }
@@ -629,7 +630,7 @@ crate::register!(
 
 fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
     if !std::path::Path::new("/dev/cpu_dma_latency").exists() {
-        eprintln!("NOT RUN: --cpu-dma-latency: no /dev/cpu_dma_latency here");
+        osgauge::testing::not_run("--cpu-dma-latency", "no /dev/cpu_dma_latency here");
         return;
     }
     let in_force = || {
@@ -656,7 +657,7 @@ fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
     let v = record(&out);
     let b = json_bench(&v, "latency/wakeup");
     if b["error"]["kind"] == "unsupported" {
-        eprintln!("NOT RUN: --cpu-dma-latency: {}", b["error"]["message"]);
+        osgauge::testing::not_run("--cpu-dma-latency", &format!("{}", b["error"]["message"]));
         return;
     }
     assert!(b["error"].is_null(), "{}", b["error"]);
