@@ -6,7 +6,8 @@
 //! over the window the measurement ran in, excluding this process and the children it waited for
 //! (so a test's own load, such as the FIFO hog, is not "other work"). When the machine was busy,
 //! the assertion is skipped with a printed reason ([`skip_timing`]) — never silently: the line
-//! goes to the real stderr, shown even when the test passes and its output is captured.
+//! goes to the real stderr, and the integration tests' harness (tests/it/harness.rs) reports the
+//! test as ignored with that reason beside its name (through [`take_not_run`]).
 //!
 //! Every CPU's busy and stolen time (`platform::cputime::system_cpu`) minus this process's own and
 //! its reaped children's CPU time (getrusage). Where the OS has no reaped-children figure

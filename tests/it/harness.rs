@@ -26,8 +26,11 @@
 //!
 //! Beyond libtest-mimic: several name filters (`-- a:: b::`), and `RUST_TEST_THREADS` when
 //! `--test-threads` is not given (`.cargo/config.toml` sets it to 1: timing tests must never run
-//! beside load tests). libtest-mimic does not capture output: a test's own prints appear as it
-//! runs, and a panic's message is in the failure summary.
+//! beside load tests). Each test runs on a thread of its own named after it, as with libtest
+//! (thread-local state starts afresh). libtest-mimic captures no output: on Unix, one test at a
+//! time and without `--nocapture`, this harness captures file descriptors 1 and 2 and shows them
+//! under a failure only; elsewhere a test's prints appear as it runs, and its panic is in the
+//! failure summary, so `test NAME ... FAILED` stays one line.
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::path::Path;
@@ -198,20 +201,75 @@ fn split_filters(argv: Vec<String>) -> (Vec<String>, Vec<String>) {
     (args, filters)
 }
 
-/// Run the test with its output captured where that is possible (see [`Capture`]): shown only
-/// when it fails, below its panic, as libtest does.
-fn run_captured(test: &'static Test, capture: bool) -> Result<Completion, Failed> {
-    let Some(cap) = capture.then(Capture::start).flatten() else {
-        return run(test);
+/// Run the test on a thread of its own named after it, as libtest does (so thread-local state,
+/// such as a test's sandbox, starts afresh for each test), with its output captured where that
+/// is possible (see [`Capture`]): shown only when it fails, below its panic, as libtest does.
+fn run_captured(
+    test: &'static Test,
+    capture: bool,
+    keep_panics: bool,
+) -> Result<Completion, Failed> {
+    let cap = capture.then(Capture::start).flatten();
+    let keep = keep_panics && cap.is_none();
+    let thread = std::thread::Builder::new()
+        .name(test.name().to_string())
+        .spawn(move || run_on_test_thread(test, keep));
+    let result = match thread {
+        Ok(handle) => handle
+            .join()
+            .unwrap_or_else(|_| Err("the test's thread panicked outside the test".into())),
+        Err(e) => Err(format!("cannot start the test's thread: {e}").into()),
     };
-    // The panic is caught here, not by libtest-mimic, so that the descriptors are put back.
-    let result = std::panic::catch_unwind(|| run(test)).unwrap_or_else(|payload| {
-        Err(format!("test panicked: {}", panic_message(&*payload)).into())
-    });
+    let Some(cap) = cap else {
+        return result;
+    };
     let output = cap.finish();
     result.map_err(|failed| {
         let msg = failed.message().unwrap_or_default();
         format!("{msg}\n---- output ----\n{output}").into()
+    })
+}
+
+thread_local! {
+    /// Set while this thread runs a test whose panic goes into its failure message.
+    static KEEP_PANIC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The panic (message, place, backtrace if RUST_BACKTRACE asks) of the test on this thread.
+    static PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Where output is not captured and not asked for (`--nocapture`): a test thread's panic goes
+/// into the failure summary instead of between `test NAME ...` and `FAILED`, which must stay one
+/// line (.ci/cross.sh re-runs the failed tests by the names on those lines). A panic on any other
+/// thread is printed as usual.
+fn keep_panics_of_test_threads() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if KEEP_PANIC.get() {
+            let bt = std::backtrace::Backtrace::capture();
+            let text = match bt.status() {
+                std::backtrace::BacktraceStatus::Captured => format!("{info}\n{bt}"),
+                _ => info.to_string(),
+            };
+            PANIC.with(|p| *p.borrow_mut() = Some(text));
+        } else {
+            default(info);
+        }
+    }));
+}
+
+/// On the test's own thread: its panic becomes the failure (with the panic's place and, where
+/// `keep`, its text kept by the hook instead of printed).
+fn run_on_test_thread(test: &'static Test, keep: bool) -> Result<Completion, Failed> {
+    KEEP_PANIC.set(keep);
+    let result = std::panic::catch_unwind(|| run(test));
+    KEEP_PANIC.set(false);
+    let kept = PANIC.with(|p| p.borrow_mut().take());
+    result.unwrap_or_else(|payload| {
+        let msg = panic_message(&*payload);
+        Err(match kept {
+            Some(text) => format!("test panicked: {msg}\n{text}").into(),
+            None => format!("test panicked: {msg}").into(),
+        })
     })
 }
 
@@ -334,7 +392,11 @@ pub fn main() -> std::process::ExitCode {
             .filter(|&n: &usize| n > 0);
     }
     let run_ignored = args.ignored || args.include_ignored;
-    let capture = !args.nocapture && args.test_threads == Some(1);
+    let nocapture = args.nocapture;
+    let capture = !nocapture && args.test_threads == Some(1);
+    if !nocapture {
+        keep_panics_of_test_threads();
+    }
     let mut tests: Vec<&'static Test> = inventory::iter::<Test>.into_iter().collect();
     tests.sort_by_key(|t| t.name());
     let mut trials: Vec<Trial> = tests
@@ -346,8 +408,10 @@ pub fn main() -> std::process::ExitCode {
             Some(why) if !run_ignored => {
                 Trial::ignorable_test(t.name(), move || Ok(Completion::ignored_with(why)))
             }
-            ignored => Trial::ignorable_test(t.name(), move || run_captured(t, capture))
-                .with_ignored_flag(ignored.is_some()),
+            ignored => {
+                Trial::ignorable_test(t.name(), move || run_captured(t, capture, !nocapture))
+                    .with_ignored_flag(ignored.is_some())
+            }
         })
         .collect();
     // One filter: libtest-mimic's own (it counts what it filtered out); several: any of them.
