@@ -132,7 +132,8 @@ for t in "${TESTS[@]}"; do
     if (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t" 2>&1 | tee "$log"; exit "${PIPESTATUS[0]}"); then
         continue
     fi
-    mapfile -t FAILED < <(sed -n -E 's/^test (.+) \.\.\. FAILED\r?$/\1/p' "$log")
+    # The integration tests' harness pads names to one column: `test NAME   ... FAILED`.
+    mapfile -t FAILED < <(sed -n -E 's/^test ([^ ]+) +\.\.\. FAILED\r?$/\1/p' "$log")
     if [ "${#FAILED[@]}" -gt 0 ]; then
         echo "-- $name FAILED under Wine (${FAILED[*]}); running those once more, by exact name, to tell a Wine flake from a real failure"
         (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t" --exact "${FAILED[@]}")

@@ -6,7 +6,8 @@
 //! over the window the measurement ran in, excluding this process and the children it waited for
 //! (so a test's own load, such as the FIFO hog, is not "other work"). When the machine was busy,
 //! the assertion is skipped with a printed reason ([`skip_timing`]) — never silently: the line
-//! goes to the real stderr, shown even when the test passes and its output is captured.
+//! goes to the real stderr, and the integration tests' harness (tests/it/harness.rs) reports the
+//! test as ignored with that reason beside its name (through [`take_not_run`]).
 //!
 //! Every CPU's busy and stolen time (`platform::cputime::system_cpu`) minus this process's own and
 //! its reaped children's CPU time (getrusage). Where the OS has no reaped-children figure
@@ -97,12 +98,33 @@ pub fn skip_timing(busy: Option<String>, what: &str) -> bool {
         return false;
     }
     say(&format!("SKIPPED timing assertion ({what}): {reason}"));
+    mark_not_run(format!("timing assertion ({what}) not judged: {reason}"));
     true
 }
 
-/// A test that cannot run here says so: `NOT RUN <test>: <reason>`.
+/// A test that cannot run here says so: `NOT RUN <test>: <reason>`. The integration tests'
+/// harness (tests/it/harness.rs) then reports the test as ignored with this reason, unless it
+/// fails afterwards.
 pub fn not_run(test: &str, reason: &str) {
     say(&format!("NOT RUN {test}: {reason}"));
+    mark_not_run(reason.to_string());
+}
+
+thread_local! {
+    /// The first reason a test on this thread gave for not judging (part of) what it tests.
+    static NOT_RUN: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+fn mark_not_run(reason: String) {
+    NOT_RUN.with(|r| {
+        r.borrow_mut().get_or_insert(reason);
+    });
+}
+
+/// The reason recorded by [`not_run`] or [`skip_timing`] on this thread since the last call, and
+/// clear it: a test harness calls it before and after each test.
+pub fn take_not_run() -> Option<String> {
+    NOT_RUN.with(|r| r.borrow_mut().take())
 }
 
 /// One line on the real stderr. `eprintln!` output of a passing test is swallowed by the test

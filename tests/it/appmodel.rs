@@ -26,7 +26,6 @@ fn thesis() -> appmodel::Analysis {
 /// figure equal at the printed precision, or within 2 units of the last printed digit where the
 /// thesis multiplied its own rounded intermediates (each such row carries the explanation), except
 /// Windows Server's CPU at 35 fps, which the thesis's own Table 6.6 contradicts.
-#[test]
 fn thesis_tables_as_printed() {
     let a = thesis();
     assert_eq!(a.predictions.len(), 4);
@@ -85,8 +84,8 @@ fn thesis_tables_as_printed() {
     assert_eq!(format!("{:.2}", x[2]), "39.38");
     assert_eq!(format!("{:.2}", x[3]), "35.12");
 }
+crate::register!(thesis_tables_as_printed);
 
-#[test]
 fn cli_thesis_prints_the_tables_beside_the_printed_figures() {
     let out = osgauge()
         .args([
@@ -101,8 +100,8 @@ fn cli_thesis_prints_the_tables_beside_the_printed_figures() {
     assert!(text.contains("NOT reproducible"));
     assert!(text.contains("Ranking"));
 }
+crate::register!(cli_thesis_prints_the_tables_beside_the_printed_figures);
 
-#[test]
 fn cli_bad_profile_exits_2_naming_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.toml");
@@ -135,6 +134,7 @@ fn cli_bad_profile_exits_2_naming_the_line() {
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("bad.toml:3:"), "{err}");
 }
+crate::register!(cli_bad_profile_exits_2_naming_the_line);
 
 fn metric(name: &str, unit: Unit, better: Better, v: f64) -> MetricResult {
     let runs: Vec<RunMetric> = (0..3)
@@ -160,7 +160,6 @@ fn metric(name: &str, unit: Unit, better: Better, v: f64) -> MetricResult {
 
 /// A record with only the memory bandwidth (SYNTHETIC value under the real id and metric): the
 /// network and disk inputs are missing → listed, and the maximum rate is an upper bound.
-#[test]
 fn cli_missing_inputs_are_listed_and_mark_an_upper_bound() {
     let dir = tempfile::tempdir().unwrap();
     let mut r = fixture("cpu-a.json");
@@ -236,10 +235,10 @@ fn cli_missing_inputs_are_listed_and_mark_an_upper_bound() {
             .contains("| resource |")
     );
 }
+crate::register!(cli_missing_inputs_are_listed_and_mark_an_upper_bound);
 
 /// Every shipped profile loads (a profile with an error names its line and would fail here), and
 /// every input a weight scores is one the model knows.
-#[test]
 fn every_shipped_profile_loads() {
     let mut n = 0;
     for e in std::fs::read_dir(examples()).unwrap().flatten() {
@@ -255,10 +254,10 @@ fn every_shipped_profile_loads() {
     }
     assert!(n >= 5, "{n} profiles");
 }
+crate::register!(every_shipped_profile_loads);
 
 /// No runs and no published figures: the newest complete stored run is used, and said so; an
 /// empty store is a usage error saying what to do.
-#[test]
 fn cli_without_runs_predicts_on_the_newest_stored_run() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
@@ -299,3 +298,4 @@ fn cli_without_runs_predicts_on_the_newest_stored_run() {
         "{text}"
     );
 }
+crate::register!(cli_without_runs_predicts_on_the_newest_stored_run);

@@ -1,6 +1,6 @@
 //! `osgauge model check`: the application model against REAL applications osgauge did not write
-//! (iperf3 -F, nginx + ab, stress-ng --stream), where they are installed — each test prints
-//! NOT RUN with the reason otherwise (`.ci/run` installs iperf3, nginx, apache2-utils and
+//! (iperf3 -F, nginx + ab, stress-ng --stream), where they are installed — each test is
+//! ignored with the reason otherwise (`.ci/run` installs iperf3, nginx, apache2-utils and
 //! stress-ng). Short steps (1 s): they check behaviour — the application runs and is measured,
 //! the verdict's structure, a check agreeing by construction is refused, nginx is our own on a
 //! free port — never speed or agreement.
@@ -187,11 +187,12 @@ fn assert_loopback_at_least(v: &serde_json::Value, payload_mb: f64) {
     }
 }
 
-#[test_with::executable(iperf3)]
-#[test]
 fn iperf3_to_disk_runs_and_is_judged_on_measured_figures() {
     if let Err(why) = installed(&["iperf3"]) {
-        println!("NOT RUN: {why} (Debian package iperf3)");
+        osgauge::testing::not_run(
+            "iperf3_to_disk_runs_and_is_judged_on_measured_figures",
+            &format!("{why} (Debian package iperf3)"),
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -211,13 +212,14 @@ fn iperf3_to_disk_runs_and_is_judged_on_measured_figures() {
     assert!(!text.contains("disk_write_mb_s_t1 "), "{text}");
     assert!(text.contains("fsync after the stream"), "{text}");
 }
+crate::register!(iperf3_to_disk_runs_and_is_judged_on_measured_figures.executable(&["iperf3"]));
 
-#[test_with::executable(nginx || /usr/sbin/nginx)]
-#[test_with::executable(ab)]
-#[test]
 fn nginx_static_runs_our_own_server_and_is_measured() {
     if let Err(why) = installed(&["nginx", "ab"]) {
-        println!("NOT RUN: {why} (Debian packages nginx apache2-utils)");
+        osgauge::testing::not_run(
+            "nginx_static_runs_our_own_server_and_is_measured",
+            &format!("{why} (Debian packages nginx apache2-utils)"),
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -236,14 +238,20 @@ fn nginx_static_runs_our_own_server_and_is_measured() {
         "{ps}"
     );
 }
+crate::register!(
+    nginx_static_runs_our_own_server_and_is_measured
+        .executable(&["nginx", "/usr/sbin/nginx"])
+        .executable(&["ab"])
+);
 
 /// The memory-bound program; and the same profile with a stated application CPU that dominates
 /// the CPU prediction: that check is refused as by construction, never counted as agreeing.
-#[test_with::executable(stress-ng)]
-#[test]
 fn stress_stream_runs_and_a_stated_cpu_is_refused_as_by_construction() {
     if let Err(why) = installed(&["stress-ng"]) {
-        println!("NOT RUN: {why} (Debian package stress-ng)");
+        osgauge::testing::not_run(
+            "stress_stream_runs_and_a_stated_cpu_is_refused_as_by_construction",
+            &format!("{why} (Debian package stress-ng)"),
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -281,9 +289,11 @@ fn stress_stream_runs_and_a_stated_cpu_is_refused_as_by_construction() {
     assert!(refused.contains("CPU per unit"), "{text}");
     assert!(!verdict.starts_with("AGREES"), "{text}");
 }
+crate::register!(
+    stress_stream_runs_and_a_stated_cpu_is_refused_as_by_construction.executable(&["stress-ng"])
+);
 
 /// An application that is not installed: NOT RUN with the reason and the package, exit 4.
-#[test]
 fn a_missing_application_is_not_run_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let run = inputs(dir.path());
@@ -301,9 +311,9 @@ fn a_missing_application_is_not_run_with_the_reason() {
         "{text}"
     );
 }
+crate::register!(a_missing_application_is_not_run_with_the_reason);
 
 /// A profile that names no real application is a usage error naming the key.
-#[test]
 fn a_profile_without_app_check_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let run = inputs(dir.path());
@@ -316,3 +326,4 @@ fn a_profile_without_app_check_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("app.check"));
 }
+crate::register!(a_profile_without_app_check_is_refused);

@@ -39,7 +39,6 @@ fn ours_left() -> usize {
 /// The run prints and exports the prediction, every step and the verdict; the exit status
 /// follows the verdict (0 agrees or not judged, 1 disagrees); agreement itself depends on the
 /// machine and is not asserted.
-#[test]
 fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("tiny.toml");
@@ -141,9 +140,9 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     assert!(html.contains("<h2>Steps</h2>") && html.contains("<h2>Verdict</h2>"));
     assert_eq!(ours_left(), 0, "the run's temp folder was removed");
 }
+crate::register!(validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict);
 
 /// An export that cannot be written is a usage error before anything runs, never ignored.
-#[test]
 fn validate_refuses_an_unwritable_export_up_front() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("tiny.toml");
@@ -160,22 +159,19 @@ fn validate_refuses_an_unwritable_export_up_front() {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(!stdout.contains("validate:"), "nothing ran: {stdout}");
 }
+crate::register!(validate_refuses_an_unwritable_export_up_front);
 
 /// A memory-heavy profile that states almost no CPU: the prediction charges the CPU at least the
 /// time one core takes to move the memory traffic (the probe's one-thread copy rate), says so,
 /// and every step's CPU agreement is judged against that floor (and the contended end, where
 /// the all-thread bandwidth per core is below one core's). Structure only, never speed.
-#[test]
-#[cfg_attr(
-    windows,
-    ignore = "a whole validate run takes ~90 s under Wine; the floor's calculation is covered by calc's unit tests there"
-)]
 fn validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take() {
     if cfg!(windows) {
         // The calculation is the same on every OS (its unit tests run under Wine too); a whole
         // validate run takes ~90 s under Wine, and the tiny-profile test above already runs one.
-        println!(
-            "NOT RUN on Windows: the floor's calculation is covered by calc's unit tests there"
+        osgauge::testing::not_run(
+            "validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take",
+            "on Windows the floor's calculation is covered by calc's unit tests",
         );
         return;
     }
@@ -238,11 +234,10 @@ fn validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take() {
         }
     }
 }
+crate::register!(validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take.ignore_if(cfg!(windows), "a whole validate run takes ~90 s under Wine; the floor's calculation is covered by calc's unit tests there"));
 
 /// `disk_io = "direct"` where the cache cannot be bypassed (a memory-backed temp folder) is a
 /// clear error naming the way out — never a run through the cache passed off as bypassed.
-#[test]
-#[cfg_attr(not(target_os = "linux"), ignore = "needs /dev/shm (a Linux tmpfs)")]
 fn direct_io_where_the_cache_cannot_be_bypassed_is_a_clear_error() {
     let shm = tempfile::tempdir_in("/dev/shm").unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -272,3 +267,9 @@ fn direct_io_where_the_cache_cannot_be_bypassed_is_a_clear_error() {
         "the run's temp folder was removed"
     );
 }
+crate::register!(
+    direct_io_where_the_cache_cannot_be_bypassed_is_a_clear_error.ignore_if(
+        cfg!(not(target_os = "linux")),
+        "needs /dev/shm (a Linux tmpfs)"
+    )
+);

@@ -63,7 +63,6 @@ fn wait_for_text(path: &std::path::Path, needle: &str, bound: Duration) -> bool 
     false
 }
 
-#[test]
 fn an_export_to_a_fifo_nobody_reads_ends_at_the_first_signal_and_the_others_are_written() {
     let sb = Sandbox::new();
     let fifo = sb.path().join("ff");
@@ -115,8 +114,10 @@ fn an_export_to_a_fifo_nobody_reads_ends_at_the_first_signal_and_the_others_are_
     use std::os::unix::fs::FileTypeExt;
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
 }
+crate::register!(
+    an_export_to_a_fifo_nobody_reads_ends_at_the_first_signal_and_the_others_are_written
+);
 
-#[test]
 fn a_fifo_with_a_reader_gets_the_export() {
     let sb = Sandbox::new();
     let fifo = sb.path().join("ff");
@@ -143,9 +144,8 @@ fn a_fifo_with_a_reader_gets_the_export() {
     let rec: serde_json::Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
     assert_eq!(rec["schema"], "osgauge.run/1");
 }
+crate::register!(a_fifo_with_a_reader_gets_the_export);
 
-#[test_with::path(/dev/full)]
-#[test]
 fn one_failed_export_does_not_stop_the_others_and_dash_is_standard_output() {
     if !std::path::Path::new("/dev/full").exists() {
         osgauge::testing::not_run(
@@ -199,6 +199,9 @@ fn one_failed_export_does_not_stop_the_others_and_dash_is_standard_output() {
     // No file named `-` was made.
     assert!(!sb.path().join("-").exists());
 }
+crate::register!(
+    one_failed_export_does_not_stop_the_others_and_dash_is_standard_output.path("/dev/full")
+);
 
 /// A peer that accepts and then answers one byte a second: a 4 KiB length prefix, then a body
 /// byte per second (never a whole frame).
@@ -288,7 +291,6 @@ fn net_against(sb: &Sandbox, peer: std::net::SocketAddr, timeout: &str) -> Child
         .unwrap()
 }
 
-#[test]
 fn a_peer_dripping_its_handshake_ends_at_the_time_bound() {
     let sb = Sandbox::new();
     let (addr, _stop) = dripping_peer();
@@ -307,8 +309,8 @@ fn a_peer_dripping_its_handshake_ends_at_the_time_bound() {
     assert!(out.contains("timeout: time bound"), "{out}\n{err}");
     eprintln!("ended after {:?}", t0.elapsed());
 }
+crate::register!(a_peer_dripping_its_handshake_ends_at_the_time_bound);
 
-#[test]
 fn a_peer_dripping_its_handshake_is_left_at_the_first_signal() {
     let sb = Sandbox::new();
     let (addr, _stop) = dripping_peer();
@@ -319,8 +321,8 @@ fn a_peer_dripping_its_handshake_is_left_at_the_first_signal() {
     assert_eq!(code, 130, "{out}\n{err}");
     assert!(out.contains("interrupted"), "{out}\n{err}");
 }
+crate::register!(a_peer_dripping_its_handshake_is_left_at_the_first_signal);
 
-#[test]
 fn a_peer_dripping_its_echo_ends_at_the_time_bound_and_at_the_first_signal() {
     let sb = Sandbox::new();
     let addr = peer_dripping_data();
@@ -334,3 +336,4 @@ fn a_peer_dripping_its_echo_ends_at_the_time_bound_and_at_the_first_signal() {
     let (code, out, err) = wait_or_fail(child, Duration::from_secs(20), "echo after SIGTERM");
     assert_eq!(code, 143, "{out}\n{err}");
 }
+crate::register!(a_peer_dripping_its_echo_ends_at_the_time_bound_and_at_the_first_signal);

@@ -394,8 +394,6 @@ mod linux {
     /// the data phase with a peer echoing one byte a second —
     /// ends it with the signal's exit code (130/143/129), leaving no process behind. Each site
     /// gets each of INT, TERM and HUP, at a pseudo-random moment of the wait (fixed seed).
-    #[test]
-    #[ignore = "chaos test: CI runs it with `cargo test --test it chaos:: -- --ignored`"]
     fn a_signal_while_blocked_on_a_fifo_or_a_slow_peer_ends_the_run() {
         let env = Env::new();
         let mut rng = ChaCha8Rng::seed_from_u64(SEED ^ 27);
@@ -497,9 +495,11 @@ mod linux {
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
+    crate::register!(
+        a_signal_while_blocked_on_a_fifo_or_a_slow_peer_ends_the_run
+            .ignore("chaos test: CI runs it with `cargo test --test it chaos:: -- --ignored`")
+    );
 
-    #[test]
-    #[ignore = "chaos test, a few minutes: CI runs it with `cargo test --test it chaos:: -- --ignored`"]
     fn signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished() {
         let env = Env::new();
         let mut rng = ChaCha8Rng::seed_from_u64(SEED);
@@ -710,10 +710,18 @@ mod linux {
         );
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
+    crate::register!(
+        signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished.ignore(
+            "chaos test, a few minutes: CI runs it with `cargo test --test it chaos:: -- --ignored`"
+        )
+    );
 }
 
 /// Needs Linux (/proc to find processes and their environment): say so elsewhere.
 #[cfg(not(target_os = "linux"))]
-#[test]
-#[ignore = "needs Linux (/proc to find processes and their environment)"]
 fn signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished() {}
+#[cfg(not(target_os = "linux"))]
+crate::register!(
+    signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished
+        .ignore("needs Linux (/proc to find processes and their environment)")
+);

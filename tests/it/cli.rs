@@ -21,7 +21,6 @@ const UNITS: [&str; 12] = [
     "CPU·s/GB",
 ];
 
-#[test]
 fn list_names_every_suite_with_units_and_direction() {
     let out = osgauge().arg("list").output().unwrap();
     assert!(out.status.success());
@@ -42,8 +41,8 @@ fn list_names_every_suite_with_units_and_direction() {
     let long = osgauge().args(["list", "--long"]).output().unwrap();
     assert!(String::from_utf8(long.stdout).unwrap().contains("Harness"));
 }
+crate::register!(list_names_every_suite_with_units_and_direction);
 
-#[test]
 fn micro_run_exports_a_valid_record_in_every_format() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -110,6 +109,7 @@ fn micro_run_exports_a_valid_record_in_every_format() {
     assert!(md_text.starts_with("# itest"));
     assert!(md_text.contains("| benchmark | median |"));
 }
+crate::register!(micro_run_exports_a_valid_record_in_every_format);
 
 fn assert_usage_error(args: &[&str], message: &str) {
     let out = osgauge().args(args).output().unwrap();
@@ -119,7 +119,6 @@ fn assert_usage_error(args: &[&str], message: &str) {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-#[test]
 fn bad_input_is_one_clear_error_with_exit_2() {
     assert_usage_error(&["micro", "nosuch"], "unknown suite or benchmark 'nosuch'");
     assert_usage_error(&["micro", "cpu", "--runs", "0"], "--runs");
@@ -140,8 +139,8 @@ fn bad_input_is_one_clear_error_with_exit_2() {
         1
     );
 }
+crate::register!(bad_input_is_one_clear_error_with_exit_2);
 
-#[test]
 fn unwritable_export_fails_before_running_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.json");
@@ -166,8 +165,8 @@ fn unwritable_export_fails_before_running_and_writes_nothing() {
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+crate::register!(unwritable_export_fails_before_running_and_writes_nothing);
 
-#[test]
 fn system_show_and_check() {
     let out = osgauge()
         .args(["system", "show", "--json"])
@@ -204,8 +203,8 @@ fn system_show_and_check() {
         );
     }
 }
+crate::register!(system_show_and_check);
 
-#[test]
 fn completions_are_generated() {
     for shell in ["bash", "zsh", "fish"] {
         osgauge()
@@ -215,8 +214,8 @@ fn completions_are_generated() {
             .stdout(predicate::str::contains("osgauge"));
     }
 }
+crate::register!(completions_are_generated);
 
-#[test]
 fn time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
@@ -255,8 +254,8 @@ fn time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs() {
     }
     assert_eq!(rec.config.timeout_ms, 1000);
 }
+crate::register!(time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs);
 
-#[test]
 fn hidden_echo_peer_copies_input_and_exits_at_eof() {
     osgauge()
         .arg("__echo")
@@ -270,8 +269,8 @@ fn hidden_echo_peer_copies_input_and_exits_at_eof() {
         .success()
         .stdout(predicate::str::contains("__echo").not());
 }
+crate::register!(hidden_echo_peer_copies_input_and_exits_at_eof);
 
-#[test]
 fn completions_offer_suite_names_and_benchmark_ids() {
     for shell in ["bash", "zsh"] {
         let out = osgauge().args(["completions", shell]).output().unwrap();
@@ -295,8 +294,8 @@ fn completions_offer_suite_names_and_benchmark_ids() {
             "unknown suite or benchmark 'cpu/nosuch'",
         ));
 }
+crate::register!(completions_offer_suite_names_and_benchmark_ids);
 
-#[test]
 fn run_picks_suites_with_suite_and_refuses_unknown_ones() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -322,8 +321,8 @@ fn run_picks_suites_with_suite_and_refuses_unknown_ones() {
         .code(2)
         .stderr(predicate::str::contains("--suite: unknown suite 'nosuch'"));
 }
+crate::register!(run_picks_suites_with_suite_and_refuses_unknown_ones);
 
-#[test]
 fn duration_flags_accept_hours_up_to_a_day() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
@@ -349,8 +348,8 @@ fn duration_flags_accept_hours_up_to_a_day() {
         .code(2)
         .stderr(predicate::str::contains("24 h"));
 }
+crate::register!(duration_flags_accept_hours_up_to_a_day);
 
-#[test]
 fn fail_on_error_exits_5_when_a_benchmark_failed() {
     // A peer address nothing listens on: every net benchmark fails to connect.
     let port = {
@@ -399,8 +398,8 @@ fn fail_on_error_exits_5_when_a_benchmark_failed() {
         .assert()
         .success();
 }
+crate::register!(fail_on_error_exits_5_when_a_benchmark_failed);
 
-#[test]
 fn ci_width_runs_adaptively_and_records_how_each_benchmark_ended() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("a.json");
@@ -463,8 +462,8 @@ fn ci_width_runs_adaptively_and_records_how_each_benchmark_ended() {
             .stderr(predicate::str::contains(msg));
     }
 }
+crate::register!(ci_width_runs_adaptively_and_records_how_each_benchmark_ended);
 
-#[test]
 fn progress_on_a_non_terminal_is_one_line_per_benchmark_with_estimate_and_actual_time() {
     let out = osgauge()
         .args(["micro", "cpu/timer_read", "cpu/null_syscall", "--runs", "2"])
@@ -514,8 +513,10 @@ fn progress_on_a_non_terminal_is_one_line_per_benchmark_with_estimate_and_actual
         String::from_utf8_lossy(&out.stderr)
     );
 }
+crate::register!(
+    progress_on_a_non_terminal_is_one_line_per_benchmark_with_estimate_and_actual_time
+);
 
-#[test]
 fn a_second_run_is_estimated_from_the_first_runs_times() {
     let sb = common::Sandbox::new();
     let args = [
@@ -558,8 +559,8 @@ fn a_second_run_is_estimated_from_the_first_runs_times() {
         "{err}"
     );
 }
+crate::register!(a_second_run_is_estimated_from_the_first_runs_times);
 
-#[test]
 fn a_duration_without_a_unit_is_refused() {
     // `--run-time 100` silently meant 100 s; now the unit is asked for, naming the units.
     for flag in ["--run-time", "--timeout"] {
@@ -575,3 +576,4 @@ fn a_duration_without_a_unit_is_refused() {
         );
     }
 }
+crate::register!(a_duration_without_a_unit_is_refused);

@@ -449,12 +449,13 @@ impl PgServer {
         }
     }
 
-    /// Start a server, or print `NOT RUN: <reason>` (and return None) where PostgreSQL is not
-    /// installed or cannot be started here.
+    /// Start a server, or say `NOT RUN <test>: <reason>` (the test is then reported as ignored)
+    /// and return None where PostgreSQL is not installed or cannot be started here.
     pub fn start(test: &str) -> Option<PgServer> {
         let Some(bin) = Self::bin_dir() else {
-            println!(
-                "NOT RUN: {test}: PostgreSQL is not installed (no /usr/lib/postgresql/<version>/bin/initdb; `apt-get install postgresql`)"
+            osgauge::testing::not_run(
+                test,
+                "PostgreSQL is not installed (no /usr/lib/postgresql/<version>/bin/initdb; `apt-get install postgresql`)",
             );
             return None;
         };
@@ -467,8 +468,9 @@ impl PgServer {
                 .output()
                 .is_ok_and(|o| o.status.success())
         {
-            println!(
-                "NOT RUN: {test}: running as root and there is no `postgres` user to run the server as"
+            osgauge::testing::not_run(
+                test,
+                "running as root and there is no `postgres` user to run the server as",
             );
             return None;
         }
@@ -512,14 +514,14 @@ impl PgServer {
             .output()
             .unwrap();
         if !out.status.success() {
-            println!(
-                "NOT RUN: {test}: initdb failed: {}",
-                String::from_utf8_lossy(&out.stderr)
+            osgauge::testing::not_run(
+                test,
+                &format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr)),
             );
             return None;
         }
         if let Err(e) = server.start_again() {
-            println!("NOT RUN: {test}: the server did not start: {e}");
+            osgauge::testing::not_run(test, &format!("the server did not start: {e}"));
             return None;
         }
         Some(server)
@@ -706,15 +708,13 @@ macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         $(
             mod $name {
-                #[test]
                 fn sqlite() {
                     let dir = tempfile::tempdir().unwrap();
                     super::$name(&super::common::sqlite_store(dir.path()), dir.path());
                 }
+                $crate::register!(sqlite);
 
                 #[cfg(unix)]
-                #[test_with::path(/usr/lib/postgresql)]
-                #[test]
                 fn postgres() {
                     let dir = tempfile::tempdir().unwrap();
                     let Some(pg) = super::common::PgServer::start(stringify!($name)) else {
@@ -723,6 +723,8 @@ macro_rules! on_both_stores {
                     let url = pg.new_db();
                     super::$name(std::path::Path::new(&url), dir.path());
                 }
+                #[cfg(unix)]
+                $crate::register!(postgres.path("/usr/lib/postgresql"));
             }
         )*
     };

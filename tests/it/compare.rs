@@ -30,7 +30,6 @@ fn vs_base(r: &compare::Row) -> &compare::Delta {
     r.cells[1].vs_base.as_ref().expect("compared")
 }
 
-#[test]
 fn a_run_compared_with_itself_is_the_same_everywhere() {
     for f in ["cpu-a.json", "cpu-10runs.json"] {
         let a = fixture(f);
@@ -52,8 +51,8 @@ fn a_run_compared_with_itself_is_the_same_everywhere() {
         assert!(c.regressions(0.0).is_empty());
     }
 }
+crate::register!(a_run_compared_with_itself_is_the_same_everywhere);
 
-#[test]
 fn exactly_the_slowed_benchmark_is_flagged_worse() {
     let a = fixture("cpu-10runs.json");
     let b = slowed(&a, "cpu/timer_read", 1.3);
@@ -88,8 +87,8 @@ fn exactly_the_slowed_benchmark_is_flagged_worse() {
     assert_eq!(better, vec!["cpu/timer_read"]);
     assert!(c.regressions(0.0).is_empty());
 }
+crate::register!(exactly_the_slowed_benchmark_is_flagged_worse);
 
-#[test]
 fn three_runs_per_side_cannot_detect_anything_and_say_so() {
     assert!(min_p(3, 3) >= 0.05, "{}", min_p(3, 3));
     assert!(min_p(4, 4) < 0.05);
@@ -109,8 +108,8 @@ fn three_runs_per_side_cannot_detect_anything_and_say_so() {
     let text = compare::render::text(&c);
     assert!(text.contains("~ (a)") && text.contains("need >= 4 runs per side"));
 }
+crate::register!(three_runs_per_side_cannot_detect_anything_and_say_so);
 
-#[test]
 fn noise_band_hides_small_significant_differences() {
     let a = fixture("cpu-10runs.json");
     let b = slowed(&a, "cpu/timer_read", 1.01);
@@ -123,8 +122,8 @@ fn noise_band_hides_small_significant_differences() {
     let row = bench_row(&c, "cpu/timer_read");
     assert_eq!(vs_base(row).verdict, Verdict::Worse);
 }
+crate::register!(noise_band_hides_small_significant_differences);
 
-#[test]
 fn n_runs_geomean_and_missing_benchmarks() {
     let a = fixture("cpu-10runs.json");
     let mut b = slowed(&a, "cpu/io_syscall", 1.5);
@@ -145,8 +144,8 @@ fn n_runs_geomean_and_missing_benchmarks() {
     assert!((g_b - 1.5f64.powf(1.0 / k)).abs() < 1e-9, "{g_b}");
     assert!((g_c - 1.2f64.powf(1.0 / k)).abs() < 1e-9, "{g_c}");
 }
+crate::register!(n_runs_geomean_and_missing_benchmarks);
 
-#[test]
 fn a_figure_not_measured_carries_its_reason_not_no_finished_runs() {
     let a = fixture("cpu-10runs.json");
     let mut b = slowed(&a, "cpu/io_syscall", 1.0);
@@ -165,8 +164,8 @@ fn a_figure_not_measured_carries_its_reason_not_no_finished_runs() {
         Some("not measured: machine busy: the idle baseline moved")
     );
 }
+crate::register!(a_figure_not_measured_carries_its_reason_not_no_finished_runs);
 
-#[test]
 fn what_the_run_counts_can_detect_is_said_once_at_the_top() {
     // 5 vs 5 runs: p ≥ 0.0079; alone among 150 metrics a change gets q ≥ 1 — never a verdict.
     let n = compare::power_note(5, 5, 150).expect("a note");
@@ -187,8 +186,8 @@ fn what_the_run_counts_can_detect_is_said_once_at_the_top() {
     let note = text.find("NOTE: With 3 vs 3 runs").expect(&text);
     assert!(note < text.find("cpu/io_syscall").unwrap(), "{text}");
 }
+crate::register!(what_the_run_counts_can_detect_is_said_once_at_the_top);
 
-#[test]
 fn verdicts_of_a_run_on_a_busier_machine_are_marked() {
     let a = fixture("cpu-10runs.json");
     let mut b = slowed(&a, "cpu/io_syscall", 2.0);
@@ -232,8 +231,8 @@ fn verdicts_of_a_run_on_a_busier_machine_are_marked() {
         !compare::render::verdict_text(&bench_row(&c, "cpu/io_syscall").cells[1]).contains("(e)")
     );
 }
+crate::register!(verdicts_of_a_run_on_a_busier_machine_are_marked);
 
-#[test]
 fn differing_machine_fields_are_listed() {
     let a = fixture("cpu-a.json");
     let mut b = fixture("cpu-b.json");
@@ -256,8 +255,8 @@ fn differing_machine_fields_are_listed() {
     let table_at = text.find("cpu/timer_read").unwrap();
     assert!(diff_at < table_at, "differences come first");
 }
+crate::register!(differing_machine_fields_are_listed);
 
-#[test]
 fn cli_fail_on_regression_and_exports() {
     let dir = tempfile::tempdir().unwrap();
     let a = fixture("cpu-10runs.json");
@@ -330,6 +329,7 @@ fn cli_fail_on_regression_and_exports() {
         .assert()
         .code(2);
 }
+crate::register!(cli_fail_on_regression_and_exports);
 
 // ---- SYNTHETIC interactivity records (machine, environment and config of the real cpu-a
 // fixture; one value per run for each metric), to check verdicts on the values interactivity
@@ -426,7 +426,6 @@ fn delta<'a>(c: &'a compare::Comparison, metric: &str) -> &'a compare::Delta {
     row(c, metric).cells[1].vs_base.as_ref().expect("compared")
 }
 
-#[test]
 fn zero_dropped_frames_to_five_is_worse_and_a_regression() {
     let a = audio_record("zero", &[0.0; 5], &[10.0; 5]);
     let b = audio_record("five", &[5.0, 4.0, 5.0, 6.0, 5.0], &[10.0; 5]);
@@ -467,12 +466,12 @@ fn zero_dropped_frames_to_five_is_worse_and_a_regression() {
     assert_eq!(delta(&c, "dropped_frames").difference, -5.0);
     assert!(c.regressions(0.0).is_empty());
 }
+crate::register!(zero_dropped_frames_to_five_is_worse_and_a_regression);
 
 fn regs_row(c: &compare::Comparison) -> &compare::Row {
     row(c, "dropped_frames")
 }
 
-#[test]
 fn three_vs_three_ties_give_the_exact_p_and_no_verdict() {
     let a = audio_record("zero", &[0.0; 3], &[10.0; 3]);
     let b = audio_record("five", &[5.0; 3], &[10.0; 3]);
@@ -498,6 +497,7 @@ fn three_vs_three_ties_give_the_exact_p_and_no_verdict() {
     assert!(cell["ratio"].is_null());
     assert_eq!(cell["verdict"], "too_few_runs");
 }
+crate::register!(three_vs_three_ties_give_the_exact_p_and_no_verdict);
 
 /// A copy of `r` whose `bench` per-run medians are `values` (one value per run).
 fn with_values(r: &RunRecord, bench: &str, better: Better, values: &[f64]) -> RunRecord {
@@ -509,7 +509,6 @@ fn with_values(r: &RunRecord, bench: &str, better: Better, values: &[f64]) -> Ru
     out
 }
 
-#[test]
 fn negative_values_get_the_right_direction() {
     let base = fixture("cpu-10runs.json");
     let neg: Vec<f64> = (0..10).map(|i| -5.45 + 0.01 * i as f64).collect();
@@ -545,8 +544,8 @@ fn negative_values_get_the_right_direction() {
         assert_eq!(vs_base(r).verdict, down);
     }
 }
+crate::register!(negative_values_get_the_right_direction);
 
-#[test]
 fn neutral_metrics_are_shown_but_never_judged() {
     // task_cpu doubles (significant: 5 vs 5 fully separated) — it is a verification figure.
     let a = audio_record("a", &[0.0; 5], &[10.0, 10.1, 10.2, 10.3, 10.4]);
@@ -614,8 +613,8 @@ fn neutral_metrics_are_shown_but_never_judged() {
     assert_eq!(row(&c, "task_cpu").better, Better::Neutral);
     assert_eq!(delta(&c, "task_cpu").verdict, Verdict::Neutral);
 }
+crate::register!(neutral_metrics_are_shown_but_never_judged);
 
-#[test]
 fn settings_differences_are_listed_and_the_cells_marked() {
     let a = audio_record("fifo", &[0.0; 5], &[10.0; 5]);
     let mut b = audio_record("refused", &[0.0; 5], &[10.0; 5]);
@@ -683,8 +682,8 @@ fn settings_differences_are_listed_and_the_cells_marked() {
     assert!(html.contains("<th>task_sched.policy</th>"));
     assert!(html.contains("~ (s)"));
 }
+crate::register!(settings_differences_are_listed_and_the_cells_marked);
 
-#[test]
 fn cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, r: &RunRecord| {
@@ -767,8 +766,8 @@ fn cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p() {
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p"], 0.1);
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p_exact"], true);
 }
+crate::register!(cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p);
 
-#[test]
 fn measured_facts_in_params_are_not_settings() {
     let a = fixture("cpu-a.json");
     let mut b = a.clone();
@@ -811,6 +810,7 @@ fn measured_facts_in_params_are_not_settings() {
         compare::ParamKind::Setting
     );
 }
+crate::register!(measured_facts_in_params_are_not_settings);
 
 /// `r` with `bench`'s first metric marked as a bound in every run.
 fn bounded(r: &RunRecord, bench: &str, kind: osgauge::model::BoundKind) -> RunRecord {
@@ -825,7 +825,6 @@ fn bounded(r: &RunRecord, bench: &str, kind: osgauge::model::BoundKind) -> RunRe
     out
 }
 
-#[test]
 fn a_change_involving_a_bound_is_never_judged_nor_in_the_geomean() {
     use osgauge::model::BoundKind;
     let base = fixture("cpu-10runs.json");
@@ -869,3 +868,4 @@ fn a_change_involving_a_bound_is_never_judged_nor_in_the_geomean() {
         assert!(text.contains("bound"), "{text}");
     }
 }
+crate::register!(a_change_involving_a_bound_is_never_judged_nor_in_the_geomean);

@@ -57,7 +57,6 @@ fn stored_runs(dir: &Path) -> Vec<Value> {
         .clone()
 }
 
-#[test]
 fn a_closed_pipe_ends_printing_quietly_and_the_run_is_still_stored() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -87,8 +86,8 @@ fn a_closed_pipe_ends_printing_quietly_and_the_run_is_still_stored() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
     }
 }
+crate::register!(a_closed_pipe_ends_printing_quietly_and_the_run_is_still_stored);
 
-#[test]
 fn a_run_whose_stdout_and_stderr_pipe_broke_is_still_stored() {
     // `osgauge micro … 2>&1 | head -0`: both streams on one pipe with no reader.
     let dir = tempfile::tempdir().unwrap();
@@ -105,9 +104,9 @@ fn a_run_whose_stdout_and_stderr_pipe_broke_is_still_stored() {
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["complete"], Value::Bool(true), "{runs:?}");
 }
+crate::register!(a_run_whose_stdout_and_stderr_pipe_broke_is_still_stored);
 
 #[cfg(unix)]
-#[test]
 fn a_closed_or_full_stdout_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = osgauge(dir.path())
@@ -146,9 +145,10 @@ fn a_closed_or_full_stdout_is_an_error() {
         eprintln!("skipped the /dev/full part: no /dev/full here");
     }
 }
+#[cfg(unix)]
+crate::register!(a_closed_or_full_stdout_is_an_error);
 
 #[cfg(unix)]
-#[test]
 fn special_export_targets_are_written_through_and_kept() {
     use std::os::unix::fs::FileTypeExt;
     let dir = tempfile::tempdir().unwrap();
@@ -219,8 +219,9 @@ fn special_export_targets_are_written_through_and_kept() {
         assert!(meta(Path::new("/dev/full")).is_char_device());
     }
 }
+#[cfg(unix)]
+crate::register!(special_export_targets_are_written_through_and_kept);
 
-#[test]
 fn one_file_named_by_two_exports_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -249,8 +250,8 @@ fn one_file_named_by_two_exports_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("the result store"), "{err}");
 }
+crate::register!(one_file_named_by_two_exports_is_a_usage_error);
 
-#[test]
 fn bad_labels_are_refused_and_stored_labels_are_printed_safely() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -321,8 +322,8 @@ fn bad_labels_are_refused_and_stored_labels_are_printed_safely() {
     let md_text = std::fs::read_to_string(&md).unwrap();
     assert!(md_text.contains("evil\\\\u{1b}[31m\\|\\`"), "{md_text}");
 }
+crate::register!(bad_labels_are_refused_and_stored_labels_are_printed_safely);
 
-#[test]
 fn the_footer_counts_the_runs_kept() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -361,9 +362,9 @@ fn the_footer_counts_the_runs_kept() {
     };
     assert!(text.contains(&want), "want {want:?} in:\n{text}");
 }
+crate::register!(the_footer_counts_the_runs_kept);
 
 #[cfg(target_os = "linux")]
-#[test]
 fn dev_stdout_is_written_through_after_the_table() {
     // `--export-csv /dev/stdout > out.txt`: the file keeps the table and gets the CSV after it.
     let dir = tempfile::tempdir().unwrap();
@@ -384,3 +385,5 @@ fn dev_stdout_is_written_through_after_the_table() {
     assert!(table.contains("median of 1 run"), "{text}");
     assert!(csv.contains("cpu/timer_read"), "{text}");
 }
+#[cfg(target_os = "linux")]
+crate::register!(dev_stdout_is_written_through_after_the_table);

@@ -313,7 +313,6 @@ fn fleet_groups_by_kernel_with_a_median_of_medians(store: &Path, _dir: &Path) {
     assert_eq!(row["cells"][1]["n"], 1);
 }
 
-#[test]
 fn fleet_reads_a_store_and_never_creates_or_changes_one() {
     let missing = out_path("none.sqlite");
     for args in [
@@ -338,6 +337,7 @@ fn fleet_reads_a_store_and_never_creates_or_changes_one() {
         .stderr(predicates::str::contains("is not an osgauge result store"));
     assert_eq!(std::fs::read_to_string(&text).unwrap(), "not a database\n");
 }
+crate::register!(fleet_reads_a_store_and_never_creates_or_changes_one);
 
 fn fleet_status_any_takes_the_newest_run_even_if_interrupted(store: &Path, _dir: &Path) {
     let all = fleet_store(store);

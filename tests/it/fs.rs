@@ -70,7 +70,6 @@ fn measured_or_reasoned(b: &Value) {
     }
 }
 
-#[test]
 fn bad_dirs_and_misplaced_options_exit_2_before_anything_runs() {
     let store = tempfile::tempdir().unwrap();
     let o = run(
@@ -87,9 +86,8 @@ fn bad_dirs_and_misplaced_options_exit_2_before_anything_runs() {
     let o = run(store.path(), &["micro", "fs", "--sizes", "1000"]);
     assert_eq!(o.status.code(), Some(2));
 }
+crate::register!(bad_dirs_and_misplaced_options_exit_2_before_anything_runs);
 
-#[test_with::path(/dev/shm)]
-#[test]
 #[cfg(target_os = "linux")]
 fn a_bypassed_read_on_tmpfs_is_unsupported_with_the_reason() {
     let shm = Path::new("/dev/shm");
@@ -116,8 +114,9 @@ fn a_bypassed_read_on_tmpfs_is_unsupported_with_the_reason() {
         assert!(msg.contains("tmpfs") && msg.contains("RAM"), "{msg}");
     }
 }
+#[cfg(target_os = "linux")]
+crate::register!(a_bypassed_read_on_tmpfs_is_unsupported_with_the_reason.path("/dev/shm"));
 
-#[test]
 fn a_run_leaves_no_file_and_records_where_it_ran() {
     let d = disk_tmp("clean");
     let store = tempfile::tempdir().unwrap();
@@ -188,6 +187,7 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+crate::register!(a_run_leaves_no_file_and_records_where_it_ran);
 
 /// Wait until a work directory appears under `d` (the child has started writing).
 #[cfg(unix)]
@@ -205,7 +205,6 @@ fn wait_for_workdir(d: &Path, child: &mut std::process::Child) -> bool {
     false
 }
 
-#[test]
 #[cfg(unix)]
 fn ctrl_c_removes_the_files_and_a_killed_runs_files_go_at_the_next_start() {
     let d = disk_tmp("kill");
@@ -275,6 +274,8 @@ fn ctrl_c_removes_the_files_and_a_killed_runs_files_go_at_the_next_start() {
     assert!(entries(&d).is_empty(), "stale: {:?}", entries(&d));
     std::fs::remove_dir_all(&d).unwrap();
 }
+#[cfg(unix)]
+crate::register!(ctrl_c_removes_the_files_and_a_killed_runs_files_go_at_the_next_start);
 
 /// A network namespace with an sshd, a veth pair to it and an sshfs mount of a directory it
 /// serves; everything torn down on drop.
@@ -449,9 +450,6 @@ fn make_remote(served: &Path) -> Result<Remote, String> {
     Ok(r)
 }
 
-#[test_with::root()]
-#[test_with::executable(sshfs)]
-#[test]
 #[cfg(target_os = "linux")]
 fn the_suite_runs_on_a_network_file_system_and_says_so() {
     let served = disk_tmp("served");
@@ -502,12 +500,16 @@ fn the_suite_runs_on_a_network_file_system_and_says_so() {
     drop(remote);
     let _ = std::fs::remove_dir_all(&served);
 }
+#[cfg(target_os = "linux")]
+crate::register!(
+    the_suite_runs_on_a_network_file_system_and_says_so
+        .root()
+        .executable(&["sshfs"])
+);
 
 /// On a memory-backed file system the storage figures are not passed off: fsync and the
 /// file-cache size are unsupported with the reason, create/delete is measured and marked.
-#[test_with::path(/dev/shm)]
 #[cfg(target_os = "linux")]
-#[test]
 fn storage_figures_on_tmpfs_are_unsupported_or_marked() {
     let shm = Path::new("/dev/shm");
     if !shm.is_dir() {
@@ -562,3 +564,5 @@ fn storage_figures_on_tmpfs_are_unsupported_or_marked() {
         b["warnings"]
     );
 }
+#[cfg(target_os = "linux")]
+crate::register!(storage_figures_on_tmpfs_are_unsupported_or_marked.path("/dev/shm"));

@@ -92,18 +92,15 @@ const EMBED_OPEN: &str = "<script type=\"application/json\" id=\"osgauge-runs\">
 proptest! {
     #![proptest_config(cases(400))]
 
-    #[test]
     fn import_parser_never_panics_on_arbitrary_text(s in any::<String>()) {
         let _ = store::parse_documents(&s);
     }
 
-    #[test]
     fn import_parser_never_panics_on_json_like_text(s in "[\\[\\]{}\",:0-9a-z \\\\\u{feff}<>/.-]{0,200}") {
         let _ = store::parse_documents(&s);
         let _ = store::parse_documents(&format!("[{s}]"));
     }
 
-    #[test]
     fn import_parser_never_panics_on_damaged_records(s in mutated(), bom in any::<bool>()) {
         let s = if bom { format!("\u{feff}{s}") } else { s };
         if let Ok(docs) = store::parse_documents(&s) {
@@ -115,7 +112,6 @@ proptest! {
         }
     }
 
-    #[test]
     fn html_extraction_never_panics(
         before in any::<String>(),
         body in prop_oneof![any::<String>(), mutated()],
@@ -131,21 +127,18 @@ proptest! {
         let _ = store::parse_documents(&html);
     }
 
-    #[test]
     fn durations_parse_or_fail_cleanly(s in "[0-9.]{0,12}[a-zµ ]{0,4}|\\PC{0,16}") {
         if let Ok(d) = osgauge::units::parse_duration(&s) {
             prop_assert!(d.as_secs_f64() <= 86_400.0 + 1e-6);
         }
     }
 
-    #[test]
     fn sizes_parse_or_fail_cleanly(s in "[0-9.]{0,20}[a-zA-Z ]{0,4}|\\PC{0,16}") {
         if let Ok(b) = osgauge::units::parse_size(&s) {
             prop_assert!((1..=1u64 << 50).contains(&b));
         }
     }
 
-    #[test]
     fn cpu_lists_parse_or_fail_cleanly(s in "[0-9,\\- ]{0,24}|\\PC{0,16}") {
         if let Ok(v) = osgauge::cli::cpu_list(&s) {
             prop_assert!(!v.is_empty() && v.windows(2).all(|w| w[0] < w[1]));
@@ -153,7 +146,6 @@ proptest! {
         }
     }
 
-    #[test]
     fn percentages_parse_or_fail_cleanly(s in "[0-9.%e+\\- ]{0,12}|\\PC{0,12}") {
         if let Ok(v) = osgauge::cli::parse_percent(&s) {
             prop_assert!((0.0..=10.0).contains(&v));
@@ -161,7 +153,6 @@ proptest! {
     }
 
     /// The range the message names is the range accepted: both ends in, just past them out.
-    #[test]
     fn percentages_accept_exactly_the_range_they_name(x in 0.0f64..1000.0) {
         let s = format!("{x}%");
         prop_assert!(osgauge::cli::parse_percent(&s).is_ok());
@@ -171,6 +162,15 @@ proptest! {
         prop_assert!(e.contains("0% to 1000%"), "{}", e);
     }
 }
+crate::register!(import_parser_never_panics_on_arbitrary_text);
+crate::register!(import_parser_never_panics_on_json_like_text);
+crate::register!(import_parser_never_panics_on_damaged_records);
+crate::register!(html_extraction_never_panics);
+crate::register!(durations_parse_or_fail_cleanly);
+crate::register!(sizes_parse_or_fail_cleanly);
+crate::register!(cpu_lists_parse_or_fail_cleanly);
+crate::register!(percentages_parse_or_fail_cleanly);
+crate::register!(percentages_accept_exactly_the_range_they_name);
 
 /// Bytes for a store file: random, random after a SQLite header, or a real store with damage.
 fn store_bytes() -> impl Strategy<Value = Vec<u8>> {
@@ -235,7 +235,6 @@ fn exercise(s: &Store) {
 proptest! {
     #![proptest_config(cases(150))]
 
-    #[test]
     fn opening_arbitrary_bytes_as_a_store_never_panics(bytes in store_bytes()) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.db");
@@ -258,3 +257,4 @@ proptest! {
         let _ = Path::new(&p).exists();
     }
 }
+crate::register!(opening_arbitrary_bytes_as_a_store_never_panics);

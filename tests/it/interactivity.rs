@@ -36,7 +36,6 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     v
 }
 
-#[test]
 fn cells_record_latency_cpu_and_clean_up() {
     let dir = tempfile::tempdir().unwrap();
     let loads = dir.path().join("loads");
@@ -162,8 +161,8 @@ fn cells_record_latency_cpu_and_clean_up() {
     #[cfg(target_os = "linux")]
     assert!(processes_mentioning(&loads.to_string_lossy()).is_empty());
 }
+crate::register!(cells_record_latency_cpu_and_clean_up);
 
-#[test]
 fn interbench_format_and_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let out = osgauge(dir.path())
@@ -213,9 +212,9 @@ fn interbench_format_and_usage_errors() {
         );
     }
 }
+crate::register!(interbench_format_and_usage_errors);
 
 /// Ctrl-C (SIGINT to the process group) and a killed parent both leave no load child and no file.
-#[test]
 #[cfg(target_os = "linux")]
 fn interrupt_and_parent_death_leave_nothing_behind() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
@@ -283,14 +282,14 @@ fn interrupt_and_parent_death_leave_nothing_behind() {
         }
     }
 }
+#[cfg(target_os = "linux")]
+crate::register!(interrupt_and_parent_death_leave_nothing_behind);
 
 /// Known effect: a SCHED_FIFO hog pinned to the measured task's CPU, busy 10 ms every 47 ms
 /// (the period differs from audio's 50 ms so the phase drifts evenly). Audio runs at a lower FIFO
 /// priority on the same CPU, so nothing but the hog delays it. Expected: a wake-up lands inside a
 /// hog burst with probability 10/47 ≈ 21 % and then waits on average 5 ms: mean latency rises by
 /// ≈ 1.06 ms, the largest wait approaches 10 ms, deadlines (50 ms) are all still met.
-#[test_with::root()]
-#[test]
 #[cfg(target_os = "linux")]
 fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
     use std::sync::Arc;
@@ -466,6 +465,8 @@ fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
         over(&l1, 12.0)
     );
 }
+#[cfg(target_os = "linux")]
+crate::register!(fifo_hog_moves_audio_latency_by_the_expected_amount.root());
 
 /// Every wake-up latency (ns) of the single run of `b`'s `latency` metric, from its histogram
 /// (3 significant digits).
@@ -490,7 +491,10 @@ fn latencies_ns(b: &Value) -> Vec<f64> {
 }
 
 /// The known-effect check needs Linux (SCHED_FIFO, sched_setaffinity): say so elsewhere.
-#[test]
 #[cfg(not(target_os = "linux"))]
-#[ignore = "needs Linux (SCHED_FIFO and CPU pinning of a hog thread)"]
 fn fifo_hog_moves_audio_latency_by_the_expected_amount() {}
+#[cfg(not(target_os = "linux"))]
+crate::register!(
+    fifo_hog_moves_audio_latency_by_the_expected_amount
+        .ignore("needs Linux (SCHED_FIFO and CPU pinning of a hog thread)")
+);

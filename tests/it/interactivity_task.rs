@@ -33,7 +33,6 @@ fn usage_error(args: &[&str], needle: &str) {
     assert!(!dir.path().join("results.sqlite").exists(), "{args:?}");
 }
 
-#[test]
 fn absurd_interactivity_options_are_refused_when_parsed() {
     // --duration is a measuring time like --run-time: the same 1ms..60m range.
     usage_error(&["--duration", "61m"], "1ms to 60m");
@@ -63,6 +62,7 @@ fn absurd_interactivity_options_are_refused_when_parsed() {
         "CPU 4095 not available: this process may use CPUs",
     );
 }
+crate::register!(absurd_interactivity_options_are_refused_when_parsed);
 
 fn bench(v: &Value) -> &Value {
     &v["benchmarks"][0]
@@ -98,7 +98,6 @@ fn run_audio(dir: &Path, json: &Path) -> (Value, Duration) {
     (v, t.elapsed())
 }
 
-#[test]
 fn a_poisoned_calibration_cache_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -128,8 +127,8 @@ fn a_poisoned_calibration_cache_is_rejected() {
     assert!(w.contains("rejected and measured again"), "{w}");
     assert!(took < Duration::from_secs(20), "took {took:?}");
 }
+crate::register!(a_poisoned_calibration_cache_is_rejected);
 
-#[test]
 fn a_cell_records_its_duration_and_how_desired_cpu_was_measured() {
     // Under `micro`/`run` the duration follows the run time (5 × 100 ms here).
     let dir = tempfile::tempdir().unwrap();
@@ -158,6 +157,7 @@ fn a_cell_records_its_duration_and_how_desired_cpu_was_measured() {
         "{from}"
     );
 }
+crate::register!(a_cell_records_its_duration_and_how_desired_cpu_was_measured);
 
 /// Whether process `pid` has a thread named `name` (Linux: /proc/<pid>/task/*/comm).
 #[cfg(target_os = "linux")]
@@ -172,7 +172,6 @@ fn has_thread(pid: u32, name: &str) -> bool {
 }
 
 #[cfg(target_os = "linux")]
-#[test]
 fn a_first_sigint_during_calibration_stops_within_a_second() {
     use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
@@ -236,12 +235,13 @@ fn a_first_sigint_during_calibration_stops_within_a_second() {
     }
     assert_eq!(status.code(), Some(130));
 }
+#[cfg(target_os = "linux")]
+crate::register!(a_first_sigint_during_calibration_stops_within_a_second);
 
 /// A task lighter than its name is marked: with a calibration cache that makes the video task's
 /// work loop 0.55 of the work (what a core running faster than at calibration does; within the
 /// cache's 2× quick check, so it is normally used), the cell's task CPU is about 22 % against its
 /// 40 % target while it got all the CPU it asked for — warned and recorded.
-#[test]
 fn a_task_lighter_than_its_name_is_marked() {
     let dir = tempfile::tempdir().unwrap();
     let run = |json: &Path| {
@@ -309,3 +309,4 @@ fn a_task_lighter_than_its_name_is_marked() {
         b["warnings"]
     );
 }
+crate::register!(a_task_lighter_than_its_name_is_marked);

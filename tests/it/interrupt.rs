@@ -15,7 +15,6 @@ fn group_alive(pgid: i32) -> bool {
     unsafe { libc::kill(-pgid, 0) == 0 }
 }
 
-#[test]
 fn sigint_keeps_finished_benchmarks_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("partial.json");
@@ -77,3 +76,4 @@ fn sigint_keeps_finished_benchmarks_and_exits_130() {
         "the run should have been cut short"
     );
 }
+crate::register!(sigint_keeps_finished_benchmarks_and_exits_130);

@@ -26,7 +26,6 @@ fn record(out: &std::process::Output) -> Value {
     common::parse_json(&out.stdout)
 }
 
-#[test]
 fn latency_measures_every_cpu_reads_its_placement_back_and_writes_cyclictests_histogram() {
     let dir = tempfile::tempdir().unwrap();
     let hist = dir.path().join("h.txt");
@@ -92,8 +91,10 @@ fn latency_measures_every_cpu_reads_its_placement_back_and_writes_cyclictests_hi
         count(json_metric(b, "latency"), 0) + count(json_metric(b, "latency"), 1)
     );
 }
+crate::register!(
+    latency_measures_every_cpu_reads_its_placement_back_and_writes_cyclictests_histogram
+);
 
-#[test]
 fn noise_adds_up_per_cpu_and_bad_options_are_usage_errors() {
     let out = osgauge()
         .args(["noise", "--duration", "300ms", "--runs", "2"])
@@ -131,6 +132,7 @@ fn noise_adds_up_per_cpu_and_bad_options_are_usage_errors() {
         osgauge().args(args).arg("--no-store").assert().code(2);
     }
 }
+crate::register!(noise_adds_up_per_cpu_and_bad_options_are_usage_errors);
 
 /// The tracing settings a session changes, as they are now (None without root/tracefs).
 fn tracefs_settings() -> Option<Vec<(String, String)>> {
@@ -170,13 +172,9 @@ fn can_trace() -> Result<(), String> {
     Ok(())
 }
 
-#[test_with::root()]
-#[test_with::path(/sys/kernel/tracing)]
-#[test]
-#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: attribution: {why}");
+        osgauge::testing::not_run("attribution", &why.to_string());
         return;
     }
     // tracefs may be unmounted: osgauge mounts it and unmounts it again; compare when mounted.
@@ -229,13 +227,13 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
         .unwrap();
     let hog_result = hog.join().unwrap();
     if let Err(why) = hog_result {
-        eprintln!("NOT RUN: attribution: {why}");
+        osgauge::testing::not_run("attribution", &why.to_string());
         return;
     }
     let v = record(&out);
     let b = json_bench(&v, "latency/wakeup");
     if b["error"]["kind"] == "unsupported" {
-        eprintln!("NOT RUN: attribution: {}", b["error"]["message"]);
+        osgauge::testing::not_run("attribution", &format!("{}", b["error"]["message"]));
         return;
     }
     assert!(b["error"].is_null(), "{}", b["error"]);
@@ -267,6 +265,12 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
     eprintln!("hog named in {} spike(s), at most {most} ns", named.len());
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
+crate::register!(
+    attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was
+        .root()
+        .path("/sys/kernel/tracing")
+        .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
+);
 
 /// Every part of every kept spike and every culprit of the runs of `b`'s attribution, as
 /// (kind, name).
@@ -317,20 +321,16 @@ fn attribute_on(
     let v = record(&out);
     let b = json_bench(&v, "latency/wakeup").clone();
     if b["error"]["kind"] == "unsupported" {
-        eprintln!("NOT RUN: {what}: {}", b["error"]["message"]);
+        osgauge::testing::not_run(what, &format!("{}", b["error"]["message"]));
         return None;
     }
     assert!(b["error"].is_null(), "{}", b["error"]);
     Some(b)
 }
 
-#[test_with::root()]
-#[test_with::path(/sys/kernel/tracing)]
-#[test]
-#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: UDP flood attribution: {why}");
+        osgauge::testing::not_run("UDP flood attribution", &why.to_string());
         return;
     }
     let before = tracefs_settings();
@@ -385,14 +385,16 @@ fn a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time() {
     eprintln!("UDP flood: {sent} datagrams sent, NET_RX named");
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
+crate::register!(
+    a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time
+        .root()
+        .path("/sys/kernel/tracing")
+        .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
+);
 
-#[test_with::root()]
-#[test_with::path(/sys/kernel/tracing)]
-#[test]
-#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: run-queue attribution: {why}");
+        osgauge::testing::not_run("run-queue attribution", &why.to_string());
         return;
     }
     let before = tracefs_settings();
@@ -426,9 +428,10 @@ fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
         // The fair scheduler let the woken measuring thread preempt the spinner at every
         // wake-up (it may: a woken task with lag runs first): no wake-up was 100 µs late, so
         // there was nothing to attribute. Seen once in ~10 runs here.
-        eprintln!(
-            "NOT RUN: run-queue attribution: no wake-up was 100 µs late beside the spinner \
-             (the scheduler let the measuring thread preempt it every time)"
+        osgauge::testing::not_run(
+            "run-queue attribution",
+            "no wake-up was 100 µs late beside the spinner \
+             (the scheduler let the measuring thread preempt it every time)",
         );
         assert_eq!(tracefs_settings(), before, "tracefs settings restored");
         return;
@@ -440,6 +443,12 @@ fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
     eprintln!("run-queue wait: the spinner named");
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
+crate::register!(
+    a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait
+        .root()
+        .path("/sys/kernel/tracing")
+        .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
+);
 
 /// Start `osgauge latency --attribute` for 20 s, wait until its tracing session runs, send `sig`
 /// and wait for the process to end (at most 15 s). None: the session never started.
@@ -489,20 +498,16 @@ fn signal_a_tracing_session(sig: i32) -> Option<std::process::ExitStatus> {
     started.then_some(status)
 }
 
-#[test_with::root()]
-#[test_with::path(/sys/kernel/tracing)]
-#[test]
-#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: signalled tracing session: {why}");
+        osgauge::testing::not_run("signalled tracing session", &why.to_string());
         return;
     }
     #[cfg(unix)]
     for (sig, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let before = tracefs_settings();
         let Some(status) = signal_a_tracing_session(sig) else {
-            eprintln!("NOT RUN: {name}: the tracing session never started");
+            osgauge::testing::not_run(name, "the tracing session never started");
             continue;
         };
         // Handled: the process ends by itself (interrupted), not killed by the signal.
@@ -525,21 +530,23 @@ fn ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was() {
         assert!(left.is_empty(), "{name}: session state left: {left:?}");
     }
 }
+crate::register!(
+    ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was
+        .root()
+        .path("/sys/kernel/tracing")
+        .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
+);
 
-#[test_with::root()]
-#[test_with::path(/sys/kernel/tracing)]
-#[test]
-#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn a_killed_tracing_session_is_undone_by_the_next_start() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: killed tracing session: {why}");
+        osgauge::testing::not_run("killed tracing session", &why.to_string());
         return;
     }
     #[cfg(unix)]
     {
         let before = tracefs_settings();
         if signal_a_tracing_session(libc::SIGKILL).is_none() {
-            eprintln!("NOT RUN: killed tracing session: the session never started");
+            osgauge::testing::not_run("killed tracing session", "the session never started");
             return;
         }
         // Any next osgauge command in the same temp dir puts tracefs back.
@@ -551,14 +558,16 @@ fn a_killed_tracing_session_is_undone_by_the_next_start() {
         );
     }
 }
+crate::register!(
+    a_killed_tracing_session_is_undone_by_the_next_start
+        .root()
+        .path("/sys/kernel/tracing")
+        .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
+);
 
-#[test_with::root()]
-#[test_with::path(/sys/kernel/tracing)]
-#[test]
-#[cfg_attr(not(target_os = "linux"), ignore = "tracefs is Linux's")]
 fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
     if let Err(why) = can_trace() {
-        eprintln!("NOT RUN: interactivity attribution: {why}");
+        osgauge::testing::not_run("interactivity attribution", &why.to_string());
         return;
     }
     let before = tracefs_settings();
@@ -583,9 +592,9 @@ fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
     let v = record(&out);
     let b = json_bench(&v, "interactivity/audio/burn");
     if b["error"]["kind"] == "unsupported" {
-        eprintln!(
-            "NOT RUN: interactivity attribution: {}",
-            b["error"]["message"]
+        osgauge::testing::not_run(
+            "interactivity attribution",
+            &format!("{}", b["error"]["message"]),
         );
         return;
     }
@@ -612,12 +621,16 @@ fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
     );
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
+crate::register!(
+    interactivity_attribution_explains_late_periods_under_a_burn_load
+        .root()
+        .path("/sys/kernel/tracing")
+        .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
+);
 
-#[test_with::path(/dev/cpu_dma_latency)]
-#[test]
 fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
     if !std::path::Path::new("/dev/cpu_dma_latency").exists() {
-        eprintln!("NOT RUN: --cpu-dma-latency: no /dev/cpu_dma_latency here");
+        osgauge::testing::not_run("--cpu-dma-latency", "no /dev/cpu_dma_latency here");
         return;
     }
     let in_force = || {
@@ -644,7 +657,7 @@ fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
     let v = record(&out);
     let b = json_bench(&v, "latency/wakeup");
     if b["error"]["kind"] == "unsupported" {
-        eprintln!("NOT RUN: --cpu-dma-latency: {}", b["error"]["message"]);
+        osgauge::testing::not_run("--cpu-dma-latency", &format!("{}", b["error"]["message"]));
         return;
     }
     assert!(b["error"].is_null(), "{}", b["error"]);
@@ -655,6 +668,9 @@ fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
     // Released afterwards: the request in force is what it was before.
     assert_eq!(in_force().ok(), before.ok(), "the request outlived the run");
 }
+crate::register!(
+    a_cpu_dma_latency_request_is_held_while_measuring_and_read_back.path("/dev/cpu_dma_latency")
+);
 
 /// Every sub-folder of `dir` (recursively), as paths.
 fn entries_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -668,7 +684,6 @@ fn entries_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     v
 }
 
-#[test]
 fn a_load_beside_latency_and_noise_is_recorded_per_cell_verified_and_leaves_no_folder() {
     let sb = common::Sandbox::new();
     let out = sb
@@ -762,8 +777,10 @@ fn a_load_beside_latency_and_noise_is_recorded_per_cell_verified_and_leaves_no_f
         Vec::<std::path::PathBuf>::new()
     );
 }
+crate::register!(
+    a_load_beside_latency_and_noise_is_recorded_per_cell_verified_and_leaves_no_folder
+);
 
-#[test]
 fn a_bad_load_is_a_usage_error() {
     let sb = common::Sandbox::new();
     for args in [
@@ -785,3 +802,4 @@ fn a_bad_load_is_a_usage_error() {
         assert!(!String::from_utf8_lossy(&out.stderr).trim().is_empty());
     }
 }
+crate::register!(a_bad_load_is_a_usage_error);

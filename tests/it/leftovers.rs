@@ -16,7 +16,6 @@ fn entries(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
 fn a_killed_runs_temp_folders_are_removed_by_the_next_command() {
     let sb = Sandbox::new();
     let tmp = sb.tmp();
@@ -84,10 +83,10 @@ fn a_killed_runs_temp_folders_are_removed_by_the_next_command() {
     assert!(!dead_policy.exists(), "left: {:?}", entries(&tmp));
     assert!(live.exists(), "a live owner's folder was removed");
 }
+crate::register!(a_killed_runs_temp_folders_are_removed_by_the_next_command);
 
 /// A killed `micro fs` leaves its work folder in the temp dir (the default --dir): unlocked, it is
 /// removed by the next osgauge command of any kind, not only by the next `micro fs`.
-#[test]
 fn a_dead_fs_work_folder_in_the_temp_dir_goes_with_any_next_command() {
     let sb = Sandbox::new();
     let dead = sb.tmp().join("osgauge-fs-4194399-0");
@@ -105,3 +104,4 @@ fn a_dead_fs_work_folder_in_the_temp_dir_goes_with_any_next_command() {
     assert!(!dead.exists(), "{:?}", entries(&sb.tmp()));
     assert!(!dead_here.exists(), "{:?}", entries(&cwd));
 }
+crate::register!(a_dead_fs_work_folder_in_the_temp_dir_goes_with_any_next_command);

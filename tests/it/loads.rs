@@ -56,7 +56,6 @@ fn loads_base(cache: &Path) -> PathBuf {
     cache.join("loads")
 }
 
-#[test]
 fn a_missing_load_dir_is_refused_up_front_and_stale_load_folders_are_removed() {
     let dir = tempfile::tempdir().unwrap();
     // What a killed osgauge (a pid that cannot be alive: above Linux's 2^22 limit) left behind.
@@ -90,12 +89,12 @@ fn a_missing_load_dir_is_refused_up_front_and_stale_load_folders_are_removed() {
         "the dead process's load folder is still there"
     );
 }
+crate::register!(a_missing_load_dir_is_refused_up_front_and_stale_load_folders_are_removed);
 
 /// A load that fails while the cell runs (its file system is full) fails its cell: the error is
 /// recorded, nothing is measured under a load that did not run, and the exit code stays 0 (as
 /// for any failed benchmark).
 #[cfg(target_os = "linux")]
-#[test]
 fn a_load_that_fails_fails_its_cell() {
     let dir = tempfile::tempdir().unwrap();
     let Some((mnt, _fs)) =
@@ -132,8 +131,9 @@ fn a_load_that_fails_fails_its_cell() {
         );
     }
 }
+#[cfg(target_os = "linux")]
+crate::register!(a_load_that_fails_fails_its_cell);
 
-#[test]
 fn bad_io_rates_and_a_read_load_in_memory_are_refused_at_parse_time() {
     let dir = tempfile::tempdir().unwrap();
     for rate in ["0", "-1", "inf", "NaN", "x"] {
@@ -150,7 +150,7 @@ fn bad_io_rates_and_a_read_load_in_memory_are_refused_at_parse_time() {
     let shm = Path::new("/dev/shm");
     let on_tmpfs = cfg!(target_os = "linux") && shm.is_dir();
     if !on_tmpfs {
-        eprintln!("SKIPPED the tmpfs refusal: no /dev/shm on this machine");
+        osgauge::testing::not_run("the tmpfs refusal", "no /dev/shm on this machine");
         return;
     }
     for load in ["read", "compile"] {
@@ -166,8 +166,8 @@ fn bad_io_rates_and_a_read_load_in_memory_are_refused_at_parse_time() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+crate::register!(bad_io_rates_and_a_read_load_in_memory_are_refused_at_parse_time);
 
-#[test]
 fn a_load_without_files_never_touches_the_users_load_dir() {
     // A burn load has no folder of its own: the --load-dir the user named (empty here) must be
     // left exactly as it was, for the next file load to use.
@@ -185,8 +185,8 @@ fn a_load_without_files_never_touches_the_users_load_dir() {
     assert!(user_dir.is_dir(), "the user's --load-dir was removed");
     assert_eq!(std::fs::read_dir(&user_dir).unwrap().count(), 0);
 }
+crate::register!(a_load_without_files_never_touches_the_users_load_dir);
 
-#[test]
 fn the_x_load_records_and_delivers_its_target_in_a_1s_cell() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("x.json");
@@ -238,6 +238,7 @@ fn the_x_load_records_and_delivers_its_target_in_a_1s_cell() {
         );
     }
 }
+crate::register!(the_x_load_records_and_delivers_its_target_in_a_1s_cell);
 
 /// Load children of `cache` (Linux /proc scan: their command line names the load folder).
 #[cfg(target_os = "linux")]
@@ -285,7 +286,6 @@ fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     }
 }
 
-#[test]
 #[cfg(target_os = "linux")]
 fn sighup_finishes_gracefully_with_129_and_leaves_no_load_file_or_process() {
     let dir = tempfile::tempdir().unwrap();
@@ -309,8 +309,9 @@ fn sighup_finishes_gracefully_with_129_and_leaves_no_load_file_or_process() {
     assert!(!folder.exists(), "{:?}", files_under(&folder));
     assert!(load_children(dir.path()).is_empty());
 }
+#[cfg(target_os = "linux")]
+crate::register!(sighup_finishes_gracefully_with_129_and_leaves_no_load_file_or_process);
 
-#[test]
 #[cfg(target_os = "linux")]
 fn a_stopped_load_child_does_not_hang_the_parent_past_the_deadline() {
     let dir = tempfile::tempdir().unwrap();
@@ -349,3 +350,5 @@ fn a_stopped_load_child_does_not_hang_the_parent_past_the_deadline() {
     );
     assert!(!folder.exists(), "{:?}", files_under(&folder));
 }
+#[cfg(target_os = "linux")]
+crate::register!(a_stopped_load_child_does_not_hang_the_parent_past_the_deadline);

@@ -15,7 +15,6 @@ fn osgauge(dir: &std::path::Path) -> Command {
     c
 }
 
-#[test]
 fn contract_ids_and_metrics_are_listed() {
     let dir = tempfile::tempdir().unwrap();
     let o = osgauge(dir.path())
@@ -58,8 +57,8 @@ fn contract_ids_and_metrics_are_listed() {
     has("net/udp_stream", "jitter_p99_us", "lower");
     has("net/tcp_rtt_64b", "rtt_p50_us", "lower");
 }
+crate::register!(contract_ids_and_metrics_are_listed);
 
-#[test]
 fn options_are_checked() {
     let dir = tempfile::tempdir().unwrap();
     for args in [
@@ -80,8 +79,8 @@ fn options_are_checked() {
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("token is required"));
 }
+crate::register!(options_are_checked);
 
-#[test]
 fn a_short_loopback_run_reaches_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("n.json");
@@ -132,10 +131,10 @@ fn a_short_loopback_run_reaches_the_report() {
     assert!(h.contains("TCP round trip vs message size"));
     assert!(h.contains("net/udp_stream inter-arrival deviation over time"));
 }
+crate::register!(a_short_loopback_run_reaches_the_report);
 
 /// `osgauge serve` prints where it listens, serves, logs the session, and stops on SIGINT with 130.
 #[cfg(unix)]
-#[test]
 fn serve_logs_sessions_and_stops_on_ctrl_c() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
@@ -164,6 +163,8 @@ fn serve_logs_sessions_and_stops_on_ctrl_c() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
 }
+#[cfg(unix)]
+crate::register!(serve_logs_sessions_and_stops_on_ctrl_c);
 
 /// Start `osgauge serve` with `args`; its address, its stdout lines and the child.
 #[cfg(unix)]
@@ -198,7 +199,6 @@ fn start_serve(
 
 /// A token file other users can read is warned about (ssh refuses such keys); a private one is not.
 #[cfg(unix)]
-#[test]
 fn a_token_file_readable_by_others_is_warned_about() {
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
@@ -225,11 +225,12 @@ fn a_token_file_readable_by_others_is_warned_about() {
         );
     }
 }
+#[cfg(unix)]
+crate::register!(a_token_file_readable_by_others_is_warned_about);
 
 /// A peer's byte limit that ends a stream is named on both sides: the client's error says which
 /// limit (not only "Connection reset by peer") and the server's session line too.
 #[cfg(unix)]
-#[test]
 fn a_peer_limit_that_ends_a_test_is_named_on_both_sides() {
     let dir = tempfile::tempdir().unwrap();
     let (addr, mut lines, mut child) = start_serve(dir.path(), &["--max-bytes", "1MiB"]);
@@ -263,3 +264,5 @@ fn a_peer_limit_that_ends_a_test_is_named_on_both_sides() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     child.wait().unwrap();
 }
+#[cfg(unix)]
+crate::register!(a_peer_limit_that_ends_a_test_is_named_on_both_sides);

@@ -2,7 +2,7 @@
 //! a veth pair (10.213.N.0/30, made by this test and deleted at its end, also on failure).
 //! `osgauge serve --listen <namespace address> --token-file F` runs inside the namespace and
 //! `osgauge micro net … --peer <namespace address>` outside. Only the namespace's own address is
-//! ever a target. Needs root and `ip`; prints `NOT RUN …` where it cannot run.
+//! ever a target. Needs root and `ip`; ignored with the reason where it cannot run.
 
 #[cfg(target_os = "linux")]
 mod linux {
@@ -50,9 +50,6 @@ mod linux {
         }
     }
 
-    #[test_with::root()]
-    #[test_with::executable(ip)]
-    #[test]
     fn serve_in_a_namespace_client_outside() {
         if unsafe { libc::geteuid() } != 0 {
             return not_run(NAME, "needs root to create a network namespace");
@@ -217,9 +214,14 @@ mod linux {
         let log = String::from_utf8_lossy(&so.stdout);
         assert!(log.contains("authenticated; tests:"), "{log}");
     }
+    crate::register!(
+        serve_in_a_namespace_client_outside
+            .root()
+            .executable(&["ip"])
+    );
 }
 
 #[cfg(not(target_os = "linux"))]
-#[test]
-#[ignore = "network namespaces are Linux only"]
 fn serve_in_a_namespace_client_outside() {}
+#[cfg(not(target_os = "linux"))]
+crate::register!(serve_in_a_namespace_client_outside.ignore("network namespaces are Linux only"));

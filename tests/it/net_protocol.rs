@@ -84,7 +84,6 @@ fn expect_refuse(s: &mut TcpStream, needle: &str) {
     }
 }
 
-#[test]
 fn token_is_checked_by_challenge_response() {
     let h = server(true, |_| {});
     let e = Client::connect(h.addr(), Some(b"the-wrong-token-value!!"), T).unwrap_err();
@@ -115,8 +114,8 @@ fn token_is_checked_by_challenge_response() {
     drop((a, b));
     still_serves(&h, Some(TOKEN));
 }
+crate::register!(token_is_checked_by_challenge_response);
 
-#[test]
 fn other_protocol_versions_are_refused_clearly() {
     let h = server(false, |_| {});
     let mut s = raw(h.addr());
@@ -134,8 +133,8 @@ fn other_protocol_versions_are_refused_clearly() {
     );
     still_serves(&h, None);
 }
+crate::register!(other_protocol_versions_are_refused_clearly);
 
-#[test]
 fn oversized_truncated_and_malformed_frames_end_only_their_session() {
     let h = server(false, |_| {});
     // Oversized: refused on the length alone.
@@ -166,8 +165,8 @@ fn oversized_truncated_and_malformed_frames_end_only_their_session() {
     expect_refuse(&mut c, "unexpected message");
     still_serves(&h, None);
 }
+crate::register!(oversized_truncated_and_malformed_frames_end_only_their_session);
 
-#[test]
 fn a_client_vanishing_mid_test_frees_its_session() {
     let h = server(false, |c| c.idle_timeout = Duration::from_secs(2));
     let mut c = Client::connect(h.addr(), None, T).unwrap();
@@ -194,8 +193,8 @@ fn a_client_vanishing_mid_test_frees_its_session() {
     drop(d2);
     still_serves(&h, None);
 }
+crate::register!(a_client_vanishing_mid_test_frees_its_session);
 
-#[test]
 fn byte_limit_and_idle_timeout_hold() {
     let h = server(false, |c| {
         c.max_bytes = 1 << 20;
@@ -228,6 +227,7 @@ fn byte_limit_and_idle_timeout_hold() {
     expect_refuse(&mut s, "idle timeout");
     still_serves(&h, None);
 }
+crate::register!(byte_limit_and_idle_timeout_hold);
 
 /// hello + auth (no token) on a raw connection: the server's answer (welcome or refuse).
 fn authenticate(s: &mut TcpStream) -> Msg {
@@ -239,7 +239,6 @@ fn authenticate(s: &mut TcpStream) -> Msg {
     proto::read_msg(s).unwrap()
 }
 
-#[test]
 fn hundred_concurrent_sessions_stay_bounded() {
     // Session slots are taken once authenticated: 100 clients that authenticate and stay get 8
     // sessions; every one over the limit is told it is refused as busy, at once.
@@ -270,6 +269,7 @@ fn hundred_concurrent_sessions_stay_bounded() {
     still_serves(&h, None);
     assert!(h.active_sessions() <= 8);
 }
+crate::register!(hundred_concurrent_sessions_stay_bounded);
 
 /// A connection that sends a frame's length prefix and then one byte every `every`.
 fn drip(
@@ -304,7 +304,6 @@ fn drip(
     })
 }
 
-#[test]
 fn unauthenticated_drips_never_hold_a_session_slot_past_the_handshake_deadline() {
     // 40 connections that announce a 64 KiB hello and send it one byte every 100 ms: with a
     // per-read timeout they lived for minutes and took every session slot. Now a real client is
@@ -332,8 +331,8 @@ fn unauthenticated_drips_never_hold_a_session_slot_past_the_handshake_deadline()
     }
     assert_eq!(h.active_sessions(), 0);
 }
+crate::register!(unauthenticated_drips_never_hold_a_session_slot_past_the_handshake_deadline);
 
-#[test]
 fn after_auth_idle_and_session_time_are_deadlines_not_per_read_timeouts() {
     for (idle, session, needle) in [
         (
@@ -381,8 +380,8 @@ fn after_auth_idle_and_session_time_are_deadlines_not_per_read_timeouts() {
         );
     }
 }
+crate::register!(after_auth_idle_and_session_time_are_deadlines_not_per_read_timeouts);
 
-#[test]
 fn an_echo_whose_control_connection_closed_ends_with_its_session() {
     // The client starts an echo test, drops the control connection and keeps echoing: the echo
     // used to go on unbounded (threads and memory from any loopback client). Now the data
@@ -419,8 +418,8 @@ fn an_echo_whose_control_connection_closed_ends_with_its_session() {
     }
     still_serves(&h, None);
 }
+crate::register!(an_echo_whose_control_connection_closed_ends_with_its_session);
 
-#[test]
 fn echo_counts_against_the_byte_limit() {
     let h = server(false, |c| c.max_bytes = 64 << 10);
     let mut c = Client::connect(h.addr(), None, T).unwrap();
@@ -449,8 +448,8 @@ fn echo_counts_against_the_byte_limit() {
         Err(e) => assert!(e.contains("--max-bytes"), "{e}"),
     }
 }
+crate::register!(echo_counts_against_the_byte_limit);
 
-#[test]
 fn client_strings_are_escaped_before_they_are_logged_or_echoed() {
     let h = server(false, |_| {});
     let mut s = raw(h.addr());
@@ -483,8 +482,8 @@ fn client_strings_are_escaped_before_they_are_logged_or_echoed() {
         m => panic!("{m:?}"),
     }
 }
+crate::register!(client_strings_are_escaped_before_they_are_logged_or_echoed);
 
-#[test]
 fn other_addresses_need_a_token() {
     let mut cfg = ServerConfig::loopback();
     cfg.listen = "0.0.0.0:0".parse().unwrap();
@@ -492,3 +491,4 @@ fn other_addresses_need_a_token() {
     assert!(e.contains("token is required"), "{e}");
     assert!(serve::start(cfg).is_err());
 }
+crate::register!(other_addresses_need_a_token);

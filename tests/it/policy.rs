@@ -69,7 +69,6 @@ fn per_run(b: &Value, name: &str, field: &str) -> Vec<f64> {
         .collect()
 }
 
-#[test]
 fn every_work_kind_measures_and_adds_up() {
     let d = setup();
     let (out, v) = run_json(
@@ -151,10 +150,9 @@ fn every_work_kind_measures_and_adds_up() {
     }
     no_study_folders(d.path());
 }
+crate::register!(every_work_kind_measures_and_adds_up);
 
 #[cfg(target_os = "linux")]
-#[test_with::root()]
-#[test]
 fn policies_read_back_as_requested() {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
@@ -225,9 +223,10 @@ fn policies_read_back_as_requested() {
     }
     no_study_folders(d.path());
 }
+#[cfg(target_os = "linux")]
+crate::register!(policies_read_back_as_requested.root());
 
 #[cfg(unix)]
-#[test]
 fn too_many_processes_for_the_limit_is_a_clear_error() {
     use std::os::unix::process::CommandExt;
     let d = setup();
@@ -256,6 +255,8 @@ fn too_many_processes_for_the_limit_is_a_clear_error() {
     assert!(err.contains("ulimit -u = 300"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
 }
+#[cfg(unix)]
+crate::register!(too_many_processes_for_the_limit_is_a_clear_error);
 
 /// Processes whose command line names the study child and `marker` (the test's temp dir).
 #[cfg(target_os = "linux")]
@@ -276,7 +277,6 @@ fn study_children(marker: &str) -> Vec<u32> {
 }
 
 #[cfg(target_os = "linux")]
-#[test]
 fn a_signal_mid_study_leaves_no_child_and_no_file() {
     use std::time::{Duration, Instant};
     for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
@@ -331,3 +331,5 @@ fn a_signal_mid_study_leaves_no_child_and_no_file() {
         no_study_folders(d.path());
     }
 }
+#[cfg(target_os = "linux")]
+crate::register!(a_signal_mid_study_leaves_no_child_and_no_file);

@@ -72,7 +72,6 @@ fn check_html(html: &str, pair: &str) {
     assert!(sec.contains("<svg") && sec.contains("<title>cpu/2 · makespan: "));
 }
 
-#[test]
 fn a_study_exports_the_significance_table_everywhere() {
     let d = tempfile::tempdir().unwrap();
     let (html, md, js, csv) = (
@@ -155,8 +154,8 @@ fn a_study_exports_the_significance_table_everywhere() {
     assert_eq!(csv.lines().count(), 1, "{csv}");
     assert!(csv.starts_with("run_id,group,metric,unit,a,b,median_a,median_b,ratio_b_a,"));
 }
+crate::register!(a_study_exports_the_significance_table_everywhere);
 
-#[test]
 fn the_significance_file_is_checked_before_the_study() {
     let d = tempfile::tempdir().unwrap();
     let same = d.path().join("x.json");
@@ -189,3 +188,4 @@ fn the_significance_file_is_checked_before_the_study() {
     );
     assert!(!same.exists() && !d.path().join("store.sqlite").exists());
 }
+crate::register!(the_significance_file_is_checked_before_the_study);

@@ -58,7 +58,6 @@ fn u(f: &Value, k: &str) -> i64 {
         .unwrap_or_else(|| panic!("fact {k} missing or not a number: {f}"))
 }
 
-#[test]
 fn switch_counts_are_cross_checked_and_reconciled() {
     let d = tempfile::tempdir().unwrap();
     let v = tiny_study(d.path());
@@ -144,15 +143,12 @@ fn switch_counts_are_cross_checked_and_reconciled() {
         "{children_total_seen:?}"
     );
 }
+crate::register!(switch_counts_are_cross_checked_and_reconciled);
 
-#[test]
-#[cfg_attr(
-    not(windows),
-    ignore = "job objects are Windows-only (Linux children get PR_SET_PDEATHSIG, tested by policy::a_signal_mid_study_leaves_no_child_and_no_file)"
-)]
 fn a_closed_job_takes_the_children_along() {
     job_test();
 }
+crate::register!(a_closed_job_takes_the_children_along.ignore_if(cfg!(not(windows)), "job objects are Windows-only (Linux children get PR_SET_PDEATHSIG, tested by policy::a_signal_mid_study_leaves_no_child_and_no_file)"));
 
 #[cfg(not(windows))]
 fn job_test() {

@@ -37,15 +37,14 @@ fn read(p: &std::path::Path) -> Value {
     common::read_json(p)
 }
 
-#[test]
 fn recorded_fixtures_match_the_run_schema() {
     let v = schema("osgauge.run-1.schema.json");
     for f in ["cpu-a.json", "cpu-b.json", "cpu-10runs.json"] {
         assert_valid(&v, &read(&fixture_path(f)), f);
     }
 }
+crate::register!(recorded_fixtures_match_the_run_schema);
 
-#[test]
 fn a_real_run_and_its_exports_match_the_run_schema() {
     let v = schema("osgauge.run-1.schema.json");
     let dir = with_test_sandbox(|s| s.path().to_path_buf());
@@ -75,8 +74,8 @@ fn a_real_run_and_its_exports_match_the_run_schema() {
         assert_valid(&v, r, "the record embedded in --export-html");
     }
 }
+crate::register!(a_real_run_and_its_exports_match_the_run_schema);
 
-#[test]
 fn the_run_schema_is_closed_and_typed() {
     let v = schema("osgauge.run-1.schema.json");
     let good = read(&fixture_path("cpu-a.json"));
@@ -105,8 +104,8 @@ fn the_run_schema_is_closed_and_typed() {
     open["benchmarks"][0]["params"]["anything"] = serde_json::json!({"nested": [1, "x"]});
     assert_valid(&v, &open, "a record with a new benchmark parameter");
 }
+crate::register!(the_run_schema_is_closed_and_typed);
 
-#[test]
 fn fleet_and_history_exports_match_their_schemas() {
     // Edited copies of the recorded fixtures as three machines' runs (see tests/fleet.rs).
     let mut recs = Vec::new();
@@ -184,11 +183,10 @@ fn fleet_and_history_exports_match_their_schemas() {
         "the history has a change point, so its shape is checked too"
     );
 }
+crate::register!(fleet_and_history_exports_match_their_schemas);
 
 /// The hook every test's record reader goes through refuses what the schema does not allow (so
 /// a record that drifts from the schema fails whichever test exports it).
-#[test]
-#[should_panic(expected = "does not match schema/osgauge.run-1.schema.json")]
 fn the_shared_record_reader_refuses_a_record_the_schema_does_not_allow() {
     let mut rec = read(&fixture_path("cpu-a.json"));
     rec["not_in_the_schema"] = Value::Bool(true);
@@ -197,3 +195,7 @@ fn the_shared_record_reader_refuses_a_record_the_schema_does_not_allow() {
     std::fs::write(&p, rec.to_string()).unwrap();
     common::read_json(&p);
 }
+crate::register!(
+    the_shared_record_reader_refuses_a_record_the_schema_does_not_allow
+        .should_panic("does not match schema/osgauge.run-1.schema.json")
+);

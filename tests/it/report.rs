@@ -53,7 +53,6 @@ fn render() -> (Vec<(String, RunRecord)>, String) {
     (runs, html)
 }
 
-#[test]
 fn report_has_the_expected_sections_and_charts() {
     let (runs, html) = render();
     assert!(html.starts_with("<!DOCTYPE html>"));
@@ -86,10 +85,10 @@ fn report_has_the_expected_sections_and_charts() {
     assert!(html.contains("<tr class=\"diff\"><th>OS</th>"));
     assert_eq!(runs.len(), 3);
 }
+crate::register!(report_has_the_expected_sections_and_charts);
 
 /// The synthetic results stand for real benchmarks: every id and metric name is one osgauge
 /// produces (`osgauge list` for mem; the full interactivity matrix for interactivity).
-#[test]
 fn synthetic_results_use_real_ids_and_metrics() {
     let listed: Vec<serde_json::Value> = serde_json::from_slice(
         &common::osgauge()
@@ -130,8 +129,8 @@ fn synthetic_results_use_real_ids_and_metrics() {
         }
     }
 }
+crate::register!(synthetic_results_use_real_ids_and_metrics);
 
-#[test]
 fn report_is_self_contained() {
     let (_, html) = render();
     let lower = html.to_ascii_lowercase();
@@ -147,8 +146,8 @@ fn report_is_self_contained() {
         assert!(s.starts_with("http://www.w3.org/"), "unexpected URL {s}");
     }
 }
+crate::register!(report_is_self_contained);
 
-#[test]
 fn embedded_records_round_trip_and_import() {
     let (runs, html) = render();
     let back = osgauge::store::parse_records(&html).unwrap();
@@ -180,14 +179,15 @@ fn embedded_records_round_trip_and_import() {
         .success();
     assert!(std::fs::read_to_string(out).unwrap().contains("win11"));
 }
+crate::register!(embedded_records_round_trip_and_import);
 
-#[test]
 fn a_single_run_report_has_no_comparison() {
     let r = fixture("cpu-a.json");
     let html = osgauge::report::render(&[("only".into(), r)], Options::default()).unwrap();
     assert!(!html.contains("Ratio to the baseline"));
     assert!(html.contains("cpu/null_syscall"));
 }
+crate::register!(a_single_run_report_has_no_comparison);
 
 // ---- headless Chromium: does a person see the report? ----
 
@@ -257,19 +257,14 @@ fn png_size(p: &Path) -> (u32, u32) {
     (be(16), be(20))
 }
 
-#[test]
-#[cfg_attr(
-    windows,
-    ignore = "the HTML report is checked in headless Chromium on the Linux host; \
-              the Windows test executables run under Wine in CI, where no Windows Chromium exists"
-)]
 fn report_renders_in_headless_chromium() {
     let Some(bin) = find_chromium() else {
         if std::env::var_os("CI").is_some() {
             panic!("chromium is not installed; CI must install it (.ci/run does)");
         }
-        eprintln!(
-            "SKIPPED report_renders_in_headless_chromium: chromium not installed and CI unset"
+        osgauge::testing::not_run(
+            "report_renders_in_headless_chromium",
+            "chromium not installed and CI unset",
         );
         return;
     };
@@ -333,8 +328,8 @@ fn report_renders_in_headless_chromium() {
     );
     eprintln!("screenshot: {}", shot.display());
 }
+crate::register!(report_renders_in_headless_chromium.ignore_if(cfg!(windows), "the HTML report is checked in headless Chromium on the Linux host; the Windows test executables run under Wine in CI, where no Windows Chromium exists"));
 
-#[test]
 fn a_single_run_report_opens_with_its_summary_and_charts_and_folds_the_long_tables() {
     // A cpu run with synthetic interactivity cells and a memory curve: tables and charts.
     let mut r = with_synthetic("cpu-10runs.json", "one", 1, 1.0);
@@ -368,10 +363,10 @@ fn a_single_run_report_opens_with_its_summary_and_charts_and_folds_the_long_tabl
     assert!(!two.contains("<section id=\"tables\">"));
     assert!(two.find("<h2>Results</h2>").unwrap() < two.find("<svg").unwrap());
 }
+crate::register!(a_single_run_report_opens_with_its_summary_and_charts_and_folds_the_long_tables);
 
 /// The ratio chart reads on a log axis, one chart per suite, and an outlier (180×) is drawn at the
 /// edge with its value instead of stretching the axis to 180.
-#[test]
 fn the_ratio_chart_is_logarithmic_per_suite_and_clips_outliers_visibly() {
     let a = common::fixture("cpu-10runs.json");
     let b = common::slowed(&a, "cpu/io_syscall", 180.0);
@@ -389,12 +384,12 @@ fn the_ratio_chart_is_logarithmic_per_suite_and_clips_outliers_visibly() {
     // The axis stops at the clip (8), not at 180.
     assert!(!html.contains(">\n180\n</text>") && !html.contains(">180<"));
 }
+crate::register!(the_ratio_chart_is_logarithmic_per_suite_and_clips_outliers_visibly);
 
 /// Every free-text field of a record (labels, names, OS and CPU strings, titles, methods,
 /// warnings, notes, settings and facts — values and the keys of its open maps) set to markup, as
 /// an imported record may hold: the report shows it as text, never as markup, and the embedded
 /// data block cannot be closed early.
-#[test]
 fn hostile_text_in_every_field_of_an_imported_record_stays_text() {
     use serde_json::Value;
     const PAYLOAD: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&";
@@ -471,3 +466,4 @@ fn hostile_text_in_every_field_of_an_imported_record_stays_text() {
     let orig: Vec<RunRecord> = runs.into_iter().map(|(_, r)| r).collect();
     assert_eq!(back, orig);
 }
+crate::register!(hostile_text_in_every_field_of_an_imported_record_stays_text);

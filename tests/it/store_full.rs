@@ -71,9 +71,6 @@ fn beside(store: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test_with::root()]
-#[test_with::executable(mkfs.ext4 || /usr/sbin/mkfs.ext4 || /sbin/mkfs.ext4)]
-#[test]
 fn a_full_file_system_with_small_blocks_gives_an_error_never_a_crash() {
     let sb = Sandbox::new();
     let fs = match SmallFs::make(sb.path()) {
@@ -176,3 +173,8 @@ fn a_full_file_system_with_small_blocks_gives_an_error_never_a_crash() {
         assert!(beside(&store).is_empty(), "round {i}: {:?}", beside(&store));
     }
 }
+crate::register!(
+    a_full_file_system_with_small_blocks_gives_an_error_never_a_crash
+        .root()
+        .executable(&["mkfs.ext4", "/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"])
+);

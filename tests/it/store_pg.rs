@@ -37,8 +37,6 @@ fn assert_one_line_exit_2(o: &Output, says: &str) {
     );
 }
 
-#[test_with::path(/usr/lib/postgresql)]
-#[test]
 fn wrong_password_foreign_database_bad_url_and_no_server_each_give_one_line_and_exit_2() {
     let Some(pg) = PgServer::start("refusals") else {
         return;
@@ -92,9 +90,11 @@ fn wrong_password_foreign_database_bad_url_and_no_server_each_give_one_line_and_
         .get(0);
     assert_eq!(tables, 1, "only the foreign table is there");
 }
+crate::register!(
+    wrong_password_foreign_database_bad_url_and_no_server_each_give_one_line_and_exit_2
+        .path("/usr/lib/postgresql")
+);
 
-#[test_with::path(/usr/lib/postgresql)]
-#[test]
 fn the_password_never_appears_in_output_or_the_record() {
     let Some(pg) = PgServer::start("password") else {
         return;
@@ -154,9 +154,8 @@ fn the_password_never_appears_in_output_or_the_record() {
         .get(0);
     assert_eq!(stored, 0);
 }
+crate::register!(the_password_never_appears_in_output_or_the_record.path("/usr/lib/postgresql"));
 
-#[test_with::path(/usr/lib/postgresql)]
-#[test]
 fn credentials_come_from_pgpassword_or_a_private_password_file() {
     let Some(pg) = PgServer::start("credentials") else {
         return;
@@ -189,9 +188,10 @@ fn credentials_come_from_pgpassword_or_a_private_password_file() {
         "none was given",
     );
 }
+crate::register!(
+    credentials_come_from_pgpassword_or_a_private_password_file.path("/usr/lib/postgresql")
+);
 
-#[test_with::path(/usr/lib/postgresql)]
-#[test]
 fn read_only_commands_leave_an_empty_database_empty() {
     let Some(pg) = PgServer::start("read-only") else {
         return;
@@ -221,11 +221,10 @@ fn read_only_commands_leave_an_empty_database_empty() {
         .get(0);
     assert_eq!(tables, 0);
 }
+crate::register!(read_only_commands_leave_an_empty_database_empty.path("/usr/lib/postgresql"));
 
 /// N writer processes × M runs each at once on one server (a small version of the 8 × 25 load
 /// check): every run stored once, complete, reading back as its writer exported it.
-#[test_with::path(/usr/lib/postgresql)]
-#[test]
 fn many_writer_processes_store_every_run_once_and_complete() {
     let Some(pg) = PgServer::start("writers") else {
         return;
@@ -279,6 +278,9 @@ fn many_writer_processes_store_every_run_once_and_complete() {
     }
     common::assert_consistent(Path::new(&url));
 }
+crate::register!(
+    many_writer_processes_store_every_run_once_and_complete.path("/usr/lib/postgresql")
+);
 
 /// Wait until the store at `url` holds a run with at least one benchmark.
 fn wait_for_a_benchmark(url: &str, child: &mut std::process::Child, err: &Path) -> String {
@@ -303,8 +305,6 @@ fn wait_for_a_benchmark(url: &str, child: &mut std::process::Child, err: &Path) 
     }
 }
 
-#[test_with::path(/usr/lib/postgresql)]
-#[test]
 fn a_server_stopped_mid_run_keeps_the_run_locally_and_push_uploads_it_byte_identical() {
     let Some(pg) = PgServer::start("server-stopped") else {
         return;
@@ -381,9 +381,11 @@ fn a_server_stopped_mid_run_keeps_the_run_locally_and_push_uploads_it_byte_ident
     );
     common::assert_consistent(Path::new(&url));
 }
+crate::register!(
+    a_server_stopped_mid_run_keeps_the_run_locally_and_push_uploads_it_byte_identical
+        .path("/usr/lib/postgresql")
+);
 
-#[test_with::path(/usr/lib/postgresql)]
-#[test]
 fn push_and_pull_between_any_two_stores_are_idempotent() {
     let Some(pg) = PgServer::start("push-pull") else {
         return;
@@ -457,6 +459,7 @@ fn push_and_pull_between_any_two_stores_are_idempotent() {
     let (c, _, err) = run(&["results", "push", "--store", &a, "--to", &a]);
     assert_eq!(c, Some(2), "{err}");
 }
+crate::register!(push_and_pull_between_any_two_stores_are_idempotent.path("/usr/lib/postgresql"));
 
 /// TLS as libpq's sslmode says, against the test's own server with a CA and server certificate
 /// made here (rcgen; it needs ring, which does not type-check for macOS without a C
@@ -511,7 +514,6 @@ mod tls {
             .to_string()
     }
 
-    #[test]
     fn sslmodes_connect_encrypted_as_libpq_and_bad_certificates_are_refused_naming_the_cause() {
         let Some(pg) = PgServer::start("tls") else {
             return;
@@ -620,8 +622,10 @@ mod tls {
             }
         }
     }
+    crate::register!(
+        sslmodes_connect_encrypted_as_libpq_and_bad_certificates_are_refused_naming_the_cause
+    );
 
-    #[test]
     fn a_hostssl_only_server_refuses_sslmode_disable_clearly_and_takes_tls() {
         let Some(pg) = PgServer::start("tls-hostssl") else {
             return;
@@ -650,4 +654,5 @@ mod tls {
         assert!(o.status.success(), "{out}{err}");
         assert!(connection(dir.path(), &url("require")).starts_with("encrypted"));
     }
+    crate::register!(a_hostssl_only_server_refuses_sslmode_disable_clearly_and_takes_tls);
 }

@@ -35,7 +35,6 @@ fn app_id(p: &Path) -> i32 {
         .unwrap()
 }
 
-#[test]
 fn a_damaged_store_is_refused_for_writing_with_a_recovery_hint() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
@@ -79,8 +78,8 @@ fn a_damaged_store_is_refused_for_writing_with_a_recovery_hint() {
         "the damaged store was changed"
     );
 }
+crate::register!(a_damaged_store_is_refused_for_writing_with_a_recovery_hint);
 
-#[test]
 fn foreign_files_are_refused_by_every_command_and_left_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -171,8 +170,8 @@ fn foreign_files_are_refused_by_every_command_and_left_unchanged() {
         ]
     );
 }
+crate::register!(foreign_files_are_refused_by_every_command_and_left_unchanged);
 
-#[test]
 fn read_only_commands_create_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("not-yet").join("s.db");
@@ -259,8 +258,8 @@ fn read_only_commands_create_and_change_nothing() {
         .unwrap();
     assert_eq!(m, "delete");
 }
+crate::register!(read_only_commands_create_and_change_nothing);
 
-#[test]
 fn stores_are_marked_and_unmarked_stores_of_older_osgauge_are_adopted() {
     let dir = tempfile::tempdir().unwrap();
     let new = dir.path().join("new.db");
@@ -303,8 +302,8 @@ fn stores_are_marked_and_unmarked_stores_of_older_osgauge_are_adopted() {
     }
     assert!(store::is_not_a_store(&Store::open(&mixed).err().unwrap()));
 }
+crate::register!(stores_are_marked_and_unmarked_stores_of_older_osgauge_are_adopted);
 
-#[test]
 fn an_empty_store_path_is_a_usage_error_and_the_default_store_is_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
@@ -341,8 +340,8 @@ fn an_empty_store_path_is_a_usage_error_and_the_default_store_is_untouched() {
         "something was created under the home directory"
     );
 }
+crate::register!(an_empty_store_path_is_a_usage_error_and_the_default_store_is_untouched);
 
-#[test]
 fn store_errors_name_the_store_and_give_a_hint() {
     use osgauge::store::Trouble;
     let sqlite = |code, ext| {
@@ -393,9 +392,9 @@ fn store_errors_name_the_store_and_give_a_hint() {
         "{e}"
     );
 }
+crate::register!(store_errors_name_the_store_and_give_a_hint);
 
 #[cfg(target_os = "linux")]
-#[test]
 fn a_full_disk_mid_run_says_what_was_kept_exports_everything_and_exits_1() {
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
@@ -480,8 +479,9 @@ fn a_full_disk_mid_run_says_what_was_kept_exports_everything_and_exits_1() {
     }
     assert!(err.contains(&export.display().to_string()), "{err}");
 }
+#[cfg(target_os = "linux")]
+crate::register!(a_full_disk_mid_run_says_what_was_kept_exports_everything_and_exits_1);
 
-#[test]
 fn import_accepts_a_bom_and_keeps_unknown_fields_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
@@ -544,8 +544,8 @@ fn import_accepts_a_bom_and_keeps_unknown_fields_byte_for_byte() {
         .code(1)
         .stderr(predicates::str::contains("--replace"));
 }
+crate::register!(import_accepts_a_bom_and_keeps_unknown_fields_byte_for_byte);
 
-#[test]
 fn import_of_nothing_or_of_too_much_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
@@ -574,9 +574,9 @@ fn import_of_nothing_or_of_too_much_is_refused() {
     assert!(store::read_text_capped(&big, 4097).is_ok());
     assert_eq!(store::IMPORT_MAX_BYTES, 256 << 20);
 }
+crate::register!(import_of_nothing_or_of_too_much_is_refused);
 
 #[cfg(target_os = "linux")]
-#[test]
 fn a_store_on_read_only_media_can_be_read_and_refuses_writes_with_a_hint() {
     let dir = tempfile::tempdir().unwrap();
     let Some((mnt, _fs)) = Tmpfs::mnt_in(
@@ -606,11 +606,12 @@ fn a_store_on_read_only_media_can_be_read_and_refuses_writes_with_a_hint() {
         "{e}"
     );
 }
+#[cfg(target_os = "linux")]
+crate::register!(a_store_on_read_only_media_can_be_read_and_refuses_writes_with_a_hint);
 
 /// An imported record is held to what a run osgauge makes satisfies: a label the command line
 /// would accept, unique benchmark ids, ids that are plain names. Each is refused with exit 2 (or
 /// 1 from the store, as any failed import) and the store keeps nothing of it.
-#[test]
 fn imports_with_labels_or_ids_the_cli_would_never_make_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let good = common::fixture("cpu-a.json");
@@ -659,3 +660,4 @@ fn imports_with_labels_or_ids_the_cli_would_never_make_are_refused() {
         }
     }
 }
+crate::register!(imports_with_labels_or_ids_the_cli_would_never_make_are_refused);

@@ -20,7 +20,6 @@ fn column_of(line: &str, needle: &str) -> Option<usize> {
     })
 }
 
-#[test]
 fn display_width_counts_wide_characters_twice() {
     assert_eq!(osgauge::output::width("abc"), 3);
     assert_eq!(osgauge::output::width("内核"), 4);
@@ -30,8 +29,8 @@ fn display_width_counts_wide_characters_twice() {
     // Wider than asked: never cut.
     assert_eq!(osgauge::output::pad_right("内核内核", 2), "内核内核");
 }
+crate::register!(display_width_counts_wide_characters_twice);
 
-#[test]
 fn results_list_columns_stay_aligned_with_a_wide_label() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
@@ -65,3 +64,4 @@ fn results_list_columns_stay_aligned_with_a_wide_label() {
         "os column at {a:?} vs {b:?}:\n{text}"
     );
 }
+crate::register!(results_list_columns_stay_aligned_with_a_wide_label);
