@@ -223,18 +223,9 @@ pub struct Late {
     pub actual_ns: u64,
 }
 
-/// Explain `late` from `events` (every CPU's, in time order). With `split_steal` (the kernel's
-/// task clock leaves host steal out), each task's time is split into its own run time and host
-/// steal from its runtime events.
-pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
-    // State on this CPU at the window's start: the task running and the interrupt stack, from
-    // the events before it.
-    let on_cpu: Vec<&Event> = events.iter().filter(|e| e.cpu == late.cpu).collect();
-    let mut running: Option<(String, u32, i32)> = None;
-    let mut stack: Vec<(PartKind, String)> = Vec::new();
-    let mut woken = false;
-    // Kernel priority per pid, from any event that names it.
-    let mut prios: BTreeMap<u32, i32> = BTreeMap::new();
+/// Kernel priority per pid, from any event that names it (a waking or a switch to it).
+fn priorities(events: &[Event]) -> BTreeMap<u32, i32> {
+    let mut prios = BTreeMap::new();
     for e in events {
         match &e.kind {
             Kind::Waking { pid, prio } => {
@@ -250,6 +241,20 @@ pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
             _ => {}
         }
     }
+    prios
+}
+
+/// Explain `late` from `events` (every CPU's, in time order). With `split_steal` (the kernel's
+/// task clock leaves host steal out), each task's time is split into its own run time and host
+/// steal from its runtime events.
+pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
+    // State on this CPU at the window's start: the task running and the interrupt stack, from
+    // the events before it.
+    let on_cpu: Vec<&Event> = events.iter().filter(|e| e.cpu == late.cpu).collect();
+    let mut running: Option<(String, u32, i32)> = None;
+    let mut stack: Vec<(PartKind, String)> = Vec::new();
+    let mut woken = false;
+    let prios = priorities(events);
     let apply = |e: &Event,
                  running: &mut Option<(String, u32, i32)>,
                  stack: &mut Vec<(PartKind, String)>,
