@@ -190,3 +190,42 @@ fn frame_pacer_holds_its_nominal_rate() {
     assert!((fps - 60.0).abs() < 6.0, "effective fps {fps}");
 }
 crate::register!(frame_pacer_holds_its_nominal_rate);
+
+/// A clean calibration is stored in the given cache file (directories created) under its key
+/// and read back from it; another key is not taken from it. A noisy calibration is not cached,
+/// and a busy machine can make the cached value fail its quick check: then the round trip is not
+/// judged, and the test is ignored with that reason.
+fn work_calibration_cache_round_trip_uses_the_file_and_key() {
+    use osgauge::workload::work::calibrate;
+    let name = "work_calibration_cache_round_trip_uses_the_file_and_key";
+    let dir = common::Sandbox::new();
+    let file = dir.path().join("sub").join("cal.json");
+    let a = calibrate(true, Some(&file), "key A", &|| false).unwrap();
+    assert!(!a.cached);
+    if let Some(w) = &a.warning {
+        assert!(!file.exists(), "a noisy calibration was cached");
+        not_run(
+            name,
+            &format!("the calibration was noisy here, so not cached: {w}"),
+        );
+        return;
+    }
+    assert!(file.exists());
+    let b = calibrate(false, Some(&file), "key A", &|| false).unwrap();
+    if b.cached {
+        assert_eq!(a.loops_per_us, b.loops_per_us);
+        assert!(b.quick_check.unwrap() > 0.0);
+    } else {
+        // Not read back for any other reason than its quick check (that would be a bug).
+        let w = b.warning.as_deref().unwrap_or("no warning given");
+        assert!(w.contains("is off by more than"), "{w}");
+        not_run(
+            name,
+            &format!("the cached value failed its quick check here: {w}"),
+        );
+    }
+    // Another placement (CPUs, policy) is another key: not taken from the cache.
+    let c = calibrate(false, Some(&file), "key B", &|| false).unwrap();
+    assert!(!c.cached);
+}
+crate::register!(work_calibration_cache_round_trip_uses_the_file_and_key);
