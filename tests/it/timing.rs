@@ -31,6 +31,9 @@ fn micro_once(ids: &[&str], run_time: &str) -> serde_json::Value {
 /// The median of `metric` in the only run of benchmark `id`; Err(why) when it was not measured.
 fn run_median(rec: &serde_json::Value, id: &str, metric: &str) -> Result<f64, String> {
     let b = common::json_bench(rec, id);
+    if !b["error"].is_null() {
+        return Err(format!("{id}: {}", b["error"]));
+    }
     let m = common::json_metric(b, metric);
     match m["runs"].as_array().map(|r| r.as_slice()) {
         Some([run]) => {
