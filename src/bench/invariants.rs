@@ -1,12 +1,13 @@
-//! Relations between the cpu and proc benchmarks that hold on any machine: an operation that
-//! contains another costs more than it. Each benchmark's own test checks that it measures or says
-//! why not; these check that the figures mean what their names say (a benchmark timing the wrong
-//! thing, or a broken overhead subtraction, breaks an order).
+//! What holds for the cpu and proc benchmarks whose costs contain one another, on any machine and
+//! at any load: each measures (or is unsupported only where that is allowed) with positive, finite
+//! medians. The relations between them (an operation that contains another costs more than it;
+//! a benchmark timing the wrong thing, or a broken overhead subtraction, breaks an order) are
+//! timing relations, judged in a quiet window only: tests/it/timing.rs.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::testutil::{BusyWindow, is_linux, skip_timing, with_ctx};
+use super::testutil::{is_linux, with_ctx};
 use super::{Benchmark, cpu, proc};
 use crate::model::ErrorKind;
 
@@ -40,12 +41,11 @@ fn measure(all: &[Box<dyn Benchmark>], id: &str, metric: &str) -> Option<f64> {
 }
 
 #[test]
-fn containing_operations_cost_more_than_what_they_contain() {
+fn containing_and_contained_operations_measure_where_they_must() {
     let all: Vec<Box<dyn Benchmark>> = cpu::benchmarks()
         .into_iter()
         .chain(proc::benchmarks())
         .collect();
-    let window = BusyWindow::start();
     let wanted = [
         ("cpu/null_syscall", "call"),
         ("proc/thread_create", "create_join"),
@@ -72,57 +72,7 @@ fn containing_operations_cost_more_than_what_they_contain() {
     if is_linux() {
         assert!(m.contains_key("proc/fork_exec") && m.contains_key("proc/fork_exit"));
     }
-    let busy = window.busy();
-    // (cheaper, dearer, why): the dearer operation contains the cheaper one.
-    let order = [
-        (
-            "cpu/null_syscall",
-            "proc/thread_create",
-            "clone + exit + join are several system calls",
-        ),
-        (
-            "proc/thread_create",
-            "proc/fork_exit",
-            "a process copies the address space a thread shares",
-        ),
-        (
-            "proc/fork_exit",
-            "proc/fork_exec",
-            "fork+exec is fork plus loading a program",
-        ),
-        (
-            "cpu/null_syscall",
-            "proc/posix_spawn",
-            "posix_spawn creates a process and loads /bin/true",
-        ),
-        (
-            "cpu/null_syscall",
-            "proc/spawn",
-            "spawning a program is many system calls",
-        ),
-        (
-            "cpu/null_syscall",
-            "proc/ctx_switch_thread_unpinned",
-            "a round trip is two writes, two reads and two switches",
-        ),
-        (
-            "cpu/null_syscall",
-            "proc/ctx_switch_process_unpinned",
-            "a round trip is two writes, two reads and two switches",
-        ),
-    ];
-    let pairs: Vec<_> = order
-        .iter()
-        .filter_map(|&(cheap, dear, why)| Some((cheap, *m.get(cheap)?, dear, *m.get(dear)?, why)))
-        .collect();
-    for &(cheap, a, ..) in &pairs {
-        assert!(a > 0.0, "{cheap}: median {a} ns");
-    }
-    let what = format!("{} cost orders such as fork_exit < fork_exec", pairs.len());
-    if skip_timing(busy, &what) {
-        return;
-    }
-    for (cheap, a, dear, b, why) in pairs {
-        assert!(a < b, "{cheap} {a:.0} ns ≥ {dear} {b:.0} ns, yet {why}");
+    for (id, v) in &m {
+        assert!(*v > 0.0, "{id}: median {v} ns");
     }
 }

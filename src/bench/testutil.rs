@@ -53,5 +53,3 @@ pub fn quick<T>(f: impl FnOnce(&RunContext) -> T) -> T {
 pub fn is_linux() -> bool {
     crate::platform::OS_NAME == "Linux"
 }
-
-pub use crate::testing::{BusyWindow, skip_timing};

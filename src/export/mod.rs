@@ -409,13 +409,10 @@ mod tests {
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         }
 
+        /// Making a device node with mknod needs root: ignored, with the reason, without it.
+        #[test_with::root()]
         #[test]
         fn a_device_node_is_written_through_and_kept() {
-            // SAFETY: geteuid has no preconditions.
-            if unsafe { libc::geteuid() } != 0 {
-                eprintln!("skipped: making a device node with mknod needs root");
-                return;
-            }
             let dir = tempfile::tempdir().unwrap();
             let node = dir.path().join("null");
             let c = std::ffi::CString::new(node.as_os_str().as_encoded_bytes()).unwrap();
@@ -433,13 +430,11 @@ mod tests {
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         }
 
+        /// Ignored, with the reason, where there is no /dev/full.
+        #[test_with::path(/dev/full)]
         #[test]
         fn a_full_device_gives_an_error() {
             let full = Path::new("/dev/full");
-            if !full.exists() {
-                eprintln!("skipped: no /dev/full on this system");
-                return;
-            }
             let e = write_atomic(full, b"x").unwrap_err();
             assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
             assert!(

@@ -975,57 +975,63 @@ mod tests {
         .unwrap();
     }
 
-    /// Each policy read back as requested, on a thread of its own (Linux applies to the calling
-    /// thread); FIFO/RR need root (CAP_SYS_NICE).
+    /// Applies `req` on a thread of its own (Linux applies to the calling thread) and checks it
+    /// reads back as requested.
+    #[cfg(target_os = "linux")]
+    fn reads_back_as_requested(req: SchedRequest) {
+        let p = req.effective_policy();
+        let r = req.clone();
+        let a = std::thread::spawn(move || apply_process(&r))
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{}: {e}", p.name()));
+        assert_eq!(a.policy, p.name());
+        if let Some(n) = req.nice {
+            assert_eq!(a.nice, Some(n));
+        }
+        match p {
+            Policy::Fifo => assert_eq!(a.priority, Some(10)),
+            Policy::Rr => assert!(a.rr_interval_ns.unwrap() > 0, "{a:?}"),
+            _ => assert_eq!(a.rr_interval_ns, None),
+        }
+    }
+
+    /// Each non-real-time policy read back as requested (no privilege needed).
     #[cfg(target_os = "linux")]
     #[test]
     fn linux_policies_read_back() {
-        let root = unsafe { libc::geteuid() } == 0;
-        let cases: Vec<SchedRequest> = vec![
+        for req in [
             SchedRequest::new(Policy::Batch),
             SchedRequest::new(Policy::Idle),
             SchedRequest {
                 nice: Some(7),
                 ..SchedRequest::new(Policy::Other)
             },
-            SchedRequest {
-                priority: Some(10),
-                ..SchedRequest::new(Policy::Fifo)
-            },
-            SchedRequest {
-                priority: Some(10),
-                ..SchedRequest::new(Policy::Rr)
-            },
-        ];
-        for req in cases {
-            let p = req.effective_policy();
-            if p.is_realtime() && !root {
-                crate::testing::not_run(
-                    "linux_policies_read_back (fifo/rr)",
-                    "real-time policies need root (CAP_SYS_NICE)",
-                );
-                continue;
-            }
-            let r = req.clone();
-            let a = std::thread::spawn(move || apply_process(&r))
-                .join()
-                .unwrap()
-                .unwrap_or_else(|e| panic!("{}: {e}", p.name()));
-            assert_eq!(a.policy, p.name());
-            if let Some(n) = req.nice {
-                assert_eq!(a.nice, Some(n));
-            }
-            match p {
-                Policy::Fifo => assert_eq!(a.priority, Some(10)),
-                Policy::Rr => assert!(a.rr_interval_ns.unwrap() > 0, "{a:?}"),
-                _ => assert_eq!(a.rr_interval_ns, None),
-            }
+        ] {
+            assert!(!req.effective_policy().is_realtime());
+            reads_back_as_requested(req);
         }
         // A Windows class has no Linux mapping: unsupported, with the reason.
         let e = apply_process(&SchedRequest::new(Policy::High)).unwrap_err();
         assert!(e.to_string().starts_with("unsupported on Linux: "), "{e}");
         let e = apply_thread(&SchedRequest::new(Policy::QosUtility)).unwrap_err();
         assert!(e.to_string().starts_with("unsupported on Linux: "), "{e}");
+    }
+
+    /// FIFO and RR read back as requested; they need root (CAP_SYS_NICE), so without it the test
+    /// is ignored with that reason.
+    #[cfg(target_os = "linux")]
+    #[test_with::root()]
+    #[test]
+    fn linux_realtime_policies_read_back() {
+        for policy in [Policy::Fifo, Policy::Rr] {
+            let req = SchedRequest {
+                priority: Some(10),
+                ..SchedRequest::new(policy)
+            };
+            assert!(req.effective_policy().is_realtime());
+            reads_back_as_requested(req);
+        }
     }
 
     /// Priority classes read back (run under Wine in CI); REALTIME may come back as HIGH, marked.

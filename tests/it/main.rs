@@ -40,4 +40,5 @@ mod store;
 mod store_full;
 mod store_pg;
 mod store_robust;
+mod timing;
 mod wide_text;

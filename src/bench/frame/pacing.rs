@@ -159,7 +159,8 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::time::{Duration, Instant};
 
-    /// A short run yields every metric; fps near nominal unless the machine was busy.
+    /// A short run yields every metric, each within its range (whether the fps is near nominal
+    /// is a timing relation: tests/it/timing.rs judges it in a quiet window).
     #[test]
     fn short_run_measures_every_metric() {
         let b = Pacing::new(60.0, 1, "60fps_1mp");
@@ -173,7 +174,6 @@ mod tests {
             &timing,
             &cancel,
         );
-        let busy = crate::testing::BusyWindow::start();
         let out = b.run(&ctx).unwrap();
         let names: Vec<&str> = out.samples.iter().map(|s| s.0).collect();
         assert_eq!(
@@ -192,8 +192,6 @@ mod tests {
         let late = get("late_pct")[0];
         assert!((0.0..=100.0).contains(&late));
         let fps = get("effective_fps")[0];
-        if !crate::testing::skip_timing(busy.busy(), "effective fps near 60") {
-            assert!((fps - 60.0).abs() < 6.0, "effective fps {fps}");
-        }
+        assert!(fps.is_finite() && fps > 0.0, "effective fps {fps}");
     }
 }

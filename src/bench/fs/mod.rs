@@ -273,17 +273,24 @@ mod tests {
             max_size: Some(4 * MIB),
             ..FsOptions::quick()
         };
+        // Decided before the run: the test only refuses on a memory-backed file system (the
+        // checkout's, not /tmp's), and then with that reason; anywhere else it must measure.
+        let refusal = crate::platform::fs::bypass_refusal(d.path());
         let b = bandwidth::Bandwidth::new(&o, bandwidth::Dir::Write, 1);
-        let out = match crate::bench::testutil::with_ctx(
+        let r = crate::bench::testutil::with_ctx(
             std::time::Duration::from_millis(100),
             std::time::Duration::from_secs(60),
             |ctx| b.run(ctx),
-        ) {
-            Ok(o) => o,
-            Err(e) => {
-                eprintln!("NOT RUN: the file system here refuses the bandwidth test: {e:?}");
+        );
+        let out = match (r, refusal) {
+            (Ok(o), None) => o,
+            (Err(e), Some(why)) => {
+                assert_eq!(e.kind, crate::model::ErrorKind::Unsupported, "{e:?}");
+                assert!(e.message.contains(&why), "{e:?} (expected: {why})");
                 return;
             }
+            (Ok(_), Some(why)) => panic!("measured although {why}"),
+            (Err(e), None) => panic!("the bandwidth test failed on a disk: {e:?}"),
         };
         let mut windows = 0;
         for mode in ["direct", "buffered"] {

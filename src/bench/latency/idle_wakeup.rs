@@ -363,8 +363,36 @@ mod tests {
         assert!(runs[1].warnings.is_empty());
     }
 
+    /// Why the benchmark must refuse on this machine, decided before it runs: one CPU for this
+    /// process, or no lowest-priority class for a thread (probed on a scratch thread, the way
+    /// the benchmark's spinner asks for it). None: it must measure.
+    fn expected_refusal() -> Option<String> {
+        let cpus = crate::platform::allowed_cpus().unwrap();
+        let [_, target, ..] = cpus.as_slice() else {
+            return Some("needs two CPUs".to_string());
+        };
+        let target = *target;
+        let idle = SchedRequest {
+            policy: Some(Policy::Idle),
+            ..Default::default()
+        };
+        std::thread::spawn(move || place_thread(target, &idle, None))
+            .join()
+            .unwrap()
+            .err()
+            .map(|_| "a lowest-priority spinner could not be set up".to_string())
+    }
+
     #[test]
     fn a_short_run_measures_both_halves_or_says_why_not() {
+        let refusal = expected_refusal();
+        // SCHED_IDLE needs no privilege on Linux: only one CPU may make it refuse there.
+        if cfg!(target_os = "linux") {
+            assert!(
+                refusal.is_none() || crate::platform::allowed_cpus().unwrap().len() < 2,
+                "{refusal:?}"
+            );
+        }
         let b = IdleWakeup::new();
         let timing = crate::harness::calibrate();
         let cancel = AtomicBool::new(false);
@@ -382,6 +410,7 @@ mod tests {
         assert_eq!(crate::platform::current_thread_affinity().unwrap(), before);
         match r {
             Ok(out) => {
+                assert_eq!(refusal, None, "measured although it should have refused");
                 let get = |n: &str| out.samples.iter().find(|s| s.0 == n).unwrap().1.clone();
                 let (idle, busy) = (get("idle"), get("busy"));
                 // Each half is two quarters of max(20 ms / PAUSE, 5) wake-ups; on a loaded
@@ -404,9 +433,11 @@ mod tests {
                 }
             }
             Err(e) => {
-                // One CPU, or no lowest-priority class on this OS: said, with the reason.
+                // Refused exactly where the machine does not allow it, saying why.
+                let why =
+                    refusal.unwrap_or_else(|| panic!("refused on a machine that allows it: {e}"));
                 assert_eq!(e.kind, crate::model::ErrorKind::Unsupported, "{e}");
-                eprintln!("NOT RUN: {e}");
+                assert!(e.message.contains(&why), "{e} (expected: {why})");
             }
         }
     }

@@ -411,7 +411,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::bench::testutil::{BusyWindow, is_linux, quick, skip_timing, with_ctx};
+    use crate::bench::testutil::{is_linux, quick, with_ctx};
     use crate::model::ErrorKind;
 
     #[test]
@@ -432,9 +432,9 @@ mod tests {
         assert!(out.warnings.is_empty(), "{:?}", out.warnings);
     }
 
-    /// `busy`: how busy the machine was while `out` was measured (timing relations are skipped,
-    /// with the reason printed, when it was).
-    fn check_output(id: &str, out: &RunOutput, busy: Option<String>) {
+    /// The figures every run has, whatever the machine's load (that a round trip costs more than
+    /// the pipe pair is a timing relation: tests/it/timing.rs judges it in a quiet window).
+    fn check_output(id: &str, out: &RunOutput) {
         let get = |name: &str| {
             &out.samples
                 .iter()
@@ -449,19 +449,9 @@ mod tests {
         );
         assert!(rt.iter().all(|&v| v > 0.0), "{id}: {rt:?}");
         assert!(pair.iter().all(|&v| v > 0.0), "{id}: {pair:?}");
-        // A relation between timings: only meaningful on a native OS (under Wine, pipe I/O goes
-        // through wineserver and its cost swings widely).
-        if platform::compatibility_layer().is_some() {
-            return;
-        }
-        if skip_timing(busy, &format!("{id}: round trip > pipe pair")) {
-            return;
-        }
         assert!(
-            median(rt) > median(pair),
-            "{id}: round trip {} vs pipe pair {}",
-            median(rt),
-            median(pair)
+            rt.iter().chain(pair).chain(sw).all(|v| v.is_finite()),
+            "{id}: {rt:?} {pair:?} {sw:?}"
         );
     }
 
@@ -485,9 +475,7 @@ mod tests {
         ] {
             let b = ContextSwitch::new(peer, pinned);
             let id = b.info().id.clone();
-            let window = BusyWindow::start();
             let (r, pids) = quick(|ctx| run_tracked(&b, ctx));
-            let busy = window.busy();
             for pid in &pids {
                 assert!(
                     platform::process_gone(*pid),
@@ -496,7 +484,7 @@ mod tests {
             }
             match r {
                 Ok(out) => {
-                    check_output(&id, &out, busy);
+                    check_output(&id, &out);
                     if pinned {
                         let cpu = out.facts["pinned_cpu"].as_u64().unwrap() as usize;
                         assert_eq!(out.facts["peer_affinity"], serde_json::json!([cpu]), "{id}");
