@@ -224,7 +224,12 @@ pub const NOT_USABLE_REASONS: [&str; 4] = [
 ];
 
 /// Is `why` one of [`CpuCost::usable`]'s reasons (see [`NOT_USABLE_REASONS`])?
+/// The runner's wrapper for a figure too few runs measured ("only 1 of 2 runs measured it …; the
+/// others: <reason>") is looked through.
 pub fn is_not_usable_reason(why: &str) -> bool {
+    let why = why
+        .split_once("; the others: ")
+        .map_or(why, |(_, reason)| reason);
     NOT_USABLE_REASONS.iter().any(|r| why.starts_with(r))
 }
 

@@ -795,6 +795,21 @@ mod tests {
         assert_eq!(too_few_measured(4, 7, None), None);
     }
 
+    /// A CPU cost that too few runs measured keeps its per-run reason readable: callers that
+    /// accept "not usable" reasons (tests on a busy machine) see through the wrapper.
+    #[test]
+    fn a_wrapped_not_usable_reason_is_still_recognised() {
+        let w = too_few_measured(
+            1,
+            2,
+            Some("the background changed under the test: the idle baselines …"),
+        )
+        .unwrap();
+        assert!(crate::cpucost::is_not_usable_reason(&w), "{w}");
+        let other = too_few_measured(1, 2, Some("the peer refused")).unwrap();
+        assert!(!crate::cpucost::is_not_usable_reason(&other), "{other}");
+    }
+
     #[test]
     fn too_few_measured_runs_leave_no_summary_and_say_why() {
         // Only the first of 6 runs clears the counters: its value is kept, no figure is made.
