@@ -450,7 +450,32 @@ crate::register!(
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
 );
 
-/// Start `osgauge latency --attribute` for 20 s, wait until its tracing session runs, send `sig`
+/// Why tracefs cannot be lent to a test now: it is already tracing some of the events a session
+/// uses — a session of a run killed elsewhere (its state file was in that run's own temp dir, so
+/// no start here can undo it) or another tool. osgauge refuses such a session, so a signal test
+/// would find nothing to signal.
+fn tracefs_busy() -> Option<String> {
+    let root = std::path::Path::new("/sys/kernel/tracing");
+    let on = std::fs::read_to_string(root.join("tracing_on")).ok()?;
+    let enabled: Vec<&str> = osgauge::platform::tracefs::EVENTS
+        .iter()
+        .copied()
+        .filter(|e| {
+            std::fs::read_to_string(root.join("events").join(e).join("enable"))
+                .is_ok_and(|v| v.trim() != "0")
+        })
+        .collect();
+    (on.trim() == "1" && !enabled.is_empty()).then(|| {
+        format!(
+            "tracefs was already tracing {} before the test began (a killed run's session or \
+             another tool); osgauge rightly refuses to share it",
+            enabled.join(", ")
+        )
+    })
+}
+
+/// Start `osgauge latency --attribute` for 20 s, wait until *its* tracing session runs (its own
+/// session state file exists and tracing is on — never another process's session), send `sig`
 /// and wait for the process to end (at most 15 s). None: the session never started.
 #[cfg(unix)]
 fn signal_a_tracing_session(sig: i32) -> Option<std::process::ExitStatus> {
@@ -471,14 +496,25 @@ fn signal_a_tracing_session(sig: i32) -> Option<std::process::ExitStatus> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait until the session runs (tracing on, on our clock), at most 10 s.
+    // The child's state file lives in this test's TMPDIR, named by its pid; it is written after
+    // the interrupt handler is installed and before tracing is switched on.
+    let state = common::with_test_sandbox(|s| s.tmp()).join(format!(
+        "{}{}.json",
+        osgauge::platform::tracefs::STATE_PREFIX,
+        child.id()
+    ));
     let t0 = Instant::now();
     let tracing = || {
-        std::fs::read_to_string("/sys/kernel/tracing/tracing_on").is_ok_and(|t| t.trim() == "1")
+        state.exists()
+            && std::fs::read_to_string("/sys/kernel/tracing/tracing_on")
+                .is_ok_and(|t| t.trim() == "1")
             && std::fs::read_to_string("/sys/kernel/tracing/trace_clock")
                 .is_ok_and(|t| t.contains("[mono]"))
     };
     while !tracing() && t0.elapsed() < Duration::from_secs(10) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
     let started = tracing();
@@ -501,6 +537,10 @@ fn signal_a_tracing_session(sig: i32) -> Option<std::process::ExitStatus> {
 fn ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was() {
     if let Err(why) = can_trace() {
         osgauge::testing::not_run("signalled tracing session", &why.to_string());
+        return;
+    }
+    if let Some(why) = tracefs_busy() {
+        osgauge::testing::not_run("signalled tracing session", &why);
         return;
     }
     #[cfg(unix)]
@@ -540,6 +580,10 @@ crate::register!(
 fn a_killed_tracing_session_is_undone_by_the_next_start() {
     if let Err(why) = can_trace() {
         osgauge::testing::not_run("killed tracing session", &why.to_string());
+        return;
+    }
+    if let Some(why) = tracefs_busy() {
+        osgauge::testing::not_run("killed tracing session", &why);
         return;
     }
     #[cfg(unix)]
