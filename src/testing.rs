@@ -20,6 +20,20 @@
 
 use std::time::{Duration, Instant};
 
+/// The cpu and proc benchmarks (id, metric) whose costs contain one another: the lib test
+/// (src/bench/invariants.rs) checks each measures where it must; tests/it/timing.rs judges their
+/// order in a quiet window.
+pub const CONTAINMENT: [(&str, &str); 8] = [
+    ("cpu/null_syscall", "call"),
+    ("proc/thread_create", "create_join"),
+    ("proc/fork_exit", "fork_exit"),
+    ("proc/fork_exec", "fork_exec"),
+    ("proc/posix_spawn", "posix_spawn"),
+    ("proc/spawn", "spawn"),
+    ("proc/ctx_switch_thread_unpinned", "round_trip"),
+    ("proc/ctx_switch_process_unpinned", "round_trip"),
+];
+
 /// Other work above this many CPUs on average (busy or stolen, 20 % of one CPU) makes the
 /// machine busy. An idle machine shows a few hundredths of a CPU.
 pub const BUSY_CPUS: f64 = 0.2;

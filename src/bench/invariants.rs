@@ -46,16 +46,7 @@ fn containing_and_contained_operations_measure_where_they_must() {
         .into_iter()
         .chain(proc::benchmarks())
         .collect();
-    let wanted = [
-        ("cpu/null_syscall", "call"),
-        ("proc/thread_create", "create_join"),
-        ("proc/fork_exit", "fork_exit"),
-        ("proc/fork_exec", "fork_exec"),
-        ("proc/posix_spawn", "posix_spawn"),
-        ("proc/spawn", "spawn"),
-        ("proc/ctx_switch_thread_unpinned", "round_trip"),
-        ("proc/ctx_switch_process_unpinned", "round_trip"),
-    ];
+    let wanted = crate::testing::CONTAINMENT;
     let mut m = BTreeMap::new();
     for (id, metric) in wanted {
         if let Some(v) = measure(&all, id, metric) {
