@@ -46,11 +46,21 @@ pub struct ModelArgs {
     /// the benchmarks the profile reads (not stored) — instead of reading a stored run
     #[arg(long)]
     pub measure: bool,
+    /// check --measure: interleaved rounds — in each, the inputs measured afresh and then the
+    /// application, so both share one window of the machine's speed; each law is judged on the
+    /// median of the rounds' deviations [default: 1]
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
 }
 
-pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/imaging-pipeline.toml --export-html m.html  no runs: the newest stored run\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n  osgauge model validate examples/audio-workstation.toml --export-json v.json\n  osgauge model validate examples/imaging-pipeline.toml --inputs linux-6.18   also predict from a run\n  osgauge model validate examples/memory-bound-check.toml          memory traffic: the CPU floor and range\n  osgauge model check examples/real-nginx-static.toml linux-6.18    a real application vs a stored run\n  osgauge model check examples/real-iperf3-to-disk.toml --measure   … vs a fresh standard-preset run\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. A core that copies is a busy core: the application's\nCPU per unit is never below its memory traffic at one core's copy rate (mem/bandwidth_1t), and\nwith every core copying at once it grows to its share of mem/bandwidth_all (shown as a range). Exit codes: 0 ok; 2 bad profile or usage; 1 failure.\n\n`model validate` runs a synthetic application doing the profile's per-unit work (loopback TCP,\na temp file, memory copies through rings of 4 × the last-level cache, compute, frame copies,\na pipe ping-pong for the context switches) at rising rates and flat out, and compares it with\na prediction from fresh probes; --export-json/--export-markdown/--export-html write the\nprediction, every step and the verdict. Exit codes of validate: 0 when the maximum rate and the\nCPU per unit agree within 15 %, or when the machine was shared (\"not judged\"); 1 when a quiet\nmachine's measurement disagrees (the verdict names the law or input that is off) or on failure;\n2 bad profile or usage; 130/143 interrupted.";
+pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/imaging-pipeline.toml --export-html m.html  no runs: the newest stored run\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n  osgauge model validate examples/audio-workstation.toml --export-json v.json\n  osgauge model validate examples/imaging-pipeline.toml --inputs linux-6.18   also predict from a run\n  osgauge model validate examples/memory-bound-check.toml          memory traffic: the CPU floor and range\n  osgauge model check examples/real-nginx-static.toml linux-6.18    a real application vs a stored run\n  osgauge model check examples/real-iperf3-to-disk.toml --measure   … vs a fresh standard-preset run\n  osgauge model check examples/real-nginx-static.toml --measure --rounds 3   3 interleaved rounds, median\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. A core that copies is a busy core: the application's\nCPU per unit is never below its memory traffic at one core's copy rate (mem/bandwidth_1t), and\nwith every core copying at once it grows to its share of mem/bandwidth_all (shown as a range). Exit codes: 0 ok; 2 bad profile or usage; 1 failure.\n\n`model validate` runs a synthetic application doing the profile's per-unit work (loopback TCP,\na temp file, memory copies through rings of 4 × the last-level cache, compute, frame copies,\na pipe ping-pong for the context switches) at rising rates and flat out, and compares it with\na prediction from fresh probes; --export-json/--export-markdown/--export-html write the\nprediction, every step and the verdict. Exit codes of validate: 0 when the maximum rate and the\nCPU per unit agree within 15 %, or when the machine was shared (\"not judged\"); 1 when a quiet\nmachine's measurement disagrees (the verdict names the law or input that is off) or on failure;\n2 bad profile or usage; 130/143 interrupted.";
 
 pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
+    if a.profile != "check" && (a.measure || a.rounds.is_some()) {
+        return Err(CliError::Usage(
+            "--measure/--rounds: only with `model check`".into(),
+        ));
+    }
     if a.profile == "validate" {
         return validate(a);
     }
@@ -196,6 +206,15 @@ fn check(a: ModelArgs) -> Result<i32, CliError> {
     {
         return Err(CliError::Usage("--step-s: from 0.5 to 60 seconds".into()));
     }
+    let rounds = a.rounds.unwrap_or(1);
+    if !(1..=20).contains(&rounds) {
+        return Err(CliError::Usage("--rounds: from 1 to 20".into()));
+    }
+    if rounds > 1 && !a.measure {
+        return Err(CliError::Usage(
+            "--rounds: only with --measure (each round measures the inputs afresh, then runs the application; a stored run cannot be interleaved)".into(),
+        ));
+    }
     let path = Path::new(path);
     let p = Profile::load(path).map_err(|e| CliError::Usage(e.0))?;
     let kind =
@@ -205,6 +224,9 @@ fn check(a: ModelArgs) -> Result<i32, CliError> {
         return Ok(super::EXIT_INCOMPLETE);
     }
     check_exports(&a)?;
+    if rounds > 1 {
+        return check_rounds(&a, &p, path, kind, rounds);
+    }
     let inputs = if a.measure {
         measure_inputs(&p)?
     } else {
@@ -249,6 +271,68 @@ fn check(a: ModelArgs) -> Result<i32, CliError> {
         }
         Err(e) => Err(CliError::Other(e.into())),
     }
+}
+
+/// `model check --measure --rounds N`: N interleaved rounds (inputs measured, then the
+/// application), judged on the median of the rounds' deviations.
+fn check_rounds(
+    a: &ModelArgs,
+    p: &Profile,
+    path: &Path,
+    kind: appmodel::check::apps::Kind,
+    rounds: u32,
+) -> Result<i32, CliError> {
+    let mut reports = Vec::new();
+    for i in 1..=rounds {
+        crate::outln!(
+            "\n=== round {i} of {rounds}: the inputs measured afresh, then the application ==="
+        );
+        let inputs = measure_inputs(p)?;
+        match appmodel::check::run(p, path, inputs, a.step_s) {
+            Ok(r) => reports.push(r),
+            Err(appmodel::check::CheckError::NotRun(why)) => {
+                crate::outln!("model check {}: NOT RUN: {why}", kind.name());
+                return Ok(super::EXIT_INCOMPLETE);
+            }
+            Err(e) => return Err(CliError::Other(e.into())),
+        }
+    }
+    let per: Vec<(bool, &[appmodel::check::LawCheck])> = reports
+        .iter()
+        .map(|r| (r.judged, r.checks.as_slice()))
+        .collect();
+    let s = appmodel::check::rounds_summary(&per);
+    crate::outln!("\n{} interleaved rounds:", s.rounds);
+    for l in &s.laws {
+        crate::outln!(
+            "  {}: {}",
+            l.law,
+            if l.deviations.is_empty() {
+                "not judged in any round".to_string()
+            } else {
+                format!(
+                    "median {:+.1} % (rounds: {})",
+                    l.median.unwrap_or(0.0) * 100.0,
+                    l.deviations
+                        .iter()
+                        .map(|d| format!("{:+.1} %", d * 100.0))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        );
+    }
+    crate::outln!("{}", s.verdict);
+    let code = if s.disagrees() { EXIT_WARN } else { EXIT_OK };
+    if let Some(f) = &a.export_json {
+        crate::export::write_each(vec![(
+            "--export-json",
+            f,
+            appmodel::check::rounds_json(&reports, &s, code),
+        )])
+        .map_err(CliError::Other)?;
+    }
+    Ok(code)
 }
 
 /// A fresh standard-preset run of exactly the benchmarks the profile reads (a child

@@ -386,8 +386,14 @@ pub fn cpu_steal_ns(cpus: &[usize]) -> Result<(Vec<u64>, u64), String> {
 
 /// Ok where the scheduler's task clock leaves host steal out, so a task's wall time on a CPU
 /// less the run time the scheduler counts for it is steal (Linux: CONFIG_PARAVIRT_TIME_ACCOUNTING,
-/// from /proc/config.gz or /boot/config-<release>); else why not.
+/// from /proc/config.gz or /boot/config-<release>); else why not. Read once per process (the
+/// kernel cannot change under it), after the timed windows that ask.
 pub fn task_clock_excludes_steal() -> Result<(), String> {
+    static R: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    R.get_or_init(read_task_clock_excludes_steal).clone()
+}
+
+fn read_task_clock_excludes_steal() -> Result<(), String> {
     #[cfg(target_os = "linux")]
     {
         use std::io::Read;

@@ -273,6 +273,134 @@ crate::register!(
         .executable(&["ab"])
 );
 
+/// `--measure --rounds 2`: each round measures the inputs afresh (a child standard-preset run)
+/// and then runs the application; the summary judges each law on the median of the judged
+/// rounds' deviations, and the exit code follows it.
+fn interleaved_rounds_measure_then_run_and_judge_the_median() {
+    if let Err(why) = installed(&["nginx", "ab"]) {
+        osgauge::testing::not_run(
+            "interleaved rounds",
+            &format!("{why} (Debian packages nginx apache2-utils)"),
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("rounds.json");
+    let out = osgauge()
+        .args(["model", "check"])
+        .arg(examples().join("real-nginx-static.toml"))
+        .args([
+            "--measure",
+            "--rounds",
+            "2",
+            "--step-s",
+            "1",
+            "--export-json",
+        ])
+        .arg(&json)
+        .timeout(std::time::Duration::from_secs(400))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0) | Some(1)),
+        "exit {code:?}: {stdout}{stderr}"
+    );
+    // Interleaved: inputs, application, inputs, application.
+    let r1 = stdout.find("round 1 of 2").expect("round 1");
+    let r2 = stdout.find("round 2 of 2").expect("round 2");
+    assert!(r1 < r2);
+    assert_eq!(
+        stderr.matches("measuring the inputs").count(),
+        2,
+        "{stderr}"
+    );
+    assert_eq!(
+        stdout.matches("\ncheck: nginx-static").count(),
+        2,
+        "{stdout}"
+    );
+    let v: serde_json::Value = common::read_json(&json);
+    assert_eq!(v["schema"], "osgauge.appmodel.check-rounds/1");
+    assert_eq!(v["exit_code"].as_i64(), code.map(i64::from));
+    let rounds = v["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2);
+    for r in rounds {
+        assert_eq!(r["inputs"], "fresh standard-preset run", "{r}");
+        assert_structure(r, &stdout, 2);
+    }
+    let s = &v["summary"];
+    assert_eq!(s["rounds"], 2);
+    let judged: Vec<&serde_json::Value> = rounds.iter().filter(|r| r["judged"] == true).collect();
+    assert_eq!(s["judged_rounds"].as_u64(), Some(judged.len() as u64));
+    // Each law's deviations are exactly the judged rounds' counted ones; the median is theirs.
+    for l in s["laws"].as_array().unwrap() {
+        let mut want: Vec<f64> = judged
+            .iter()
+            .flat_map(|r| r["checks"].as_array().unwrap().iter())
+            .filter(|c| c["law"] == l["law"] && c["counts"] == true)
+            .filter_map(|c| c["deviation"].as_f64())
+            .collect();
+        let mut got: Vec<f64> = l["deviations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_f64().unwrap())
+            .collect();
+        assert_eq!(got, want, "{l}");
+        if !want.is_empty() {
+            want.sort_by(f64::total_cmp);
+            got.sort_by(f64::total_cmp);
+            let m = l["median"].as_f64().unwrap();
+            assert!(m >= want[0] && m <= *want.last().unwrap(), "{l}");
+        }
+    }
+    // Exit 1 exactly when a law's median disagrees.
+    assert_eq!(code == Some(1), !s["off"].is_null(), "{s}");
+    assert!(stdout.contains("interleaved rounds:"), "{stdout}");
+}
+crate::register!(
+    interleaved_rounds_measure_then_run_and_judge_the_median
+        .executable(&["nginx", "/usr/sbin/nginx"])
+        .executable(&["ab"])
+);
+
+/// `--rounds` without `--measure`, out of range, or outside `model check`: usage errors.
+fn rounds_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = inputs(dir.path());
+    let prof = examples().join("real-nginx-static.toml");
+    for (args, want) in [
+        (vec!["check", "--rounds", "2"], "only with --measure"),
+        (vec!["check", "--measure", "--rounds", "0"], "from 1 to 20"),
+        (vec!["check", "--measure", "--rounds", "21"], "from 1 to 20"),
+    ] {
+        let mut c = osgauge();
+        c.arg("model").args(&args[..1]).arg(&prof);
+        if !args.contains(&"--measure") {
+            c.arg(&run);
+        }
+        let out = c.args(&args[1..]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let out = osgauge()
+        .args(["model"])
+        .arg(examples().join("os-only-recorder.toml"))
+        .arg(&run)
+        .args(["--rounds", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only with `model check`"));
+}
+crate::register!(rounds_usage_errors);
+
 /// The memory-bound program; and the same profile with a stated application CPU that dominates
 /// the CPU prediction: that check is refused as by construction, never counted as agreeing.
 fn stress_stream_runs_and_a_stated_cpu_is_refused_as_by_construction() {

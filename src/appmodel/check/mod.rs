@@ -598,3 +598,198 @@ pub fn json(r: &CheckReport, exit_code: i32) -> anyhow::Result<String> {
     }
     Ok(serde_json::to_string_pretty(&Out { r, exit_code })? + "\n")
 }
+
+/// One law over interleaved rounds: each judged round's deviation, and their median.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundsLaw {
+    pub law: String,
+    /// measured / predicted − 1 of each round where this law counted (a judged round).
+    pub deviations: Vec<f64>,
+    pub median: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub agrees: Option<bool>,
+}
+
+/// Interleaved rounds (`model check --measure --rounds N`): in each round the inputs are
+/// measured afresh and the application runs right after, so a prediction and its measurement
+/// share one window of this machine's speed (which drifts by up to 2× from minute to minute on a
+/// shared VM). Each law is judged on the median of the judged rounds' deviations.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundsSummary {
+    pub rounds: usize,
+    /// Rounds judged (a quiet machine, complete inputs, some law counted).
+    pub judged_rounds: usize,
+    pub laws: Vec<RoundsLaw>,
+    pub off: Option<String>,
+    pub verdict: String,
+}
+
+impl RoundsSummary {
+    pub fn disagrees(&self) -> bool {
+        self.off.is_some()
+    }
+}
+
+/// The rounds' laws, in the order the first round lists them (pure). Each round: whether it was
+/// judged ([`CheckReport::judged`]) and its law checks.
+pub fn rounds_summary(rounds: &[(bool, &[LawCheck])]) -> RoundsSummary {
+    let judged: Vec<&[LawCheck]> = rounds.iter().filter(|r| r.0).map(|r| r.1).collect();
+    let mut laws: Vec<RoundsLaw> = Vec::new();
+    for name in rounds
+        .first()
+        .map(|r| r.1.iter().map(|c| c.law.clone()).collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
+        let deviations: Vec<f64> = judged
+            .iter()
+            .filter_map(|checks| checks.iter().find(|c| c.law == name))
+            .filter(|c| c.counts)
+            .filter_map(|c| c.deviation)
+            .collect();
+        let median = (!deviations.is_empty()).then(|| crate::stats::median(&deviations));
+        laws.push(RoundsLaw {
+            law: name,
+            min: deviations.iter().copied().reduce(f64::min),
+            max: deviations.iter().copied().reduce(f64::max),
+            agrees: median.map(|m| m.abs() <= TOLERANCE),
+            median,
+            deviations,
+        });
+    }
+    let pct = |d: f64| format!("{:+.1} %", d * 100.0);
+    let off = laws.iter().find(|l| l.agrees == Some(false)).map(|l| {
+        format!(
+            "{}: median {} over {} judged round(s) ({})",
+            l.law,
+            pct(l.median.unwrap_or(0.0)),
+            l.deviations.len(),
+            l.deviations
+                .iter()
+                .map(|d| pct(*d))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    });
+    let counted: Vec<&RoundsLaw> = laws.iter().filter(|l| l.median.is_some()).collect();
+    let verdict = if judged.is_empty() {
+        format!(
+            "NOT JUDGED: none of the {} round(s) was judged (a shared machine or incomplete inputs: see each round).",
+            rounds.len()
+        )
+    } else if let Some(o) = &off {
+        format!(
+            "DISAGREES (> 15 %) over {} judged of {} round(s): off is {o}.",
+            judged.len(),
+            rounds.len()
+        )
+    } else if counted.is_empty() {
+        "NO VERDICT: no law counted in any judged round.".to_string()
+    } else {
+        format!(
+            "AGREES within 15 % over {} judged of {} round(s): {}.",
+            judged.len(),
+            rounds.len(),
+            counted
+                .iter()
+                .map(|l| format!(
+                    "{} median {} (range {} … {})",
+                    l.law,
+                    pct(l.median.unwrap_or(0.0)),
+                    pct(l.min.unwrap_or(0.0)),
+                    pct(l.max.unwrap_or(0.0))
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    RoundsSummary {
+        rounds: rounds.len(),
+        judged_rounds: judged.len(),
+        laws,
+        off: if judged.is_empty() { None } else { off },
+        verdict,
+    }
+}
+
+/// JSON of interleaved rounds: every round's report and the summary, with the exit code.
+pub fn rounds_json(
+    reports: &[CheckReport],
+    s: &RoundsSummary,
+    exit_code: i32,
+) -> anyhow::Result<String> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        schema: &'static str,
+        rounds: &'a [CheckReport],
+        summary: &'a RoundsSummary,
+        exit_code: i32,
+    }
+    Ok(serde_json::to_string_pretty(&Out {
+        schema: "osgauge.appmodel.check-rounds/1",
+        rounds: reports,
+        summary: s,
+        exit_code,
+    })? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn law(name: &str, dev: Option<f64>, counts: bool) -> LawCheck {
+        LawCheck {
+            law: name.into(),
+            unit: "MB/s".into(),
+            predicted: Some(100.0),
+            predicted_hi: None,
+            measured: dev.map(|d| 100.0 * (1.0 + d)),
+            deviation: dev,
+            agrees: dev.map(|d| d.abs() <= TOLERANCE),
+            counts,
+            basis: None,
+            text: String::new(),
+        }
+    }
+
+    #[test]
+    fn rounds_are_judged_on_the_median_of_the_judged_rounds() {
+        let r1 = [law("rate", Some(-0.20), true), law("cpu", Some(0.02), true)];
+        let r2 = [law("rate", Some(-0.05), true), law("cpu", Some(0.04), true)];
+        let r3 = [law("rate", Some(-0.10), true), law("cpu", Some(0.30), true)];
+        // A shared-machine round: not judged, its -90 % never counts.
+        let shared = [law("rate", Some(-0.90), true), law("cpu", Some(0.9), true)];
+        let s = rounds_summary(&[(true, &r1), (true, &r2), (false, &shared), (true, &r3)]);
+        assert_eq!((s.rounds, s.judged_rounds), (4, 3));
+        assert!((s.laws[0].median.unwrap() + 0.10).abs() < 1e-12);
+        assert_eq!(s.laws[0].min, Some(-0.20));
+        assert!((s.laws[1].median.unwrap() - 0.04).abs() < 1e-12);
+        assert!(s.off.is_none(), "{}", s.verdict);
+        assert!(s.verdict.starts_with("AGREES"), "{}", s.verdict);
+        assert!(s.verdict.contains("-10.0 %"), "{}", s.verdict);
+
+        // The median itself off: disagrees, named with each round's deviation.
+        let r4 = [law("rate", Some(-0.30), true), law("cpu", None, false)];
+        let s = rounds_summary(&[(true, &r1), (true, &r4)]);
+        assert!(s.disagrees());
+        assert!(
+            s.off
+                .as_deref()
+                .unwrap()
+                .starts_with("rate: median -25.0 %"),
+            "{:?}",
+            s.off
+        );
+        // A law that did not count in a round adds no deviation.
+        assert_eq!(s.laws[1].deviations, vec![0.02]);
+    }
+
+    #[test]
+    fn no_judged_round_is_not_judged_and_never_disagrees() {
+        let r = [law("rate", Some(-0.5), true)];
+        let s = rounds_summary(&[(false, &r), (false, &r)]);
+        assert_eq!(s.judged_rounds, 0);
+        assert!(!s.disagrees());
+        assert!(s.verdict.starts_with("NOT JUDGED"), "{}", s.verdict);
+    }
+}
