@@ -4,6 +4,11 @@
 //! X_ρ = min_r (ρ − F_r)/S_r. S_r is the fraction of resource r one unit per second takes.
 //! Pure: no I/O. A missing input drops its part (or its whole resource) and marks the prediction
 //! an upper bound; nothing is filled in.
+//!
+//! Besides the machine's resources, a serial stage is one: the activities the profile's
+//! `demand.one_thread` lists are carried by ONE thread of the application, so their own-thread
+//! CPU per unit (the suites' thread-CPU figures) is served at most one CPU-second per second
+//! however many CPUs there are — resource "thread", capacity 1, background the CPU's.
 
 use std::collections::BTreeSet;
 
@@ -232,7 +237,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
         read: BTreeSet::new(),
         notes: Vec::new(),
     };
-    let mut resources = vec![b.cpu(), b.memory(), b.disk()];
+    let mut resources = vec![b.cpu(), b.thread(), b.memory(), b.disk()];
     resources.extend(b.links());
     resources.push(b.display());
     // Drop resources with no demand at all.
@@ -367,6 +372,127 @@ impl Builder<'_> {
             }
         }
         cpu
+    }
+
+    /// One thread (a serial stage): the own-thread CPU-seconds per unit of the activities
+    /// `demand.one_thread` lists — each activity's MB × its thread-CPU cost per MB, and "app"
+    /// the application's own CPU (as the CPU resource counts it: app_cpu_s, or app_cpu_pct of
+    /// all CPUs, never below its memory traffic at one core's copy rate). Capacity: one
+    /// CPU-second per second. No resource when the profile lists no activity.
+    fn thread(&mut self) -> ResourceCalc {
+        let (p, d) = (self.p, &self.p.demand);
+        let mut miss = Vec::new();
+        let mut parts = Vec::new();
+        for act in &d.one_thread {
+            let (label, mb, key) = match act.as_str() {
+                "net_rx" => (
+                    "network receive",
+                    d.net_rx_mb,
+                    format!("net_rx_thread_cpu_s_per_mb_{}", d.net_protocol),
+                ),
+                "net_tx" => (
+                    "network send",
+                    d.net_tx_mb,
+                    "net_tx_thread_cpu_s_per_mb".to_string(),
+                ),
+                "disk_write" => (
+                    "disk write",
+                    d.disk_write_mb,
+                    d.disk_key("write", "thread_cpu_s_per_mb"),
+                ),
+                "disk_read" => (
+                    "disk read",
+                    d.disk_read_mb,
+                    d.disk_key("read", "thread_cpu_s_per_mb"),
+                ),
+                _ => {
+                    self.app_on_thread(&mut miss, &mut parts);
+                    continue;
+                }
+            };
+            if mb <= 0.0 {
+                self.notes.push(format!(
+                    "demand.one_thread lists {act}, but the profile has no {label} per unit: nothing of it is on the thread."
+                ));
+                continue;
+            }
+            if super::inputs::spec(&key).is_none() {
+                // No suite measures it (a UDP receiving thread): missing, with the reason.
+                self.read.insert(key.clone());
+                if !self.missing.iter().any(|(k, _)| *k == key) {
+                    self.missing.push((
+                        key.clone(),
+                        format!(
+                            "no benchmark measures a {label} thread's own CPU over {} (net/tcp_stream does, over TCP)",
+                            d.net_protocol.to_uppercase()
+                        ),
+                    ));
+                }
+                miss.push(key);
+                continue;
+            }
+            self.per_mb(&[(label, mb, &key)], "CPU-s", &mut miss, &mut parts);
+        }
+        let needs = parts.iter().any(|x| x.amount.is_some());
+        finish(
+            "thread",
+            "One thread (serial stage)",
+            "CPU-s",
+            parts,
+            needs.then_some(1.0),
+            needs.then(|| {
+                "one thread runs on one CPU at a time: 1 CPU-second per second".to_string()
+            }),
+            needs,
+            miss,
+            p,
+        )
+    }
+
+    /// The application's own CPU per unit on the serial stage's thread ("app" in
+    /// `demand.one_thread`): what the CPU resource counts for it.
+    fn app_on_thread(&mut self, miss: &mut Vec<String>, parts: &mut Vec<Part>) {
+        let d = &self.p.demand;
+        let (stated, source) = match (d.app_cpu_s, d.app_cpu_pct) {
+            (Some(c), _) => (c, "profile demand.app_cpu_s".to_string()),
+            (None, Some(pct)) => match self.get("cpus", miss) {
+                Some(n) => (
+                    pct / 100.0 * n,
+                    format!("profile demand.app_cpu_pct × {}", self.src("cpus")),
+                ),
+                None => return,
+            },
+            (None, None) => (0.0, "profile demand.app_cpu_s".to_string()),
+        };
+        let floor = if d.app_mem_mb > 0.0 {
+            self.read.insert("mem_bw_1t_mb_s".into());
+            self.inp
+                .values
+                .get("mem_bw_1t_mb_s")
+                .filter(|v| v.value > 0.0)
+                .map(|v| (d.app_mem_mb / v.value, v.source.clone()))
+        } else {
+            None
+        };
+        let (v, label, source) = match floor {
+            Some((f, src)) if f > stated => (
+                f,
+                format!(
+                    "application logic: its {} MB of memory traffic at one core's copy rate",
+                    fmt(d.app_mem_mb)
+                ),
+                format!("profile demand.app_mem_mb ÷ mem_bw_1t_mb_s ← {src} (floor)"),
+            ),
+            _ => (stated, "application logic".to_string(), source),
+        };
+        if v > 0.0 {
+            parts.push(part(label, v, source, false));
+        } else {
+            self.notes.push(
+                "demand.one_thread lists app, but the profile states no application CPU: nothing of it is on the thread."
+                    .into(),
+            );
+        }
     }
 
     /// Memory (MB of traffic per unit, STREAM convention; capacity = memory bandwidth).
@@ -731,7 +857,13 @@ fn finish(
     } else {
         Some(frac)
     };
-    let background = p.background.get(resource).copied().unwrap_or(0.0);
+    // A serial stage's thread runs on a CPU: it shares the CPUs' background load.
+    let bg_of = if resource == "thread" {
+        "cpu"
+    } else {
+        resource
+    };
+    let background = p.background.get(bg_of).copied().unwrap_or(0.0);
     let x_sat = s
         .filter(|s| *s > 0.0)
         .map(|s| ((1.0 - background) / s).max(0.0));
@@ -1015,6 +1147,119 @@ mod tests {
                 .any(|x| x.label.contains("2 TCP connection(s)"))
         );
         assert!(!pr.upper_bound);
+    }
+
+    const SERIAL: &str = "[app]\nname = \"s\"\nunit = \"MB\"\ntarget_rate = 100\nutilisation_ceiling = 0.5\n\
+        [demand]\nnet_rx_mb = 1\ndisk_write_mb = 1\ndisk_io = \"buffered\"\napp_cpu_s = 0.0005\n\
+        one_thread = [\"net_rx\", \"disk_write\", \"app\"]\n";
+
+    fn serial_inputs(p: &Profile) -> Inputs {
+        let mut i = inputs(&[
+            ("cpus", 2.0),
+            ("net_rx_cpu_s_per_mb_tcp", 0.001),
+            ("disk_write_cpu_s_per_mb_buffered_t1", 0.0008),
+            ("mem_bw_mb_s", 10000.0),
+            ("disk_write_mb_s_buffered_t1", 2000.0),
+            ("net_link_mb_s", 5000.0),
+            ("net_rx_thread_cpu_s_per_mb_tcp", 0.0004),
+            ("disk_write_thread_cpu_s_per_mb_buffered_t1", 0.0006),
+        ]);
+        p.apply_to(&mut i);
+        i
+    }
+
+    /// Hand-computed: the CPU is 0.0005 + 1 MB × 0.001 + 1 MB × 0.0008 = 0.0023 CPU-s on 2 CPUs
+    /// → S = 0.00115, saturating at 869.6 MB/s; but ONE thread carries 1 MB × 0.0004 (its own
+    /// receive) + 1 MB × 0.0006 (its own write) + 0.0005 (the app) = 0.0015 CPU-s per MB on one
+    /// CPU → S = 0.0015, saturating at 666.7 MB/s: the thread is the bottleneck, the CPUs next.
+    /// Memory 6 MB at 10000 MB/s → 1666.7; disk 1/2000 → 2000; link 1/5000 → 5000.
+    #[test]
+    fn one_thread_is_a_resource_of_one_cpu_second_per_second() {
+        let p = Profile::parse("s", SERIAL).unwrap();
+        let pr = predict(&p, &serial_inputs(&p));
+        let t = pr.resource("thread").expect("a thread resource");
+        assert_eq!(t.title, "One thread (serial stage)");
+        assert_eq!(t.unit, "CPU-s");
+        assert_eq!(t.parts.len(), 3, "{:?}", t.parts);
+        assert!((t.demand - 0.0015).abs() < 1e-12, "{}", t.demand);
+        assert_eq!(t.capacity, Some(1.0));
+        assert!((t.s.unwrap() - 0.0015).abs() < 1e-12);
+        assert!((t.x_sat.unwrap() - 1.0 / 0.0015).abs() < 1e-9);
+        assert!((pr.resource("cpu").unwrap().s.unwrap() - 0.00115).abs() < 1e-12);
+        assert!((pr.x_max.unwrap() - 666.666_666_666).abs() < 1e-6);
+        assert_eq!(pr.bottleneck.as_deref(), Some("thread"));
+        assert_eq!(pr.next_bottleneck.as_deref(), Some("cpu"));
+        assert!((pr.x_ceiling.unwrap() - 0.5 / 0.0015).abs() < 1e-9);
+        // +10 % of one thread: 733.3, still below the CPUs' 869.6.
+        assert!((pr.x_max_plus10.unwrap() - 1.1 / 0.0015).abs() < 1e-9);
+        assert!((t.util_at_target.unwrap() - 0.15).abs() < 1e-12);
+        assert!(!pr.upper_bound);
+        // The app's part is stated: the thread's basis says so (a third of its demand).
+        let b = crate::appmodel::construction::basis(&pr, "thread").unwrap();
+        assert!((b.stated_share - 0.5 / 1.5).abs() < 1e-9, "{b:?}");
+        // The thread shares the CPUs' background: (1 − 0.1) / 0.0015 = 600.
+        let p = Profile::parse("s", &format!("{SERIAL}[background]\ncpu = 0.1\n")).unwrap();
+        let pr = predict(&p, &serial_inputs(&p));
+        let t = pr.resource("thread").unwrap();
+        assert!((t.background - 0.1).abs() < 1e-12);
+        assert!((pr.x_max.unwrap() - 600.0).abs() < 1e-9);
+        // Shown wherever resources are listed.
+        let text = crate::appmodel::render::text(&crate::appmodel::analyse(
+            &p,
+            vec![serial_inputs(&p)],
+            None,
+        ));
+        assert!(
+            text.contains("One thread (serial stage)") && text.contains("1 CPU (one thread)"),
+            "{text}"
+        );
+        assert!(text.contains("bottleneck: thread"), "{text}");
+    }
+
+    #[test]
+    fn a_serial_stage_missing_its_thread_figure_is_an_upper_bound() {
+        let p = Profile::parse("s", SERIAL).unwrap();
+        let mut i = serial_inputs(&p);
+        i.values.remove("net_rx_thread_cpu_s_per_mb_tcp");
+        i.miss(
+            "net_rx_thread_cpu_s_per_mb_tcp",
+            "net/tcp_stream rx_thread_us_per_kib: not measured: the peer (an older osgauge serve) does not report it",
+        );
+        let pr = predict(&p, &i);
+        assert!(pr.upper_bound);
+        assert!(
+            pr.missing
+                .iter()
+                .any(|(k, why)| k == "net_rx_thread_cpu_s_per_mb_tcp" && why.contains("older"))
+        );
+        let t = pr.resource("thread").unwrap();
+        assert_eq!(t.missing, ["net_rx_thread_cpu_s_per_mb_tcp"]);
+        // Nothing filled in: the write and the app only.
+        assert!((t.demand - 0.0011).abs() < 1e-12, "{}", t.demand);
+        assert_eq!(
+            pr.to_measure.as_deref(),
+            Some(
+                "osgauge micro mem/bandwidth_all net/tcp_stream fs/seq_write_t1 --label model-inputs"
+            )
+        );
+        // UDP: no suite measures a receiving thread's CPU over UDP — missing, with the reason.
+        let src = SERIAL
+            .replace("net_rx_mb = 1", "net_rx_mb = 1\nnet_protocol = \"udp\"")
+            .replace("[\"net_rx\", \"disk_write\", \"app\"]", "[\"net_rx\"]");
+        let p = Profile::parse("s", &src).unwrap();
+        let pr = predict(&p, &serial_inputs(&p));
+        assert!(pr.upper_bound);
+        assert!(
+            pr.missing
+                .iter()
+                .any(|(k, why)| k == "net_rx_thread_cpu_s_per_mb_udp" && why.contains("over UDP")),
+            "{:?}",
+            pr.missing
+        );
+        // No serial stage stated: no thread resource at all.
+        let src = SERIAL.replace("one_thread = [\"net_rx\", \"disk_write\", \"app\"]\n", "");
+        let p = Profile::parse("s", &src).unwrap();
+        assert!(predict(&p, &serial_inputs(&p)).resource("thread").is_none());
     }
 
     #[test]

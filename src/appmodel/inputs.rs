@@ -184,6 +184,26 @@ pub const SPECS: &[Spec] = &[
         US_PER_KIB_TO_S_PER_MB,
     ),
     m(
+        "net_rx_thread_cpu_s_per_mb_tcp",
+        "CPU-s/MB",
+        L,
+        "the receiving thread's own CPU per MB received over TCP (thread CPU clock; a serial \
+         stage's cost: what one thread that recv()s the bytes carries itself)",
+        "net/tcp_stream",
+        "rx_thread_us_per_kib",
+        US_PER_KIB_TO_S_PER_MB,
+    ),
+    m(
+        "net_tx_thread_cpu_s_per_mb",
+        "CPU-s/MB",
+        L,
+        "the sending thread's own CPU per MB sent over TCP (thread CPU clock; a serial stage's \
+         cost: what one thread that send()s the bytes carries itself)",
+        "net/tcp_stream",
+        "tx_thread_us_per_kib",
+        US_PER_KIB_TO_S_PER_MB,
+    ),
+    m(
         "net_rx_cpu_s_per_mb_udp",
         "CPU-s/MB",
         L,
@@ -442,6 +462,126 @@ pub const SPECS: &[Spec] = &[
         "system CPU per MB read through the OS cache (from the device into the cache), 3 thread(s)",
         "fs/seq_read_t3",
         "cpu_s_per_gb_buffered",
+        1e-3,
+    ),
+    m(
+        "disk_write_thread_cpu_s_per_mb_t1",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB written, cache bypassed, 1 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_write_t1",
+        "thread_cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_write_thread_cpu_s_per_mb_t2",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB written, cache bypassed, 2 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_write_t2",
+        "thread_cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_write_thread_cpu_s_per_mb_t3",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB written, cache bypassed, 3 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_write_t3",
+        "thread_cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_write_thread_cpu_s_per_mb_buffered_t1",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB written, through the OS cache, 1 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_write_t1",
+        "thread_cpu_s_per_gb_buffered",
+        1e-3,
+    ),
+    m(
+        "disk_write_thread_cpu_s_per_mb_buffered_t2",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB written, through the OS cache, 2 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_write_t2",
+        "thread_cpu_s_per_gb_buffered",
+        1e-3,
+    ),
+    m(
+        "disk_write_thread_cpu_s_per_mb_buffered_t3",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB written, through the OS cache, 3 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_write_t3",
+        "thread_cpu_s_per_gb_buffered",
+        1e-3,
+    ),
+    m(
+        "disk_read_thread_cpu_s_per_mb_t1",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB read, cache bypassed, 1 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_read_t1",
+        "thread_cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_read_thread_cpu_s_per_mb_t2",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB read, cache bypassed, 2 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_read_t2",
+        "thread_cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_read_thread_cpu_s_per_mb_t3",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB read, cache bypassed, 3 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_read_t3",
+        "thread_cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_read_thread_cpu_s_per_mb_buffered_t1",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB read, through the OS cache, 1 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_read_t1",
+        "thread_cpu_s_per_gb_buffered",
+        1e-3,
+    ),
+    m(
+        "disk_read_thread_cpu_s_per_mb_buffered_t2",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB read, through the OS cache, 2 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_read_t2",
+        "thread_cpu_s_per_gb_buffered",
+        1e-3,
+    ),
+    m(
+        "disk_read_thread_cpu_s_per_mb_buffered_t3",
+        "CPU-s/MB",
+        L,
+        "the I/O threads' own CPU per MB read, through the OS cache, 3 thread(s) (thread CPU clocks; a \
+         serial stage's cost)",
+        "fs/seq_read_t3",
+        "thread_cpu_s_per_gb_buffered",
         1e-3,
     ),
     m(

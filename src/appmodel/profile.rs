@@ -33,6 +33,12 @@
 //!                             # is in the per-MB costs) and a connection's (in its cost), each
 //!                             # priced as cpu/io_syscall; count them with `strace -c -f`
 //! connections = 1             # TCP connections set up and closed per unit (no keep-alive: 1)
+//! one_thread = ["net_rx", "disk_write"]  # the activities ONE thread of the application carries
+//!                             # for each unit (a serial stage): of net_rx, net_tx, disk_write,
+//!                             # disk_read, and "app" (app_cpu_s then runs on that thread too).
+//!                             # That thread's own CPU per unit (the suites' thread-CPU figures)
+//!                             # cannot exceed one CPU-second per second, however many CPUs
+//!                             # there are: the "thread" resource of the laws
 //!
 //! [capacity]                  # capacities no benchmark measures, stated by the user (flagged)
 //! display_link_mb_s = 6000
@@ -113,6 +119,7 @@ struct RawDemand {
     context_switches: Num,
     syscalls: Num,
     connections: Num,
+    one_thread: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize)]
@@ -145,6 +152,10 @@ pub struct Weight {
 /// The values of `demand.disk_io`, the default first.
 pub const DISK_IO: [&str; 2] = ["direct", "buffered"];
 
+/// The activities `demand.one_thread` may list: each is carried, for every unit, by the one
+/// thread of a serial stage ("app": the application's own CPU, app_cpu_s).
+pub const ONE_THREAD: [&str; 5] = ["net_rx", "net_tx", "disk_write", "disk_read", "app"];
+
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Demand {
     pub net_rx_mb: f64,
@@ -167,6 +178,9 @@ pub struct Demand {
     pub syscalls: f64,
     /// TCP connections set up and closed per unit (a request without keep-alive: 1).
     pub connections: f64,
+    /// The activities ONE thread of the application carries for every unit (a serial stage),
+    /// each one of [`ONE_THREAD`], in the profile's order; empty: no serial stage stated.
+    pub one_thread: Vec<String>,
 }
 
 impl Demand {
@@ -535,12 +549,46 @@ impl Ctx<'_> {
             context_switches: self.non_neg(&d.context_switches, "demand.context_switches")?,
             syscalls: self.non_neg(&d.syscalls, "demand.syscalls")?,
             connections: self.non_neg(&d.connections, "demand.connections")?,
+            one_thread: self.one_thread(&d.one_thread)?,
         };
         if demand.frames > 0.0 && demand.frame_mb == 0.0 {
             let span = d.frames.as_ref().map(|s| s.span()).unwrap_or(0..0);
             return self.err(span, "demand.frame_mb", "frames > 0 needs the frame size");
         }
         Ok(demand)
+    }
+
+    /// `demand.one_thread`: activities of [`ONE_THREAD`], each at most once.
+    fn one_thread(
+        &self,
+        v: &Option<Spanned<Vec<Spanned<String>>>>,
+    ) -> Result<Vec<String>, ProfileError> {
+        let Some(list) = v else {
+            return Ok(Vec::new());
+        };
+        let mut out: Vec<String> = Vec::new();
+        for a in list.get_ref() {
+            let name = a.get_ref();
+            if !ONE_THREAD.contains(&name.as_str()) {
+                return self.err(
+                    a.span(),
+                    "demand.one_thread",
+                    &format!(
+                        "unknown activity {name:?} (one of: {})",
+                        ONE_THREAD.join(", ")
+                    ),
+                );
+            }
+            if out.contains(name) {
+                return self.err(
+                    a.span(),
+                    "demand.one_thread",
+                    &format!("{name:?} is listed twice"),
+                );
+            }
+            out.push(name.clone());
+        }
+        Ok(out)
     }
 
     /// A table of `name.key = figure` (`[capacity]`, `[assumptions]`, `[background]`, `[qos]`):
@@ -724,6 +772,47 @@ mod tests {
             &format!("{OK}{w}require_min = 5\nrequire_max = 5\n"),
         )
         .unwrap();
+    }
+
+    #[test]
+    fn one_thread_lists_known_activities_once() {
+        let p = Profile::parse(
+            "p.toml",
+            &format!("{OK}one_thread = [\"net_rx\", \"disk_write\", \"app\"]\n"),
+        )
+        .unwrap();
+        assert_eq!(p.demand.one_thread, ["net_rx", "disk_write", "app"]);
+        assert!(
+            Profile::parse("p.toml", OK)
+                .unwrap()
+                .demand
+                .one_thread
+                .is_empty()
+        );
+        let e = Profile::parse(
+            "p.toml",
+            &format!("{OK}one_thread = [\"net_rx\",\n  \"gpu\"]\n"),
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("p.toml:9: demand.one_thread: unknown activity \"gpu\" (one of: net_rx,"),
+            "{e}"
+        );
+        let e = Profile::parse(
+            "p.toml",
+            &format!("{OK}one_thread = [\"disk_read\", \"disk_read\"]\n"),
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.starts_with("p.toml:8: demand.one_thread: \"disk_read\" is listed twice"),
+            "{e}"
+        );
+        let e = Profile::parse("p.toml", &format!("{OK}one_thread = \"net_rx\"\n"))
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("p.toml:8:") && e.contains("sequence"), "{e}");
     }
 
     #[test]

@@ -47,6 +47,7 @@ fn demand_table(a: &Analysis, pr: &Prediction) -> Table {
     for r in &pr.resources {
         let cap = match (r.capacity, r.resource) {
             (Some(c), "cpu") => format!("{} CPUs", fmt(c)),
+            (Some(c), "thread") => format!("{} CPU (one thread)", fmt(c)),
             (Some(c), "disk") => format!("{} {}/s", fmt(c), r.unit),
             (Some(c), _) => format!("{} {}/s", fmt(c), r.unit),
             (None, _) if r.parts.iter().all(|p| p.fraction.is_some()) && r.s.is_some() => {

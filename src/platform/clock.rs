@@ -6,9 +6,34 @@
 use std::io;
 
 pub use imp::{
-    CPU_CLOCK_DESCRIPTION, SLEEP_DESCRIPTION, now_ns, set_timer_slack_ns, sleep_until_ns,
-    thread_cpu_time_ns, timer_slack_ns,
+    CPU_CLOCK_DESCRIPTION, SLEEP_DESCRIPTION, THREAD_CPU_STEP_NS, now_ns, set_timer_slack_ns,
+    sleep_until_ns, thread_cpu_time_ns, timer_slack_ns,
 };
+
+/// A thread-CPU figure over a window is kept when the thread used at least this many steps of
+/// its CPU clock ([`THREAD_CPU_STEP_NS`]): then one step of quantisation is at most 5 % of it.
+pub const MIN_THREAD_CPU_STEPS: u64 = 20;
+
+/// Whether `cpu_ns` of thread CPU (summed over threads each read with this clock, `threads` of
+/// them) is far enough above the clock's step to be a figure: Err(why) when it is not — a
+/// quantised figure is not kept.
+pub fn thread_cpu_usable(cpu_ns: u64, threads: u64) -> Result<(), String> {
+    let floor = MIN_THREAD_CPU_STEPS * THREAD_CPU_STEP_NS * threads.max(1);
+    if cpu_ns == 0 {
+        return Err(format!(
+            "not measured: the thread CPU clock ({CPU_CLOCK_DESCRIPTION}) did not move"
+        ));
+    }
+    if cpu_ns < floor {
+        return Err(format!(
+            "not measured: below the thread CPU clock's resolution — the thread(s) used {:.1} ms \
+             of CPU, under {MIN_THREAD_CPU_STEPS} steps of {:.3} ms per thread ({CPU_CLOCK_DESCRIPTION})",
+            cpu_ns as f64 / 1e6,
+            THREAD_CPU_STEP_NS as f64 / 1e6
+        ));
+    }
+    Ok(())
+}
 
 // ------------------------------------------------------------------------------------------------
 #[cfg(unix)]
@@ -35,6 +60,8 @@ mod imp {
 
     pub const SLEEP_DESCRIPTION: &str = "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)";
     pub const CPU_CLOCK_DESCRIPTION: &str = "clock_gettime(CLOCK_THREAD_CPUTIME_ID)";
+    /// The scheduler's runtime accounting, read up to the call: nanoseconds.
+    pub const THREAD_CPU_STEP_NS: u64 = 1;
 
     pub use super::unix_common::thread_cpu_time_ns;
 
@@ -96,6 +123,8 @@ mod imp {
 
     pub const SLEEP_DESCRIPTION: &str = "mach_wait_until (absolute mach time)";
     pub const CPU_CLOCK_DESCRIPTION: &str = "clock_gettime(CLOCK_THREAD_CPUTIME_ID)";
+    /// thread_info's user + system times are in microseconds.
+    pub const THREAD_CPU_STEP_NS: u64 = 1_000;
 
     pub use super::unix_common::thread_cpu_time_ns;
 
@@ -166,6 +195,8 @@ mod imp {
     pub const SLEEP_DESCRIPTION: &str = "high-resolution waitable timer (CreateWaitableTimerExW), due time from an absolute QPC target";
     pub const CPU_CLOCK_DESCRIPTION: &str =
         "GetThreadTimes (kernel + user, 100 ns units, updated at clock ticks)";
+    /// GetThreadTimes accrues per clock interrupt: the default interval, 15.625 ms (64 Hz).
+    pub const THREAD_CPU_STEP_NS: u64 = 15_625_000;
 
     fn freq() -> u64 {
         static F: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
@@ -274,6 +305,23 @@ mod tests {
         assert!(now_ns() >= t);
         // A target in the past returns at once.
         sleep_until_ns(now_ns() - 1).unwrap();
+    }
+
+    /// A thread-CPU figure under 20 steps of the clock per thread is refused with the reason;
+    /// at or above it, kept.
+    #[test]
+    fn thread_cpu_under_twenty_clock_steps_is_not_a_figure() {
+        let floor = MIN_THREAD_CPU_STEPS * THREAD_CPU_STEP_NS;
+        assert!(thread_cpu_usable(floor, 1).is_ok());
+        assert!(thread_cpu_usable(2 * floor, 2).is_ok());
+        let e = thread_cpu_usable(0, 1).unwrap_err();
+        assert!(e.contains("did not move"), "{e}");
+        if THREAD_CPU_STEP_NS > 1 {
+            let e = thread_cpu_usable(floor - 1, 1).unwrap_err();
+            assert!(e.contains("resolution"), "{e}");
+        }
+        let e = thread_cpu_usable(2 * floor - 1, 2).unwrap_err();
+        assert!(e.contains("below the thread CPU clock's resolution"), "{e}");
     }
 
     #[test]

@@ -11,8 +11,9 @@ use crate::appmodel::calc::{Prediction, fmt};
 use crate::appmodel::render::sections;
 use crate::appmodel::validate::report::Validation;
 
-const COLORS: [&str; 6] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+/// One per resource the model can list (CPU, one thread, memory, disk, receive, send, display).
+const COLORS: [&str; 7] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf",
 ];
 
 /// A number with one decimal, for SVG coordinates (numbers only, written by maud).

@@ -284,16 +284,23 @@ fn stop_meter(meter: Option<CpuMeter>, report: &mut PeerReport) {
     }
 }
 
-/// The sink streams' bytes, errors, and the time from the first byte of any to the last of any.
+/// The sink streams' bytes, errors, the time from the first byte of any to the last of any, and
+/// the receiving threads' own CPU summed (or why it is not measured).
 fn join_sinks(threads: Vec<JoinHandle<io::Result<Sunk>>>, report: &mut PeerReport) {
     let mut first: Option<Instant> = None;
     let mut last: Option<Instant> = None;
+    let n = threads.len() as u64;
+    let mut cpu: Result<u64, String> = Ok(0);
     for t in threads {
         match t.join() {
             Ok(Ok(s)) => {
                 report.bytes += s.bytes;
                 first = min_opt(first, s.first);
                 last = max_opt(last, s.last);
+                cpu = match (cpu, s.thread_cpu_ns) {
+                    (Ok(a), Ok(b)) => Ok(a + b),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                };
             }
             Ok(Err(x)) => report.errors.push(format!("stream: {x}")),
             Err(_) => report.errors.push("stream thread panicked".into()),
@@ -301,6 +308,10 @@ fn join_sinks(threads: Vec<JoinHandle<io::Result<Sunk>>>, report: &mut PeerRepor
     }
     if let (Some(a), Some(b)) = (first, last) {
         report.active_s = b.duration_since(a).as_secs_f64();
+    }
+    match cpu.and_then(|ns| crate::platform::clock::thread_cpu_usable(ns, n).map(|()| ns)) {
+        Ok(ns) => report.rx_thread_cpu_s = Some(ns as f64 / 1e9),
+        Err(why) => report.rx_thread_cpu_error = Some(why),
     }
 }
 
@@ -410,6 +421,8 @@ struct Sunk {
     bytes: u64,
     first: Option<Instant>,
     last: Option<Instant>,
+    /// The thread's own CPU from its first recv to its connection's end (Err: the clock failed).
+    thread_cpu_ns: Result<u64, String>,
 }
 
 fn sink(
@@ -426,10 +439,18 @@ fn sink(
         bytes: 0,
         first: None,
         last: None,
+        thread_cpu_ns: Ok(0),
     };
+    // A thread blocked in its first recv uses no CPU: reading the clock before it is the same
+    // as reading it as the first recv returns.
+    let cpu0 = crate::platform::clock::thread_cpu_time_ns();
     loop {
         let n = c.read(&mut buf)?;
         if n == 0 {
+            s.thread_cpu_ns = match (cpu0, crate::platform::clock::thread_cpu_time_ns()) {
+                (Ok(a), Ok(b)) => Ok(b.saturating_sub(a)),
+                (Err(e), _) | (_, Err(e)) => Err(format!("thread CPU clock: {e}")),
+            };
             return Ok(s);
         }
         let now = Instant::now();

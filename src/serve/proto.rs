@@ -79,6 +79,14 @@ pub struct PeerReport {
     pub pin_error: Option<String>,
     /// UDP receive statistics.
     pub udp: Option<UdpSummary>,
+    /// TCP sink: the receiving threads' own CPU, s — each one's thread CPU clock from its first
+    /// recv to its connection's end, summed over streams. Absent from an older peer (then
+    /// `rx_thread_cpu_error` is absent too), or when not measured (`rx_thread_cpu_error` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_thread_cpu_s: Option<f64>,
+    /// Why `rx_thread_cpu_s` is missing (a clock not read, or too coarse for the test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_thread_cpu_error: Option<String>,
     /// Problems on the peer's side (e.g. a stream that failed).
     pub errors: Vec<String>,
 }
@@ -284,6 +292,44 @@ mod tests {
             assert_eq!(&read_msg(&mut r).unwrap(), m);
         }
         assert!(matches!(read_msg(&mut r), Err(ProtoError::Closed)));
+    }
+
+    /// An older peer's report has no receiving-thread CPU: it still decodes, with both new
+    /// fields absent (the metric is then not measured, with that reason); a report without them
+    /// is written without them; a newer peer's fields unknown here are ignored.
+    #[test]
+    fn a_report_without_the_thread_cpu_decodes_and_unknown_fields_are_ignored() {
+        let old = r#"{"type":"report","report":{"bytes":1024,"active_s":0.5,"connections":1,
+            "cpu":null,"cpu_error":"x","rcvbuf":null,"pinned_cpu":null,"pin_error":null,
+            "udp":null,"errors":[]}}"#;
+        let Msg::Report { report } = decode(old.as_bytes()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(report.bytes, 1024);
+        assert_eq!(report.rx_thread_cpu_s, None);
+        assert_eq!(report.rx_thread_cpu_error, None);
+        let wire = String::from_utf8(
+            encode(&Msg::Report {
+                report: Box::default(),
+            })[4..]
+                .to_vec(),
+        )
+        .unwrap();
+        assert!(!wire.contains("rx_thread_cpu"), "{wire}");
+        let new = PeerReport {
+            bytes: 2048,
+            rx_thread_cpu_s: Some(0.25),
+            ..Default::default()
+        };
+        let m = Msg::Report {
+            report: Box::new(new.clone()),
+        };
+        assert_eq!(read_msg(&mut io::Cursor::new(encode(&m))).unwrap(), m);
+        let newer = old.replace("\"errors\":[]", "\"errors\":[],\"future_figure\":3");
+        assert!(matches!(
+            decode(newer.as_bytes()).unwrap(),
+            Msg::Report { .. }
+        ));
     }
 
     #[test]

@@ -73,6 +73,8 @@ fn inputs(dir: &Path) -> PathBuf {
                 metric("throughput_gbit_s", Unit::GigabitsPerSecond, H, 10.0),
                 metric("rx_service_demand_us_per_kib", Unit::Microseconds, L, 0.5),
                 metric("tx_service_demand_us_per_kib", Unit::Microseconds, L, 0.5),
+                metric("rx_thread_us_per_kib", Unit::MicrosecondsPerKib, L, 0.3),
+                metric("tx_thread_us_per_kib", Unit::MicrosecondsPerKib, L, 0.2),
             ],
         ),
         bench(
@@ -82,6 +84,13 @@ fn inputs(dir: &Path) -> PathBuf {
                 metric("cpu_s_per_gb", Unit::Count, L, 0.5),
                 metric("mb_per_s_buffered", Unit::MegabytesPerSecond, H, 300.0),
                 metric("cpu_s_per_gb_buffered", Unit::Count, L, 0.8),
+                metric("thread_cpu_s_per_gb", Unit::CpuSecondsPerGb, L, 0.3),
+                metric(
+                    "thread_cpu_s_per_gb_buffered",
+                    Unit::CpuSecondsPerGb,
+                    L,
+                    0.4,
+                ),
             ],
         ),
     ];
@@ -211,6 +220,26 @@ fn iperf3_to_disk_runs_and_is_judged_on_measured_figures() {
     );
     assert!(!text.contains("disk_write_mb_s_t1 "), "{text}");
     assert!(text.contains("fsync after the stream"), "{text}");
+    // iperf3's server is one thread: its receive and its write are a serial stage, whose law
+    // is in the prediction with the suites' own-thread figures (complete here: not an upper
+    // bound for want of them).
+    assert!(text.contains("One thread (serial stage)"), "{text}");
+    assert!(text.contains("net_rx_thread_cpu_s_per_mb_tcp"), "{text}");
+    assert!(
+        text.contains("disk_write_thread_cpu_s_per_mb_buffered_t1"),
+        "{text}"
+    );
+    let p = &v["analysis"]["predictions"][0];
+    assert_eq!(p["upper_bound"], false, "{text}");
+    let t = p["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "thread")
+        .expect("a thread resource");
+    // 0.3 µs/KiB received + 0.4 CPU-s/GB written, per MB, on one CPU-second per second.
+    let want = 0.3 / 1024.0 + 0.4e-3;
+    assert!((t["demand"].as_f64().unwrap() - want).abs() < 1e-12, "{t}");
 }
 crate::register!(iperf3_to_disk_runs_and_is_judged_on_measured_figures.executable(&["iperf3"]));
 

@@ -164,6 +164,36 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
         .collect();
     assert!(names.contains(&"mb_per_s") && names.contains(&"cpu_s_per_gb"));
     assert_eq!(w["params"]["bytes_total"], 8 << 20);
+    // The I/O threads' own CPU (a serial stage's cost), over the timed pass: on Linux (a
+    // nanosecond thread clock) measured and positive wherever its bandwidth is, and no more
+    // CPU than the threads had wall time (CPU-s per GB × GB per s ≤ threads; a margin for the
+    // meter's restart between the barrier and the wall clock's start).
+    for (id, threads) in [("fs/seq_write_t1", 1.0), ("fs/seq_read_t2", 2.0)] {
+        let b = bench(&rec, id);
+        if b["error"]["kind"] == "unsupported" {
+            continue;
+        }
+        for (thread, rate) in [
+            ("thread_cpu_s_per_gb", "mb_per_s"),
+            ("thread_cpu_s_per_gb_buffered", "mb_per_s_buffered"),
+        ] {
+            let r = common::json_metric(b, rate)["summary"]["center"].as_f64();
+            let t = common::json_metric(b, thread);
+            match (r, t["summary"]["center"].as_f64()) {
+                (Some(r), Some(t)) => {
+                    assert!(t > 0.0, "{id} {thread}: {t}");
+                    assert!(
+                        t * r / 1e3 <= threads * 1.25,
+                        "{id}: {thread} {t} CPU-s/GB at {rate} {r} MB/s"
+                    );
+                }
+                (Some(_), None) if cfg!(target_os = "linux") => {
+                    panic!("{id}: {thread} not measured: {}", t["not_measured"])
+                }
+                _ => assert!(t["not_measured"].is_string(), "{id} {thread}: {t}"),
+            }
+        }
+    }
     // The CPU cost's window spans whole passes of the same work: extended (micro's standard
     // preset) while below the counters' resolution, never a partial pass.
     let mut windows = 0;

@@ -52,6 +52,9 @@ fn contract_ids_and_metrics_are_listed() {
     has("net/tcp_stream", "throughput_gbit_s", "higher");
     has("net/tcp_stream", "rx_service_demand_us_per_kib", "lower");
     has("net/tcp_stream", "tx_service_demand_us_per_kib", "lower");
+    has("net/tcp_stream", "rx_thread_us_per_kib", "lower");
+    has("net/tcp_stream", "tx_thread_us_per_kib", "lower");
+    has("net/tcp_stream_n", "rx_thread_us_per_kib", "lower");
     has("net/udp_stream", "rx_service_demand_us_per_kib", "lower");
     has("net/udp_stream", "loss_pct", "lower");
     has("net/udp_stream", "jitter_p99_us", "lower");
@@ -132,6 +135,52 @@ fn a_short_loopback_run_reaches_the_report() {
     assert!(h.contains("net/udp_stream inter-arrival deviation over time"));
 }
 crate::register!(a_short_loopback_run_reaches_the_report);
+
+/// The data threads' own CPU of a loopback stream (one and one per CPU): measured on Linux (a
+/// nanosecond thread clock), positive, and never more than the threads' wall time.
+fn a_loopback_stream_measures_its_data_threads_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let o = osgauge(dir.path())
+        .args(["micro", "net/tcp_stream", "net/tcp_stream_n"])
+        .args(["--runs", "1", "--warmup", "0", "--run-time", "200ms"])
+        .args(["--quiet", "--no-store", "--export-json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rec: Value = common::read_json(&json);
+    for id in ["net/tcp_stream", "net/tcp_stream_n"] {
+        let b = common::json_bench(&rec, id);
+        assert!(b["error"].is_null(), "{id}: {}", b["error"]);
+        let f = &b["run_facts"][0];
+        let (send_s, streams) = (
+            f["send_s"].as_f64().unwrap(),
+            f["streams"].as_f64().unwrap(),
+        );
+        for (m, fact) in [
+            ("rx_thread_us_per_kib", "rx_thread_cpu_s"),
+            ("tx_thread_us_per_kib", "tx_thread_cpu_s"),
+        ] {
+            let mv = common::json_metric(b, m);
+            match mv["summary"]["center"].as_f64() {
+                Some(v) => {
+                    assert!(v > 0.0, "{id} {m}: {v}");
+                    let cpu = f[fact].as_f64().unwrap();
+                    assert!(
+                        cpu > 0.0 && cpu <= streams * (send_s + 1.0),
+                        "{id}: {fact} {cpu} s, {streams} stream(s) sending {send_s} s"
+                    );
+                }
+                None if cfg!(target_os = "linux") => {
+                    panic!("{id} {m} not measured: {}", mv["not_measured"])
+                }
+                None => assert!(mv["not_measured"].is_string(), "{id} {m}: {mv}"),
+            }
+        }
+    }
+}
+crate::register!(a_loopback_stream_measures_its_data_threads_cpu);
 
 /// `osgauge serve` prints where it listens, serves, logs the session, and stops on SIGINT with 130.
 #[cfg(unix)]

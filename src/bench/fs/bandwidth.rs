@@ -2,7 +2,9 @@
 //! -i 0 -i 1`, scaled to this machine): N threads each write (or read) their own file
 //! sequentially in 4 MiB blocks, released by a barrier, with the cache bypassed (`mb_per_s`) and
 //! buffered (`mb_per_s_buffered`); fsync and close are inside the write time. CPU cost: the shared
-//! `crate::cpucost` (system-wide CPU minus an idle baseline).
+//! `crate::cpucost` (system-wide CPU minus an idle baseline), and the I/O threads' own CPU (their
+//! thread CPU clocks, barrier to end, summed: what one thread of an application doing this I/O
+//! carries itself — a serial stage's cost).
 
 use std::io::{Read, Write};
 use std::sync::Barrier;
@@ -91,6 +93,24 @@ fn metrics() -> Vec<MetricSpec> {
             description: "CPU-seconds per GB (10^9 bytes), system-wide net of the idle \
                           baseline, buffered",
         },
+        MetricSpec {
+            name: "thread_cpu_s_per_gb",
+            unit: Unit::CpuSecondsPerGb,
+            better: Better::Lower,
+            description: "the I/O threads' own CPU-seconds per GB (10^9 bytes), cache bypassed: \
+                          each thread's CPU clock from the barrier's release to its file closed \
+                          (write or read, fsync, close), summed over threads, over the timed \
+                          pass (kernel work done in other threads — writeback, interrupts — is \
+                          not in it)",
+        },
+        MetricSpec {
+            name: "thread_cpu_s_per_gb_buffered",
+            unit: Unit::CpuSecondsPerGb,
+            better: Better::Lower,
+            description: "the I/O threads' own CPU-seconds per GB (10^9 bytes), through the OS \
+                          cache: as thread_cpu_s_per_gb (the copy into or out of the cache is \
+                          the thread's; writeback by kernel threads is not)",
+        },
     ]
 }
 
@@ -114,7 +134,10 @@ impl Bandwidth {
                      is smaller), released by a barrier, {verb} it sequentially in 4 MiB blocks. \
                      Twice per run: with the platform's one cache bypass (mb_per_s) and through \
                      the OS cache (mb_per_s_buffered). {} Time = barrier release to the last \
-                     thread's end. CPU cost: {}.",
+                     thread's end. CPU cost: {}. The I/O threads' own CPU \
+                     (thread_cpu_s_per_gb[_buffered]): each thread's CPU clock ({}) from the \
+                     barrier's release to its file closed, summed over threads, over the timed \
+                     pass; not measured when under {} steps of that clock per thread.",
                     size_name(want),
                     match dir {
                         Dir::Write =>
@@ -124,7 +147,9 @@ impl Bandwidth {
                              buffered read their cached pages are dropped first (Linux \
                              posix_fadvise; elsewhere not measured).",
                     },
-                    crate::cpucost::method()
+                    crate::cpucost::method(),
+                    crate::platform::clock::CPU_CLOCK_DESCRIPTION,
+                    crate::platform::clock::MIN_THREAD_CPU_STEPS,
                 ),
                 metrics: metrics(),
             },
@@ -138,23 +163,22 @@ impl Bandwidth {
     }
 
     /// The timed pass: the threads once, with the CPU meter's window started at the barrier's
-    /// release; returns (bytes moved, wall seconds, the meter — still running, for
-    /// [`Self::cost`]).
+    /// release; returns the pass and the meter — still running, for [`Self::cost`].
     fn pass(
         &self,
         ctx: &RunContext,
         files: &[std::path::PathBuf],
         bytes: u64,
         direct: bool,
-    ) -> Result<(u64, f64, std::io::Result<CpuMeter>), BenchError> {
+    ) -> Result<(Pass, std::io::Result<CpuMeter>), BenchError> {
         ctx.check()?;
         let mut meter = CpuMeter::start(self.idle);
-        let (total, t) = self.threads_once(files, bytes, direct, || {
+        let pass = self.threads_once(files, bytes, direct, || {
             if let Ok(m) = meter.as_mut() {
                 let _ = m.restart();
             }
         })?;
-        Ok((total, t, meter))
+        Ok((pass, meter))
     }
 
     /// The CPU cost of the timed pass (`moved` bytes, `meter` still running), its window
@@ -190,20 +214,19 @@ impl Bandwidth {
                 return Ok((meter.stop(), moved, passes));
             }
             ctx.check()?;
-            moved += self.threads_once(files, bytes, direct, || {})?.0;
+            moved += self.threads_once(files, bytes, direct, || {})?.bytes;
             passes += 1;
         }
     }
 
-    /// Run the threads once, calling `released` as the barrier lets them go; returns (bytes
-    /// moved, wall seconds from the release to the last thread's end).
+    /// Run the threads once, calling `released` as the barrier lets them go.
     fn threads_once(
         &self,
         files: &[std::path::PathBuf],
         bytes: u64,
         direct: bool,
         released: impl FnOnce(),
-    ) -> Result<(u64, f64), BenchError> {
+    ) -> Result<Pass, BenchError> {
         let barrier = Barrier::new(files.len() + 1);
         let dir = self.dir;
         let (t, results) = std::thread::scope(|s| {
@@ -226,22 +249,57 @@ impl Bandwidth {
                 .collect();
             (t0.elapsed().as_secs_f64(), r)
         });
-        let mut total = 0;
+        let mut pass = Pass {
+            bytes: 0,
+            wall_s: t,
+            thread_cpu_ns: Ok(0),
+        };
         for r in results {
-            total += r.map_err(|e| BenchError::os("sequential I/O", e))?;
+            let (moved, cpu) = r.map_err(|e| BenchError::os("sequential I/O", e))?;
+            pass.bytes += moved;
+            pass.thread_cpu_ns = match (pass.thread_cpu_ns, cpu) {
+                (Ok(a), Ok(b)) => Ok(a + b),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
         }
-        Ok((total, t))
+        Ok(pass)
+    }
+}
+
+/// One pass of the threads.
+struct Pass {
+    /// Bytes moved, all threads.
+    bytes: u64,
+    /// Barrier release to the last thread's end.
+    wall_s: f64,
+    /// The threads' own CPU (their thread CPU clocks, barrier release to file closed), summed;
+    /// Err: why a clock could not be read.
+    thread_cpu_ns: Result<u64, String>,
+}
+
+impl Pass {
+    /// The threads' own CPU-seconds per GB moved, or why not measured (a clock not read, or too
+    /// coarse for this pass: [`crate::platform::clock::thread_cpu_usable`]).
+    fn thread_cpu_s_per_gb(&self, threads: usize) -> Result<f64, String> {
+        let ns = self.thread_cpu_ns.clone()?;
+        crate::platform::clock::thread_cpu_usable(ns, threads as u64)?;
+        if self.bytes == 0 {
+            return Err("not measured: no bytes moved".into());
+        }
+        Ok(ns as f64 / self.bytes as f64)
     }
 }
 
 /// One thread: open (before the barrier), move `bytes` in 4 MiB blocks, fsync and close (write).
+/// Returns the bytes moved and the thread's own CPU from the barrier's release to its file closed
+/// (Err: why its CPU clock could not be read).
 fn one_thread(
     p: &std::path::Path,
     bytes: u64,
     direct: bool,
     dir: Dir,
     barrier: &Barrier,
-) -> std::io::Result<u64> {
+) -> std::io::Result<(u64, Result<u64, String>)> {
     let (file, align, fallback_drop) = if direct {
         if dir == Dir::Write {
             std::fs::File::create(p)?;
@@ -264,6 +322,7 @@ fn one_thread(
     }
     let mut buf = AlignedBuf::new(BLOCK as usize, align, 0xa5);
     barrier.wait();
+    let cpu0 = crate::platform::clock::thread_cpu_time_ns();
     let mut file = file;
     let mut done = 0;
     while done < bytes {
@@ -278,7 +337,11 @@ fn one_thread(
         file.sync_all()?;
     }
     drop(file);
-    Ok(done)
+    let cpu = match (cpu0, crate::platform::clock::thread_cpu_time_ns()) {
+        (Ok(a), Ok(b)) => Ok(b.saturating_sub(a)),
+        (Err(e), _) | (_, Err(e)) => Err(format!("thread CPU clock: {e}")),
+    };
+    Ok((done, cpu))
 }
 
 impl Benchmark for Bandwidth {
@@ -373,6 +436,7 @@ impl Benchmark for Bandwidth {
                 out = out
                     .not_measured("mb_per_s", why.clone())
                     .not_measured("cpu_s_per_gb", why.clone())
+                    .not_measured("thread_cpu_s_per_gb", why.clone())
                     .not_measured("pct_all_cpus", why);
                 false
             }
@@ -383,19 +447,27 @@ impl Benchmark for Bandwidth {
             if direct && !direct_ok {
                 continue;
             }
-            let (rate, cpu) = if direct {
-                ("mb_per_s", "cpu_s_per_gb")
+            let (rate, cpu, thread) = if direct {
+                ("mb_per_s", "cpu_s_per_gb", "thread_cpu_s_per_gb")
             } else {
-                ("mb_per_s_buffered", "cpu_s_per_gb_buffered")
+                (
+                    "mb_per_s_buffered",
+                    "cpu_s_per_gb_buffered",
+                    "thread_cpu_s_per_gb_buffered",
+                )
             };
             if !direct && self.dir == Dir::Read && !pfs::CAN_DROP_FILE_CACHE {
                 let why = "not measured: this OS cannot drop one file's cached pages, so a \
                            buffered re-read would come from memory";
-                out = out.not_measured(rate, why).not_measured(cpu, why);
+                out = out
+                    .not_measured(rate, why)
+                    .not_measured(cpu, why)
+                    .not_measured(thread, why);
                 continue;
             }
             let dev = DeviceCheck::start();
-            let (bytes, t, meter) = self.pass(ctx, &files, per, direct)?;
+            let (pass, meter) = self.pass(ctx, &files, per, direct)?;
+            let (bytes, t) = (pass.bytes, pass.wall_s);
             if self.dir == Dir::Read
                 && direct
                 && let (Ok(()), Some(d)) = (&check, dev.bytes())
@@ -408,10 +480,15 @@ impl Benchmark for Bandwidth {
                 out = out
                     .not_measured(rate, why.clone())
                     .not_measured(cpu, why.clone())
+                    .not_measured(thread, why.clone())
                     .not_measured("pct_all_cpus", why);
                 continue;
             }
             out = out.metric(rate, vec![bytes as f64 / t / 1e6]);
+            out = match pass.thread_cpu_s_per_gb(self.threads) {
+                Ok(v) => out.metric(thread, vec![v]),
+                Err(why) => out.not_measured(thread, why),
+            };
             let (cost, cost_bytes, passes) = self.cost(ctx, &files, per, direct, bytes, meter)?;
             let mode = if direct { "direct" } else { "buffered" };
             out = out

@@ -257,6 +257,11 @@ mod tests {
                 assert_eq!(rate.better, crate::units::Better::Higher);
                 let cpu = m.iter().find(|m| m.name == "cpu_s_per_gb").unwrap();
                 assert_eq!(cpu.better, crate::units::Better::Lower);
+                for name in ["thread_cpu_s_per_gb", "thread_cpu_s_per_gb_buffered"] {
+                    let t = m.iter().find(|m| m.name == name).unwrap();
+                    assert_eq!(t.better, crate::units::Better::Lower);
+                    assert_eq!(t.unit, crate::units::Unit::CpuSecondsPerGb);
+                }
             }
         }
         let s = crate::bench::registry::suites();
@@ -300,6 +305,26 @@ mod tests {
             }
         }
         assert!(windows > 0, "{:?}", out.facts);
+        // The writing thread's own CPU, over the timed pass: measured where the thread clock is
+        // fine (a 4 MiB pass is far under 20 ticks of a 15.6 ms clock), and no more than the
+        // pass's wall time (one thread: CPU-s per GB × GB per s ≤ 1; a margin for the meter's
+        // restart between the barrier and the wall clock's start).
+        let get = |n: &str| out.samples.iter().find(|(m, _)| *m == n).map(|(_, v)| v[0]);
+        for (thread, rate) in [
+            ("thread_cpu_s_per_gb", "mb_per_s"),
+            ("thread_cpu_s_per_gb_buffered", "mb_per_s_buffered"),
+        ] {
+            match (get(thread), get(rate)) {
+                (Some(t), Some(r)) => {
+                    assert!(t > 0.0, "{thread} {t}");
+                    assert!(t * r / 1e3 <= 1.25, "{thread} {t} CPU-s/GB at {r} MB/s");
+                }
+                (None, Some(_)) if crate::platform::clock::THREAD_CPU_STEP_NS <= 1_000 => {
+                    panic!("{thread} not measured: {:?}", out.not_measured)
+                }
+                _ => {}
+            }
+        }
         for (name, why) in &out.not_measured {
             if why.starts_with("below the counters") {
                 assert!(

@@ -437,6 +437,22 @@ mod tests {
                     // sends on, never less.
                     let send = o.facts["send_s"].as_f64().unwrap();
                     assert!(send >= 0.06, "{id}: sent for {send} s only");
+                    // The data threads' own CPU (the thread CPU clock is fine-grained here):
+                    // positive, and no thread uses more CPU than the wall time it ran.
+                    if crate::platform::clock::THREAD_CPU_STEP_NS <= 1_000 {
+                        let streams = o.facts["streams"].as_f64().unwrap();
+                        for (m, f) in [
+                            ("rx_thread_us_per_kib", "rx_thread_cpu_s"),
+                            ("tx_thread_us_per_kib", "tx_thread_cpu_s"),
+                        ] {
+                            assert!(get(&o, m) > 0.0, "{id}: {m}");
+                            let cpu = o.facts[f].as_f64().unwrap();
+                            assert!(
+                                cpu > 0.0 && cpu <= streams * (send + 1.0),
+                                "{id}: {f} {cpu} s over {send} s of sending"
+                            );
+                        }
+                    }
                 }
                 "net/tcp_connect" => {
                     assert!(get(&o, "setup_p50_us") > 0.0);

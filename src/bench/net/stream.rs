@@ -61,6 +61,32 @@ pub fn demand_metrics() -> Vec<MetricSpec> {
     ]
 }
 
+/// The data threads' own CPU (a serial stage's cost: what one thread of an application moving
+/// these bytes carries itself).
+pub fn thread_metrics() -> Vec<MetricSpec> {
+    vec![
+        MetricSpec {
+            name: "rx_thread_us_per_kib",
+            unit: Unit::MicrosecondsPerKib,
+            better: Better::Lower,
+            description: "receiving end: the peer's receiving threads' own CPU µs per KiB \
+                          received (each thread's CPU clock from its first recv to its \
+                          connection's end, summed over streams; kernel work done in other \
+                          threads — on loopback, much of the protocol processing runs in the \
+                          sender's thread — is not in it)",
+        },
+        MetricSpec {
+            name: "tx_thread_us_per_kib",
+            unit: Unit::MicrosecondsPerKib,
+            better: Better::Lower,
+            description: "sending end: this process's sending threads' own CPU µs per KiB sent \
+                          (each thread's CPU clock around its send loop and shutdown, summed \
+                          over streams; on loopback it includes receive-side protocol \
+                          processing the kernel runs in the sender's context)",
+        },
+    ]
+}
+
 impl Stream {
     pub fn new(all_cpus: bool, opts: &NetOptions) -> Stream {
         let (id, title, what) = if all_cpus {
@@ -91,6 +117,7 @@ impl Stream {
             },
         ];
         metrics.extend(demand_metrics());
+        metrics.extend(thread_metrics());
         Stream {
             info: Info {
                 id: id.into(),
@@ -102,8 +129,14 @@ impl Stream {
                      by default, or --peer) counts the bytes received and times its first byte \
                      to its last. Socket buffers are the OS defaults, read back and recorded. \
                      CPU cost: {}. Receive-side figures come from the peer, send-side from this \
-                     process.",
-                    crate::cpucost::method()
+                     process. The receiving and sending threads' own CPU (rx_/tx_thread_us_per_kib): \
+                     each data thread's CPU clock ({}) — the peer's from just before its first \
+                     recv to its connection's end, ours around the whole send loop and its \
+                     shutdown — summed over streams, per KiB; not measured when under {} steps of \
+                     that clock per thread.",
+                    crate::cpucost::method(),
+                    crate::platform::clock::CPU_CLOCK_DESCRIPTION,
+                    crate::platform::clock::MIN_THREAD_CPU_STEPS,
                 ),
                 metrics,
             },
@@ -167,7 +200,7 @@ impl Benchmark for Stream {
             .map_err(|e| BenchError::os("getsockopt", e))?;
         let stop = AtomicBool::new(false);
         let t0 = Instant::now();
-        let results: Vec<Result<u64, BenchError>> = std::thread::scope(|s| {
+        let results: Vec<Result<Sent, BenchError>> = std::thread::scope(|s| {
             let hs: Vec<_> = conns
                 .into_iter()
                 .map(|c| {
@@ -209,10 +242,17 @@ impl Benchmark for Stream {
         });
         let send_s = t0.elapsed().as_secs_f64();
         let mut sent = 0;
+        let mut tx_thread_ns: Result<u64, String> = Ok(0);
         let mut failed = None;
         for r in results {
             match r {
-                Ok(n) => sent += n,
+                Ok(n) => {
+                    sent += n.bytes;
+                    tx_thread_ns = match (tx_thread_ns, n.thread_cpu_ns) {
+                        (Ok(a), Ok(b)) => Ok(a + b),
+                        (Err(e), _) | (_, Err(e)) => Err(e),
+                    };
+                }
                 Err(e) => {
                     failed.get_or_insert(e);
                 }
@@ -269,8 +309,53 @@ impl Benchmark for Stream {
             other.cpu_s(report.cpu.as_ref()),
         );
         out = peer_cpu_facts(out, &report, "rx");
+        out = with_thread_cpu(out, &report, tx_thread_ns, streams as u64, sent);
         Ok(with_peer_demand(out, &report, report.bytes, other, &tx))
     }
+}
+
+/// The data threads' own CPU per KiB: the peer's receiving threads (from its report: an older
+/// peer does not send it) and this side's sending threads (`tx_ns`, over `streams` threads that
+/// sent `sent` bytes).
+fn with_thread_cpu(
+    out: RunOutput,
+    report: &crate::serve::proto::PeerReport,
+    tx_ns: Result<u64, String>,
+    streams: u64,
+    sent: u64,
+) -> RunOutput {
+    let out = match (report.rx_thread_cpu_s, &report.rx_thread_cpu_error) {
+        (Some(s), _) if report.bytes > 0 => out.fact("rx_thread_cpu_s", s).metric(
+            "rx_thread_us_per_kib",
+            vec![us_per_kib(s * 1e9, report.bytes)],
+        ),
+        (Some(_), _) => out.not_measured("rx_thread_us_per_kib", "the peer received nothing"),
+        (None, Some(why)) => out.not_measured("rx_thread_us_per_kib", why.clone()),
+        (None, None) => out.not_measured(
+            "rx_thread_us_per_kib",
+            "not measured: the peer (an older osgauge serve) does not report its receiving \
+             threads' CPU",
+        ),
+    };
+    match tx_ns.and_then(|ns| crate::platform::clock::thread_cpu_usable(ns, streams).map(|()| ns)) {
+        Ok(ns) if sent > 0 => out
+            .fact("tx_thread_cpu_s", ns as f64 / 1e9)
+            .metric("tx_thread_us_per_kib", vec![us_per_kib(ns as f64, sent)]),
+        Ok(_) => out.not_measured("tx_thread_us_per_kib", "nothing was sent"),
+        Err(why) => out.not_measured("tx_thread_us_per_kib", why),
+    }
+}
+
+/// `ns` of CPU over `bytes` → µs per KiB.
+fn us_per_kib(ns: f64, bytes: u64) -> f64 {
+    ns / 1e3 / (bytes as f64 / 1024.0)
+}
+
+/// What one sending thread did.
+struct Sent {
+    bytes: u64,
+    /// Its own CPU around the send loop and the shutdown (Err: the clock failed).
+    thread_cpu_ns: Result<u64, String>,
 }
 
 fn send_while(
@@ -278,7 +363,8 @@ fn send_while(
     stop: &AtomicBool,
     ctx: &RunContext,
     bound: crate::platform::wait::Bound,
-) -> Result<u64, BenchError> {
+) -> Result<Sent, BenchError> {
+    let cpu0 = crate::platform::clock::thread_cpu_time_ns();
     let mut c = crate::platform::wait::Bounded::new(c, bound);
     let block = vec![0xa5u8; BLOCK];
     let mut sent = 0u64;
@@ -294,5 +380,89 @@ fn send_while(
     c.inner
         .shutdown(Shutdown::Write)
         .map_err(|e| BenchError::os("shutdown", e))?;
-    Ok(sent)
+    let thread_cpu_ns = match (cpu0, crate::platform::clock::thread_cpu_time_ns()) {
+        (Ok(a), Ok(b)) => Ok(b.saturating_sub(a)),
+        (Err(e), _) | (_, Err(e)) => Err(format!("thread CPU clock: {e}")),
+    };
+    Ok(Sent {
+        bytes: sent,
+        thread_cpu_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::proto::PeerReport;
+
+    fn why(out: &RunOutput, name: &str) -> Option<String> {
+        out.not_measured
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, w)| w.clone())
+    }
+    fn value(out: &RunOutput, name: &str) -> Option<f64> {
+        out.samples
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v[0])
+    }
+
+    /// 1 s of thread CPU over 1 GiB is 1e6 µs / 2^20 KiB; an older peer's report (no figure, no
+    /// reason) makes the receive figure not measured with that reason; a clock too coarse for the
+    /// send loop makes the send figure not measured, never a quantised value.
+    #[test]
+    fn thread_cpu_per_kib_from_both_ends_or_why_not() {
+        let gib = 1u64 << 30;
+        let report = PeerReport {
+            bytes: gib,
+            rx_thread_cpu_s: Some(1.0),
+            ..Default::default()
+        };
+        let out = with_thread_cpu(RunOutput::default(), &report, Ok(2_000_000_000), 1, gib);
+        assert!((value(&out, "rx_thread_us_per_kib").unwrap() - 1e6 / 1048576.0).abs() < 1e-9);
+        assert!((value(&out, "tx_thread_us_per_kib").unwrap() - 2e6 / 1048576.0).abs() < 1e-9);
+        let older = PeerReport {
+            bytes: gib,
+            ..Default::default()
+        };
+        let out = with_thread_cpu(RunOutput::default(), &older, Ok(0), 1, gib);
+        assert!(value(&out, "rx_thread_us_per_kib").is_none());
+        assert!(
+            why(&out, "rx_thread_us_per_kib")
+                .unwrap()
+                .contains("older osgauge serve"),
+            "{:?}",
+            out.not_measured
+        );
+        assert!(
+            why(&out, "tx_thread_us_per_kib")
+                .unwrap()
+                .contains("did not move")
+        );
+        let said = PeerReport {
+            bytes: gib,
+            rx_thread_cpu_error: Some(
+                "not measured: below the thread CPU clock's resolution".into(),
+            ),
+            ..Default::default()
+        };
+        let out = with_thread_cpu(
+            RunOutput::default(),
+            &said,
+            Err("thread CPU clock: no".into()),
+            1,
+            gib,
+        );
+        assert!(
+            why(&out, "rx_thread_us_per_kib")
+                .unwrap()
+                .contains("resolution")
+        );
+        assert!(
+            why(&out, "tx_thread_us_per_kib")
+                .unwrap()
+                .contains("clock: no")
+        );
+    }
 }
