@@ -567,10 +567,12 @@ impl Builder<'_> {
                             "{label} {} MB at {} MB/s ({t} thread(s){})",
                             fmt(mb),
                             fmt(bw),
-                            if d.disk_io == "buffered" {
-                                ", through the OS cache, fsynced"
-                            } else {
-                                ""
+                            match d.disk_io.as_str() {
+                                "buffered" => ", through the OS cache, fsynced",
+                                "stream" =>
+                                    ": a stream through the OS cache, bounded by the device's \
+                                     cache-bypassed rate (its writeback runs alongside the writes)",
+                                _ => "",
                             }
                         ),
                         mb / bw,

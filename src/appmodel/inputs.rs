@@ -585,6 +585,36 @@ pub const SPECS: &[Spec] = &[
         1e-3,
     ),
     m(
+        "disk_stream_write_mb_s",
+        "MB/s",
+        H,
+        "one long stream written through the OS cache in 128 KiB calls and fsynced at its end, \
+         MB/s (its writeback alongside the writes)",
+        "fs/stream_write",
+        "mb_per_s",
+        1.0,
+    ),
+    m(
+        "disk_stream_write_cpu_s_per_mb",
+        "CPU-s/MB",
+        L,
+        "CPU per MB of one long stream written through the OS cache (system-wide: writes, \
+         writeback, the final fsync)",
+        "fs/stream_write",
+        "cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_stream_write_thread_cpu_s_per_mb",
+        "CPU-s/MB",
+        L,
+        "the writing thread's own CPU per MB of a long stream through the OS cache, its write \
+         calls once the OS's writeback runs alongside (thread CPU clock; a serial stage's cost)",
+        "fs/stream_write",
+        "thread_cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
         "frame_copy_cpu_s_per_mb_60fps_1mp",
         "CPU-s/MB",
         L,

@@ -20,7 +20,9 @@
 //! disk_threads = 1            # 1, 2 or 3 threads doing the file I/O
 //! disk_io = "direct"          # "direct": the cache-bypassed figures (O_DIRECT); "buffered":
 //!                             # through the OS cache, writes made durable (fsync) — whose
-//!                             # file-system figures apply
+//!                             # file-system figures apply; "stream": one long stream written
+//!                             # through the cache in small calls, made durable at its end
+//!                             # (fs/stream_write; writes only, one thread)
 //! frames = 1                  # frames copied for presentation per unit
 //! frame_mb = 2.0              # size of one frame, MB
 //! frame_pacing = "60fps_1mp"  # which frame-pacing benchmark's figures apply ("60fps_1mp", "25fps_5mp")
@@ -150,7 +152,7 @@ pub struct Weight {
 }
 
 /// The values of `demand.disk_io`, the default first.
-pub const DISK_IO: [&str; 2] = ["direct", "buffered"];
+pub const DISK_IO: [&str; 3] = ["direct", "buffered", "stream"];
 
 /// The activities `demand.one_thread` may list: each is carried, for every unit, by the one
 /// thread of a serial stage ("app": the application's own CPU, app_cpu_s).
@@ -164,8 +166,9 @@ pub struct Demand {
     pub disk_write_mb: f64,
     pub disk_read_mb: f64,
     pub disk_threads: u32,
-    /// "direct" (cache bypassed) or "buffered" (through the OS cache, made durable): which of
-    /// the file-system suite's figures the disk demand uses.
+    /// "direct" (cache bypassed), "buffered" (through the OS cache, made durable) or "stream"
+    /// (one long stream through the cache, its writeback alongside the writes; writes only, one
+    /// thread): which of the file-system suite's figures the disk demand uses.
     pub disk_io: String,
     pub frames: f64,
     pub frame_mb: f64,
@@ -185,8 +188,15 @@ pub struct Demand {
 
 impl Demand {
     /// The input key of a file-system figure for this demand's threads and I/O path:
-    /// `disk_{dir}_{what}[_buffered]_t{threads}` (dir "write"/"read", what "mb_s"/"cpu_s_per_mb").
+    /// `disk_{dir}_{what}[_buffered]_t{threads}` (dir "write"/"read", what "mb_s"/"cpu_s_per_mb"/
+    /// "thread_cpu_s_per_mb"). A stream's (`disk_io = "stream"`): its CPU and its thread's CPU
+    /// are fs/stream_write's, `disk_stream_{dir}_{what}`; its bandwidth is the device's, the
+    /// cache-bypassed `disk_{dir}_mb_s_t{threads}` — the writeback runs alongside the writes, so
+    /// the device, not one file's write-then-fsync, bounds a long stream.
     pub fn disk_key(&self, dir: &str, what: &str) -> String {
+        if self.disk_io == "stream" && what != "mb_s" {
+            return format!("disk_stream_{dir}_{what}");
+        }
         let path = if self.disk_io == "buffered" {
             "_buffered"
         } else {
@@ -498,7 +508,7 @@ impl Ctx<'_> {
                 return self.err(
                     s.span(),
                     "demand.disk_io",
-                    "must be \"direct\" (cache bypassed) or \"buffered\" (through the OS cache, fsynced)",
+                    "must be \"direct\" (cache bypassed), \"buffered\" (through the OS cache, fsynced) or \"stream\" (one long stream through the cache)",
                 );
             }
         };
@@ -554,6 +564,15 @@ impl Ctx<'_> {
         if demand.frames > 0.0 && demand.frame_mb == 0.0 {
             let span = d.frames.as_ref().map(|s| s.span()).unwrap_or(0..0);
             return self.err(span, "demand.frame_mb", "frames > 0 needs the frame size");
+        }
+        // fs/stream_write measures one thread writing one stream: nothing else is measured.
+        if demand.disk_io == "stream" && (demand.disk_read_mb > 0.0 || demand.disk_threads != 1) {
+            let span = d.disk_io.as_ref().map(|s| s.span()).unwrap_or(0..0);
+            return self.err(
+                span,
+                "demand.disk_io",
+                "\"stream\" is one thread writing one stream (fs/stream_write): no disk_read_mb, disk_threads = 1",
+            );
         }
         Ok(demand)
     }
@@ -742,6 +761,41 @@ mod tests {
             .unwrap_err()
             .0;
         assert!(e.starts_with("p.toml:8: demand.disk_io: must be"), "{e}");
+    }
+
+    #[test]
+    fn a_stream_reads_the_streaming_writer_and_the_device_and_nothing_else() {
+        let p = Profile::parse(
+            "p.toml",
+            &format!("{OK}disk_write_mb = 1\ndisk_io = \"stream\"\n"),
+        )
+        .unwrap();
+        let d = &p.demand;
+        assert_eq!(d.disk_key("write", "mb_s"), "disk_write_mb_s_t1");
+        assert_eq!(
+            d.disk_key("write", "cpu_s_per_mb"),
+            "disk_stream_write_cpu_s_per_mb"
+        );
+        assert_eq!(
+            d.disk_key("write", "thread_cpu_s_per_mb"),
+            "disk_stream_write_thread_cpu_s_per_mb"
+        );
+        for k in ["mb_s", "cpu_s_per_mb", "thread_cpu_s_per_mb"] {
+            let key = d.disk_key("write", k);
+            assert!(inputs::spec(&key).is_some(), "{key}");
+        }
+        for bad in [
+            "disk_read_mb = 1\ndisk_io = \"stream\"\n",
+            "disk_threads = 2\ndisk_io = \"stream\"\n",
+        ] {
+            let e = Profile::parse("p.toml", &format!("{OK}{bad}"))
+                .unwrap_err()
+                .0;
+            assert!(
+                e.contains("demand.disk_io: \"stream\" is one thread"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

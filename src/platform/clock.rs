@@ -35,6 +35,27 @@ pub fn thread_cpu_usable(cpu_ns: u64, threads: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// The calling thread's CPU clock read at a start, for the CPU it uses from there: each
+/// [`ThreadCpu::elapsed_ns`] is read on the same thread; a clock that could not be read at either
+/// end is Err(why).
+pub struct ThreadCpu(io::Result<u64>);
+
+impl ThreadCpu {
+    /// Read the calling thread's CPU clock now.
+    pub fn start() -> ThreadCpu {
+        ThreadCpu(thread_cpu_time_ns())
+    }
+
+    /// The calling thread's CPU since [`ThreadCpu::start`], in ns.
+    pub fn elapsed_ns(&self) -> Result<u64, String> {
+        match (&self.0, thread_cpu_time_ns()) {
+            (Ok(a), Ok(b)) => Ok(b.saturating_sub(*a)),
+            (Err(e), _) => Err(format!("thread CPU clock: {e}")),
+            (_, Err(e)) => Err(format!("thread CPU clock: {e}")),
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------------
 #[cfg(unix)]
 mod unix_common {

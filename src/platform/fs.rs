@@ -110,6 +110,47 @@ pub fn write_at(f: &File, buf: &[u8], off: u64) -> io::Result<usize> {
     }
 }
 
+/// How many bytes of dirty (written, not yet written back) file data the OS lets build up before
+/// its background writeback starts, with how it was read; Err(why) where it is not read.
+/// Linux: `vm.dirty_background_bytes`, else `vm.dirty_background_ratio` % of MemAvailable (the
+/// kernel's base is its dirtyable memory, close to MemAvailable: an estimate, said).
+pub fn writeback_threshold() -> Result<(u64, String), String> {
+    #[cfg(target_os = "linux")]
+    {
+        let read = |p: &str| -> Result<u64, String> {
+            std::fs::read_to_string(p)
+                .map_err(|e| format!("{p}: {e}"))?
+                .trim()
+                .parse::<u64>()
+                .map_err(|e| format!("{p}: {e}"))
+        };
+        let bytes = read("/proc/sys/vm/dirty_background_bytes")?;
+        if bytes > 0 {
+            return Ok((bytes, "vm.dirty_background_bytes".into()));
+        }
+        let ratio = read("/proc/sys/vm/dirty_background_ratio")?;
+        let info =
+            std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
+        let avail_kib = info
+            .lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .ok_or("/proc/meminfo has no MemAvailable")?;
+        Ok((
+            avail_kib * 1024 / 100 * ratio,
+            format!(
+                "vm.dirty_background_ratio {ratio} % of MemAvailable {} MiB (an estimate of the \
+                 kernel's dirtyable memory)",
+                avail_kib / 1024
+            ),
+        ))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("the OS's background-writeback threshold is not read on this OS".into())
+    }
+}
+
 /// Bytes free for this user on the file system of `dir` (statvfs; GetDiskFreeSpaceExW).
 pub fn free_bytes(dir: &Path) -> io::Result<u64> {
     #[cfg(unix)]

@@ -16,6 +16,40 @@ pub use imp::{ChildSet, kill_group, process_limit, user_process_count};
 
 /// The executable osgauge starts its own children from (load processes, policy-study children):
 /// `OSGAUGE_EXE` if set (tests), else this executable.
+/// How each thread's CPU of another process is read ([`threads_cpu_ns`]).
+pub const THREADS_CPU_METHOD: &str =
+    "/proc/PID/task/TID/schedstat (each thread's time on a CPU, ns), sampled every 20 ms";
+
+/// Each thread of process `pid` and its CPU time so far, ns (Linux: schedstat's first field);
+/// Unsupported on other OSes (where another process's threads are not read here).
+pub fn threads_cpu_ns(pid: u32) -> io::Result<Vec<(u32, u64)>> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(format!("/proc/{pid}/task"))?.flatten() {
+            let Ok(tid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            // A thread that ended between the listing and the read is skipped.
+            let Ok(text) = std::fs::read_to_string(e.path().join("schedstat")) else {
+                continue;
+            };
+            if let Some(ns) = text.split_whitespace().next().and_then(|x| x.parse().ok()) {
+                v.push((tid, ns));
+            }
+        }
+        Ok(v)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "another process's threads' CPU is read on Linux only (/proc/PID/task)",
+        ))
+    }
+}
+
 pub fn osgauge_exe() -> io::Result<std::path::PathBuf> {
     match std::env::var_os("OSGAUGE_EXE") {
         Some(p) => Ok(std::path::PathBuf::from(p)),
@@ -479,6 +513,17 @@ mod imp {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn threads_cpu_reads_this_process_or_says_unsupported() {
+        match threads_cpu_ns(std::process::id()) {
+            Ok(v) => {
+                let me = v.iter().map(|(_, ns)| *ns).sum::<u64>();
+                assert!(!v.is_empty() && me > 0, "{v:?}");
+            }
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::Unsupported, "{e}"),
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -443,14 +443,11 @@ fn sink(
     };
     // A thread blocked in its first recv uses no CPU: reading the clock before it is the same
     // as reading it as the first recv returns.
-    let cpu0 = crate::platform::clock::thread_cpu_time_ns();
+    let cpu0 = crate::platform::clock::ThreadCpu::start();
     loop {
         let n = c.read(&mut buf)?;
         if n == 0 {
-            s.thread_cpu_ns = match (cpu0, crate::platform::clock::thread_cpu_time_ns()) {
-                (Ok(a), Ok(b)) => Ok(b.saturating_sub(a)),
-                (Err(e), _) | (_, Err(e)) => Err(format!("thread CPU clock: {e}")),
-            };
+            s.thread_cpu_ns = cpu0.elapsed_ns();
             return Ok(s);
         }
         let now = Instant::now();

@@ -126,6 +126,7 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
             "fs/read_latency",
             "fs/seq_write_t1",
             "fs/seq_read_t2",
+            "fs/stream_write",
             "fs/create_delete",
             "fs/fsync",
             "--dir",
@@ -143,6 +144,7 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
         "fs/read_latency",
         "fs/seq_write_t1",
         "fs/seq_read_t2",
+        "fs/stream_write",
         "fs/create_delete",
         "fs/fsync",
     ] {
@@ -192,6 +194,35 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
                 }
                 _ => assert!(t["not_measured"].is_string(), "{id} {thread}: {t}"),
             }
+        }
+    }
+    // The write calls are part of the writing thread's pass: their own CPU is at most the
+    // pass's (the same clock, read before the fsync and close).
+    if w["error"].is_null() {
+        let calls = common::json_metric(w, "thread_cpu_s_per_gb_buffered_nosync");
+        let all = common::json_metric(w, "thread_cpu_s_per_gb_buffered");
+        match (
+            calls["summary"]["center"].as_f64(),
+            all["summary"]["center"].as_f64(),
+        ) {
+            (Some(c), Some(a)) => assert!(c > 0.0 && c <= a, "write calls {c} > pass {a}"),
+            _ => assert!(
+                calls["not_measured"].is_string() || all["not_measured"].is_string(),
+                "{calls} {all}"
+            ),
+        }
+    }
+    // The streaming writer: --max-size 8MiB caps the whole stream (no lead past it), and its
+    // thread used no more CPU than it had wall time.
+    let s = bench(&rec, "fs/stream_write");
+    if s["error"].is_null() {
+        assert_eq!(s["params"]["measured_bytes"], 8 << 20, "{}", s["params"]);
+        assert_eq!(s["params"]["lead_bytes"], 0, "{}", s["params"]);
+        let r = common::json_metric(s, "mb_per_s")["summary"]["center"].as_f64();
+        let t = common::json_metric(s, "thread_cpu_s_per_gb");
+        match (r, t["summary"]["center"].as_f64()) {
+            (Some(r), Some(t)) => assert!(t > 0.0 && t * r / 1e3 <= 1.25, "{t} at {r}"),
+            _ => assert!(t["not_measured"].is_string(), "{t}"),
         }
     }
     // The CPU cost's window spans whole passes of the same work: extended (micro's standard

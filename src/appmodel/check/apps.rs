@@ -60,7 +60,13 @@ pub struct Done {
     pub units: Option<f64>,
     /// What the application reported beyond the units (failures, its version of events).
     pub note: Option<String>,
+    /// The CPU-seconds of the application's busiest thread over the step (the one thread of a
+    /// serial stage), or why not measured.
+    pub thread_cpu_s: Result<f64, String>,
 }
+
+/// Why a step's busiest thread is not measured for an application without a one-thread stage.
+const NO_THREAD: &str = "not measured: this application states no one-thread stage";
 
 impl Kind {
     pub const ALL: &[Kind] = &[Kind::Iperf3ToDisk, Kind::NginxStatic, Kind::StressStream];
@@ -214,6 +220,7 @@ fn iperf3_step(offer: Offer, secs: f64, dir: &Path) -> io::Result<Done> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
+    let sampler = ThreadSampler::start(server.id());
     let mut server = Server(Some(server));
     let t = format!("{}", secs.round().max(1.0) as u64);
     let mut args: Vec<String> = ["-c", "127.0.0.1", "-p", &port, "-t", &t]
@@ -275,7 +282,53 @@ fn iperf3_step(offer: Offer, secs: f64, dir: &Path) -> io::Result<Done> {
         rate: bytes as f64 / 1e6 / (seconds + sync_s),
         units: Some(bytes as f64 / 1e6),
         note: Some(format!("fsync after the stream: {sync_s:.2} s")),
+        thread_cpu_s: sampler.finish(),
     })
+}
+
+/// The busiest thread of a process over its life: its threads' CPU read every 20 ms on a helper
+/// thread (`crate::platform::process::threads_cpu_ns`) from its start until it is gone, so the
+/// last reading is at most 20 ms before its end.
+struct ThreadSampler(std::thread::JoinHandle<Result<u64, String>>);
+
+impl ThreadSampler {
+    fn start(pid: u32) -> ThreadSampler {
+        use crate::platform::process::threads_cpu_ns;
+        ThreadSampler(std::thread::spawn(move || {
+            let first = threads_cpu_ns(pid).map_err(|e| format!("not measured: {e}"))?;
+            let mut last = first.clone();
+            // Gone (reaped): the listing fails or is empty.
+            while let Ok(v) = threads_cpu_ns(pid) {
+                if v.is_empty() {
+                    break;
+                }
+                last = v;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(busiest_ns(&first, &last))
+        }))
+    }
+
+    /// CPU-seconds of the busiest thread (the process must be gone, or this waits for it).
+    fn finish(self) -> Result<f64, String> {
+        let ns = self
+            .0
+            .join()
+            .map_err(|_| "not measured: the sampling thread panicked".to_string())??;
+        Ok(ns as f64 / 1e9)
+    }
+}
+
+/// The most CPU any one thread used between two readings (a thread not in `first` started
+/// after it: all its CPU counts).
+fn busiest_ns(first: &[(u32, u64)], last: &[(u32, u64)]) -> u64 {
+    last.iter()
+        .map(|(tid, ns)| {
+            let before = first.iter().find(|(t, _)| t == tid).map_or(0, |(_, b)| *b);
+            ns.saturating_sub(before)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// The client's interval total from its summary line "0.00-3.00 sec … receiver".
@@ -386,6 +439,7 @@ fn nginx_step(offer: Offer, secs: f64, dir: &Path, cpus: usize) -> io::Result<Do
         rate: (units - failed) / seconds,
         units: Some(units - failed),
         note: (failed > 0.0).then(|| format!("{failed} failed request(s) not counted")),
+        thread_cpu_s: Err(NO_THREAD.into()),
     })
 }
 
@@ -431,6 +485,7 @@ fn stream_step(offer: Offer, secs: f64, cpus: usize) -> io::Result<Done> {
             note: Some(format!(
                 "{n} worker(s), {ops} passes in {real} s of stress-ng's run, the arrays' set-up included (a loop under 4.5 s reports no loop rate): a LOW rate"
             )),
+            thread_cpu_s: Err(NO_THREAD.into()),
         });
     }
     let mib_s: f64 = rates.iter().sum();
@@ -447,6 +502,7 @@ fn stream_step(offer: Offer, secs: f64, cpus: usize) -> io::Result<Done> {
                 .collect::<Vec<_>>()
                 .join(" + ")
         )),
+        thread_cpu_s: Err(NO_THREAD.into()),
     })
 }
 
@@ -482,6 +538,18 @@ fn stream_rates(text: &str) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_busiest_thread_is_the_largest_difference_and_a_new_thread_counts_whole() {
+        let first = [(10, 1_000), (11, 5_000)];
+        assert_eq!(busiest_ns(&first, &[(10, 4_000), (11, 6_000)]), 3_000);
+        // Thread 12 started after the first reading: all 2 500 ns are its step's.
+        assert_eq!(
+            busiest_ns(&first, &[(10, 1_500), (11, 5_100), (12, 2_500)]),
+            2_500
+        );
+        assert_eq!(busiest_ns(&first, &[]), 0);
+    }
 
     #[test]
     fn iperf3_summary_seconds() {

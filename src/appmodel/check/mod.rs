@@ -69,6 +69,9 @@ pub struct StepRow {
     pub disk_write_mb_per_unit: Option<f64>,
     pub disk_read_mb_per_unit: Option<f64>,
     pub loopback_mb_per_unit: Option<f64>,
+    /// The application's busiest thread's CPU-seconds per unit (None: not measured, `thread_why`).
+    pub thread_cpu_s_per_unit: Option<f64>,
+    pub thread_why: Option<String>,
     pub note: Option<String>,
 }
 
@@ -186,11 +189,12 @@ pub fn run(
         kind.step_s(step_s)
     );
     crate::outln!(
-        "  {:>16}  {:>12}  {:>14}  {:>14}  {:>12}  {:>12}  {:>12}",
+        "  {:>16}  {:>12}  {:>14}  {:>14}  {:>14}  {:>12}  {:>12}  {:>12}",
         "offered",
         format!("{}/s", p.unit),
         "CPU-s/unit sys",
         "CPU-s/unit app",
+        "1-thread CPU-s",
         "disk MB/unit",
         "lo MB/unit",
         "background"
@@ -205,7 +209,8 @@ pub fn run(
         crate::stats::median(&steps.iter().map(|s| s.background_cpus).collect::<Vec<_>>());
     let shared = background > SHARED_CPUS;
     let counters = counter_rows(p, &steps);
-    let checks = vec![max_rate_check(&pred, &steps), cpu_check(&pred, &steps)];
+    let mut checks = vec![max_rate_check(&pred, &steps), cpu_check(&pred, &steps)];
+    checks.extend(thread_check(&pred, &steps));
     let (off, mut verdict) = verdict(&checks, shared || incomplete.is_some(), background, &pred);
     if let Some(n) = &incomplete {
         verdict = format!("NOT JUDGED: {n}; figures shown for information.");
@@ -305,6 +310,8 @@ fn step(
         disk_write_mb_per_unit: mb(r0.disk.map(|d| d.written), r1.disk.map(|d| d.written)),
         disk_read_mb_per_unit: mb(r0.disk.map(|d| d.read), r1.disk.map(|d| d.read)),
         loopback_mb_per_unit: mb(r0.lo, r1.lo),
+        thread_cpu_s_per_unit: done.thread_cpu_s.as_ref().ok().and_then(|c| per_unit(*c)),
+        thread_why: done.thread_cpu_s.err(),
         note: done.note,
     })
 }
@@ -316,11 +323,12 @@ fn opt(v: Option<f64>) -> String {
 fn show(r: &StepRow, pred: &Prediction) {
     let _ = pred;
     crate::outln!(
-        "  {:>16}  {:>12.2}  {:>14}  {:>14}  {:>12}  {:>12}  {:>9.2} CPUs{}",
+        "  {:>16}  {:>12.2}  {:>14}  {:>14}  {:>14}  {:>12}  {:>12}  {:>9.2} CPUs{}",
         r.offer_text,
         r.achieved,
         opt(r.cpu_s_per_unit),
         opt(r.process_cpu_s_per_unit),
+        opt(r.thread_cpu_s_per_unit),
         opt(r.disk_write_mb_per_unit),
         opt(r.loopback_mb_per_unit),
         r.background_cpus,
@@ -502,6 +510,56 @@ fn cpu_check(pred: &Prediction, steps: &[StepRow]) -> LawCheck {
     }
 }
 
+/// The one-thread law, where the profile states a serial stage: the predicted CPU-seconds per
+/// unit on that thread (the sum of the suite's own-thread costs of its activities) against the
+/// application's busiest thread's CPU per unit, median over the steps where it was measured.
+/// None: no serial stage (no "thread" resource).
+fn thread_check(pred: &Prediction, steps: &[StepRow]) -> Option<LawCheck> {
+    let r = pred.resource("thread")?;
+    let predicted = Some(r.demand).filter(|d| *d > 0.0);
+    let vals: Vec<f64> = steps
+        .iter()
+        .filter_map(|s| s.thread_cpu_s_per_unit)
+        .collect();
+    let measured = (!vals.is_empty()).then(|| crate::stats::median(&vals));
+    let basis = construction::basis(pred, "thread");
+    let dev = match (measured, predicted) {
+        (Some(m), Some(p)) => Some(m / p - 1.0),
+        _ => None,
+    };
+    let by_constr = basis.as_ref().is_some_and(|b| b.by_construction());
+    let agrees = dev.map(|d| d.abs() <= TOLERANCE);
+    let why = steps.iter().find_map(|s| s.thread_why.clone());
+    let text = format!(
+        "one-thread CPU per unit (one-thread law): predicted {} CPU-s on the thread ({}), measured {} CPU-s on the application's busiest thread (median of {} step(s){}){}{}",
+        opt(predicted),
+        r.parts
+            .iter()
+            .map(|p| p.label.clone())
+            .collect::<Vec<_>>()
+            .join("; "),
+        opt(measured),
+        vals.len(),
+        why.map_or(String::new(), |w| format!("; {w}")),
+        deviation_text(dev),
+        basis
+            .as_ref()
+            .map_or(String::new(), |b| format!(" — {}", b.text()))
+    );
+    Some(LawCheck {
+        law: "one-thread CPU per unit (one-thread law)".into(),
+        unit: "CPU-s".into(),
+        predicted,
+        predicted_hi: None,
+        measured,
+        deviation: dev,
+        agrees,
+        counts: !by_constr && agrees.is_some(),
+        basis,
+        text,
+    })
+}
+
 /// The law or input that is off (None: every counted check agrees), and the verdict sentence.
 pub fn verdict(
     checks: &[LawCheck],
@@ -527,7 +585,18 @@ pub fn verdict(
                 .unwrap_or_default()
         };
         let d = c.deviation.unwrap_or(0.0);
-        if c.law.starts_with("CPU") {
+        if c.law.starts_with("one-thread") {
+            format!(
+                "the one-thread law: the application's busiest thread used {:+.0} % CPU per unit against the sum of the suite's own-thread costs ({}) — {}",
+                d * 100.0,
+                parts("thread"),
+                if d > 0.0 {
+                    "the thread does work per unit the profile does not count, or its activities slow each other when one thread alternates them (caches and TLB shared, which costs measured apart do not see)"
+                } else {
+                    "an own-thread cost measured by the suite is higher than this application pays, or the application spreads the stage over more threads than stated"
+                }
+            )
+        } else if c.law.starts_with("CPU") {
             format!(
                 "the utilisation law: the CPU per unit measured is {:+.0} % from the sum of the measured per-MB costs ({}) — {}",
                 d * 100.0,

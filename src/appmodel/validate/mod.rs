@@ -127,6 +127,12 @@ fn validate(
     step_s: f64,
     stored: Option<Inputs>,
 ) -> Result<Validation, ValidateError> {
+    if p.demand.disk_io == "stream" {
+        return Err(failed(
+            "the synthetic application writes direct or buffered files only; a profile with \
+             disk_io = \"stream\" is checked against a real application (`osgauge model check`)",
+        ));
+    }
     let mut p = p;
     let llc = crate::platform::cache::llc();
     let ws = (4 * llc.bytes) as usize;

@@ -57,8 +57,11 @@ pub struct Bandwidth {
     extend_cost: bool,
 }
 
-fn metrics() -> Vec<MetricSpec> {
-    vec![
+/// `fs/seq_write_tN` only: the writing threads' own CPU in their write calls, buffered.
+pub const NOSYNC: &str = "thread_cpu_s_per_gb_buffered_nosync";
+
+fn metrics(dir: Dir) -> Vec<MetricSpec> {
+    let mut v = vec![
         MetricSpec {
             name: "mb_per_s",
             unit: Unit::MegabytesPerSecond,
@@ -111,7 +114,21 @@ fn metrics() -> Vec<MetricSpec> {
                           cache: as thread_cpu_s_per_gb (the copy into or out of the cache is \
                           the thread's; writeback by kernel threads is not)",
         },
-    ]
+    ];
+    if dir == Dir::Write {
+        v.push(MetricSpec {
+            name: NOSYNC,
+            unit: Unit::CpuSecondsPerGb,
+            better: Better::Lower,
+            description: "the writing threads' own CPU-seconds per GB (10^9 bytes) in their \
+                          write calls only, through the OS cache: from the barrier's release to \
+                          the last write returned, the fsync and close after it not included — \
+                          what a streaming writer that leaves the writeback to the OS carries on \
+                          its own thread (copy into the cache, page allocation, dirty \
+                          throttling's CPU)",
+        });
+    }
+    v
 }
 
 impl Bandwidth {
@@ -137,7 +154,7 @@ impl Bandwidth {
                      thread's end. CPU cost: {}. The I/O threads' own CPU \
                      (thread_cpu_s_per_gb[_buffered]): each thread's CPU clock ({}) from the \
                      barrier's release to its file closed, summed over threads, over the timed \
-                     pass; not measured when under {} steps of that clock per thread.",
+                     pass; not measured when under {} steps of that clock per thread.{}",
                     size_name(want),
                     match dir {
                         Dir::Write =>
@@ -150,8 +167,15 @@ impl Bandwidth {
                     crate::cpucost::method(),
                     crate::platform::clock::CPU_CLOCK_DESCRIPTION,
                     crate::platform::clock::MIN_THREAD_CPU_STEPS,
+                    match dir {
+                        Dir::Write => format!(
+                            " The same clock read as the last write returns gives {NOSYNC} \
+                             (buffered): the write calls without the fsync and close."
+                        ),
+                        Dir::Read => String::new(),
+                    },
                 ),
-                metrics: metrics(),
+                metrics: metrics(dir),
             },
             parent: o.parent(),
             dir,
@@ -253,14 +277,14 @@ impl Bandwidth {
             bytes: 0,
             wall_s: t,
             thread_cpu_ns: Ok(0),
+            calls_cpu_ns: Ok(0),
         };
+        let add = |sum: Result<u64, String>, one: Result<u64, String>| Ok(sum? + one?);
         for r in results {
-            let (moved, cpu) = r.map_err(|e| BenchError::os("sequential I/O", e))?;
-            pass.bytes += moved;
-            pass.thread_cpu_ns = match (pass.thread_cpu_ns, cpu) {
-                (Ok(a), Ok(b)) => Ok(a + b),
-                (Err(e), _) | (_, Err(e)) => Err(e),
-            };
+            let m = r.map_err(|e| BenchError::os("sequential I/O", e))?;
+            pass.bytes += m.bytes;
+            pass.thread_cpu_ns = add(pass.thread_cpu_ns, m.cpu_ns);
+            pass.calls_cpu_ns = add(pass.calls_cpu_ns, m.calls_cpu_ns);
         }
         Ok(pass)
     }
@@ -275,13 +299,20 @@ struct Pass {
     /// The threads' own CPU (their thread CPU clocks, barrier release to file closed), summed;
     /// Err: why a clock could not be read.
     thread_cpu_ns: Result<u64, String>,
+    /// As `thread_cpu_ns`, to each thread's last data call (its fsync and close not included).
+    calls_cpu_ns: Result<u64, String>,
 }
 
 impl Pass {
-    /// The threads' own CPU-seconds per GB moved, or why not measured (a clock not read, or too
-    /// coarse for this pass: [`crate::platform::clock::thread_cpu_usable`]).
-    fn thread_cpu_s_per_gb(&self, threads: usize) -> Result<f64, String> {
-        let ns = self.thread_cpu_ns.clone()?;
+    /// The threads' own CPU-seconds per GB moved (`cpu_ns`: [`Pass::thread_cpu_ns`] or
+    /// [`Pass::calls_cpu_ns`]), or why not measured (a clock not read, or too coarse for this
+    /// pass: [`crate::platform::clock::thread_cpu_usable`]).
+    fn thread_cpu_s_per_gb(
+        &self,
+        cpu_ns: &Result<u64, String>,
+        threads: usize,
+    ) -> Result<f64, String> {
+        let ns = cpu_ns.clone()?;
         crate::platform::clock::thread_cpu_usable(ns, threads as u64)?;
         if self.bytes == 0 {
             return Err("not measured: no bytes moved".into());
@@ -292,14 +323,14 @@ impl Pass {
 
 /// One thread: open (before the barrier), move `bytes` in 4 MiB blocks, fsync and close (write).
 /// Returns the bytes moved and the thread's own CPU from the barrier's release to its file closed
-/// (Err: why its CPU clock could not be read).
+/// and to its last data call.
 fn one_thread(
     p: &std::path::Path,
     bytes: u64,
     direct: bool,
     dir: Dir,
     barrier: &Barrier,
-) -> std::io::Result<(u64, Result<u64, String>)> {
+) -> std::io::Result<Moved> {
     let (file, align, fallback_drop) = if direct {
         if dir == Dir::Write {
             std::fs::File::create(p)?;
@@ -322,7 +353,7 @@ fn one_thread(
     }
     let mut buf = AlignedBuf::new(BLOCK as usize, align, 0xa5);
     barrier.wait();
-    let cpu0 = crate::platform::clock::thread_cpu_time_ns();
+    let cpu0 = crate::platform::clock::ThreadCpu::start();
     let mut file = file;
     let mut done = 0;
     while done < bytes {
@@ -333,15 +364,26 @@ fn one_thread(
         }
         done += n as u64;
     }
+    // The calls that move the data, before the fsync: a streaming writer's own share.
+    let calls = cpu0.elapsed_ns();
     if dir == Dir::Write {
         file.sync_all()?;
     }
     drop(file);
-    let cpu = match (cpu0, crate::platform::clock::thread_cpu_time_ns()) {
-        (Ok(a), Ok(b)) => Ok(b.saturating_sub(a)),
-        (Err(e), _) | (_, Err(e)) => Err(format!("thread CPU clock: {e}")),
-    };
-    Ok((done, cpu))
+    Ok(Moved {
+        bytes: done,
+        cpu_ns: cpu0.elapsed_ns(),
+        calls_cpu_ns: calls,
+    })
+}
+
+/// What one thread moved and its own CPU (Err: why its CPU clock could not be read).
+struct Moved {
+    bytes: u64,
+    /// Barrier release to its file closed (fsync and close included).
+    cpu_ns: Result<u64, String>,
+    /// Barrier release to its last write or read call returned (before the fsync).
+    calls_cpu_ns: Result<u64, String>,
 }
 
 impl Benchmark for Bandwidth {
@@ -485,10 +527,16 @@ impl Benchmark for Bandwidth {
                 continue;
             }
             out = out.metric(rate, vec![bytes as f64 / t / 1e6]);
-            out = match pass.thread_cpu_s_per_gb(self.threads) {
+            out = match pass.thread_cpu_s_per_gb(&pass.thread_cpu_ns, self.threads) {
                 Ok(v) => out.metric(thread, vec![v]),
                 Err(why) => out.not_measured(thread, why),
             };
+            if !direct && self.dir == Dir::Write {
+                out = match pass.thread_cpu_s_per_gb(&pass.calls_cpu_ns, self.threads) {
+                    Ok(v) => out.metric(NOSYNC, vec![v]),
+                    Err(why) => out.not_measured(NOSYNC, why),
+                };
+            }
             let (cost, cost_bytes, passes) = self.cost(ctx, &files, per, direct, bytes, meter)?;
             let mode = if direct { "direct" } else { "buffered" };
             out = out

@@ -364,7 +364,7 @@ fn send_while(
     ctx: &RunContext,
     bound: crate::platform::wait::Bound,
 ) -> Result<Sent, BenchError> {
-    let cpu0 = crate::platform::clock::thread_cpu_time_ns();
+    let cpu0 = crate::platform::clock::ThreadCpu::start();
     let mut c = crate::platform::wait::Bounded::new(c, bound);
     let block = vec![0xa5u8; BLOCK];
     let mut sent = 0u64;
@@ -380,10 +380,7 @@ fn send_while(
     c.inner
         .shutdown(Shutdown::Write)
         .map_err(|e| BenchError::os("shutdown", e))?;
-    let thread_cpu_ns = match (cpu0, crate::platform::clock::thread_cpu_time_ns()) {
-        (Ok(a), Ok(b)) => Ok(b.saturating_sub(a)),
-        (Err(e), _) | (_, Err(e)) => Err(format!("thread CPU clock: {e}")),
-    };
+    let thread_cpu_ns = cpu0.elapsed_ns();
     Ok(Sent {
         bytes: sent,
         thread_cpu_ns,

@@ -1,0 +1,252 @@
+//! `fs/stream_write`: a streaming writer — one thread writes one long file through the OS cache
+//! in application-sized calls (128 KiB) and makes it durable once, at the end, as a recorder or a
+//! network-to-disk receiver (`iperf3 -s -F`) does. The OS writes the stream back while it is
+//! being written, so its sustained rate is not the write-then-fsync of one short file
+//! (`fs/seq_write_tN`, 4 MiB calls); and the writer's own thread carries only its write calls.
+//!
+//! Why a second write benchmark: on the reference VM (Linux 6.18, ext4 on virtio-blk, free page
+//! reporting on) the kernel CPU of a buffered write depended on the call's size — streaming 2 GB
+//! in 4 MiB calls cost 1.7–2.8 ms of the writer's CPU per MB (87.6 % of it in
+//! `copy_folio_from_iter_atomic`), in 128 KiB or 1 MiB calls 0.21–0.36 ms/MB, run after run. A
+//! streaming writer's cost is measured at a streaming writer's call size.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use super::{FsOptions, MIB, io_err, size_name, workdir};
+use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::cpucost::CpuMeter;
+use crate::harness::RunContext;
+use crate::model::BenchError;
+use crate::platform::clock::ThreadCpu;
+use crate::units::{Better, Unit};
+
+/// Bytes per write call: 128 KiB, the block `iperf3` writes (its default TCP length) and the
+/// copy buffer of coreutils `cp`/`cat` (io_blksize).
+pub const CALL: u64 = 128 << 10;
+/// The part of the stream whose writer's CPU is measured, at the standard preset and the quick one.
+pub const DEFAULT_BYTES: u64 = 1 << 30;
+pub const QUICK_BYTES: u64 = 64 * MIB;
+
+pub struct StreamWrite {
+    info: Info,
+    parent: std::path::PathBuf,
+    /// Bytes written before the measured part: the OS's background-writeback threshold (so the
+    /// measured part runs with its writeback alongside, as a long stream does), 0 where not read
+    /// or at the quick preset.
+    lead: u64,
+    /// Why `lead` is what it is.
+    lead_why: String,
+    /// Bytes of the measured part.
+    bytes: u64,
+    idle: Duration,
+}
+impl StreamWrite {
+    pub fn new(o: &FsOptions) -> Self {
+        let bytes = o
+            .max_size
+            .map(|m| m.min(DEFAULT_BYTES))
+            .unwrap_or(if o.quick { QUICK_BYTES } else { DEFAULT_BYTES })
+            .max(CALL)
+            / CALL
+            * CALL;
+        let (lead, lead_why) = if let Some(m) = o.max_size {
+            // The largest file asked: the lead fits in what is left of it.
+            let lead = m.saturating_sub(bytes) / CALL * CALL;
+            (
+                lead,
+                format!(
+                    "--max-size {} caps the stream: a lead of {} (the OS's background writeback \
+                     may not have run alongside the measured part)",
+                    size_name(m),
+                    size_name(lead)
+                ),
+            )
+        } else if o.quick {
+            (
+                0,
+                "quick preset: the whole stream is measured, from its first write (the OS's \
+                 background writeback may not have run alongside it)"
+                    .to_string(),
+            )
+        } else {
+            match crate::platform::fs::writeback_threshold() {
+                Ok((b, how)) => (b.div_ceil(CALL) * CALL, how),
+                Err(why) => (
+                    0,
+                    format!("{why}: the whole stream is measured, from its first write"),
+                ),
+            }
+        };
+        StreamWrite {
+            info: Info {
+                id: "fs/stream_write".into(),
+                suite: "fs",
+                title: "Streaming write through the OS cache, 128 KiB calls, one fsync at the end"
+                    .into(),
+                method: format!(
+                    "One thread creates a file and writes to it sequentially through the OS \
+                     cache in {} write calls (no fsync between them: the OS writes the stream \
+                     back while it is written), then fsyncs and closes it once: first as many \
+                     bytes as the OS lets build up before its background writeback starts \
+                     (Linux: vm.dirty_background_bytes, else vm.dirty_background_ratio of \
+                     MemAvailable; here {} — {lead_why}), then the measured {}. \
+                     thread_cpu_s_per_gb: the writing thread's own CPU clock ({}) over the \
+                     measured part's write calls (the copy into the cache and what the kernel \
+                     does in the writer's context, dirty throttling included; the writeback by \
+                     kernel threads and the final fsync are not in it) — what a long stream's \
+                     one writing thread carries; not measured when under {} steps of that \
+                     clock. mb_per_s: all bytes / (first write to the fsync returned). \
+                     cpu_s_per_gb: {}, all writes, writeback and the fsync, per byte written. \
+                     The file is deleted after each run; the stream is shortened (lead first) \
+                     if half the free space minus 1 GiB is smaller, said. Compare with \
+                     fs/seq_write_t1 (4 MiB calls, a 64 MiB file written then fsynced): on a VM \
+                     with free page reporting the two differed several-fold.",
+                    size_name(CALL),
+                    size_name(lead),
+                    size_name(bytes),
+                    crate::platform::clock::CPU_CLOCK_DESCRIPTION,
+                    crate::platform::clock::MIN_THREAD_CPU_STEPS,
+                    crate::cpucost::method(),
+                ),
+                metrics: vec![
+                    MetricSpec {
+                        name: "mb_per_s",
+                        unit: Unit::MegabytesPerSecond,
+                        better: Better::Higher,
+                        description: "MB/s (10^6 bytes per second) of the stream made durable: \
+                                      bytes / (first write to the final fsync returned)",
+                    },
+                    MetricSpec {
+                        name: "thread_cpu_s_per_gb",
+                        unit: Unit::CpuSecondsPerGb,
+                        better: Better::Lower,
+                        description: "the writing thread's own CPU-seconds per GB (10^9 bytes) \
+                                      in the measured part's write calls (after the lead, with \
+                                      the OS's writeback running alongside; the final fsync \
+                                      not included)",
+                    },
+                    MetricSpec {
+                        name: "cpu_s_per_gb",
+                        unit: Unit::CpuSecondsPerGb,
+                        better: Better::Lower,
+                        description: "CPU-seconds per GB (10^9 bytes), system-wide net of the \
+                                      idle baseline: writes, writeback and the final fsync",
+                    },
+                ],
+            },
+            parent: o.parent(),
+            lead,
+            lead_why,
+            bytes,
+            idle: Duration::from_millis(if o.quick { 30 } else { 200 }),
+        }
+    }
+}
+
+impl Benchmark for StreamWrite {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn params(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("call_bytes".into(), CALL.into());
+        m.insert("lead_bytes".into(), self.lead.into());
+        m.insert("measured_bytes".into(), self.bytes.into());
+        m
+    }
+
+    /// One stream per run at about [`super::ASSUMED_FS_BYTES_PER_S`], after an idle baseline.
+    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        let one = (self.lead + self.bytes) as f64 / super::ASSUMED_FS_BYTES_PER_S
+            + 2.0 * self.idle.as_secs_f64()
+            + crate::bench::DEFAULT_SETUP_S;
+        f64::from(e.warmup + e.runs) * one
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        workdir::refuse_on_memory_fs(&self.parent, "a stream written back to storage")?;
+        let total = workdir::budget(&self.parent, self.lead + self.bytes)? / CALL * CALL;
+        if total < CALL {
+            return Err(BenchError::failed(format!(
+                "not enough free space in {} for one {} call",
+                self.parent.display(),
+                size_name(CALL)
+            )));
+        }
+        // Free space short: the lead goes first, then the measured part.
+        let bytes = self.bytes.min(total);
+        let lead = total - bytes;
+        let reduced = (total < self.lead + self.bytes).then(|| {
+            format!(
+                "stream reduced to {} (asked {} + {} measured): half the free space in {} less \
+                 a 1 GiB margin; {}",
+                size_name(total),
+                size_name(self.lead),
+                size_name(self.bytes),
+                self.parent.display(),
+                if lead < self.lead {
+                    "the measured part began before the OS's background writeback threshold, \
+                     so the writeback did not run alongside all of it"
+                } else {
+                    "the lead is whole"
+                }
+            )
+        });
+        let (wd, out, _check) = workdir::open_measured(&self.parent)?;
+        let mut out = out
+            .fact("lead_bytes", lead)
+            .fact("lead_from", self.lead_why.clone())
+            .fact("measured_bytes", bytes);
+        let p = wd.file("stream");
+        let mut f = std::fs::File::create(&p).map_err(|e| io_err("create", &p, e))?;
+        let buf = vec![0xa5u8; CALL as usize];
+        let meter = CpuMeter::start(self.idle);
+        let t0 = Instant::now();
+        let mut cpu0 = ThreadCpu::start();
+        let mut done = 0;
+        while done < total {
+            if done % (64 * MIB) == 0 {
+                ctx.check()?;
+            }
+            if done == lead {
+                cpu0 = ThreadCpu::start();
+            }
+            f.write_all(&buf).map_err(|e| io_err("write", &p, e))?;
+            done += CALL;
+        }
+        let calls = cpu0.elapsed_ns();
+        f.sync_all().map_err(|e| io_err("fsync", &p, e))?;
+        let wall = t0.elapsed().as_secs_f64();
+        drop(f);
+        let cost = meter.and_then(|m| m.stop());
+        out = out.metric("mb_per_s", vec![total as f64 / wall / 1e6]);
+        out = match calls.and_then(|ns| {
+            crate::platform::clock::thread_cpu_usable(ns, 1)?;
+            Ok(ns as f64 / bytes as f64)
+        }) {
+            Ok(v) => out.metric("thread_cpu_s_per_gb", vec![v]),
+            Err(why) => out.not_measured("thread_cpu_s_per_gb", why),
+        };
+        out = match cost {
+            Ok(c) => {
+                out = out.fact("cpu", c.facts(0.0));
+                match c.checked_cpu_s_per_gb(total) {
+                    Ok(v) => {
+                        if let Some(flag) = c.unexplained(0.0) {
+                            out.warnings
+                                .push(format!("{}: cpu_s_per_gb: {flag}", self.info.id));
+                        }
+                        out.metric("cpu_s_per_gb", vec![v])
+                    }
+                    Err(why) => out.not_measured("cpu_s_per_gb", why),
+                }
+            }
+            Err(e) => out.not_measured("cpu_s_per_gb", format!("CPU counters unavailable: {e}")),
+        };
+        out.warnings.extend(reduced);
+        drop(wd);
+        Ok(out)
+    }
+}
