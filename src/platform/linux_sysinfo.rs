@@ -337,6 +337,7 @@ fn virtualization(
         hypervisor_flag,
         vendor,
         vendor_source,
+        free_page_reporting: super::memory::free_page_reporting().ok(),
     }
 }
 

@@ -24,6 +24,39 @@ impl FaultCounts {
     }
 }
 
+/// What free page reporting does, for warnings beside the figures it can move.
+pub const FREE_PAGE_REPORTING_EFFECT: &str = "this VM returns free memory to its host \
+    (virtio-balloon free page reporting): memory freed more than a few seconds earlier is faulted \
+    in again by the host on its first touch, so work that takes fresh memory (a buffered file \
+    write, a new mapping) can cost its thread several times more than the same work reusing \
+    memory it has just freed — and a benchmark and an application may find memory in different \
+    states";
+
+/// Whether this machine returns free memory to its hypervisor (Linux: a virtio-balloon device
+/// offering VIRTIO_BALLOON_F_REPORTING, feature bit 5 in its sysfs `features`): Ok(false) with no
+/// balloon or a balloon without it; Err(why) where it is not read.
+pub fn free_page_reporting() -> Result<bool, String> {
+    #[cfg(target_os = "linux")]
+    {
+        let dir = std::fs::read_dir("/sys/bus/virtio/devices")
+            .map_err(|e| format!("/sys/bus/virtio/devices: {e}"))?;
+        for d in dir.flatten() {
+            let read = |f: &str| std::fs::read_to_string(d.path().join(f)).unwrap_or_default();
+            // Device id 5: the memory balloon.
+            if read("device").trim() == "0x0005"
+                && read("features").as_bytes().get(5) == Some(&b'1')
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("free page reporting is read on Linux guests only (virtio-balloon in sysfs)".into())
+    }
+}
+
 /// The base page size the OS maps memory with, bytes.
 pub fn page_size() -> io::Result<usize> {
     imp::page_size()

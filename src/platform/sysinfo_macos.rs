@@ -185,6 +185,7 @@ pub fn machine() -> Machine {
             hypervisor_flag,
             vendor: None,
             vendor_source: vmm.map(|_| "sysctl kern.hv_vmm_present".to_string()),
+            free_page_reporting: None,
         },
         tsc,
         notes,

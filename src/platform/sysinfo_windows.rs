@@ -316,6 +316,7 @@ pub fn machine() -> Machine {
             .hypervisor
             .as_ref()
             .map(|_| "cpuid 0x40000000".to_string()),
+        free_page_reporting: None,
     };
     let tsc = Tsc {
         constant: id.invariant_tsc,

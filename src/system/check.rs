@@ -351,6 +351,18 @@ fn virtualization(c: &Ctx, out: &mut Vec<Finding>) {
             None,
         ));
     }
+    if m.virtualization.free_page_reporting == Some(true) {
+        out.push(finding(
+            Warning,
+            "free_page_reporting",
+            crate::platform::memory::FREE_PAGE_REPORTING_EFFECT.to_string(),
+            Some(
+                "run on a host without free page reporting (QEMU: -device \
+                 virtio-balloon,free-page-reporting=off), or compare runs whose memory was in \
+                 the same state",
+            ),
+        ));
+    }
     if x86 && let Some(cs) = m.clocksource.as_deref() {
         let tsc_available = m
             .clocksources_available
@@ -759,6 +771,25 @@ mod tests {
 
         e.realtime.permitted = Some(true);
         assert!(explain_rt_denial(&e.realtime, e.is_root).is_none());
+    }
+
+    #[test]
+    fn a_vm_returning_free_memory_to_its_host_is_a_warning_with_a_fix() {
+        let e = quiet_env();
+        let mut m = linux_machine();
+        let topic = |m: &Machine| {
+            check(m, &e)
+                .into_iter()
+                .find(|x| x.topic == "free_page_reporting")
+        };
+        assert!(topic(&m).is_none());
+        m.virtualization.free_page_reporting = Some(false);
+        assert!(topic(&m).is_none());
+        m.virtualization.free_page_reporting = Some(true);
+        let f = topic(&m).expect("a finding");
+        assert_eq!(f.level, Level::Warning);
+        assert!(f.message.contains("free page reporting"), "{}", f.message);
+        assert!(f.fix.unwrap().contains("free-page-reporting=off"));
     }
 
     #[test]

@@ -134,6 +134,10 @@ pub struct Virtualization {
     pub vendor: Option<String>,
     /// Where `vendor` came from ("cpuid 0x40000000", "/sys/hypervisor/type", "dmi").
     pub vendor_source: Option<String>,
+    /// The guest returns free memory to its host (virtio-balloon free page reporting), so fresh
+    /// memory can cost a host fault on first touch ([`crate::platform::memory::free_page_reporting`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_page_reporting: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
