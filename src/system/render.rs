@@ -263,6 +263,12 @@ fn memory_and_system_rows(s: &mut Section, m: &Machine) {
         (Some(false), _) => Some("none detected".into()),
         (None, _) => None,
     };
+    let virt = match (virt, v.free_page_reporting) {
+        (Some(t), Some(true)) => Some(format!(
+            "{t}; returns free memory to its host (virtio-balloon free page reporting)"
+        )),
+        (t, _) => t,
+    };
     s.opt("virtualization", virt, "virtualization");
 }
 
