@@ -92,6 +92,37 @@ pub struct LawCheck {
     pub text: String,
 }
 
+impl LawCheck {
+    /// A law's check from its figures: it agrees within [`TOLERANCE`], and counts unless its
+    /// prediction is by construction or nothing was measured.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        law: &str,
+        unit: String,
+        predicted: Option<f64>,
+        predicted_hi: Option<f64>,
+        measured: Option<f64>,
+        deviation: Option<f64>,
+        basis: Option<Basis>,
+        text: String,
+    ) -> LawCheck {
+        let by_constr = basis.as_ref().is_some_and(|b| b.by_construction());
+        let agrees = deviation.map(|d| d.abs() <= TOLERANCE);
+        LawCheck {
+            law: law.into(),
+            unit,
+            predicted,
+            predicted_hi,
+            measured,
+            deviation,
+            agrees,
+            counts: !by_constr && agrees.is_some(),
+            basis,
+            text,
+        }
+    }
+}
+
 /// A counter against the profile's demand (shown, not judged).
 #[derive(Debug, Clone, Serialize)]
 pub struct CounterRow {
@@ -408,9 +439,6 @@ fn max_rate_check(pred: &Prediction, steps: &[StepRow]) -> LawCheck {
         (Some(m), Some(x)) if x > 0.0 => Some(m / x - 1.0),
         _ => None,
     };
-    let by_constr = basis.as_ref().is_some_and(|b| b.by_construction());
-    let agrees = dev.map(|d| d.abs() <= TOLERANCE);
-    let counts = !by_constr && agrees.is_some();
     let text = format!(
         "maximum rate (bottleneck law, bottleneck {bn}): predicted {}, measured {} (median of {} flat-out runs: {}){}{}",
         opt(x),
@@ -425,18 +453,16 @@ fn max_rate_check(pred: &Prediction, steps: &[StepRow]) -> LawCheck {
             .as_ref()
             .map_or(String::new(), |b| format!(" — {}", b.text()))
     );
-    LawCheck {
-        law: "maximum rate (bottleneck law)".into(),
-        unit: format!("{}/s", pred.unit),
-        predicted: x,
-        predicted_hi: None,
+    LawCheck::new(
+        "maximum rate (bottleneck law)",
+        format!("{}/s", pred.unit),
+        x,
+        None,
         measured,
-        deviation: dev,
-        agrees,
-        counts,
+        dev,
         basis,
         text,
-    }
+    )
 }
 
 /// ": +4.2 % (agrees within 15 %)" or ": −31.0 % (DISAGREES, > 15 %)"; empty when not computed.
@@ -471,8 +497,6 @@ fn cpu_check(pred: &Prediction, steps: &[StepRow]) -> LawCheck {
         (Some(m), Some(l)) if l > 0.0 => Some(deviation(m, l, hi.unwrap_or(l))),
         _ => None,
     };
-    let by_constr = basis.as_ref().is_some_and(|b| b.by_construction());
-    let agrees = dev.map(|d| d.abs() <= TOLERANCE);
     let not_measured = steps.len() - vals.len();
     let text = format!(
         "CPU per unit (utilisation law): predicted {}{} CPU-s, measured {} CPU-s system-wide (median of {} step(s){}){}{}",
@@ -496,18 +520,16 @@ fn cpu_check(pred: &Prediction, steps: &[StepRow]) -> LawCheck {
             .as_ref()
             .map_or(String::new(), |b| format!(" — {}", b.text()))
     );
-    LawCheck {
-        law: "CPU per unit (utilisation law)".into(),
-        unit: "CPU-s".into(),
-        predicted: lo,
-        predicted_hi: hi,
+    LawCheck::new(
+        "CPU per unit (utilisation law)",
+        "CPU-s".into(),
+        lo,
+        hi,
         measured,
-        deviation: dev,
-        agrees,
-        counts: !by_constr && agrees.is_some(),
+        dev,
         basis,
         text,
-    }
+    )
 }
 
 /// The one-thread law, where the profile states a serial stage: the predicted CPU-seconds per
@@ -527,8 +549,6 @@ fn thread_check(pred: &Prediction, steps: &[StepRow]) -> Option<LawCheck> {
         (Some(m), Some(p)) => Some(m / p - 1.0),
         _ => None,
     };
-    let by_constr = basis.as_ref().is_some_and(|b| b.by_construction());
-    let agrees = dev.map(|d| d.abs() <= TOLERANCE);
     let why = steps.iter().find_map(|s| s.thread_why.clone());
     let text = format!(
         "one-thread CPU per unit (one-thread law): predicted {} CPU-s on the thread ({}), measured {} CPU-s on the application's busiest thread (median of {} step(s){}){}{}",
@@ -546,18 +566,16 @@ fn thread_check(pred: &Prediction, steps: &[StepRow]) -> Option<LawCheck> {
             .as_ref()
             .map_or(String::new(), |b| format!(" — {}", b.text()))
     );
-    Some(LawCheck {
-        law: "one-thread CPU per unit (one-thread law)".into(),
-        unit: "CPU-s".into(),
+    Some(LawCheck::new(
+        "one-thread CPU per unit (one-thread law)",
+        "CPU-s".into(),
         predicted,
-        predicted_hi: None,
+        None,
         measured,
-        deviation: dev,
-        agrees,
-        counts: !by_constr && agrees.is_some(),
+        dev,
         basis,
         text,
-    })
+    ))
 }
 
 /// The law or input that is off (None: every counted check agrees), and the verdict sentence.

@@ -592,13 +592,10 @@ impl Benchmark for Bandwidth {
             out = out.fact("bypass_check", why);
         }
         out.warnings.extend(reduced);
-        if crate::platform::memory::free_page_reporting() == Ok(true) {
-            out.warnings.push(format!(
-                "{}: the buffered figures: {}",
-                self.info.id,
-                crate::platform::memory::FREE_PAGE_REPORTING_EFFECT
-            ));
-        }
+        out.warnings.extend(super::memory_state_warning(
+            &self.info.id,
+            "the buffered figures",
+        ));
         drop(wd);
         Ok(out)
     }

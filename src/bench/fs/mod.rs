@@ -103,6 +103,17 @@ pub fn name(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
+/// The warning beside figures that take fresh memory through the OS cache (`what`), on a VM that
+/// returns free memory to its host; None elsewhere.
+pub fn memory_state_warning(id: &str, what: &str) -> Option<String> {
+    (crate::platform::memory::free_page_reporting() == Ok(true)).then(|| {
+        format!(
+            "{id}: {what}: {}",
+            crate::platform::memory::FREE_PAGE_REPORTING_EFFECT
+        )
+    })
+}
+
 /// Size text for metric names and facts: 32KiB, 4MiB.
 pub fn size_name(b: u64) -> String {
     crate::units::format_size(b)

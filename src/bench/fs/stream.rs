@@ -246,13 +246,8 @@ impl Benchmark for StreamWrite {
             Err(e) => out.not_measured("cpu_s_per_gb", format!("CPU counters unavailable: {e}")),
         };
         out.warnings.extend(reduced);
-        if crate::platform::memory::free_page_reporting() == Ok(true) {
-            out.warnings.push(format!(
-                "{}: {}",
-                self.info.id,
-                crate::platform::memory::FREE_PAGE_REPORTING_EFFECT
-            ));
-        }
+        out.warnings
+            .extend(super::memory_state_warning(&self.info.id, "every figure"));
         drop(wd);
         Ok(out)
     }
