@@ -24,14 +24,6 @@ impl FaultCounts {
     }
 }
 
-/// What free page reporting does, for warnings beside the figures it can move.
-pub const FREE_PAGE_REPORTING_EFFECT: &str = "this VM returns free memory to its host \
-    (virtio-balloon free page reporting): memory freed more than a few seconds earlier is faulted \
-    in again by the host on its first touch, so work that takes fresh memory (a buffered file \
-    write, a new mapping) can cost its thread several times more than the same work reusing \
-    memory it has just freed — and a benchmark and an application may find memory in different \
-    states";
-
 /// Whether this machine returns free memory to its hypervisor (Linux: a virtio-balloon device
 /// offering VIRTIO_BALLOON_F_REPORTING, feature bit 5 in its sysfs `features`): Ok(false) with no
 /// balloon or a balloon without it; Err(why) where it is not read.

@@ -355,7 +355,7 @@ fn virtualization(c: &Ctx, out: &mut Vec<Finding>) {
         out.push(finding(
             Warning,
             "free_page_reporting",
-            crate::platform::memory::FREE_PAGE_REPORTING_EFFECT.to_string(),
+            crate::system::FREE_PAGE_REPORTING_EFFECT.to_string(),
             Some(
                 "run on a host without free page reporting (QEMU: -device \
                  virtio-balloon,free-page-reporting=off), or compare runs whose memory was in \

@@ -123,6 +123,14 @@ pub struct Cache {
     pub line_size_bytes: Option<u32>,
 }
 
+/// What free page reporting does, for warnings beside the figures it can move.
+pub const FREE_PAGE_REPORTING_EFFECT: &str = "this VM returns free memory to its host \
+    (virtio-balloon free page reporting): memory freed more than a few seconds earlier is faulted \
+    in again by the host on its first touch, so work that takes fresh memory (a buffered file \
+    write, a new mapping) can cost its thread several times more than the same work reusing \
+    memory it has just freed — and a benchmark and an application may find memory in different \
+    states";
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Virtualization {

@@ -109,7 +109,7 @@ pub fn memory_state_warning(id: &str, what: &str) -> Option<String> {
     (crate::platform::memory::free_page_reporting() == Ok(true)).then(|| {
         format!(
             "{id}: {what}: {}",
-            crate::platform::memory::FREE_PAGE_REPORTING_EFFECT
+            crate::system::FREE_PAGE_REPORTING_EFFECT
         )
     })
 }
