@@ -252,3 +252,50 @@ impl Benchmark for StreamWrite {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(max_size: Option<u64>, quick: bool) -> FsOptions {
+        FsOptions {
+            max_size,
+            quick,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_stream_is_a_lead_then_the_measured_part_within_the_largest_file_asked() {
+        // --max-size below the measured part: the whole stream is measured, no lead.
+        let s = StreamWrite::new(&opts(Some(8 * MIB), false));
+        assert_eq!((s.lead, s.bytes), (0, 8 * MIB));
+        assert!(s.lead_why.contains("--max-size"), "{}", s.lead_why);
+        // Above it: the measured 1 GiB, the lead in what is left, in whole calls.
+        let s = StreamWrite::new(&opts(Some(3 * DEFAULT_BYTES + 1), false));
+        assert_eq!((s.lead, s.bytes), (2 * DEFAULT_BYTES, DEFAULT_BYTES));
+        // The quick preset: 64 MiB from the first write, said.
+        let s = StreamWrite::new(&opts(None, true));
+        assert_eq!((s.lead, s.bytes), (0, QUICK_BYTES));
+        assert!(s.lead_why.contains("quick"), "{}", s.lead_why);
+        // The standard preset: the OS's writeback threshold where it is read, else none, said.
+        let s = StreamWrite::new(&opts(None, false));
+        assert_eq!(s.bytes, DEFAULT_BYTES);
+        assert_eq!(s.lead % CALL, 0);
+        // (MemAvailable moves between two reads: the threshold is compared by its source only.)
+        match crate::platform::fs::writeback_threshold() {
+            Ok(_) => assert!(
+                s.lead_why.starts_with("vm.dirty_background"),
+                "{}",
+                s.lead_why
+            ),
+            Err(why) => {
+                assert_eq!(s.lead, 0);
+                assert!(s.lead_why.starts_with(&why), "{}", s.lead_why);
+            }
+        }
+        // Every size is whole calls.
+        let s = StreamWrite::new(&opts(Some(CALL + 5), false));
+        assert_eq!((s.lead, s.bytes), (0, CALL));
+    }
+}
