@@ -129,19 +129,13 @@ pub fn writeback_threshold() -> Result<(u64, String), String> {
             return Ok((bytes, "vm.dirty_background_bytes".into()));
         }
         let ratio = read("/proc/sys/vm/dirty_background_ratio")?;
-        let info =
-            std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
-        let avail_kib = info
-            .lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .ok_or("/proc/meminfo has no MemAvailable")?;
+        let avail = super::memory::available_bytes().ok_or("/proc/meminfo has no MemAvailable")?;
         Ok((
-            avail_kib * 1024 / 100 * ratio,
+            avail / 100 * ratio,
             format!(
                 "vm.dirty_background_ratio {ratio} % of MemAvailable {} MiB (an estimate of the \
                  kernel's dirtyable memory)",
-                avail_kib / 1024
+                avail >> 20
             ),
         ))
     }
