@@ -125,6 +125,10 @@ struct Builder<'a> {
     notes: Vec<String>,
 }
 
+/// The part a relay's figures price (`demand.disk_io = "relay"`): the receive and the write of
+/// each byte on one thread, measured together.
+const RELAY_LABEL: &str = "network receive → disk write, one thread (relayed)";
+
 impl Builder<'_> {
     /// Input value, recording use (flagged) or absence (missing, reason `for_what`).
     fn get(&mut self, key: &str, missing_list: &mut Vec<String>) -> Option<f64> {
@@ -304,10 +308,20 @@ impl Builder<'_> {
             let w_key = d.disk_key("write", "cpu_s_per_mb");
             let r_key = d.disk_key("read", "cpu_s_per_mb");
             let f_key = format!("frame_copy_cpu_s_per_mb_{fv}");
+            // A relay's CPU figure is the receive's and the write's together.
+            let relay = d.disk_io == "relay";
             let acts = [
-                ("network receive", d.net_rx_mb, rx_key),
+                (
+                    "network receive",
+                    if relay { 0.0 } else { d.net_rx_mb },
+                    rx_key,
+                ),
                 ("network send", d.net_tx_mb, "net_tx_cpu_s_per_mb"),
-                ("disk write", d.disk_write_mb, &w_key),
+                (
+                    if relay { RELAY_LABEL } else { "disk write" },
+                    d.disk_write_mb,
+                    &w_key,
+                ),
                 ("disk read", d.disk_read_mb, &r_key),
                 ("frame copy", self.frame_mb(), &f_key),
             ];
@@ -383,8 +397,16 @@ impl Builder<'_> {
         let (p, d) = (self.p, &self.p.demand);
         let mut miss = Vec::new();
         let mut parts = Vec::new();
+        let relay = d.disk_io == "relay";
         for act in &d.one_thread {
             let (label, mb, key) = match act.as_str() {
+                // A relay's thread figure is the receive's and the write's together.
+                "net_rx" if relay => continue,
+                "disk_write" if relay => (
+                    RELAY_LABEL,
+                    d.disk_write_mb,
+                    d.disk_key("write", "thread_cpu_s_per_mb"),
+                ),
                 "net_rx" => (
                     "network receive",
                     d.net_rx_mb,
@@ -433,6 +455,9 @@ impl Builder<'_> {
             }
             self.per_mb(&[(label, mb, &key)], "CPU-s", &mut miss, &mut parts);
         }
+        if relay && !d.one_thread.is_empty() {
+            self.relay_alternation_note();
+        }
         let needs = parts.iter().any(|x| x.amount.is_some());
         finish(
             "thread",
@@ -447,6 +472,34 @@ impl Builder<'_> {
             miss,
             p,
         )
+    }
+
+    /// Where the run also measured a relay's two parts apart, what alternating them on one
+    /// thread costs: the relay's thread CPU against a receiving thread's plus a streaming
+    /// writer's (a note; neither part is read for the prediction).
+    fn relay_alternation_note(&mut self) {
+        // Read, so that a fresh run (`model check --measure`) measures the parts too.
+        self.read.insert("net_rx_thread_cpu_s_per_mb_tcp".into());
+        self.read
+            .insert("disk_stream_write_thread_cpu_s_per_mb".into());
+        let get = |k: &str| self.inp.values.get(k).filter(|v| v.value > 0.0);
+        if let (Some(r), Some(rx), Some(w)) = (
+            get("disk_relay_thread_cpu_s_per_mb"),
+            get("net_rx_thread_cpu_s_per_mb_tcp"),
+            get("disk_stream_write_thread_cpu_s_per_mb"),
+        ) {
+            let sum = rx.value + w.value;
+            self.notes.push(format!(
+                "One thread relaying costs {}× its parts measured apart here: {} CPU-s/MB on the relaying thread against a receiving thread's {} ({}) + a streaming writer's {} ({}) = {} — what alternating a receive and a write on one thread costs on this machine, inside the relay's figure and so in the prediction.",
+                fmt(r.value / sum),
+                fmt(r.value),
+                fmt(rx.value),
+                rx.source,
+                fmt(w.value),
+                w.source,
+                fmt(sum)
+            ));
+        }
     }
 
     /// The application's own CPU per unit on the serial stage's thread ("app" in
@@ -569,7 +622,7 @@ impl Builder<'_> {
                             fmt(bw),
                             match d.disk_io.as_str() {
                                 "buffered" => ", through the OS cache, fsynced",
-                                "stream" =>
+                                "stream" | "relay" =>
                                     ": a stream through the OS cache, bounded by the device's \
                                      cache-bypassed rate (its writeback runs alongside the writes)",
                                 _ => "",

@@ -615,6 +615,36 @@ pub const SPECS: &[Spec] = &[
         1e-3,
     ),
     m(
+        "disk_relay_mb_s",
+        "MB/s",
+        H,
+        "a TCP stream received over loopback and written to one file by the receiving thread \
+         (128 KiB blocks, through the OS cache, fsynced at its end), MB/s",
+        "fs/stream_from_tcp",
+        "mb_per_s",
+        1.0,
+    ),
+    m(
+        "disk_relay_cpu_s_per_mb",
+        "CPU-s/MB",
+        L,
+        "CPU per MB received over TCP and written to a file by one thread (system-wide: the \
+         sender, the receive, the write, the writeback and the final fsync)",
+        "fs/stream_from_tcp",
+        "cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
+        "disk_relay_thread_cpu_s_per_mb",
+        "CPU-s/MB",
+        L,
+        "the relaying thread's own CPU per MB, its receive and write calls together once the \
+         OS's writeback runs alongside (thread CPU clock; a serial stage's cost)",
+        "fs/stream_from_tcp",
+        "thread_cpu_s_per_gb",
+        1e-3,
+    ),
+    m(
         "frame_copy_cpu_s_per_mb_60fps_1mp",
         "CPU-s/MB",
         L,

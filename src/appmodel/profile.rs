@@ -22,7 +22,10 @@
 //!                             # through the OS cache, writes made durable (fsync) — whose
 //!                             # file-system figures apply; "stream": one long stream written
 //!                             # through the cache in small calls, made durable at its end
-//!                             # (fs/stream_write; writes only, one thread)
+//!                             # (fs/stream_write; writes only, one thread); "relay": every
+//!                             # byte received over TCP written to one file by the thread
+//!                             # that received it (fs/stream_from_tcp; net_rx_mb =
+//!                             # disk_write_mb, one thread)
 //! frames = 1                  # frames copied for presentation per unit
 //! frame_mb = 2.0              # size of one frame, MB
 //! frame_pacing = "60fps_1mp"  # which frame-pacing benchmark's figures apply ("60fps_1mp", "25fps_5mp")
@@ -152,7 +155,7 @@ pub struct Weight {
 }
 
 /// The values of `demand.disk_io`, the default first.
-pub const DISK_IO: [&str; 3] = ["direct", "buffered", "stream"];
+pub const DISK_IO: [&str; 4] = ["direct", "buffered", "stream", "relay"];
 
 /// The activities `demand.one_thread` may list: each is carried, for every unit, by the one
 /// thread of a serial stage ("app": the application's own CPU, app_cpu_s).
@@ -168,7 +171,9 @@ pub struct Demand {
     pub disk_threads: u32,
     /// "direct" (cache bypassed), "buffered" (through the OS cache, made durable) or "stream"
     /// (one long stream through the cache, its writeback alongside the writes; writes only, one
-    /// thread): which of the file-system suite's figures the disk demand uses.
+    /// thread) or "relay" (every byte received over TCP written to one file by the thread that
+    /// received it, as one long stream): which of the file-system suite's figures the disk
+    /// demand uses.
     pub disk_io: String,
     pub frames: f64,
     pub frame_mb: f64,
@@ -192,10 +197,16 @@ impl Demand {
     /// "thread_cpu_s_per_mb"). A stream's (`disk_io = "stream"`): its CPU and its thread's CPU
     /// are fs/stream_write's, `disk_stream_{dir}_{what}`; its bandwidth is the device's, the
     /// cache-bypassed `disk_{dir}_mb_s_t{threads}` — the writeback runs alongside the writes, so
-    /// the device, not one file's write-then-fsync, bounds a long stream.
+    /// the device, not one file's write-then-fsync, bounds a long stream. A relay's
+    /// (`disk_io = "relay"`): its CPU and its thread's CPU are fs/stream_from_tcp's,
+    /// `disk_relay_{what}` — the receive's included — its bandwidth the device's, as a stream's.
     pub fn disk_key(&self, dir: &str, what: &str) -> String {
-        if self.disk_io == "stream" && what != "mb_s" {
-            return format!("disk_stream_{dir}_{what}");
+        if what != "mb_s" {
+            match self.disk_io.as_str() {
+                "stream" => return format!("disk_stream_{dir}_{what}"),
+                "relay" => return format!("disk_relay_{what}"),
+                _ => {}
+            }
         }
         let path = if self.disk_io == "buffered" {
             "_buffered"
@@ -508,7 +519,7 @@ impl Ctx<'_> {
                 return self.err(
                     s.span(),
                     "demand.disk_io",
-                    "must be \"direct\" (cache bypassed), \"buffered\" (through the OS cache, fsynced) or \"stream\" (one long stream through the cache)",
+                    "must be \"direct\" (cache bypassed), \"buffered\" (through the OS cache, fsynced), \"stream\" (one long stream through the cache) or \"relay\" (a TCP stream received and written to a file by one thread)",
                 );
             }
         };
@@ -573,6 +584,31 @@ impl Ctx<'_> {
                 "demand.disk_io",
                 "\"stream\" is one thread writing one stream (fs/stream_write): no disk_read_mb, disk_threads = 1",
             );
+        }
+        // fs/stream_from_tcp measures one thread writing to one file every byte it received
+        // over TCP: the receive and the write are one activity, whole or not at all.
+        if demand.disk_io == "relay" {
+            let span = d.disk_io.as_ref().map(|s| s.span()).unwrap_or(0..0);
+            let listed = |a: &str| demand.one_thread.iter().any(|x| x == a);
+            if demand.net_protocol != "tcp"
+                || demand.net_rx_mb <= 0.0
+                || demand.disk_write_mb != demand.net_rx_mb
+                || demand.disk_read_mb > 0.0
+                || demand.disk_threads != 1
+            {
+                return self.err(
+                    span,
+                    "demand.disk_io",
+                    "\"relay\" is one thread writing to one file every byte it received over TCP (fs/stream_from_tcp): net_protocol = \"tcp\", disk_write_mb = net_rx_mb > 0, no disk_read_mb, disk_threads = 1",
+                );
+            }
+            if listed("net_rx") != listed("disk_write") {
+                return self.err(
+                    span,
+                    "demand.one_thread",
+                    "with disk_io = \"relay\" one thread receives and writes each byte: list both net_rx and disk_write, or neither",
+                );
+            }
         }
         Ok(demand)
     }
@@ -794,6 +830,58 @@ mod tests {
             assert!(
                 e.contains("demand.disk_io: \"stream\" is one thread"),
                 "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_relay_reads_the_relay_and_the_device_and_is_whole_or_refused() {
+        // OK's demand without its net_rx_mb: each case states its own.
+        let ok = OK.replace("net_rx_mb = 2\n", "");
+        let relay =
+            "net_rx_mb = 1\nnet_protocol = \"tcp\"\ndisk_write_mb = 1\ndisk_io = \"relay\"\n";
+        let p = Profile::parse(
+            "p.toml",
+            &format!("{ok}{relay}one_thread = [\"net_rx\", \"disk_write\"]\n"),
+        )
+        .unwrap();
+        let d = &p.demand;
+        assert_eq!(d.disk_key("write", "mb_s"), "disk_write_mb_s_t1");
+        assert_eq!(
+            d.disk_key("write", "cpu_s_per_mb"),
+            "disk_relay_cpu_s_per_mb"
+        );
+        assert_eq!(
+            d.disk_key("write", "thread_cpu_s_per_mb"),
+            "disk_relay_thread_cpu_s_per_mb"
+        );
+        for k in ["mb_s", "cpu_s_per_mb", "thread_cpu_s_per_mb"] {
+            let key = d.disk_key("write", k);
+            assert!(inputs::spec(&key).is_some(), "{key}");
+        }
+        assert!(inputs::spec("disk_relay_mb_s").is_some());
+        // Neither activity on a stated thread is fine; one without the other is not.
+        assert!(Profile::parse("p.toml", &format!("{ok}{relay}")).is_ok());
+        let e = Profile::parse(
+            "p.toml",
+            &format!("{ok}{relay}one_thread = [\"disk_write\"]\n"),
+        )
+        .unwrap_err()
+        .0;
+        assert!(e.contains("list both net_rx and disk_write"), "{e}");
+        for bad in [
+            "net_rx_mb = 2\ndisk_write_mb = 1\ndisk_io = \"relay\"\n",
+            "net_rx_mb = 1\nnet_protocol = \"udp\"\ndisk_write_mb = 1\ndisk_io = \"relay\"\n",
+            "disk_write_mb = 1\ndisk_io = \"relay\"\n",
+            "net_rx_mb = 1\ndisk_write_mb = 1\ndisk_read_mb = 1\ndisk_io = \"relay\"\n",
+            "net_rx_mb = 1\ndisk_write_mb = 1\ndisk_threads = 2\ndisk_io = \"relay\"\n",
+        ] {
+            let e = Profile::parse("p.toml", &format!("{ok}{bad}"))
+                .unwrap_err()
+                .0;
+            assert!(
+                e.contains("demand.disk_io: \"relay\" is one thread"),
+                "{bad}: {e}"
             );
         }
     }

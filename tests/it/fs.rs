@@ -127,6 +127,7 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
             "fs/seq_write_t1",
             "fs/seq_read_t2",
             "fs/stream_write",
+            "fs/stream_from_tcp",
             "fs/create_delete",
             "fs/fsync",
             "--dir",
@@ -145,6 +146,7 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
         "fs/seq_write_t1",
         "fs/seq_read_t2",
         "fs/stream_write",
+        "fs/stream_from_tcp",
         "fs/create_delete",
         "fs/fsync",
     ] {
@@ -223,6 +225,37 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
         match (r, t["summary"]["center"].as_f64()) {
             (Some(r), Some(t)) => assert!(t > 0.0 && t * r / 1e3 <= 1.25, "{t} at {r}"),
             _ => assert!(t["not_measured"].is_string(), "{t}"),
+        }
+    }
+    // The relay (a TCP stream received and written by one thread): the same plan, its thread
+    // at most one CPU, and its receive and write calls parts of that thread's CPU (the same
+    // clock read around them; on a clock too coarse for one block, not measured, said).
+    let s = bench(&rec, "fs/stream_from_tcp");
+    if s["error"].is_null() {
+        assert_eq!(s["params"]["measured_bytes"], 8 << 20, "{}", s["params"]);
+        assert_eq!(s["params"]["lead_bytes"], 0, "{}", s["params"]);
+        let c = |m: &str| common::json_metric(s, m)["summary"]["center"].as_f64();
+        match (c("mb_per_s"), c("thread_cpu_s_per_gb")) {
+            (Some(r), Some(t)) => assert!(t > 0.0 && t * r / 1e3 <= 1.25, "{t} at {r}"),
+            _ => assert!(
+                common::json_metric(s, "thread_cpu_s_per_gb")["not_measured"].is_string(),
+                "{s}"
+            ),
+        }
+        match (
+            c("thread_cpu_s_per_gb"),
+            c("thread_recv_cpu_s_per_gb"),
+            c("thread_write_cpu_s_per_gb"),
+        ) {
+            (Some(t), Some(r), Some(w)) => {
+                assert!(r > 0.0 && w > 0.0 && r + w <= t * 1.001, "{r} + {w} > {t}")
+            }
+            _ => assert!(
+                !cfg!(target_os = "linux")
+                    && common::json_metric(s, "thread_recv_cpu_s_per_gb")["not_measured"]
+                        .is_string(),
+                "{s}"
+            ),
         }
     }
     // The CPU cost's window spans whole passes of the same work: extended (micro's standard

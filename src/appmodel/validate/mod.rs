@@ -127,11 +127,12 @@ fn validate(
     step_s: f64,
     stored: Option<Inputs>,
 ) -> Result<Validation, ValidateError> {
-    if p.demand.disk_io == "stream" {
-        return Err(failed(
+    if ["stream", "relay"].contains(&p.demand.disk_io.as_str()) {
+        return Err(failed(format!(
             "the synthetic application writes direct or buffered files only; a profile with \
-             disk_io = \"stream\" is checked against a real application (`osgauge model check`)",
-        ));
+             disk_io = \"{}\" is checked against a real application (`osgauge model check`)",
+            p.demand.disk_io
+        )));
     }
     let mut p = p;
     let llc = crate::platform::cache::llc();

@@ -5,7 +5,7 @@
 //! is removed on every exit path; the cache bypass is the one in `crate::platform::fs`.
 
 /// What the suite measures, as `osgauge list` shows it.
-pub const DESCRIPTION: &str = "File system: cache-bypassed read latency (size sweep), file-cache size, contention, disk bandwidth with CPU cost, a streaming writer, create/delete, fsync";
+pub const DESCRIPTION: &str = "File system: cache-bypassed read latency (size sweep), file-cache size, contention, disk bandwidth with CPU cost, a streaming writer, a network-to-disk relay, create/delete, fsync";
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -30,6 +30,7 @@ pub mod fsync;
 pub mod metadata;
 pub mod pages;
 pub mod read_latency;
+pub mod relay;
 pub mod stream;
 pub mod workdir;
 
@@ -92,6 +93,7 @@ pub fn benchmarks(o: &FsOptions) -> Vec<Box<dyn Benchmark>> {
     ];
     v.extend(bandwidth::benchmarks(o));
     v.push(Box::new(stream::StreamWrite::new(o)));
+    v.push(Box::new(relay::StreamFromTcp::new(o)));
     v.push(Box::new(metadata::CreateDelete::new(o)));
     v.push(Box::new(fsync::Fsync::new(o)));
     v

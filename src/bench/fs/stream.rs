@@ -11,6 +11,7 @@
 //! streaming writer's cost is measured at a streaming writer's call size.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::{FsOptions, MIB, io_err, size_name, workdir};
@@ -28,21 +29,18 @@ pub const CALL: u64 = 128 << 10;
 pub const DEFAULT_BYTES: u64 = 1 << 30;
 pub const QUICK_BYTES: u64 = 64 * MIB;
 
-pub struct StreamWrite {
-    info: Info,
-    parent: std::path::PathBuf,
-    /// Bytes written before the measured part: the OS's background-writeback threshold (so the
-    /// measured part runs with its writeback alongside, as a long stream does), 0 where not read
-    /// or at the quick preset.
-    lead: u64,
+/// A long stream's sizes: a lead of as many bytes as the OS lets build up before its background
+/// writeback starts (so the measured part runs with its writeback alongside), then the measured
+/// part — both in whole [`CALL`]s, within `--max-size` (lead first) and the quick preset.
+pub struct Plan {
+    pub lead: u64,
     /// Why `lead` is what it is.
-    lead_why: String,
-    /// Bytes of the measured part.
-    bytes: u64,
-    idle: Duration,
+    pub lead_why: String,
+    pub bytes: u64,
 }
-impl StreamWrite {
-    pub fn new(o: &FsOptions) -> Self {
+
+impl Plan {
+    pub fn new(o: &FsOptions) -> Plan {
         let bytes = o
             .max_size
             .map(|m| m.min(DEFAULT_BYTES))
@@ -78,6 +76,97 @@ impl StreamWrite {
                 ),
             }
         };
+        Plan {
+            lead,
+            lead_why,
+            bytes,
+        }
+    }
+
+    /// The sizes that fit in `parent`'s free space now (the lead shortened first): (lead, measured
+    /// bytes, the warning when shortened).
+    pub fn fit(&self, parent: &Path) -> Result<(u64, u64, Option<String>), BenchError> {
+        let total = workdir::budget(parent, self.lead + self.bytes)? / CALL * CALL;
+        if total < CALL {
+            return Err(BenchError::failed(format!(
+                "not enough free space in {} for one {} call",
+                parent.display(),
+                size_name(CALL)
+            )));
+        }
+        let bytes = self.bytes.min(total);
+        let lead = total - bytes;
+        let reduced = (total < self.lead + self.bytes).then(|| {
+            format!(
+                "stream reduced to {} (asked {} + {} measured): half the free space in {} less \
+                 a 1 GiB margin; {}",
+                size_name(total),
+                size_name(self.lead),
+                size_name(self.bytes),
+                parent.display(),
+                if lead < self.lead {
+                    "the measured part began before the OS's background writeback threshold, \
+                     so the writeback did not run alongside all of it"
+                } else {
+                    "the lead is whole"
+                }
+            )
+        });
+        Ok((lead, bytes, reduced))
+    }
+}
+
+/// The system-wide CPU per GB of a stream of `total` bytes (`cpu_s_per_gb`), its facts and its
+/// warning, or not measured with the reason.
+pub fn with_cpu_cost(
+    out: RunOutput,
+    id: &str,
+    cost: std::io::Result<crate::cpucost::CpuCost>,
+    total: u64,
+) -> RunOutput {
+    match cost {
+        Ok(c) => {
+            let mut out = out.fact("cpu", c.facts(0.0));
+            match c.checked_cpu_s_per_gb(total) {
+                Ok(v) => {
+                    if let Some(flag) = c.unexplained(0.0) {
+                        out.warnings.push(format!("{id}: cpu_s_per_gb: {flag}"));
+                    }
+                    out.metric("cpu_s_per_gb", vec![v])
+                }
+                Err(why) => out.not_measured("cpu_s_per_gb", why),
+            }
+        }
+        Err(e) => out.not_measured("cpu_s_per_gb", format!("CPU counters unavailable: {e}")),
+    }
+}
+
+/// A thread's CPU over `bytes` as `name` (CPU-s per GB), or not measured with the reason.
+pub fn with_thread_cpu(
+    out: RunOutput,
+    name: &'static str,
+    ns: Result<u64, String>,
+    bytes: u64,
+) -> RunOutput {
+    match ns.and_then(|ns| {
+        crate::platform::clock::thread_cpu_usable(ns, 1)?;
+        Ok(ns as f64 / bytes as f64)
+    }) {
+        Ok(v) => out.metric(name, vec![v]),
+        Err(why) => out.not_measured(name, why),
+    }
+}
+
+pub struct StreamWrite {
+    info: Info,
+    parent: std::path::PathBuf,
+    plan: Plan,
+    idle: Duration,
+}
+impl StreamWrite {
+    pub fn new(o: &FsOptions) -> Self {
+        let plan = Plan::new(o);
+        let (lead, lead_why, bytes) = (plan.lead, &plan.lead_why, plan.bytes);
         StreamWrite {
             info: Info {
                 id: "fs/stream_write".into(),
@@ -136,9 +225,7 @@ impl StreamWrite {
                 ],
             },
             parent: o.parent(),
-            lead,
-            lead_why,
-            bytes,
+            plan,
             idle: Duration::from_millis(if o.quick { 30 } else { 200 }),
         }
     }
@@ -152,14 +239,14 @@ impl Benchmark for StreamWrite {
     fn params(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut m = serde_json::Map::new();
         m.insert("call_bytes".into(), CALL.into());
-        m.insert("lead_bytes".into(), self.lead.into());
-        m.insert("measured_bytes".into(), self.bytes.into());
+        m.insert("lead_bytes".into(), self.plan.lead.into());
+        m.insert("measured_bytes".into(), self.plan.bytes.into());
         m
     }
 
     /// One stream per run at about [`super::ASSUMED_FS_BYTES_PER_S`], after an idle baseline.
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
-        let one = (self.lead + self.bytes) as f64 / super::ASSUMED_FS_BYTES_PER_S
+        let one = (self.plan.lead + self.plan.bytes) as f64 / super::ASSUMED_FS_BYTES_PER_S
             + 2.0 * self.idle.as_secs_f64()
             + crate::bench::DEFAULT_SETUP_S;
         f64::from(e.warmup + e.runs) * one
@@ -167,33 +254,8 @@ impl Benchmark for StreamWrite {
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         workdir::refuse_on_memory_fs(&self.parent, "a stream written back to storage")?;
-        let total = workdir::budget(&self.parent, self.lead + self.bytes)? / CALL * CALL;
-        if total < CALL {
-            return Err(BenchError::failed(format!(
-                "not enough free space in {} for one {} call",
-                self.parent.display(),
-                size_name(CALL)
-            )));
-        }
-        // Free space short: the lead goes first, then the measured part.
-        let bytes = self.bytes.min(total);
-        let lead = total - bytes;
-        let reduced = (total < self.lead + self.bytes).then(|| {
-            format!(
-                "stream reduced to {} (asked {} + {} measured): half the free space in {} less \
-                 a 1 GiB margin; {}",
-                size_name(total),
-                size_name(self.lead),
-                size_name(self.bytes),
-                self.parent.display(),
-                if lead < self.lead {
-                    "the measured part began before the OS's background writeback threshold, \
-                     so the writeback did not run alongside all of it"
-                } else {
-                    "the lead is whole"
-                }
-            )
-        });
+        let (lead, bytes, reduced) = self.plan.fit(&self.parent)?;
+        let total = lead + bytes;
         // No device-counter check: nothing here is judged by the device's byte counters.
         let wd = workdir::WorkDir::create(&self.parent)
             .map_err(|e| io_err("work directory in", &self.parent, e))?;
@@ -202,7 +264,7 @@ impl Benchmark for StreamWrite {
             ..Default::default()
         }
         .fact("lead_bytes", lead)
-        .fact("lead_from", self.lead_why.clone())
+        .fact("lead_from", self.plan.lead_why.clone())
         .fact("measured_bytes", bytes);
         let p = wd.file("stream");
         let mut f = std::fs::File::create(&p).map_err(|e| io_err("create", &p, e))?;
@@ -227,29 +289,8 @@ impl Benchmark for StreamWrite {
         drop(f);
         let cost = meter.and_then(|m| m.stop());
         out = out.metric("mb_per_s", vec![total as f64 / wall / 1e6]);
-        out = match calls.and_then(|ns| {
-            crate::platform::clock::thread_cpu_usable(ns, 1)?;
-            Ok(ns as f64 / bytes as f64)
-        }) {
-            Ok(v) => out.metric("thread_cpu_s_per_gb", vec![v]),
-            Err(why) => out.not_measured("thread_cpu_s_per_gb", why),
-        };
-        out = match cost {
-            Ok(c) => {
-                out = out.fact("cpu", c.facts(0.0));
-                match c.checked_cpu_s_per_gb(total) {
-                    Ok(v) => {
-                        if let Some(flag) = c.unexplained(0.0) {
-                            out.warnings
-                                .push(format!("{}: cpu_s_per_gb: {flag}", self.info.id));
-                        }
-                        out.metric("cpu_s_per_gb", vec![v])
-                    }
-                    Err(why) => out.not_measured("cpu_s_per_gb", why),
-                }
-            }
-            Err(e) => out.not_measured("cpu_s_per_gb", format!("CPU counters unavailable: {e}")),
-        };
+        out = with_thread_cpu(out, "thread_cpu_s_per_gb", calls, bytes);
+        out = with_cpu_cost(out, &self.info.id, cost, total);
         out.warnings.extend(reduced);
         out.warnings
             .extend(super::memory_state_warning(&self.info.id, "every figure"));
@@ -273,18 +314,18 @@ mod tests {
     #[test]
     fn the_stream_is_a_lead_then_the_measured_part_within_the_largest_file_asked() {
         // --max-size below the measured part: the whole stream is measured, no lead.
-        let s = StreamWrite::new(&opts(Some(8 * MIB), false));
+        let s = Plan::new(&opts(Some(8 * MIB), false));
         assert_eq!((s.lead, s.bytes), (0, 8 * MIB));
         assert!(s.lead_why.contains("--max-size"), "{}", s.lead_why);
         // Above it: the measured 1 GiB, the lead in what is left, in whole calls.
-        let s = StreamWrite::new(&opts(Some(3 * DEFAULT_BYTES + 1), false));
+        let s = Plan::new(&opts(Some(3 * DEFAULT_BYTES + 1), false));
         assert_eq!((s.lead, s.bytes), (2 * DEFAULT_BYTES, DEFAULT_BYTES));
         // The quick preset: 64 MiB from the first write, said.
-        let s = StreamWrite::new(&opts(None, true));
+        let s = Plan::new(&opts(None, true));
         assert_eq!((s.lead, s.bytes), (0, QUICK_BYTES));
         assert!(s.lead_why.contains("quick"), "{}", s.lead_why);
         // The standard preset: the OS's writeback threshold where it is read, else none, said.
-        let s = StreamWrite::new(&opts(None, false));
+        let s = Plan::new(&opts(None, false));
         assert_eq!(s.bytes, DEFAULT_BYTES);
         assert_eq!(s.lead % CALL, 0);
         // (MemAvailable moves between two reads: the threshold is compared by its source only.)
@@ -300,7 +341,7 @@ mod tests {
             }
         }
         // Every size is whole calls.
-        let s = StreamWrite::new(&opts(Some(CALL + 5), false));
+        let s = Plan::new(&opts(Some(CALL + 5), false));
         assert_eq!((s.lead, s.bytes), (0, CALL));
     }
 }
