@@ -241,7 +241,7 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
         read: BTreeSet::new(),
         notes: Vec::new(),
     };
-    let mut resources = vec![b.cpu(), b.thread(), b.memory(), b.disk()];
+    let mut resources = vec![b.cpu(), b.thread(), b.memory(), b.disk(), b.relay()];
     resources.extend(b.links());
     resources.push(b.display());
     // Drop resources with no demand at all.
@@ -645,6 +645,45 @@ impl Builder<'_> {
             needs.then_some(1.0),
             needs.then(|| "1 disk-second per second".to_string()),
             any && needs,
+            miss,
+            self.p,
+        )
+    }
+
+    /// A relay measured whole (`demand.disk_io = "relay"`; MB per unit, capacity = the suite's
+    /// relay rate, fs/stream_from_tcp mb_per_s): a sender, a thread that receives and writes, and
+    /// the writeback share the CPUs and wait on one another, so the service as a whole may top
+    /// out before any one resource is busy — as a network link's capacity is its measured
+    /// stream rate, the relay's is its own.
+    fn relay(&mut self) -> ResourceCalc {
+        let d = &self.p.demand;
+        let mb = if d.disk_io == "relay" {
+            d.disk_write_mb
+        } else {
+            0.0
+        };
+        let mut miss = Vec::new();
+        let mut parts = Vec::new();
+        if mb > 0.0 {
+            parts.push(part(
+                format!(
+                    "{} MB received over TCP and written to a file by one thread",
+                    fmt(mb)
+                ),
+                mb,
+                "profile demand".into(),
+                false,
+            ));
+        }
+        let (cap, cap_src) = self.capacity(mb > 0.0, "disk_relay_mb_s", &mut miss);
+        finish(
+            "relay",
+            "Network-to-disk relay (measured whole)",
+            "MB",
+            parts,
+            cap,
+            cap_src,
+            mb > 0.0,
             miss,
             self.p,
         )

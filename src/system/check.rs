@@ -358,8 +358,11 @@ fn virtualization(c: &Ctx, out: &mut Vec<Finding>) {
             crate::system::FREE_PAGE_REPORTING_EFFECT.to_string(),
             Some(
                 "run on a host without free page reporting (QEMU: -device \
-                 virtio-balloon,free-page-reporting=off), or compare runs whose memory was in \
-                 the same state",
+                 virtio-balloon,free-page-reporting=off); or hold it off in this guest for the \
+                 run, as root, where the kernel accepts an order above its largest \
+                 (/proc/buddyinfo): echo 11 > /sys/module/page_reporting/parameters/\
+                 page_reporting_order, and write back the value it had afterwards; or compare \
+                 runs whose memory was in the same state",
             ),
         ));
     }

@@ -286,6 +286,16 @@ fn iperf3_to_disk_runs_and_is_judged_on_measured_figures() {
         "{t}"
     );
     assert_eq!(t["parts"].as_array().unwrap().len(), 1, "{t}");
+    // The relay measured whole bounds the rate as a link's measured stream rate does: 400 MB/s
+    // here, below the device's 500, the thread's 1/0.7e-3 and the CPUs' 2/1.2e-3.
+    let r = p["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "relay")
+        .expect("a relay resource");
+    assert_eq!(r["capacity"].as_f64(), Some(400.0), "{r}");
+    assert_eq!(p["bottleneck"], "relay", "{p}");
 }
 crate::register!(iperf3_to_disk_runs_and_is_judged_on_measured_figures.executable(&["iperf3"]));
 
