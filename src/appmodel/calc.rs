@@ -662,23 +662,37 @@ impl Builder<'_> {
         } else {
             0.0
         };
+        self.mb_resource(
+            "relay",
+            "Network-to-disk relay (measured whole)",
+            format!(
+                "{} MB received over TCP and written to a file by one thread",
+                fmt(mb)
+            ),
+            mb,
+            "disk_relay_mb_s",
+        )
+    }
+
+    /// A resource that carries `mb` MB per unit (its one part, `label`) at the capacity
+    /// `cap_key` (MB/s).
+    fn mb_resource(
+        &mut self,
+        res: &'static str,
+        title: &'static str,
+        label: String,
+        mb: f64,
+        cap_key: &str,
+    ) -> ResourceCalc {
         let mut miss = Vec::new();
         let mut parts = Vec::new();
         if mb > 0.0 {
-            parts.push(part(
-                format!(
-                    "{} MB received over TCP and written to a file by one thread",
-                    fmt(mb)
-                ),
-                mb,
-                "profile demand".into(),
-                false,
-            ));
+            parts.push(part(label, mb, "profile demand".into(), false));
         }
-        let (cap, cap_src) = self.capacity(mb > 0.0, "disk_relay_mb_s", &mut miss);
+        let (cap, cap_src) = self.capacity(mb > 0.0, cap_key, &mut miss);
         finish(
-            "relay",
-            "Network-to-disk relay (measured whole)",
+            res,
+            title,
             "MB",
             parts,
             cap,
@@ -697,28 +711,7 @@ impl Builder<'_> {
             ("net_tx", "Network send", d.net_tx_mb),
         ]
         .map(|(res, title, mb)| {
-            let mut miss = Vec::new();
-            let mut parts = Vec::new();
-            if mb > 0.0 {
-                parts.push(part(
-                    format!("{} MB", fmt(mb)),
-                    mb,
-                    "profile demand".into(),
-                    false,
-                ));
-            }
-            let (cap, cap_src) = self.capacity(mb > 0.0, "net_link_mb_s", &mut miss);
-            finish(
-                res,
-                title,
-                "MB",
-                parts,
-                cap,
-                cap_src,
-                mb > 0.0,
-                miss,
-                self.p,
-            )
+            self.mb_resource(res, title, format!("{} MB", fmt(mb)), mb, "net_link_mb_s")
         })
     }
 

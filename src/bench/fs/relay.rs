@@ -15,8 +15,8 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::stream::{CALL, Plan, with_cpu_cost, with_thread_cpu};
-use super::{FsOptions, MIB, io_err, size_name, workdir};
+use super::stream::{CALL, Opened, Plan, with_cpu_cost, with_thread_cpu};
+use super::{FsOptions, MIB, io_err, size_name};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::CpuMeter;
 use crate::harness::RunContext;
@@ -260,36 +260,24 @@ impl Benchmark for StreamFromTcp {
     }
 
     fn params(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut m = serde_json::Map::new();
-        m.insert("block_bytes".into(), CALL.into());
-        m.insert("lead_bytes".into(), self.plan.lead.into());
-        m.insert("measured_bytes".into(), self.plan.bytes.into());
-        m
+        self.plan.params("block_bytes")
     }
 
-    /// One stream per run at about [`super::ASSUMED_FS_BYTES_PER_S`], after an idle baseline.
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
-        let one = (self.plan.lead + self.plan.bytes) as f64 / super::ASSUMED_FS_BYTES_PER_S
-            + 2.0 * self.idle.as_secs_f64()
-            + crate::bench::DEFAULT_SETUP_S;
-        f64::from(e.warmup + e.runs) * one
+        self.plan.estimate_s(self.idle, e)
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        workdir::refuse_on_memory_fs(&self.parent, "a stream written back to storage")?;
-        let (lead, bytes, reduced) = self.plan.fit(&self.parent)?;
+        let Opened {
+            wd,
+            mut out,
+            file: mut f,
+            path: p,
+            lead,
+            bytes,
+            reduced,
+        } = self.plan.open(&self.parent)?;
         let total = lead + bytes;
-        let wd = workdir::WorkDir::create(&self.parent)
-            .map_err(|e| io_err("work directory in", &self.parent, e))?;
-        let mut out = RunOutput {
-            facts: super::storage_facts(wd.path()),
-            ..Default::default()
-        }
-        .fact("lead_bytes", lead)
-        .fact("lead_from", self.plan.lead_why.clone())
-        .fact("measured_bytes", bytes);
-        let p = wd.file("stream");
-        let mut f = std::fs::File::create(&p).map_err(|e| io_err("create", &p, e))?;
         let l = TcpListener::bind("127.0.0.1:0")
             .map_err(|e| crate::bench::os_err("bind a loopback listener", e))?;
         let addr = l

@@ -83,6 +83,52 @@ impl Plan {
         }
     }
 
+    /// The parameters a stream's record carries; `call_key` names the block size.
+    pub fn params(&self, call_key: &str) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        m.insert(call_key.into(), CALL.into());
+        m.insert("lead_bytes".into(), self.lead.into());
+        m.insert("measured_bytes".into(), self.bytes.into());
+        m
+    }
+
+    /// One stream per run at about [`super::ASSUMED_FS_BYTES_PER_S`], after an idle baseline
+    /// of `idle` on each side.
+    pub fn estimate_s(&self, idle: Duration, e: &crate::bench::Estimate) -> f64 {
+        let one = (self.lead + self.bytes) as f64 / super::ASSUMED_FS_BYTES_PER_S
+            + 2.0 * idle.as_secs_f64()
+            + crate::bench::DEFAULT_SETUP_S;
+        f64::from(e.warmup + e.runs) * one
+    }
+
+    /// Fit the stream in `parent` (refused on a memory file system), create its work directory
+    /// and its file: the run's output with the storage facts and the sizes as run.
+    pub fn open(&self, parent: &Path) -> Result<Opened, BenchError> {
+        workdir::refuse_on_memory_fs(parent, "a stream written back to storage")?;
+        let (lead, bytes, reduced) = self.fit(parent)?;
+        // No device-counter check: nothing here is judged by the device's byte counters.
+        let wd =
+            workdir::WorkDir::create(parent).map_err(|e| io_err("work directory in", parent, e))?;
+        let out = RunOutput {
+            facts: super::storage_facts(wd.path()),
+            ..Default::default()
+        }
+        .fact("lead_bytes", lead)
+        .fact("lead_from", self.lead_why.clone())
+        .fact("measured_bytes", bytes);
+        let path = wd.file("stream");
+        let file = std::fs::File::create(&path).map_err(|e| io_err("create", &path, e))?;
+        Ok(Opened {
+            wd,
+            out,
+            file,
+            path,
+            lead,
+            bytes,
+            reduced,
+        })
+    }
+
     /// The sizes that fit in `parent`'s free space now (the lead shortened first): (lead, measured
     /// bytes, the warning when shortened).
     pub fn fit(&self, parent: &Path) -> Result<(u64, u64, Option<String>), BenchError> {
@@ -114,6 +160,19 @@ impl Plan {
         });
         Ok((lead, bytes, reduced))
     }
+}
+
+/// A stream ready to run: its work directory (removed when dropped), the run's output so far,
+/// its file, and the sizes that fit.
+pub struct Opened {
+    pub wd: workdir::WorkDir,
+    pub out: RunOutput,
+    pub file: std::fs::File,
+    pub path: std::path::PathBuf,
+    pub lead: u64,
+    pub bytes: u64,
+    /// The warning when the stream was shortened to fit.
+    pub reduced: Option<String>,
 }
 
 /// The system-wide CPU per GB of a stream of `total` bytes (`cpu_s_per_gb`), its facts and its
@@ -237,37 +296,24 @@ impl Benchmark for StreamWrite {
     }
 
     fn params(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut m = serde_json::Map::new();
-        m.insert("call_bytes".into(), CALL.into());
-        m.insert("lead_bytes".into(), self.plan.lead.into());
-        m.insert("measured_bytes".into(), self.plan.bytes.into());
-        m
+        self.plan.params("call_bytes")
     }
 
-    /// One stream per run at about [`super::ASSUMED_FS_BYTES_PER_S`], after an idle baseline.
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
-        let one = (self.plan.lead + self.plan.bytes) as f64 / super::ASSUMED_FS_BYTES_PER_S
-            + 2.0 * self.idle.as_secs_f64()
-            + crate::bench::DEFAULT_SETUP_S;
-        f64::from(e.warmup + e.runs) * one
+        self.plan.estimate_s(self.idle, e)
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        workdir::refuse_on_memory_fs(&self.parent, "a stream written back to storage")?;
-        let (lead, bytes, reduced) = self.plan.fit(&self.parent)?;
+        let Opened {
+            wd,
+            mut out,
+            file: mut f,
+            path: p,
+            lead,
+            bytes,
+            reduced,
+        } = self.plan.open(&self.parent)?;
         let total = lead + bytes;
-        // No device-counter check: nothing here is judged by the device's byte counters.
-        let wd = workdir::WorkDir::create(&self.parent)
-            .map_err(|e| io_err("work directory in", &self.parent, e))?;
-        let mut out = RunOutput {
-            facts: super::storage_facts(wd.path()),
-            ..Default::default()
-        }
-        .fact("lead_bytes", lead)
-        .fact("lead_from", self.plan.lead_why.clone())
-        .fact("measured_bytes", bytes);
-        let p = wd.file("stream");
-        let mut f = std::fs::File::create(&p).map_err(|e| io_err("create", &p, e))?;
         let buf = vec![0xa5u8; CALL as usize];
         let meter = CpuMeter::start(self.idle);
         let t0 = Instant::now();
