@@ -290,6 +290,9 @@ impl Benchmark for StreamFromTcp {
             .map_err(|e| crate::bench::os_err("start the sender thread", e))?;
         // Every exit below joins the sender: dropping the connection ends its writes.
         let relayed = relay(ctx, &l, &sender, &mut f, &p, lead, total);
+        // A connection never accepted (relay gave up waiting) is reset with the listener, so a
+        // sender blocked on its full buffer ends too.
+        drop(l);
         let sent = sender.join();
         let Relayed { wall, calls, parts } = relayed?;
         match sent {
