@@ -207,6 +207,9 @@ fn relay(
     let t0 = Instant::now();
     let mut cpu0 = ThreadCpu::start();
     let (mut recv_ns, mut write_ns) = (0u64, 0u64);
+    // The thread clock at the end of the previous call, in the measured part where split: two
+    // reads per block (after its receive, after its write), none in the lead.
+    let mut last: Option<u64> = None;
     let mut done = 0;
     while done < total {
         if done % (64 * MIB) == 0 {
@@ -214,16 +217,9 @@ fn relay(
         }
         if done == lead {
             cpu0 = ThreadCpu::start();
-            (recv_ns, write_ns) = (0, 0);
+            last = split.then(|| thread_cpu_time_ns().ok()).flatten();
+            split = last.is_some();
         }
-        let now = || {
-            if split {
-                thread_cpu_time_ns().ok()
-            } else {
-                None
-            }
-        };
-        let a = now();
         if !read_block(&mut s, &mut buf)
             .map_err(|e| crate::bench::os_err("receive over loopback", e))?
         {
@@ -233,15 +229,18 @@ fn relay(
                 size_name(total)
             )));
         }
-        let b = now();
+        let received = last.and_then(|_| thread_cpu_time_ns().ok());
         f.write_all(&buf).map_err(|e| io_err("write", p, e))?;
-        match (a, b, now()) {
-            (Some(a), Some(b), Some(c)) => {
-                recv_ns += b.saturating_sub(a);
-                write_ns += c.saturating_sub(b);
+        if let Some(a) = last {
+            match (received, thread_cpu_time_ns().ok()) {
+                (Some(b), Some(c)) => {
+                    recv_ns += b.saturating_sub(a);
+                    write_ns += c.saturating_sub(b);
+                    last = Some(c);
+                }
+                // A clock read that failed would leave a part short: no split.
+                _ => (split, last) = (false, None),
             }
-            // A clock read that failed would leave a part short: no split.
-            _ => split = false,
         }
         done += CALL;
     }
