@@ -490,7 +490,7 @@ impl Builder<'_> {
         ) {
             let sum = rx.value + w.value;
             self.notes.push(format!(
-                "One thread relaying costs {}× its parts measured apart here: {} CPU-s/MB on the relaying thread against a receiving thread's {} ({}) + a streaming writer's {} ({}) = {} — what alternating a receive and a write on one thread costs on this machine, inside the relay's figure and so in the prediction.",
+                "One thread relaying costs {}× its parts measured apart here: {} CPU-s/MB on the relaying thread against a receiving thread's {} ({}) + a streaming writer's {} ({}) = {} — what alternating a receive and a write on one thread, and writing what each receive returned (so writes can start mid-page — fs/stream_from_tcp's fact mid_page_write_share says how many did; the streaming writer's calls are page-aligned), cost on this machine, inside the relay's figure and so in the prediction.",
                 fmt(r.value / sum),
                 fmt(r.value),
                 fmt(rx.value),

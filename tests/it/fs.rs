@@ -234,6 +234,29 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
     if s["error"].is_null() {
         assert_eq!(s["params"]["measured_bytes"], 8 << 20, "{}", s["params"]);
         assert_eq!(s["params"]["lead_bytes"], 0, "{}", s["params"]);
+        // It writes what each receive returned: at least one write per 128 KiB, every byte
+        // measured (no lead), and with no lead a write can start mid-page only after a short
+        // receive.
+        for f in s["run_facts"].as_array().unwrap() {
+            assert_eq!(f["measured_bytes_relayed"], 8 << 20, "{f}");
+            let writes = f["writes"].as_u64().unwrap();
+            assert!(writes >= (8 << 20) / (128 << 10), "{f}");
+            let short = f["short_receive_share"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&short), "{f}");
+            match f["mid_page_write_share"].as_f64() {
+                Some(mid) => assert!(
+                    (0.0..1.0).contains(&mid) && (short > 0.0 || mid == 0.0),
+                    "{f}"
+                ),
+                None => assert!(
+                    f["mid_page_write_share"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("not measured"),
+                    "{f}"
+                ),
+            }
+        }
         let c = |m: &str| common::json_metric(s, m)["summary"]["center"].as_f64();
         match (c("mb_per_s"), c("thread_cpu_s_per_gb")) {
             (Some(r), Some(t)) => assert!(t > 0.0 && t * r / 1e3 <= 1.25, "{t} at {r}"),
