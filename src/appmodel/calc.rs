@@ -554,12 +554,49 @@ impl Builder<'_> {
         let mut miss = Vec::new();
         let mut parts = Vec::new();
         if d.app_mem_mb > 0.0 {
-            parts.push(part(
-                "application logic".into(),
-                d.app_mem_mb,
-                "profile demand.app_mem_mb".into(),
-                false,
-            ));
+            // Of it, what kernels that read two arrays and write one move: they stream at the
+            // triad rate, not the copy rate the capacity is, so they count as that many MB at
+            // the copy rate (stress-ng's STREAM pass: 6 of its 10 arrays' traffic).
+            let triad = d.app_mem_triad_mb;
+            let copy_like = d.app_mem_mb - triad;
+            if copy_like > 0.0 {
+                parts.push(part(
+                    "application logic".into(),
+                    copy_like,
+                    if triad > 0.0 {
+                        "profile demand.app_mem_mb − app_mem_triad_mb (at the copy rate)".into()
+                    } else {
+                        "profile demand.app_mem_mb".into()
+                    },
+                    false,
+                ));
+            }
+            if triad > 0.0 {
+                let rates = (
+                    self.get("mem_bw_mb_s", &mut miss),
+                    self.get("mem_bw_triad_mb_s", &mut miss),
+                );
+                if let (Some(copy), Some(tri)) = rates
+                    && copy > 0.0
+                    && tri > 0.0
+                {
+                    parts.push(part(
+                        format!(
+                            "application logic, two arrays read and one written: {} MB at the triad rate {} MB/s = this many MB at the copy rate {} MB/s",
+                            fmt(triad),
+                            fmt(tri),
+                            fmt(copy)
+                        ),
+                        triad * copy / tri,
+                        format!(
+                            "profile demand.app_mem_triad_mb × {} ÷ {}",
+                            self.src("mem_bw_mb_s"),
+                            self.src("mem_bw_triad_mb_s")
+                        ),
+                        false,
+                    ));
+                }
+            }
         }
         if self.inp.values.contains_key("os_mem_mb_per_unit") {
             let v = self.get("os_mem_mb_per_unit", &mut miss).unwrap();
@@ -1121,6 +1158,64 @@ mod tests {
 
     const MEMORY_BOUND: &str = "[app]\nname = \"m\"\nunit = \"op\"\ntarget_rate = 10\n\
         [demand]\napp_cpu_s = 0.0002\napp_mem_mb = 256\nnet_rx_mb = 1\n";
+
+    /// Traffic of kernels that read two arrays and write one counts at the triad rate: of 256 MB,
+    /// 156 at 24000 MB/s where the copy rate is 20000 are 130 MB at the copy rate, so the memory
+    /// demand is 100 + 130 + 3 (the received MB's assumed copies) = 233 MB. Without the triad
+    /// rate the prediction is an upper bound naming it.
+    #[test]
+    fn triad_traffic_counts_at_the_triad_rate() {
+        let src = MEMORY_BOUND.replace(
+            "app_mem_mb = 256\n",
+            "app_mem_mb = 256\napp_mem_triad_mb = 156\n",
+        );
+        let p = Profile::parse("m", &src).unwrap();
+        let rates = [
+            ("cpus", 2.0),
+            ("net_rx_cpu_s_per_mb_tcp", 0.001),
+            ("mem_bw_mb_s", 20000.0),
+            ("mem_bw_1t_mb_s", 16000.0),
+            ("net_link_mb_s", 1000.0),
+        ];
+        let mut i = inputs(&[rates.as_slice(), &[("mem_bw_triad_mb_s", 24000.0)]].concat());
+        p.apply_to(&mut i);
+        let pr = predict(&p, &i);
+        let mem = pr.resource("memory").unwrap();
+        assert!((mem.demand - 233.0).abs() < 1e-9, "{:?}", mem.parts);
+        assert!(
+            mem.parts
+                .iter()
+                .any(|x| x.source.contains("mem_bw_triad_mb_s"))
+        );
+        assert!(!pr.upper_bound);
+        // The CPU floor keeps the copy rate for all of app_mem_mb: 256 / 16000.
+        assert!((pr.resource("cpu").unwrap().demand - 0.017).abs() < 1e-12);
+
+        let mut i = inputs(&rates);
+        i.miss(
+            "mem_bw_triad_mb_s",
+            "mem/bandwidth_all triad is not in this run",
+        );
+        p.apply_to(&mut i);
+        let pr = predict(&p, &i);
+        assert!(pr.upper_bound);
+        assert!(
+            pr.missing.iter().any(|(k, _)| k == "mem_bw_triad_mb_s"),
+            "{:?}",
+            pr.missing
+        );
+
+        // It is part of app_mem_mb, never more.
+        let over = MEMORY_BOUND.replace(
+            "app_mem_mb = 256\n",
+            "app_mem_mb = 256\napp_mem_triad_mb = 300\n",
+        );
+        let e = Profile::parse("m", &over).unwrap_err().to_string();
+        assert!(
+            e.contains("app_mem_triad_mb") && e.contains("at most app_mem_mb"),
+            "{e}"
+        );
+    }
 
     /// A core that copies is a busy core: 256 MB at one core's 16000 MB/s is 0.016 CPU-s, more
     /// than the stated 0.0002, so the CPU demand is 0.016 + 1 MB × 0.001 = 0.017 CPU-s on 2 CPUs

@@ -122,6 +122,15 @@ pub const SPECS: &[Spec] = &[
         1e-6,
     ),
     m(
+        "mem_bw_triad_mb_s",
+        "MB/s",
+        H,
+        "memory bandwidth, all threads, triad kernel (a = b + q·c: two arrays read, one written; STREAM convention)",
+        "mem/bandwidth_all",
+        "triad",
+        1e-6,
+    ),
+    m(
         "mem_bw_1t_mb_s",
         "MB/s",
         H,

@@ -24,8 +24,9 @@
 //!                             # through the cache in small calls, made durable at its end
 //!                             # (fs/stream_write; writes only, one thread); "relay": every
 //!                             # byte received over TCP written to one file by the thread
-//!                             # that received it (fs/stream_from_tcp; net_rx_mb =
-//!                             # disk_write_mb, one thread)
+//!                             # that received it, what each receive returned (as iperf3 -F,
+//!                             # nc, socat) (fs/stream_from_tcp; net_rx_mb = disk_write_mb,
+//!                             # one thread)
 //! frames = 1                  # frames copied for presentation per unit
 //! frame_mb = 2.0              # size of one frame, MB
 //! frame_pacing = "60fps_1mp"  # which frame-pacing benchmark's figures apply ("60fps_1mp", "25fps_5mp")
@@ -33,6 +34,9 @@
 //!                             # the time it spends moving app_mem_mb included (as a measured
 //!                             # CPU time is); never taken below app_mem_mb at one core's copy rate
 //! app_mem_mb = 125.0          # the application's own memory traffic per unit, MB read + written
+//! app_mem_triad_mb = 0.0      # of app_mem_mb, what kernels that read two arrays and write one
+//!                             # (STREAM add, triad) move: the memory law prices it at the
+//!                             # triad rate (mem/bandwidth_all triad), the rest at the copy rate
 //! context_switches = 10       # context switches per unit
 //! syscalls = 28               # system calls per unit besides those moving the bytes (their cost
 //!                             # is in the per-MB costs) and a connection's (in its cost), each
@@ -121,6 +125,7 @@ struct RawDemand {
     app_cpu_s: Num,
     app_cpu_pct: Num,
     app_mem_mb: Num,
+    app_mem_triad_mb: Num,
     context_switches: Num,
     syscalls: Num,
     connections: Num,
@@ -172,8 +177,8 @@ pub struct Demand {
     /// "direct" (cache bypassed), "buffered" (through the OS cache, made durable) or "stream"
     /// (one long stream through the cache, its writeback alongside the writes; writes only, one
     /// thread) or "relay" (every byte received over TCP written to one file by the thread that
-    /// received it, as one long stream): which of the file-system suite's figures the disk
-    /// demand uses.
+    /// received it, what each receive returned, as one long stream): which of the file-system
+    /// suite's figures the disk demand uses.
     pub disk_io: String,
     pub frames: f64,
     pub frame_mb: f64,
@@ -181,6 +186,10 @@ pub struct Demand {
     pub app_cpu_s: Option<f64>,
     pub app_cpu_pct: Option<f64>,
     pub app_mem_mb: f64,
+    /// Of `app_mem_mb`, the MB moved by kernels that read two arrays and write one (STREAM add
+    /// and triad), which stream at the triad rate: the memory-bandwidth law prices them so.
+    /// (The CPU floor and the contention range keep the copy rate for all of app_mem_mb.)
+    pub app_mem_triad_mb: f64,
     pub context_switches: f64,
     /// System calls per unit besides the payload's and a connection's (priced as cpu/io_syscall).
     pub syscalls: f64,
@@ -567,6 +576,7 @@ impl Ctx<'_> {
             app_cpu_s,
             app_cpu_pct,
             app_mem_mb: self.non_neg(&d.app_mem_mb, "demand.app_mem_mb")?,
+            app_mem_triad_mb: self.non_neg(&d.app_mem_triad_mb, "demand.app_mem_triad_mb")?,
             context_switches: self.non_neg(&d.context_switches, "demand.context_switches")?,
             syscalls: self.non_neg(&d.syscalls, "demand.syscalls")?,
             connections: self.non_neg(&d.connections, "demand.connections")?,
@@ -583,6 +593,18 @@ impl Ctx<'_> {
                 span,
                 "demand.disk_io",
                 "\"stream\" is one thread writing one stream (fs/stream_write): no disk_read_mb, disk_threads = 1",
+            );
+        }
+        if demand.app_mem_triad_mb > demand.app_mem_mb {
+            let span = d
+                .app_mem_triad_mb
+                .as_ref()
+                .map(|s| s.span())
+                .unwrap_or(0..0);
+            return self.err(
+                span,
+                "demand.app_mem_triad_mb",
+                "is part of app_mem_mb (the traffic its two-arrays-read, one-written kernels move): at most app_mem_mb",
             );
         }
         // fs/stream_from_tcp measures one thread writing to one file every byte it received

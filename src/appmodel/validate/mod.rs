@@ -134,6 +134,13 @@ fn validate(
             p.demand.disk_io
         )));
     }
+    if p.demand.app_mem_triad_mb > 0.0 {
+        return Err(failed(
+            "the synthetic application moves its memory traffic with a copy kernel only; a \
+             profile with app_mem_triad_mb is checked against a real application (`osgauge \
+             model check`)",
+        ));
+    }
     let mut p = p;
     let llc = crate::platform::cache::llc();
     let ws = (4 * llc.bytes) as usize;

@@ -11,8 +11,8 @@
 //! 0.270–0.286 (three interleaved pairs, 3000 MB each); a relay reading whole blocks cost
 //! 0.66–0.93 CPU-ms/MB system-wide against iperf3's 0.75–1.10 in the same windows (nine
 //! interleaved pairs; ~5 % of iperf3's writes are short), writing what it received 0.84–1.19
-//! against 0.88–1.09 (three). The facts
-//! say how the measured part's receives fell: `short_receive_share`, `mid_page_write_share`.
+//! against 0.88–1.09 (three). The facts say how the measured part's receives fell:
+//! `short_receive_share`, `mid_page_write_share`.
 //!
 //! Why a composite benchmark: the one thread's cost is not the sum of a receive and a buffered
 //! write measured apart. On the reference VM (Linux 6.18, ext4 on virtio-blk) a relay on one
@@ -256,7 +256,7 @@ fn relay(
     let mut cpu0 = ThreadCpu::start();
     let (mut recv_ns, mut write_ns) = (0u64, 0u64);
     // The thread clock at the end of the previous call, in the measured part where split: two
-    // reads per block (after its receive, after its write), none in the lead.
+    // reads per receive (after it, after its write), none in the lead.
     let mut last: Option<u64> = None;
     let mut measured_from = total;
     let mut done = 0;
