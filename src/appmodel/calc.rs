@@ -255,6 +255,9 @@ pub fn predict(p: &Profile, inp: &Inputs) -> Prediction {
     if p.demand.app_mem_mb > 0.0 {
         // Read by the CPU floor (directly: its absence is a note, not a gap).
         b.read.insert("mem_bw_1t_mb_s".into());
+        if p.demand.app_mem_triad_mb > 0.0 {
+            b.read.insert("mem_bw_1t_triad_mb_s".into());
+        }
     }
     let to_measure = super::inputs::measure_command(&b.read, inp);
     Prediction {
@@ -361,20 +364,29 @@ impl Builder<'_> {
         let mut cpu = finish(
             "cpu", "CPU", "CPU-s", parts, cap, cap_src, needs_cap, miss, p,
         );
-        // Memory contention: every core copying at once gets mem_bw_mb_s / cpus each.
-        if let (Some(f), Some(s), Some(n), Some(all)) = (
+        // Memory contention: every core copying at once gets mem_bw_mb_s / cpus each (and
+        // mem_bw_triad_mb_s / cpus for the triad-like part).
+        let t = d.app_mem_triad_mb;
+        let all_triad = self.inp.get("mem_bw_triad_mb_s").filter(|b| *b > 0.0);
+        if let (Some(f), Some(s), Some(n), Some(all), true) = (
             floor,
             cpu.s,
             cap.filter(|c| *c > 0.0),
             self.inp.get("mem_bw_mb_s").filter(|b| *b > 0.0),
+            t <= 0.0 || all_triad.is_some(),
         ) {
-            let contended = d.app_mem_mb * n / all;
+            let contended = (d.app_mem_mb - t) * n / all + all_triad.map_or(0.0, |a| t * n / a);
             if contended > f {
                 let sc = s + (contended - f) / n;
                 cpu.s_contended = Some(sc);
                 self.notes.push(format!(
-                    "Memory contention: when every core moves memory at once each gets mem_bw_mb_s / cpus = {} MB/s, not one core's {} MB/s, and the application's CPU per unit grows to {} CPU-s — CPU utilisation at the target {} % instead of {} %, the CPU saturating at {} instead of {} {}/s. The measured CPU lies between the two; which end depends on how often the cores copy at the same moment.",
-                    fmt(all / n),
+                    "Memory contention: when every core moves memory at once each gets 1/cpus of the all-thread bandwidth — {} MB/s for this traffic{}, not one core's {} MB/s — and the application's CPU per unit grows to {} CPU-s — CPU utilisation at the target {} % instead of {} %, the CPU saturating at {} instead of {} {}/s. The measured CPU lies between the two; which end depends on how often the cores copy at the same moment.",
+                    fmt(d.app_mem_mb / contended),
+                    if t > 0.0 {
+                        " (mem_bw_mb_s / cpus for its copy-like part, mem_bw_triad_mb_s / cpus for its triad-like part)"
+                    } else {
+                        " (mem_bw_mb_s / cpus)"
+                    },
                     fmt(d.app_mem_mb / f),
                     fmt(contended),
                     fmt((cpu.background + p.target_rate * sc) * 100.0),
@@ -519,22 +531,21 @@ impl Builder<'_> {
         };
         let floor = if d.app_mem_mb > 0.0 {
             self.read.insert("mem_bw_1t_mb_s".into());
-            self.inp
-                .values
-                .get("mem_bw_1t_mb_s")
-                .filter(|v| v.value > 0.0)
-                .map(|v| (d.app_mem_mb / v.value, v.source.clone()))
+            if d.app_mem_triad_mb > 0.0 {
+                self.read.insert("mem_bw_1t_triad_mb_s".into());
+            }
+            one_core_traffic(d, self.inp).ok()
         } else {
             None
         };
         let (v, label, source) = match floor {
-            Some((f, src)) if f > stated => (
+            Some((f, rates, src)) if f > stated => (
                 f,
                 format!(
-                    "application logic: its {} MB of memory traffic at one core's copy rate",
+                    "application logic: its {} MB of memory traffic at {rates}",
                     fmt(d.app_mem_mb)
                 ),
-                format!("profile demand.app_mem_mb ÷ mem_bw_1t_mb_s ← {src} (floor)"),
+                format!("profile demand.app_mem_mb ÷ {src} (floor)"),
             ),
             _ => (stated, "application logic".to_string(), source),
         };
@@ -873,6 +884,48 @@ impl Laws {
     }
 }
 
+/// One core moving the application's memory traffic alone: its copy-like MB at one core's copy
+/// rate, its `app_mem_triad_mb` (kernels that read two arrays and write one, which stream
+/// faster) at one core's triad rate. Ok: (CPU-s per unit, the rates in words, their sources);
+/// Err: the rate that is missing or not positive, and why.
+fn one_core_traffic(
+    d: &super::profile::Demand,
+    inp: &Inputs,
+) -> Result<(f64, String, String), (String, String)> {
+    let rate = |k: &str| {
+        inp.values.get(k).filter(|v| v.value > 0.0).ok_or_else(|| {
+            let why = inp
+                .missing
+                .get(k)
+                .map_or("not in these inputs", |s| s.as_str());
+            (k.to_string(), why.to_string())
+        })
+    };
+    let copy = rate("mem_bw_1t_mb_s")?;
+    let t = d.app_mem_triad_mb;
+    if t <= 0.0 {
+        return Ok((
+            d.app_mem_mb / copy.value,
+            format!("one core's copy rate {} MB/s", fmt(copy.value)),
+            format!("mem_bw_1t_mb_s ← {}", copy.source),
+        ));
+    }
+    let tri = rate("mem_bw_1t_triad_mb_s")?;
+    Ok((
+        (d.app_mem_mb - t) / copy.value + t / tri.value,
+        format!(
+            "one core's copy rate {} MB/s ({} MB of it at one core's triad rate {} MB/s)",
+            fmt(copy.value),
+            fmt(t),
+            fmt(tri.value)
+        ),
+        format!(
+            "mem_bw_1t_mb_s ← {}; app_mem_triad_mb ÷ mem_bw_1t_triad_mb_s ← {}",
+            copy.source, tri.source
+        ),
+    ))
+}
+
 /// The application's own CPU part. Its CPU per unit (`app_cpu_s`, or `app_cpu_pct` of all CPUs)
 /// includes the time it spends moving its memory traffic (`app_mem_mb`), as a measured CPU time
 /// does; a core that copies is a busy core, so that CPU cannot be less than the traffic at one
@@ -894,15 +947,12 @@ fn app_cpu_parts(
         (None, None) => Some(0.0),
     };
     let floor = if d.app_mem_mb > 0.0 {
-        match inp.values.get("mem_bw_1t_mb_s").filter(|v| v.value > 0.0) {
-            Some(v) => Some((d.app_mem_mb / v.value, v)),
-            None => {
+        match one_core_traffic(d, inp) {
+            Ok(x) => Some(x),
+            Err((key, why)) => {
                 notes.push(format!(
-                    "The application's CPU per unit is not checked against the time its {} MB of memory traffic keeps a core busy: no one-thread copy rate (mem_bw_1t_mb_s: {}).",
+                    "The application's CPU per unit is not checked against the time its {} MB of memory traffic keeps a core busy: no one-thread rate ({key}: {why}).",
                     fmt(d.app_mem_mb),
-                    inp.missing
-                        .get("mem_bw_1t_mb_s")
-                        .map_or("not in these inputs", |s| s.as_str())
                 ));
                 None
             }
@@ -910,7 +960,7 @@ fn app_cpu_parts(
     } else {
         None
     };
-    if let (Some((f, v)), Some(st)) = (floor, stated_s)
+    if let (Some((f, rates, src)), Some(st)) = (floor, stated_s)
         && f > st
     {
         let stated = match (d.app_cpu_s, d.app_cpu_pct) {
@@ -920,23 +970,17 @@ fn app_cpu_parts(
         };
         parts.push(part(
             format!(
-                "application logic: its {} MB of memory traffic at one core's copy rate {} MB/s",
+                "application logic: its {} MB of memory traffic at {rates}",
                 fmt(d.app_mem_mb),
-                fmt(v.value)
             ),
             f,
-            format!(
-                "profile demand.app_mem_mb ÷ mem_bw_1t_mb_s ← {} (floor; the profile states {stated})",
-                v.source
-            ),
+            format!("profile demand.app_mem_mb ÷ {src} (floor; the profile states {stated})"),
             false,
         ));
         notes.push(format!(
-            "The application's CPU per unit is raised from the profile's {stated} to {} CPU-s: moving its {} MB of memory traffic keeps a core busy that long at one core's copy rate ({} MB/s, {}); a core that copies is a busy core.",
+            "The application's CPU per unit is raised from the profile's {stated} to {} CPU-s: moving its {} MB of memory traffic keeps a core busy that long at {rates} ({src}); a core that copies is a busy core.",
             fmt(f),
             fmt(d.app_mem_mb),
-            fmt(v.value),
-            v.source
         ));
         return Some(f);
     }
@@ -1188,8 +1232,29 @@ mod tests {
                 .any(|x| x.source.contains("mem_bw_triad_mb_s"))
         );
         assert!(!pr.upper_bound);
-        // The CPU floor keeps the copy rate for all of app_mem_mb: 256 / 16000.
-        assert!((pr.resource("cpu").unwrap().demand - 0.017).abs() < 1e-12);
+        // Without one core's triad rate the CPU floor is not checked (said, naming it) ...
+        assert!((pr.resource("cpu").unwrap().demand - 0.0012).abs() < 1e-12);
+        assert!(
+            pr.notes
+                .iter()
+                .any(|n| n.contains("not checked") && n.contains("mem_bw_1t_triad_mb_s")),
+            "{:?}",
+            pr.notes
+        );
+        // ... with it, the floor is 100 MB at 16000 MB/s + 156 at 19500 = 0.01425 CPU-s, and
+        // + 1 MB received × 0.001 the CPU demand is 0.01525.
+        let triads = [
+            ("mem_bw_triad_mb_s", 24000.0),
+            ("mem_bw_1t_triad_mb_s", 19500.0),
+        ];
+        let mut i = inputs(&[rates.as_slice(), &triads].concat());
+        p.apply_to(&mut i);
+        let pr = predict(&p, &i);
+        assert!((pr.resource("cpu").unwrap().demand - 0.01525).abs() < 1e-12);
+        // Every core at once: 100 MB at 20000 / 2 + 156 at 24000 / 2 = 0.023 CPU-s, so
+        // S_contended = 0.01525 / 2 + (0.023 − 0.01425) / 2 = 0.012.
+        let sc = pr.resource("cpu").unwrap().s_contended.unwrap();
+        assert!((sc - 0.012).abs() < 1e-12, "{sc}");
 
         let mut i = inputs(&rates);
         i.miss(

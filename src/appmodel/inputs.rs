@@ -140,6 +140,15 @@ pub const SPECS: &[Spec] = &[
         1e-6,
     ),
     m(
+        "mem_bw_1t_triad_mb_s",
+        "MB/s",
+        H,
+        "memory bandwidth of one thread, triad kernel (two arrays read, one written; STREAM convention): the CPU floor of such kernels' traffic",
+        "mem/bandwidth_1t",
+        "triad",
+        1e-6,
+    ),
+    m(
         "syscall_us",
         "µs",
         L,

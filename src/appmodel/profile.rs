@@ -33,6 +33,7 @@
 //! app_cpu_s = 0.004           # the application's own CPU-seconds per unit (or app_cpu_pct),
 //!                             # the time it spends moving app_mem_mb included (as a measured
 //!                             # CPU time is); never taken below app_mem_mb at one core's copy rate
+//!                             # (app_mem_triad_mb at its triad rate)
 //! app_mem_mb = 125.0          # the application's own memory traffic per unit, MB read + written
 //! app_mem_triad_mb = 0.0      # of app_mem_mb, what kernels that read two arrays and write one
 //!                             # (STREAM add, triad) move: the memory law prices it at the
@@ -187,8 +188,8 @@ pub struct Demand {
     pub app_cpu_pct: Option<f64>,
     pub app_mem_mb: f64,
     /// Of `app_mem_mb`, the MB moved by kernels that read two arrays and write one (STREAM add
-    /// and triad), which stream at the triad rate: the memory-bandwidth law prices them so.
-    /// (The CPU floor and the contention range keep the copy rate for all of app_mem_mb.)
+    /// and triad), which stream at the triad rate: the memory-bandwidth law, the CPU floor (one
+    /// core's triad rate) and the contention range (the all-thread triad rate) price them so.
     pub app_mem_triad_mb: f64,
     pub context_switches: f64,
     /// System calls per unit besides the payload's and a connection's (priced as cpu/io_syscall).
