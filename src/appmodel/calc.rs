@@ -606,6 +606,12 @@ impl Builder<'_> {
                         ),
                         false,
                     ));
+                } else if let (Some(_), Some(_)) = rates {
+                    // A rate of 0 prices nothing: the triad traffic is a gap, not dropped.
+                    let key = "mem_bw_triad_mb_s";
+                    let why = "a copy or triad rate of 0 in these inputs".to_string();
+                    self.missing.push((key.into(), why));
+                    miss.push(key.into());
                 }
             }
         }

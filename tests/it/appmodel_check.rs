@@ -61,11 +61,17 @@ fn inputs(dir: &Path) -> PathBuf {
     r.benchmarks = vec![
         bench(
             "mem/bandwidth_all",
-            vec![metric("copy", Unit::BytesPerSecond, H, 10e9)],
+            vec![
+                metric("copy", Unit::BytesPerSecond, H, 10e9),
+                metric("triad", Unit::BytesPerSecond, H, 11e9),
+            ],
         ),
         bench(
             "mem/bandwidth_1t",
-            vec![metric("copy", Unit::BytesPerSecond, H, 8e9)],
+            vec![
+                metric("copy", Unit::BytesPerSecond, H, 8e9),
+                metric("triad", Unit::BytesPerSecond, H, 9e9),
+            ],
         ),
         bench(
             "net/tcp_stream",
