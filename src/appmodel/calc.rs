@@ -367,35 +367,31 @@ impl Builder<'_> {
         // Memory contention: every core copying at once gets mem_bw_mb_s / cpus each (and
         // mem_bw_triad_mb_s / cpus for the triad-like part).
         let t = d.app_mem_triad_mb;
-        let all_triad = self.inp.get("mem_bw_triad_mb_s").filter(|b| *b > 0.0);
-        if let (Some(f), Some(s), Some(n), Some(all), true) = (
-            floor,
-            cpu.s,
-            cap.filter(|c| *c > 0.0),
-            self.inp.get("mem_bw_mb_s").filter(|b| *b > 0.0),
-            t <= 0.0 || all_triad.is_some(),
-        ) {
-            let contended = (d.app_mem_mb - t) * n / all + all_triad.map_or(0.0, |a| t * n / a);
-            if contended > f {
-                let sc = s + (contended - f) / n;
-                cpu.s_contended = Some(sc);
-                self.notes.push(format!(
-                    "Memory contention: when every core moves memory at once each gets 1/cpus of the all-thread bandwidth — {} MB/s for this traffic{}, not one core's {} MB/s — and the application's CPU per unit grows to {} CPU-s — CPU utilisation at the target {} % instead of {} %, the CPU saturating at {} instead of {} {}/s. The measured CPU lies between the two; which end depends on how often the cores copy at the same moment.",
-                    fmt(d.app_mem_mb / contended),
-                    if t > 0.0 {
-                        " (mem_bw_mb_s / cpus for its copy-like part, mem_bw_triad_mb_s / cpus for its triad-like part)"
-                    } else {
-                        " (mem_bw_mb_s / cpus)"
-                    },
-                    fmt(d.app_mem_mb / f),
-                    fmt(contended),
-                    fmt((cpu.background + p.target_rate * sc) * 100.0),
-                    fmt((cpu.background + p.target_rate * s) * 100.0),
-                    fmt(((1.0 - cpu.background) / sc).max(0.0)),
-                    cpu.x_sat.map_or("—".into(), fmt),
-                    p.unit
-                ));
-            }
+        let n = cap.filter(|c| *c > 0.0);
+        let share = |key: &str| self.inp.get(key).zip(n).map(|(b, n)| b / n);
+        let contended =
+            share("mem_bw_mb_s").and_then(|c| traffic_s(d, c, share("mem_bw_triad_mb_s")));
+        if let (Some(f), Some(s), Some(n), Some(contended)) = (floor, cpu.s, n, contended)
+            && contended > f
+        {
+            let sc = s + (contended - f) / n;
+            cpu.s_contended = Some(sc);
+            self.notes.push(format!(
+                "Memory contention: when every core moves memory at once each gets 1/cpus of the all-thread bandwidth — {} MB/s for this traffic{}, not one core's {} MB/s — and the application's CPU per unit grows to {} CPU-s — CPU utilisation at the target {} % instead of {} %, the CPU saturating at {} instead of {} {}/s. The measured CPU lies between the two; which end depends on how often the cores copy at the same moment.",
+                fmt(d.app_mem_mb / contended),
+                if t > 0.0 {
+                    " (mem_bw_mb_s / cpus for its copy-like part, mem_bw_triad_mb_s / cpus for its triad-like part)"
+                } else {
+                    " (mem_bw_mb_s / cpus)"
+                },
+                fmt(d.app_mem_mb / f),
+                fmt(contended),
+                fmt((cpu.background + p.target_rate * sc) * 100.0),
+                fmt((cpu.background + p.target_rate * s) * 100.0),
+                fmt(((1.0 - cpu.background) / sc).max(0.0)),
+                cpu.x_sat.map_or("—".into(), fmt),
+                p.unit
+            ));
         }
         cpu
     }
@@ -890,6 +886,19 @@ impl Laws {
     }
 }
 
+/// Seconds to move the application's memory traffic at `copy` MB/s, the part in
+/// `app_mem_triad_mb` at `triad` MB/s (kernels that read two arrays and write one). None: a rate
+/// the traffic needs is missing or not positive.
+fn traffic_s(d: &super::profile::Demand, copy: f64, triad: Option<f64>) -> Option<f64> {
+    let t = d.app_mem_triad_mb;
+    let tri = if t > 0.0 {
+        t / triad.filter(|r| *r > 0.0)?
+    } else {
+        0.0
+    };
+    (copy > 0.0).then(|| (d.app_mem_mb - t) / copy + tri)
+}
+
 /// One core moving the application's memory traffic alone: its copy-like MB at one core's copy
 /// rate, its `app_mem_triad_mb` (kernels that read two arrays and write one, which stream
 /// faster) at one core's triad rate. Ok: (CPU-s per unit, the rates in words, their sources);
@@ -909,16 +918,23 @@ fn one_core_traffic(
     };
     let copy = rate("mem_bw_1t_mb_s")?;
     let t = d.app_mem_triad_mb;
-    if t <= 0.0 {
+    let tri = if t > 0.0 {
+        Some(rate("mem_bw_1t_triad_mb_s")?)
+    } else {
+        None
+    };
+    // Both rates are positive here, so the traffic has a time.
+    let secs = traffic_s(d, copy.value, tri.map(|v| v.value))
+        .ok_or_else(|| ("mem_bw_1t_mb_s".to_string(), "not positive".to_string()))?;
+    let Some(tri) = tri else {
         return Ok((
-            d.app_mem_mb / copy.value,
+            secs,
             format!("one core's copy rate {} MB/s", fmt(copy.value)),
             format!("mem_bw_1t_mb_s ← {}", copy.source),
         ));
-    }
-    let tri = rate("mem_bw_1t_triad_mb_s")?;
+    };
     Ok((
-        (d.app_mem_mb - t) / copy.value + t / tri.value,
+        secs,
         format!(
             "one core's copy rate {} MB/s ({} MB of it at one core's triad rate {} MB/s)",
             fmt(copy.value),

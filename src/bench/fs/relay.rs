@@ -258,21 +258,21 @@ fn relay(
     // The thread clock at the end of the previous call, in the measured part where split: two
     // reads per receive (after it, after its write), none in the lead.
     let mut last: Option<u64> = None;
-    let mut measured_from = total;
+    // The byte the measured part began at (the first receive at or past the lead).
+    let mut measured_from: Option<u64> = None;
     let mut done = 0;
-    let mut measuring = false;
     let mut next_check = 0;
     let mut shape = Shape::default();
     // The OS's page size; unread, mid-page writes are not counted (said in the facts).
     let page = crate::platform::memory::page_size().map(|p| p as u64);
+    let page_step = *page.as_ref().unwrap_or(&1);
     while done < total {
         if done >= next_check {
             ctx.check()?;
             next_check = done + 64 * MIB;
         }
-        if !measuring && done >= lead {
-            measuring = true;
-            measured_from = done;
+        if measured_from.is_none() && done >= lead {
+            measured_from = Some(done);
             cpu0 = ThreadCpu::start();
             last = split.then(|| thread_cpu_time_ns().ok()).flatten();
             split = last.is_some();
@@ -289,8 +289,8 @@ fn relay(
             )));
         }
         let received = last.and_then(|_| thread_cpu_time_ns().ok());
-        if measuring {
-            shape.count(done, n, *page.as_ref().unwrap_or(&1));
+        if measured_from.is_some() {
+            shape.count(done, n, page_step);
         }
         f.write_all(&buf[..n]).map_err(|e| io_err("write", p, e))?;
         if let Some(a) = last {
@@ -312,7 +312,7 @@ fn relay(
         wall: t0.elapsed().as_secs_f64(),
         calls,
         parts: split.then_some((recv_ns, write_ns)),
-        measured: total - measured_from,
+        measured: total - measured_from.unwrap_or(total),
         shape,
         page: page.map_err(|e| format!("not measured: the page size could not be read: {e}")),
     })
