@@ -434,6 +434,31 @@ pub struct RunOpts {
     /// (a benchmark this OS does not support is not a failure)
     #[arg(long)]
     pub fail_on_error: bool,
+    /// Seed of the run order: runs are taken in rounds, each a fresh random order of the
+    /// benchmarks and the drift reference [default: a new seed, recorded in the run]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+impl RunOpts {
+    /// The benchmarks with the drift reference added (it runs in every round), and the order's
+    /// schedule: the seed asked for or a fresh one.
+    pub fn interleave(
+        &self,
+        mut benchmarks: Vec<Box<dyn crate::bench::Benchmark>>,
+    ) -> (
+        Vec<Box<dyn crate::bench::Benchmark>>,
+        crate::model::Schedule,
+    ) {
+        benchmarks.push(Box::new(crate::bench::reference::Reference::new()));
+        let schedule = crate::model::Schedule {
+            order: "interleaved".into(),
+            seed: self.seed.unwrap_or_else(crate::runner::new_seed),
+            rounds: Vec::new(),
+            reference: Some(crate::bench::reference::ID.to_string()),
+        };
+        (benchmarks, schedule)
+    }
 }
 
 /// Options of the mem suite (`osgauge micro mem …`).
@@ -963,6 +988,7 @@ fn run_plan_then(
     let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
         (planned * 10.0).max(20.0) + extension,
     ));
+    let (benchmarks, schedule) = opts.interleave(benchmarks);
     let plan = Plan {
         benchmarks,
         label: opts.label.clone(),
@@ -976,11 +1002,12 @@ fn run_plan_then(
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
             command_line: crate::store::redact_args(std::env::args()),
             adaptive: adaptive.clone(),
+            schedule: Some(schedule),
         },
     };
     let preface = format!(
-        "{} benchmark(s), {}",
-        plan.benchmarks.len(),
+        "{} benchmark(s) and the drift reference, in rounds of random order, {}",
+        plan.benchmarks.len() - 1,
         runs_text(&plan)
     );
     let mut after_result = Ok(());
@@ -1056,17 +1083,31 @@ fn execute_and_keep(
     // files in the working directory).
     let cwd = std::env::current_dir().unwrap_or_default();
     crate::workload::load::remove_stale(&crate::workload::load::default_load_base(), &[&cwd]);
-    let mut progress = Progress::new(estimates, !opts.quiet);
+    let mut progress = Progress::new(
+        estimates,
+        plan.config.runs,
+        plan.config.warmup_runs,
+        !opts.quiet,
+    );
+    let warmup = plan.config.warmup_runs;
     let started = std::time::Instant::now();
+    let mut round_runs = 0usize;
+    let mut current_round = 0u32;
     let record = execute(plan, cancel, &mut |ev| {
         store.on_event(&ev);
         match ev {
             Event::Started { .. } => {}
-            Event::BenchmarkStarted { index, info } => progress.start(index, &info.id),
-            Event::BenchmarkFinished { index, record } => {
-                if let Some(b) = record.benchmarks.last() {
-                    progress.finish_one(index, &b.id, b.wall_s);
-                }
+            Event::RunStarted { info, round, .. } => {
+                current_round = round;
+                progress.start(round, &info.id);
+            }
+            Event::RunFinished { index, .. } => {
+                round_runs += 1;
+                progress.finish_run(index, current_round, warmup);
+            }
+            Event::RoundFinished { round, .. } => {
+                progress.finish_round(round, round_runs);
+                round_runs = 0;
             }
         }
     });
@@ -1361,6 +1402,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     let timeout = opts
         .timeout
         .unwrap_or(Duration::from_secs_f64(per_bench * 2.0 + 30.0));
+    let (benchmarks, schedule) = opts.interleave(benchmarks);
     let plan = Plan {
         benchmarks,
         label: opts.label.clone(),
@@ -1374,11 +1416,12 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
             command_line: crate::store::redact_args(std::env::args()),
             adaptive: adaptive.clone(),
+            schedule: Some(schedule),
         },
     };
     let preface = format!(
-        "{} cell(s) ({} task(s) × {} load(s)), {} of {:?}",
-        plan.benchmarks.len(),
+        "{} cell(s) ({} task(s) × {} load(s)) and the drift reference, in rounds of random order, {} of {:?}",
+        plan.benchmarks.len() - 1,
         tasks.len(),
         loads.len(),
         runs_text(&plan),

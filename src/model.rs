@@ -97,6 +97,28 @@ pub struct Config {
     /// until its headline figure's CI is narrow enough or `max_runs` is reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<AdaptiveConfig>,
+    /// How the runs were ordered: in rounds, each a fresh random order of the benchmarks (and
+    /// the drift reference), from `seed`; absent in records made before rounds existed (each
+    /// benchmark's runs then ran back to back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+}
+
+/// The order the runs were taken in (randomized multiple interleaved trials): round 0 holds the
+/// warm-up runs, rounds 1.. one measured run of every benchmark still running, in a fresh
+/// random order each round. The same seed and plan give the same order.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Schedule {
+    /// "interleaved" (rounds) or "sequential" (each benchmark's runs back to back).
+    pub order: String,
+    /// Seed of the order (`--seed` repeats it).
+    pub seed: u64,
+    /// The benchmark ids in the order each round ran them (warm-up round first, when any).
+    #[serde(default)]
+    pub rounds: Vec<Vec<String>>,
+    /// The drift reference's benchmark id, when it ran in every round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
 }
 
 /// `--ci-width W --max-runs N`: run until the 95 % bootstrap CI of the median of the benchmark's
@@ -229,6 +251,9 @@ pub struct RunMetric {
     /// histogram holds every sample shifted up by −offset; add the offset back when decoding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram_offset: Option<f64>,
+    /// The round this run was taken in ([`Schedule`]); absent in records made before rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -10,9 +10,12 @@ use serde_json::{Map, Value};
 
 use crate::bench::{Benchmark, Info, RunOutput};
 use crate::harness::RunContext;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+
 use crate::model::{
     AdaptiveOutcome, BenchError, BenchmarkResult, BoundKind, Config, Environments, ErrorKind,
-    MetricBound, MetricResult, RunMetric, RunRecord, SCHEMA, TimingCalibration, Tool,
+    MetricBound, MetricResult, RunMetric, RunRecord, SCHEMA, Schedule, TimingCalibration, Tool,
 };
 use crate::stats;
 
@@ -101,17 +104,50 @@ pub fn estimates_with_history(
 
 /// What the runner reports while it works.
 pub enum Event<'a> {
-    Started { record: &'a RunRecord, total: usize },
-    BenchmarkStarted { index: usize, info: &'a Info },
-    BenchmarkFinished { index: usize, record: &'a RunRecord },
+    Started {
+        record: &'a RunRecord,
+        total: usize,
+    },
+    /// One run (warm-up or measured) of benchmark `index` starts, in round `round` (0: warm-up).
+    RunStarted {
+        index: usize,
+        info: &'a Info,
+        round: u32,
+    },
+    /// That run ended after `wall_s` seconds; `finished` when it was the benchmark's last.
+    RunFinished {
+        index: usize,
+        info: &'a Info,
+        wall_s: f64,
+        finished: bool,
+    },
+    /// A round ended: `record` holds every benchmark begun so far, summarised over the runs
+    /// taken so far (what the store keeps should the process die now).
+    RoundFinished {
+        round: u32,
+        record: &'a RunRecord,
+    },
 }
 
-/// Run the plan. `cancel` is set by the Ctrl-C handler; the record comes back with `complete ==
-/// false` if it was set before the end.
+/// Run the plan in rounds (randomized multiple interleaved trials): round 0 holds every
+/// benchmark's warm-up runs, then each round takes one measured run of every benchmark still
+/// running, in a fresh random order drawn from the plan's seed, until each has its runs (or,
+/// adaptive, its CI), its time bound, an error or Ctrl-C. So each benchmark's runs sample the
+/// whole invocation rather than one stretch of it. `cancel` is set by the Ctrl-C handler; the
+/// record comes back with `complete == false` if it was set before the end.
 pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event)) -> RunRecord {
     let machine = crate::platform::sysinfo::machine();
     let env_start = crate::platform::sysinfo::environment();
     let timing = crate::harness::calibrate();
+    let mut config = plan.config.clone();
+    let mut schedule = config.schedule.take().unwrap_or_else(|| Schedule {
+        order: "interleaved".into(),
+        seed: 0,
+        rounds: Vec::new(),
+        reference: None,
+    });
+    schedule.order = "interleaved".into();
+    schedule.rounds.clear();
     let mut record = RunRecord {
         schema: SCHEMA.to_string(),
         run_id: uuid::Uuid::now_v7(),
@@ -126,7 +162,7 @@ pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event))
             end: None,
         },
         timing,
-        config: plan.config.clone(),
+        config,
         benchmarks: Vec::new(),
         warnings: Vec::new(),
     };
@@ -134,22 +170,93 @@ pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event))
         record: &record,
         total: plan.benchmarks.len(),
     });
-    for (index, bench) in plan.benchmarks.iter().enumerate() {
+    let mut tracks: Vec<Track> = plan
+        .benchmarks
+        .iter()
+        .map(|b| Track::new(b.as_ref(), &plan))
+        .collect();
+    let reference = tracks
+        .iter()
+        .position(|t| Some(t.bench.info().id.as_str()) == schedule.reference.as_deref());
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(schedule.seed);
+    let mut round: u32 = if plan.config.warmup_runs > 0 { 0 } else { 1 };
+    loop {
         if cancel.load(Ordering::Relaxed) {
             break;
         }
-        on_event(Event::BenchmarkStarted {
-            index,
-            info: bench.info(),
-        });
-        let result = run_benchmark(bench.as_ref(), &plan, &record.timing, cancel);
-        record.benchmarks.push(result);
-        on_event(Event::BenchmarkFinished {
-            index,
+        let others_active = tracks
+            .iter()
+            .enumerate()
+            .any(|(i, t)| Some(i) != reference && t.active(&plan, round));
+        let mut order: Vec<usize> = (0..tracks.len())
+            .filter(|&i| {
+                if Some(i) == reference {
+                    // The reference follows the others, whatever the adaptive rule says of it.
+                    others_active
+                        && tracks[i].error.is_none()
+                        && (round > 0 || tracks[i].attempts < plan.config.warmup_runs)
+                } else {
+                    tracks[i].active(&plan, round)
+                }
+            })
+            .collect();
+        if order.is_empty() {
+            break;
+        }
+        order.shuffle(&mut rng);
+        let mut ran = Vec::new();
+        for &i in &order {
+            if cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            let info = tracks[i].bench.info();
+            on_event(Event::RunStarted {
+                index: i,
+                info,
+                round,
+            });
+            let t0 = Instant::now();
+            tracks[i].step(&plan, &record.timing, cancel, round);
+            ran.push(info.id.clone());
+            on_event(Event::RunFinished {
+                index: i,
+                info,
+                wall_s: t0.elapsed().as_secs_f64(),
+                finished: !tracks[i].active(&plan, round + 1),
+            });
+        }
+        schedule.rounds.push(ran);
+        record.benchmarks = tracks
+            .iter()
+            .filter(|t| t.begun())
+            .map(|t| t.result(&plan))
+            .collect();
+        record.config.schedule = Some(schedule.clone());
+        on_event(Event::RoundFinished {
+            round,
             record: &record,
         });
+        round += 1;
     }
     let interrupted = cancel.load(Ordering::Relaxed);
+    for t in tracks.iter_mut() {
+        if interrupted && t.begun() && t.error.is_none() && t.active(&plan, round) {
+            t.error = Some(BenchError {
+                kind: ErrorKind::Interrupted,
+                message: format!(
+                    "interrupted by the user after {} of {} runs; finished runs are kept",
+                    t.outputs.len(),
+                    plan.config.runs
+                ),
+            });
+        }
+    }
+    record.benchmarks = tracks
+        .iter_mut()
+        .filter(|t| t.begun())
+        .map(|t| t.finish(&plan))
+        .collect();
+    record.config.schedule = Some(schedule);
     record.environment.end = Some(crate::platform::sysinfo::environment());
     record.finished = Some(Utc::now());
     record.complete = !interrupted && record.benchmarks.len() == plan.benchmarks.len();
@@ -164,6 +271,11 @@ pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event))
     record
 }
 
+/// A fresh random seed for the run order (recorded; `--seed` repeats an order).
+pub fn new_seed() -> u64 {
+    rand::random::<u64>() >> 11
+}
+
 /// How long the idle-exit cost is measured after a run that has wake-up figures but no
 /// latency/idle_wakeup of its own.
 const IDLE_EXIT_AFTER: std::time::Duration = std::time::Duration::from_millis(400);
@@ -176,19 +288,220 @@ fn needs_idle_exit(record: &RunRecord) -> bool {
             .any(|(b, _)| record.benchmark(b).is_some_and(|r| r.error.is_none()))
 }
 
-/// Warm-up plus N runs of one benchmark, within its time bound.
+/// One benchmark's way through the rounds: its warm-up and measured runs so far, the time they
+/// took (its time bound counts only its own runs), and what ended it.
+struct Track<'p> {
+    bench: &'p dyn Benchmark,
+    /// Runs attempted, warm-up included.
+    attempts: u32,
+    /// Time its own runs took.
+    spent: Duration,
+    outputs: Vec<RunOutput>,
+    /// The round of each measured output.
+    rounds: Vec<u32>,
+    warnings: Vec<String>,
+    error: Option<BenchError>,
+    /// The adaptive rule said stop.
+    stopped: bool,
+}
+
+impl<'p> Track<'p> {
+    fn new(bench: &'p dyn Benchmark, _plan: &Plan) -> Self {
+        Track {
+            bench,
+            attempts: 0,
+            spent: Duration::ZERO,
+            outputs: Vec::new(),
+            rounds: Vec::new(),
+            warnings: Vec::new(),
+            error: None,
+            stopped: false,
+        }
+    }
+
+    fn max_runs(plan: &Plan) -> u32 {
+        let min_runs = plan.config.runs;
+        plan.config
+            .adaptive
+            .as_ref()
+            .map_or(min_runs, |a| a.max_runs.max(min_runs))
+    }
+
+    fn begun(&self) -> bool {
+        self.attempts > 0
+    }
+
+    /// Whether it has a run to take in `round` (round 0: its warm-up runs).
+    fn active(&self, plan: &Plan, round: u32) -> bool {
+        if self.error.is_some() || self.stopped {
+            return false;
+        }
+        if round == 0 {
+            return self.attempts < plan.config.warmup_runs;
+        }
+        (self.outputs.len() as u32) < Self::max_runs(plan)
+    }
+
+    /// Its runs of `round`: every warm-up run in round 0, else one measured run.
+    fn step(&mut self, plan: &Plan, timing: &TimingCalibration, cancel: &AtomicBool, round: u32) {
+        let n = if round == 0 {
+            plan.config.warmup_runs.saturating_sub(self.attempts)
+        } else {
+            1
+        };
+        for _ in 0..n {
+            if self.error.is_some() || cancel.load(Ordering::Relaxed) {
+                return;
+            }
+            self.one_run(plan, timing, cancel, round);
+        }
+    }
+
+    fn one_run(
+        &mut self,
+        plan: &Plan,
+        timing: &TimingCalibration,
+        cancel: &AtomicBool,
+        round: u32,
+    ) {
+        let info = self.bench.info();
+        let timeout_error = |done: usize| {
+            BenchError::timeout(format!(
+                "time bound of {} reached after {done} of {} runs; finished runs are kept",
+                crate::units::format_time_ns(plan.config.timeout_ms as f64 * 1e6),
+                plan.config.runs
+            ))
+        };
+        // The bound holds between runs too: a run is not started past it.
+        let left = plan.timeout().saturating_sub(self.spent);
+        if left.is_zero() {
+            self.error = Some(timeout_error(self.outputs.len()));
+            return;
+        }
+        let started = Instant::now();
+        let deadline = started + left;
+        let warmup = round == 0;
+        let run_index = if warmup {
+            self.attempts
+        } else {
+            self.outputs.len() as u32
+        };
+        let total = plan.config.warmup_runs + Self::max_runs(plan);
+        let ctx = RunContext::new(run_index, warmup, plan.run_time(), deadline, timing, cancel)
+            .with_runs_left(total.saturating_sub(self.attempts));
+        self.attempts += 1;
+        // A panic inside a benchmark is a bug, but it must not take the other benchmarks down.
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.bench.run(&ctx)))
+                .unwrap_or_else(|p| {
+                    Err(BenchError::failed(format!("panicked: {}", panic_text(&p))))
+                });
+        self.spent += started.elapsed();
+        match outcome {
+            Ok(mut out) => {
+                for w in std::mem::take(&mut out.warnings) {
+                    if !self.warnings.contains(&w) {
+                        self.warnings.push(w);
+                    }
+                }
+                if warmup {
+                    return;
+                }
+                if let Some((name, _)) = out
+                    .samples
+                    .iter()
+                    .find(|(name, _)| !info.metrics.iter().any(|m| m.name == *name))
+                {
+                    self.error = Some(BenchError::failed(format!(
+                        "benchmark returned undeclared metric '{name}'"
+                    )));
+                    return;
+                }
+                self.outputs.push(out);
+                self.rounds.push(round);
+                if let Some(a) = plan.config.adaptive.as_ref() {
+                    let width = headline_half_width(info, &self.outputs).and_then(|(_, w)| w);
+                    if stop_rule(
+                        self.outputs.len() as u32,
+                        plan.config.runs,
+                        Self::max_runs(plan),
+                        width,
+                        a.ci_width,
+                    ) != Stop::Continue
+                    {
+                        self.stopped = true;
+                    }
+                }
+            }
+            Err(e) => {
+                self.error = Some(if e.kind == ErrorKind::Timeout {
+                    timeout_error(self.outputs.len())
+                } else {
+                    e
+                });
+            }
+        }
+    }
+
+    /// The result over the runs taken so far (the outputs are left as they are).
+    fn result(&self, plan: &Plan) -> BenchmarkResult {
+        assemble(
+            self.bench,
+            plan,
+            self.outputs.clone(),
+            &self.rounds,
+            self.warnings.clone(),
+            self.error.clone(),
+            self.spent,
+        )
+    }
+
+    /// The final result (the outputs are handed over).
+    fn finish(&mut self, plan: &Plan) -> BenchmarkResult {
+        assemble(
+            self.bench,
+            plan,
+            std::mem::take(&mut self.outputs),
+            &self.rounds,
+            std::mem::take(&mut self.warnings),
+            self.error.take(),
+            self.spent,
+        )
+    }
+}
+
+/// Warm-up plus N runs of one benchmark back to back, within its time bound (the rounds of
+/// [`execute`] with this benchmark alone).
 pub fn run_benchmark(
     bench: &dyn Benchmark,
     plan: &Plan,
     timing: &TimingCalibration,
     cancel: &AtomicBool,
 ) -> BenchmarkResult {
+    let mut t = Track::new(bench, plan);
+    let mut round = if plan.config.warmup_runs > 0 { 0 } else { 1 };
+    while t.active(plan, round) && !cancel.load(Ordering::Relaxed) {
+        t.step(plan, timing, cancel, round);
+        round += 1;
+    }
+    if cancel.load(Ordering::Relaxed) && t.error.is_none() && t.active(plan, round) {
+        t.error = Some(BenchError::interrupted());
+    }
+    t.finish(plan)
+}
+
+/// A benchmark's result from its measured runs (`rounds`: the round of each).
+fn assemble(
+    bench: &dyn Benchmark,
+    plan: &Plan,
+    mut outputs: Vec<RunOutput>,
+    rounds: &[u32],
+    mut warnings: Vec<String>,
+    error: Option<BenchError>,
+    spent: Duration,
+) -> BenchmarkResult {
     let info = bench.info();
-    let started = Instant::now();
-    let deadline = started + plan.timeout();
     let mut params = bench.params();
-    let mut warnings = Vec::new();
-    let (mut outputs, error) = execute_runs(bench, plan, timing, cancel, deadline, &mut warnings);
     let adaptive_outcome = adaptive_outcome(info, plan, &outputs, &mut warnings);
 
     // Figures that depend on every run (e.g. cache levels detected once on the pooled curve).
@@ -209,7 +522,7 @@ pub fn run_benchmark(
     for (k, v) in derived {
         params.insert(k, v);
     }
-    let metrics = metric_results(info, outputs, &mut warnings);
+    let metrics = metric_results(info, outputs, rounds, &mut warnings);
     let mut result = BenchmarkResult {
         id: info.id.clone(),
         suite: info.suite.to_string(),
@@ -219,98 +532,12 @@ pub fn run_benchmark(
         metrics,
         warnings,
         error,
-        wall_s: started.elapsed().as_secs_f64(),
+        wall_s: spent.as_secs_f64(),
         run_facts,
         adaptive: adaptive_outcome,
     };
     result.separate_measured();
     result
-}
-
-/// The warm-up and measured runs of one benchmark, until its run count (or the adaptive rule's
-/// stop), its time bound, an error or Ctrl-C: the measured runs' outputs, in order (warm-up
-/// outputs are discarded), and the error that ended them early. New warnings go to `warnings`.
-fn execute_runs(
-    bench: &dyn Benchmark,
-    plan: &Plan,
-    timing: &TimingCalibration,
-    cancel: &AtomicBool,
-    deadline: Instant,
-    warnings: &mut Vec<String>,
-) -> (Vec<RunOutput>, Option<BenchError>) {
-    let info = bench.info();
-    let mut outputs: Vec<RunOutput> = Vec::new();
-    let mut error: Option<BenchError> = None;
-    let timeout_error = |done: usize| {
-        BenchError::timeout(format!(
-            "time bound of {} reached after {done} of {} runs; finished runs are kept",
-            crate::units::format_time_ns(plan.config.timeout_ms as f64 * 1e6),
-            plan.config.runs
-        ))
-    };
-    let adaptive = plan.config.adaptive.as_ref();
-    let min_runs = plan.config.runs;
-    let max_runs = adaptive.map_or(min_runs, |a| a.max_runs.max(min_runs));
-    let total = plan.config.warmup_runs + max_runs;
-    for i in 0..total {
-        // The bound holds between runs too: a run is not started past it.
-        if Instant::now() >= deadline {
-            error = Some(timeout_error(outputs.len()));
-            break;
-        }
-        let warmup = i < plan.config.warmup_runs;
-        let run_index = if warmup {
-            i
-        } else {
-            i - plan.config.warmup_runs
-        };
-        let ctx = RunContext::new(run_index, warmup, plan.run_time(), deadline, timing, cancel)
-            .with_runs_left(total - i);
-        // A panic inside a benchmark is a bug, but it must not take the other benchmarks down.
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bench.run(&ctx)))
-            .unwrap_or_else(|p| Err(BenchError::failed(format!("panicked: {}", panic_text(&p)))));
-        match outcome {
-            Ok(mut out) => {
-                for w in std::mem::take(&mut out.warnings) {
-                    if !warnings.contains(&w) {
-                        warnings.push(w);
-                    }
-                }
-                if warmup {
-                    continue;
-                }
-                if let Some((name, _)) = out
-                    .samples
-                    .iter()
-                    .find(|(name, _)| !info.metrics.iter().any(|m| m.name == *name))
-                {
-                    error = Some(BenchError::failed(format!(
-                        "benchmark returned undeclared metric '{name}'"
-                    )));
-                    break;
-                }
-                outputs.push(out);
-                if let Some(a) = adaptive {
-                    let width = headline_half_width(info, &outputs).and_then(|(_, w)| w);
-                    if stop_rule(outputs.len() as u32, min_runs, max_runs, width, a.ci_width)
-                        != Stop::Continue
-                    {
-                        break;
-                    }
-                }
-            }
-            Err(e) => {
-                if e.kind == ErrorKind::Timeout {
-                    error = Some(timeout_error(outputs.len()));
-                } else {
-                    error = Some(e);
-                }
-                break;
-            }
-        }
-    }
-
-    (outputs, error)
 }
 
 /// How the adaptive rule ended, judged on the runs as measured (before `finish`); a warning
@@ -368,14 +595,16 @@ fn adaptive_outcome(
 fn metric_results(
     info: &Info,
     outputs: Vec<RunOutput>,
+    rounds: &[u32],
     warnings: &mut Vec<String>,
 ) -> Vec<MetricResult> {
-    let mut per_metric: Vec<Vec<Vec<f64>>> = vec![Vec::new(); info.metrics.len()];
+    let mut per_metric: Vec<Vec<(Vec<f64>, Option<u32>)>> = vec![Vec::new(); info.metrics.len()];
     let mut reasons: Vec<Option<String>> = vec![None; info.metrics.len()];
     let mut unmeasured_runs = vec![0usize; info.metrics.len()];
     let mut bounds: Vec<Option<MetricBound>> = vec![None; info.metrics.len()];
     let mut difference = vec![false; info.metrics.len()];
-    for out in outputs {
+    for (r, out) in outputs.into_iter().enumerate() {
+        let round = rounds.get(r).copied();
         for name in out.differences {
             if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
                 difference[k] = true;
@@ -388,7 +617,7 @@ fn metric_results(
         }
         for (name, samples) in out.samples {
             if let Some(k) = info.metrics.iter().position(|m| m.name == name) {
-                per_metric[k].push(samples);
+                per_metric[k].push((samples, round));
             }
         }
         for (name, why) in out.not_measured {
@@ -498,7 +727,7 @@ fn headline_half_width(info: &Info, outputs: &[RunOutput]) -> Option<(&'static s
 /// value ≤ 0 itself (no generic "subtracted cost exceeded" warning).
 fn summarize_metric(
     spec: &crate::bench::MetricSpec,
-    runs: Vec<Vec<f64>>,
+    runs: Vec<(Vec<f64>, Option<u32>)>,
     difference: bool,
     warnings: &mut Vec<String>,
 ) -> MetricResult {
@@ -521,7 +750,7 @@ fn summarize_metric(
             warnings.push(w);
         }
     };
-    for (i, samples) in runs.iter().enumerate() {
+    for (i, (samples, round)) in runs.iter().enumerate() {
         match stats::summarize(samples) {
             Some(summary) => {
                 // HDR histograms hold positive integers: a run with samples ≤ 0 (a corrected or
@@ -560,6 +789,7 @@ fn summarize_metric(
                     histogram_scale: histogram.as_ref().map(|_| scale),
                     histogram_offset: histogram.as_ref().filter(|_| offset != 0.0).map(|_| offset),
                     histogram,
+                    round: *round,
                 });
             }
             None => push_warning(format!("{}: a run returned no usable samples", spec.name)),
@@ -975,6 +1205,7 @@ mod tests {
                 bootstrap_seed: stats::BOOTSTRAP_SEED,
                 command_line: vec![],
                 adaptive: None,
+                schedule: None,
             },
         }
     }
@@ -1481,5 +1712,104 @@ mod tests {
         let cancel = AtomicBool::new(true);
         let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
         assert_eq!(r.error.unwrap().kind, ErrorKind::Interrupted);
+    }
+
+    fn seeded(mut p: Plan, seed: u64, reference: Option<&str>) -> Plan {
+        p.config.schedule = Some(Schedule {
+            order: "interleaved".into(),
+            seed,
+            rounds: Vec::new(),
+            reference: reference.map(str::to_string),
+        });
+        p
+    }
+
+    fn three() -> Vec<Box<dyn Benchmark>> {
+        let ok = |ctx: &RunContext| {
+            Ok(RunOutput::default().metric("t", vec![1.0 + ctx.run_index as f64]))
+        };
+        vec![fake("test/a", ok), fake("test/b", ok), fake("test/c", ok)]
+    }
+
+    #[test]
+    fn runs_are_taken_in_rounds_of_random_order_that_the_seed_repeats() {
+        let cancel = AtomicBool::new(false);
+        let mut saved = Vec::new();
+        let r = execute(seeded(plan(three(), 6, 10), 42, None), &cancel, &mut |ev| {
+            if let Event::RoundFinished { round, record } = ev {
+                saved.push((round, record.benchmarks.len()));
+            }
+        });
+        let sched = r.config.schedule.clone().unwrap();
+        assert_eq!(sched.seed, 42);
+        // Warm-up round, then one round per measured run, each holding every benchmark once.
+        assert_eq!(sched.rounds.len(), 7);
+        for round in &sched.rounds {
+            let mut ids = round.clone();
+            ids.sort();
+            assert_eq!(ids, ["test/a", "test/b", "test/c"]);
+        }
+        // The order changes between rounds (6 measured rounds of 3: the same order in all has
+        // probability 6^-5 for a random shuffle; fixed by the seed, so this cannot flake).
+        assert!(sched.rounds[1..].iter().any(|o| o != &sched.rounds[1]));
+        // Each run knows its round; the store saw the record after every round.
+        for b in &r.benchmarks {
+            let rounds: Vec<u32> = b.metrics[0].runs.iter().map(|m| m.round.unwrap()).collect();
+            assert_eq!(rounds, [1, 2, 3, 4, 5, 6], "{}", b.id);
+        }
+        assert_eq!(saved.len(), 7);
+        assert!(saved.iter().all(|&(_, n)| n == 3));
+        // The same seed gives the same order; another seed another one.
+        let again = execute(seeded(plan(three(), 6, 10), 42, None), &cancel, &mut |_| {});
+        assert_eq!(again.config.schedule.unwrap().rounds, sched.rounds);
+        let other = execute(seeded(plan(three(), 6, 10), 43, None), &cancel, &mut |_| {});
+        assert_ne!(other.config.schedule.unwrap().rounds, sched.rounds);
+    }
+
+    #[test]
+    fn the_reference_runs_in_every_round_while_another_benchmark_runs() {
+        let cancel = AtomicBool::new(false);
+        let mut b = three();
+        b.push(fake("test/ref", |_| {
+            Ok(RunOutput::default().metric("t", vec![1.0]))
+        }));
+        let mut p = seeded(plan(b, 4, 10), 7, Some("test/ref"));
+        p.config.adaptive = Some(crate::model::AdaptiveConfig {
+            ci_width: 0.5,
+            max_runs: 9,
+        });
+        let r = execute(p, &cancel, &mut |_| {});
+        let runs = |id: &str| r.benchmark(id).unwrap().metrics[0].runs.len();
+        // test/ref's values never vary: the adaptive rule alone would stop it at 4 runs; it
+        // keeps running as long as the others do.
+        let most = ["test/a", "test/b", "test/c"]
+            .map(runs)
+            .into_iter()
+            .max()
+            .unwrap();
+        assert_eq!(runs("test/ref"), most);
+    }
+
+    #[test]
+    fn a_benchmark_that_fails_leaves_the_rounds_to_the_others() {
+        let cancel = AtomicBool::new(false);
+        let mut b = three();
+        b.push(fake("test/bad", |ctx| {
+            if ctx.run_index >= 2 && !ctx.warmup {
+                Err(BenchError::failed("broke"))
+            } else {
+                Ok(RunOutput::default().metric("t", vec![1.0]))
+            }
+        }));
+        let r = execute(seeded(plan(b, 5, 10), 1, None), &cancel, &mut |_| {});
+        let bad = r.benchmark("test/bad").unwrap();
+        assert_eq!(bad.metrics[0].runs.len(), 2);
+        assert!(bad.error.as_ref().unwrap().message.contains("broke"));
+        assert_eq!(r.benchmark("test/a").unwrap().metrics[0].runs.len(), 5);
+        assert!(
+            r.config.schedule.unwrap().rounds[4..]
+                .iter()
+                .all(|o| !o.contains(&"test/bad".to_string()))
+        );
     }
 }

@@ -106,6 +106,7 @@ mod tests {
                 bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
                 command_line: vec![],
                 adaptive: None,
+                schedule: None,
             },
         };
         let timing = crate::harness::calibrate();

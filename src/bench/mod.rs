@@ -19,6 +19,7 @@ pub mod mem;
 pub mod net;
 pub mod policy;
 pub mod proc;
+pub mod reference;
 pub mod registry;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -46,7 +47,7 @@ pub struct Info {
 }
 
 /// What one independent run returns.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct RunOutput {
     /// Samples per metric name (each name must be one of `Info::metrics`).
     pub samples: Vec<(&'static str, Vec<f64>)>,

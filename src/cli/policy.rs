@@ -206,6 +206,7 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
     let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
         max_cell * f64::from(most_runs + opts.warmup) + 60.0,
     ));
+    let (benchmarks, schedule) = opts.interleave(benchmarks);
     let plan = crate::runner::Plan {
         benchmarks,
         label: opts.label.clone(),
@@ -219,11 +220,12 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
             bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
             command_line: crate::store::redact_args(std::env::args()),
             adaptive,
+            schedule: Some(schedule),
         },
     };
     let preface = format!(
-        "{} cell(s) ({} work × {} policy × {} process count), {}",
-        plan.benchmarks.len(),
+        "{} cell(s) ({} work × {} policy × {} process count) and the drift reference, in rounds of random order, {}",
+        plan.benchmarks.len() - 1,
         works.len(),
         specs.len(),
         procs.len(),

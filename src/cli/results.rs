@@ -376,7 +376,7 @@ impl StoreSink {
     /// Hooked into the runner's events.
     pub fn on_event(&mut self, ev: &Event) {
         match ev {
-            Event::Started { record, .. } | Event::BenchmarkFinished { record, .. } => {
+            Event::Started { record, .. } | Event::RoundFinished { record, .. } => {
                 self.save(record);
             }
             _ => {}

@@ -132,6 +132,7 @@ mod tests {
                     histogram: encode_histogram(s, 1000.0),
                     histogram_scale: Some(1000.0),
                     histogram_offset: None,
+                    round: None,
                 })
                 .collect(),
             summary: None,

@@ -9,12 +9,15 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Progress {
     bar: Option<ProgressBar>,
-    /// One line per benchmark on stderr (not a terminal, not quiet).
+    /// One line per round on stderr (not a terminal, not quiet).
     lines: bool,
     estimates: Vec<f64>,
-    /// Estimated seconds of the benchmarks finished so far.
+    /// Runs (warm-up included) each benchmark is expected to take: its estimate is spread over them.
+    steps: f64,
+    /// Measured rounds planned (at the fewest runs).
+    rounds: u32,
+    /// Estimated seconds of the runs finished so far.
     estimated_done: f64,
-    finished: usize,
     started: Instant,
 }
 
@@ -43,8 +46,9 @@ pub fn time_left(remaining_estimate: f64, estimated_done: f64, elapsed: f64) -> 
 }
 
 impl Progress {
-    /// `estimates`: each benchmark's expected seconds, in run order.
-    pub fn new(estimates: Vec<f64>, enabled: bool) -> Progress {
+    /// `estimates`: each benchmark's expected seconds, in plan order; `runs`, `warmup`: the runs
+    /// each takes (its estimate is spread evenly over them).
+    pub fn new(estimates: Vec<f64>, runs: u32, warmup: u32, enabled: bool) -> Progress {
         let terminal = std::io::stderr().is_terminal();
         let bar = (enabled && terminal).then(|| {
             let total_ms: f64 = estimates.iter().sum::<f64>() * 1000.0;
@@ -63,45 +67,57 @@ impl Progress {
             bar,
             lines: enabled && !terminal,
             estimates,
+            steps: f64::from((runs + warmup).max(1)),
+            rounds: runs,
             estimated_done: 0.0,
-            finished: 0,
             started: Instant::now(),
         }
     }
 
     fn left(&self) -> f64 {
-        let remaining: f64 = self.estimates.iter().skip(self.finished).sum();
+        let total: f64 = self.estimates.iter().sum();
         time_left(
-            remaining,
+            (total - self.estimated_done).max(0.0),
             self.estimated_done,
             self.started.elapsed().as_secs_f64(),
         )
     }
 
-    pub fn start(&self, index: usize, what: &str) {
+    fn round_text(&self, round: u32) -> String {
+        if round == 0 {
+            "warm-up".to_string()
+        } else {
+            format!("round {round}/{}", self.rounds.max(round))
+        }
+    }
+
+    /// A run of benchmark `what` starts in `round` (0: warm-up).
+    pub fn start(&self, round: u32, what: &str) {
         if let Some(b) = &self.bar {
             b.set_message(format!(
-                "{}/{} {what} · about {} left",
-                index + 1,
-                self.estimates.len(),
+                "{} {what} · about {} left",
+                self.round_text(round),
                 format_secs(self.left())
             ));
         }
     }
 
-    /// Benchmark `index` (`what`) finished after `wall_s` seconds.
-    pub fn finish_one(&mut self, index: usize, what: &str, wall_s: f64) {
-        self.estimated_done += self.estimates.get(index).copied().unwrap_or(0.0);
-        self.finished = index + 1;
+    /// A run (or, in the warm-up round, the warm-up runs) of benchmark `index` ended.
+    pub fn finish_run(&mut self, index: usize, round: u32, warmup: u32) {
+        let share = if round == 0 { f64::from(warmup) } else { 1.0 };
+        self.estimated_done +=
+            self.estimates.get(index).copied().unwrap_or(0.0) * share / self.steps;
         if let Some(b) = &self.bar {
             b.set_position((self.estimated_done * 1000.0) as u64);
         }
+    }
+
+    /// Round `round` ended after `runs` runs.
+    pub fn finish_round(&self, round: u32, runs: usize) {
         if self.lines {
             crate::errln!(
-                "osgauge: [{}/{}] {what} {:.1} s · {} elapsed, about {} left",
-                index + 1,
-                self.estimates.len(),
-                wall_s,
+                "osgauge: {} done ({runs} run(s)) · {} elapsed, about {} left",
+                self.round_text(round),
                 format_secs(self.started.elapsed().as_secs_f64()),
                 format_secs(self.left())
             );

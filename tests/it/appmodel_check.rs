@@ -29,6 +29,7 @@ fn metric(name: &str, unit: Unit, better: Better, v: f64) -> MetricResult {
             histogram: None,
             histogram_scale: None,
             histogram_offset: None,
+            round: None,
         })
         .collect();
     let per: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();

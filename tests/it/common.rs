@@ -240,6 +240,7 @@ fn metric(name: &str, unit: Unit, better: Better, runs: Vec<Vec<f64>>) -> Metric
             histogram: None,
             histogram_scale: None,
             histogram_offset: None,
+            round: None,
         })
         .collect();
     let per: Vec<_> = rm.iter().map(|r| r.summary.clone()).collect();

@@ -344,6 +344,7 @@ fn per_run_metric(name: &str, unit: Unit, better: Better, values: &[f64]) -> Met
             histogram: None,
             histogram_scale: None,
             histogram_offset: None,
+            round: None,
         })
         .collect();
     let per: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();

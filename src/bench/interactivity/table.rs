@@ -236,6 +236,7 @@ mod tests {
                     histogram: None,
                     histogram_scale: None,
                     histogram_offset: None,
+                    round: None,
                 })
                 .collect(),
             summary: None,
