@@ -30,6 +30,7 @@
 //! the settings (run config; each benchmark's parameters as asked and as applied/read back) that
 //! differ; a cell whose benchmark ran with settings other than the baseline's is marked.
 
+pub mod nested;
 pub mod pairwise;
 pub mod render;
 
