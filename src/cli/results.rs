@@ -1040,6 +1040,110 @@ fn list_text(rows: &[store::RunRow]) -> String {
     crate::output::grid::Grid::default().render(&rows)
 }
 
+/// compare/report arguments as sides: files first (one side per record), else stored runs — a
+/// label stored several times is one side of all its complete invocations (the invocation is
+/// then the unit of replication), a run id or prefix one side of that run. Also this machine's
+/// between-invocation noise learned from the store's other labels stored several times.
+pub(crate) fn load_sides(
+    keys: &[String],
+    sp: &StorePath,
+) -> Result<(Vec<(String, Vec<RunRecord>)>, crate::compare::NoiseHistory), CliError> {
+    let mut out: Vec<(String, Vec<RunRecord>)> = Vec::new();
+    let mut store: Option<Store> = None;
+    let mut side_labels: Vec<String> = Vec::new();
+    for k in keys {
+        if Path::new(k).is_file() {
+            for (n, r) in load_runs(std::slice::from_ref(k), sp)? {
+                out.push((n, vec![r]));
+            }
+            continue;
+        }
+        if store.is_none() {
+            store = Some(sp.open_read()?.ok_or_else(|| not_found(k))?);
+        }
+        let s = store.as_ref().unwrap();
+        let rows = s.list()?;
+        let labelled: Vec<&store::RunRow> = rows
+            .iter()
+            .filter(|r| r.label.as_deref() == Some(k.as_str()) && r.complete)
+            .collect();
+        if labelled.len() > 1 && !rows.iter().any(|r| r.run_id == *k) {
+            let mut recs = Vec::new();
+            for r in &labelled {
+                if let Some(rec) = s.get(&r.run_id)? {
+                    recs.push(rec);
+                }
+            }
+            crate::errln!(
+                "osgauge: note: label '{}' names {} complete runs: compared as {} invocations \
+                 (the unit of replication)",
+                display_text(k, LABEL_MAX_CHARS),
+                recs.len(),
+                recs.len()
+            );
+            side_labels.push(k.clone());
+            out.push((k.clone(), recs));
+            continue;
+        }
+        let id = resolve(s, k)?;
+        let r = s.get(&id)?.ok_or_else(|| not_found(k))?;
+        out.push((k.clone(), vec![r]));
+    }
+    for (name, _) in out.iter_mut() {
+        *name = display_text(name, LABEL_MAX_CHARS);
+    }
+    for i in 0..out.len() {
+        if out[..i].iter().any(|(n, _)| *n == out[i].0) {
+            let id = out[i].1[0].run_id.to_string();
+            out[i].0 = format!("{} ({})", out[i].0, short_id(&id));
+        }
+    }
+    let history = match store.take().map_or_else(|| sp.open_read(), |s| Ok(Some(s))) {
+        Ok(Some(s)) => {
+            let hosts: Vec<Option<String>> = out
+                .iter()
+                .flat_map(|(_, g)| g.iter().map(|r| r.machine.hostname.clone()))
+                .collect();
+            learn_history(&s, &hosts, &side_labels)
+        }
+        _ => crate::compare::NoiseHistory::default(),
+    };
+    Ok((out, history))
+}
+
+/// This store's between-invocation noise on the machines `hosts`: every label (but `skip`, the
+/// labels being compared) stored two or more times complete on one of them.
+pub(crate) fn learn_history(
+    s: &Store,
+    hosts: &[Option<String>],
+    skip: &[String],
+) -> crate::compare::NoiseHistory {
+    let Ok(rows) = s.list() else {
+        return crate::compare::NoiseHistory::default();
+    };
+    let mut count: std::collections::HashMap<(&str, Option<&str>), usize> =
+        std::collections::HashMap::new();
+    for r in rows.iter().filter(|r| r.complete) {
+        if let Some(l) = &r.label
+            && hosts.contains(&r.hostname)
+            && !skip.contains(l)
+        {
+            *count.entry((l, r.hostname.as_deref())).or_default() += 1;
+        }
+    }
+    let recs: Vec<RunRecord> = rows
+        .iter()
+        .filter(|r| {
+            r.complete
+                && r.label.as_deref().is_some_and(|l| {
+                    count.get(&(l, r.hostname.as_deref())).copied().unwrap_or(0) >= 2
+                })
+        })
+        .filter_map(|r| s.get(&r.run_id).ok().flatten())
+        .collect();
+    crate::compare::NoiseHistory::learn(&recs)
+}
+
 /// Resolve compare/report arguments into named records: files first, else stored runs.
 pub(crate) fn load_runs(
     keys: &[String],
@@ -1095,13 +1199,19 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
         ("--export-json", a.export_json.as_deref()),
     ])
     .map_err(CliError::Usage)?;
-    let runs = load_runs(&a.runs, &a.store)?;
-    if runs.len() < 2 {
+    let (sides, history) = load_sides(&a.runs, &a.store)?;
+    if sides.len() < 2 {
         return Err(CliError::Usage(
             "compare needs at least two runs (the first is the baseline)".into(),
         ));
     }
-    let cmp = crate::compare::compare(&runs, crate::compare::Options { noise: a.noise });
+    let cmp = crate::compare::compare_groups(
+        &sides,
+        &crate::compare::Options {
+            noise: a.noise,
+            history,
+        },
+    );
     crate::out!("{}", crate::compare::render::text(&cmp));
     let mut outs: Vec<crate::export::Output> = Vec::new();
     if let Some(p) = &a.export_markdown {
@@ -1139,7 +1249,23 @@ pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
     check_writable(&a.export_html).map_err(|e| CliError::Usage(format!("--export-html: {e}")))?;
     crate::export::claim_stdout([a.export_html.as_path()]);
     let runs = load_runs(&a.runs, &a.store)?;
-    let html = crate::report::render(&runs, crate::compare::Options { noise: a.noise })?;
+    let history = match a.store.open_read() {
+        Ok(Some(s)) => {
+            let hosts: Vec<Option<String>> = runs
+                .iter()
+                .map(|(_, r)| r.machine.hostname.clone())
+                .collect();
+            learn_history(&s, &hosts, &[])
+        }
+        _ => crate::compare::NoiseHistory::default(),
+    };
+    let html = crate::report::render(
+        &runs,
+        crate::compare::Options {
+            noise: a.noise,
+            history,
+        },
+    )?;
     write_atomic(&a.export_html, html.as_bytes()).map_err(|e| {
         CliError::Other(anyhow::anyhow!(
             "--export-html: writing {}: {e}",

@@ -45,17 +45,25 @@ use crate::units::{Better, Unit};
 /// Significance level of the Mann-Whitney test (after Benjamini-Hochberg adjustment).
 pub const ALPHA: f64 = 0.05;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Half-width of the noise band as a fraction (0.02 = ±2 %).
     pub noise: f64,
+    /// This machine's between-invocation noise, learned from the store's history
+    /// ([`NoiseHistory::learn`]); empty when there is none.
+    pub history: NoiseHistory,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { noise: 0.02 }
+        Options {
+            noise: 0.02,
+            history: NoiseHistory::default(),
+        }
     }
 }
+
+pub use nested::{Noise, NoiseHistory};
 
 /// One run taking part in the comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -119,6 +127,14 @@ pub enum Verdict {
     Neutral,
     /// One side's figure is a bound (≥/≤), not a measurement: the change is not judged.
     Bound,
+    /// Each side is one invocation and this machine's between-invocation noise is unknown: the
+    /// runs of one invocation cannot say whether the change is the system or the machine's drift.
+    NoiseUnknown,
+    /// Significant, but both sides are the same system and the drift reference moved as much in
+    /// the same direction: the machine's drift explains it.
+    Drift,
+    /// The drift reference itself: shown, never judged.
+    Reference,
 }
 
 impl Verdict {
@@ -130,6 +146,9 @@ impl Verdict {
             Verdict::TooFewRuns => "~ (a)",
             Verdict::Neutral => "neutral",
             Verdict::Bound => "bound",
+            Verdict::NoiseUnknown => "~ (u)",
+            Verdict::Drift => "~ (d)",
+            Verdict::Reference => "ref",
         }
     }
 }
@@ -188,9 +207,13 @@ impl Delta {
 /// One metric of one run, as compared with the baseline.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
-    /// Median of this run's per-run medians; None when it has no finished runs.
+    /// Median of this side's per-run medians (several invocations: the median of their
+    /// medians); None when it has no finished runs.
     pub center: Option<f64>,
+    /// Runs, over every invocation of this side.
     pub runs: usize,
+    /// Invocations of osgauge (stored runs) this side holds.
+    pub invocations: usize,
     /// Why there is no value (error kind and message, or "not in this run").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -228,9 +251,23 @@ pub struct Delta {
     /// Benjamini-Hochberg adjusted p-value (over every directed metric compared in this pair;
     /// for a neutral metric, `p` itself).
     pub q: f64,
-    /// Smallest p the test can give with these run counts.
+    /// Smallest p the test can give (0 for the t test on invocations; kept for readers of
+    /// older exports).
     pub min_p: f64,
     pub verdict: Verdict,
+    /// Where the between-invocation noise came from (unknown: no verdict).
+    pub noise: Noise,
+    /// The smallest change this comparison could detect for the metric, as a fraction (the 95 %
+    /// CI's half-width, at least the noise band): what a `~` excludes. None when the noise is
+    /// unknown.
+    pub detectable: Option<f64>,
+    /// The drift reference's direction-normalised change for this metric's family (> 1: the
+    /// machine was slower on this side), when both sides ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<f64>,
+    /// A better/worse verdict between different systems where the drift reference moved the
+    /// same way by at least half as much: part of it may be the host (`(r)`).
+    pub reference_alike: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -240,6 +277,9 @@ pub struct Row {
     pub metric: String,
     pub unit: Unit,
     pub better: Better,
+    /// The benchmark's headline (first declared) metric: corrected for multiple comparisons
+    /// within the primary family; the other metrics form the secondary family.
+    pub primary: bool,
     /// One cell per column; the first is the baseline.
     pub cells: Vec<Cell>,
 }
@@ -250,6 +290,12 @@ pub struct SuiteSummary {
     /// Per non-baseline column: geometric mean of direction-normalised ratios (> 1 = worse than
     /// the baseline), None when no metric is present in every run.
     pub geomean: Vec<Option<f64>>,
+    /// Per non-baseline column: the 95 % CI of the geometric mean (its metrics' errors taken
+    /// as fully correlated, as a drift of the machine makes them), None when a metric's noise is
+    /// unknown.
+    pub ci95: Vec<Option<[f64; 2]>>,
+    /// Per non-baseline column: the geometric mean's verdict by the same rule as a metric's.
+    pub verdict: Vec<Option<Verdict>>,
     /// Number of metrics in the geometric mean.
     pub metrics: usize,
 }
@@ -283,22 +329,17 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     pub suites: Vec<SuiteSummary>,
     pub footnotes: Vec<String>,
-    /// Said once, at the top: what these run counts and this many metrics can detect at all.
+    /// Said once, at the top: what these invocations and this machine's history can detect.
     pub power: Option<String>,
+    /// Per non-baseline column: the drift reference's change vs the baseline, one line per
+    /// reference figure ("CPU chain +22.1 %"); empty when a side did not run it.
+    pub drift: Vec<Vec<String>>,
+    /// Per column: whether it is the same system as the baseline (host, CPU, OS, kernel), so
+    /// that the drift reference can tell the host's drift from the system.
+    pub same_system: Vec<bool>,
 }
 
-/// Per-run values compared: each run's median.
-fn per_run(m: &MetricResult) -> Vec<f64> {
-    // Too few runs measured it to make a figure (see `runner::too_few_measured`): nothing to compare.
-    if m.summary.is_none() && m.not_measured.is_some() {
-        return Vec::new();
-    }
-    m.runs
-        .iter()
-        .map(|r| r.summary.p50)
-        .filter(|v| v.is_finite())
-        .collect()
-}
+use nested::per_run;
 
 /// Direction-normalised ratio: > 1 means worse than the baseline whatever the metric's direction.
 /// A neutral metric has no direction: its ratio is returned as is.
@@ -376,49 +417,87 @@ fn direction(bid: &str, metric: &str, ms: &[&MetricResult]) -> Better {
     }
 }
 
-fn delta(base_vals: &[f64], vals: &[f64]) -> Delta {
-    let positive = base_vals.iter().chain(vals).all(|&v| v > 0.0);
-    let (basis, ratio, ci95) = if positive {
-        let (lo, hi) = stats::bootstrap_ratio_ci(
-            base_vals,
-            vals,
-            0.95,
-            stats::BOOTSTRAP_RESAMPLES,
-            stats::BOOTSTRAP_SEED,
-        );
-        (
-            Basis::Ratio,
-            stats::median(vals) / stats::median(base_vals),
-            [lo, hi],
-        )
-    } else {
-        (Basis::Difference, f64::NAN, [f64::NAN, f64::NAN])
+/// One side of a row: per invocation, its runs' values.
+fn side_values(found: &[Option<(&crate::model::BenchmarkResult, &MetricResult)>]) -> Vec<Vec<f64>> {
+    found
+        .iter()
+        .flatten()
+        .map(|(_, m)| per_run(m))
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
+/// The change of `side` against `base` for one metric (not yet judged).
+fn delta(base: &nested::Side, side: &nested::Side, noise_band: f64) -> Option<Delta> {
+    let all = || base.invocations.iter().chain(&side.invocations).flatten();
+    let positive = all().all(|&v| v > 0.0);
+    let lin = nested::estimate(base, side, false)?;
+    let center = |s: &nested::Side| {
+        let c: Vec<f64> = s.invocations.iter().map(|v| stats::median(v)).collect();
+        stats::median(&c)
     };
-    let (dlo, dhi) = stats::bootstrap_diff_ci(
-        base_vals,
-        vals,
-        0.95,
-        stats::BOOTSTRAP_RESAMPLES,
-        stats::BOOTSTRAP_SEED,
-    );
-    let mw = stats::mann_whitney(base_vals, vals);
-    Delta {
+    let (ca, cb) = (center(base), center(side));
+    let (basis, ratio, ci95, test) = if positive {
+        let e = nested::estimate(base, side, true)?;
+        let [lo, hi] = e.ci();
+        (Basis::Ratio, e.change.exp(), [lo.exp(), hi.exp()], e)
+    } else {
+        (Basis::Difference, f64::NAN, [f64::NAN, f64::NAN], lin)
+    };
+    let detectable = (test.noise != Noise::Unknown).then(|| {
+        let d = if test.log {
+            test.half_width.exp() - 1.0
+        } else if ca != 0.0 {
+            test.half_width / ca.abs()
+        } else {
+            f64::INFINITY
+        };
+        d.max(noise_band)
+    });
+    let [dlo, dhi] = lin.ci();
+    Some(Delta {
         basis,
         ratio,
         ci95,
-        difference: stats::median(vals) - stats::median(base_vals),
+        difference: if positive { cb - ca } else { lin.change },
         difference_ci95: [dlo, dhi],
-        p: mw.p,
-        p_exact: mw.exact,
-        q: mw.p,
-        min_p: min_p(base_vals.len(), vals.len()),
+        p: test.p,
+        p_exact: false,
+        q: test.p,
+        min_p: 0.0,
         verdict: Verdict::Same,
-    }
+        noise: test.noise,
+        detectable,
+        reference: None,
+        reference_alike: false,
+    })
 }
 
-/// Compare `runs` (first = baseline). `names` are what the user called them.
+/// Whether two records are of the same system: host, CPU, OS and kernel (the drift reference
+/// can then only have measured the host).
+fn same_system(a: &RunRecord, b: &RunRecord) -> bool {
+    nested::machine_key(a) == nested::machine_key(b)
+        && a.machine.kernel_version == b.machine.kernel_version
+}
+
+/// Compare `runs` (first = baseline), one invocation each. `names` are what the user called them.
 pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
-    assert!(!runs.is_empty());
+    let groups: Vec<(String, Vec<RunRecord>)> = runs
+        .iter()
+        .map(|(n, r)| (n.clone(), vec![r.clone()]))
+        .collect();
+    compare_groups(&groups, &opts)
+}
+
+/// Compare sides (first = baseline), each one or more invocations (stored runs, e.g. every run
+/// of one label): with several invocations a side's invocations are the unit of replication.
+/// Machine, environment and settings are those of each side's most recent invocation.
+pub fn compare_groups(groups: &[(String, Vec<RunRecord>)], opts: &Options) -> Comparison {
+    assert!(!groups.is_empty() && groups.iter().all(|(_, g)| !g.is_empty()));
+    let runs: Vec<(String, RunRecord)> = groups
+        .iter()
+        .map(|(n, g)| (n.clone(), g.last().expect("non-empty").clone()))
+        .collect();
     let columns: Vec<Column> = runs
         .iter()
         .map(|(name, r)| Column {
@@ -430,7 +509,15 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
             environment_differs: environment_contrast(&runs[0].1, r),
         })
         .collect();
-    let settings = settings_differences(runs);
+    let same: Vec<bool> = groups
+        .iter()
+        .map(|(_, g)| {
+            g.iter()
+                .chain(&groups[0].1)
+                .all(|r| same_system(r, &groups[0].1[0]))
+        })
+        .collect();
+    let settings = settings_differences(&runs);
     let marked = |bid: &str, j: usize| {
         j > 0
             && settings
@@ -438,82 +525,138 @@ pub fn compare(runs: &[(String, RunRecord)], opts: Options) -> Comparison {
                 .any(|d| d.benchmarks.iter().any(|b| b == bid) && d.values[j] != d.values[0])
     };
 
-    let mut rows = rows_of(runs, &columns, marked);
-    let judged = judge(&mut rows, columns.len(), opts);
-    let (suites, excluded_nonpositive) = suite_summaries(&rows, columns.len());
-    let footnotes = footnotes(&columns, &rows, &judged, excluded_nonpositive, opts);
-    // Run counts: the most runs any metric of each side has (what the test can use at best).
-    let runs_of = |j: usize| {
-        rows.iter()
-            .filter_map(|r| r.cells.get(j))
-            .map(|c| c.runs)
-            .max()
-            .unwrap_or(0)
-    };
-    let compared = rows
+    let mut rows = rows_of(groups, &columns, marked, opts);
+    let drift = reference_changes(&mut rows, columns.len());
+    let judged = judge(&mut rows, columns.len(), opts, &same);
+    let (suites, excluded_nonpositive) = suite_summaries(&rows, columns.len(), opts.noise);
+    let footnotes = footnotes(&columns, &rows, &judged, excluded_nonpositive, opts.noise);
+    let unknown = rows
         .iter()
-        .filter(|r| r.better != Better::Neutral && r.cells.iter().all(|c| c.center.is_some()))
+        .flat_map(|r| r.cells.iter().skip(1))
+        .filter(|c| {
+            c.vs_base
+                .as_ref()
+                .is_some_and(|d| d.verdict == Verdict::NoiseUnknown)
+        })
         .count();
-    let power = (1..columns.len())
-        .filter_map(|j| power_note(runs_of(0), runs_of(j), compared))
-        .next();
+    let judged_cells = rows
+        .iter()
+        .filter(|r| r.better != Better::Neutral && r.suite != crate::bench::reference::SUITE)
+        .flat_map(|r| r.cells.iter().skip(1))
+        .filter(|c| c.vs_base.is_some())
+        .count();
+    let power = (unknown > 0).then(|| noise_unknown_note(unknown, judged_cells, &groups[0].1[0]));
     Comparison {
         power,
         columns,
         noise: opts.noise,
         alpha: ALPHA,
-        differences: differences(runs),
+        differences: differences(&runs),
         settings,
         rows,
         suites,
         footnotes,
+        drift,
+        same_system: same,
     }
 }
 
-/// One row per (benchmark, metric) in any run, in order of first appearance: each run's median,
-/// run count, why it has none, and its change against the baseline (not yet judged).
+/// What to do when the between-invocation noise is unknown.
+fn noise_unknown_note(unknown: usize, of: usize, base: &RunRecord) -> String {
+    let cmd: Vec<&str> = base
+        .config
+        .command_line
+        .iter()
+        .skip(1)
+        .map(String::as_str)
+        .filter(|a| !a.starts_with("--label"))
+        .collect();
+    format!(
+        "{unknown} of {of} metric comparisons have no verdict (~ (u)): each side is one \
+         invocation, and the store holds no repeated invocations of one label on this machine \
+         for them, so the drift between invocations (this can be tens of %) cannot be told from \
+         a change of the system. Learn it once per machine: `osgauge calibrate {}` (3 \
+         invocations kept in the store under the label 'calibration'), or store several \
+         invocations under each label and compare the labels.",
+        if cmd.is_empty() {
+            "run".to_string()
+        } else {
+            cmd.join(" ")
+        }
+    )
+}
+
+/// One row per (benchmark, metric) in any run, in order of first appearance: each side's centre,
+/// run and invocation counts, why it has none, and its change against the baseline (not yet
+/// judged).
 fn rows_of(
-    runs: &[(String, RunRecord)],
+    groups: &[(String, Vec<RunRecord>)],
     columns: &[Column],
     marked: impl Fn(&str, usize) -> bool,
+    opts: &Options,
 ) -> Vec<Row> {
     // Rows: every (benchmark, metric) in any run, in order of first appearance.
     let mut keys: Vec<(String, String)> = Vec::new();
-    for (_, r) in runs {
-        for b in &r.benchmarks {
-            for m in &b.metrics {
-                let k = (b.id.clone(), m.name.clone());
-                if !keys.contains(&k) {
-                    keys.push(k);
+    for (_, g) in groups {
+        for r in g {
+            for b in &r.benchmarks {
+                for m in &b.metrics {
+                    let k = (b.id.clone(), m.name.clone());
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
                 }
             }
         }
     }
+    let mut first_metric: BTreeMap<String, String> = BTreeMap::new();
+    for (b, m) in &keys {
+        first_metric.entry(b.clone()).or_insert_with(|| m.clone());
+    }
+    let machine_of: Vec<String> = groups
+        .iter()
+        .map(|(_, g)| nested::machine_key(g.last().expect("non-empty")))
+        .collect();
     let mut rows = Vec::new();
     for (bid, mname) in &keys {
-        let found: Vec<Option<(&crate::model::BenchmarkResult, &MetricResult)>> = runs
+        // Per side, per invocation: the benchmark and metric found.
+        type Found<'a> = Vec<Option<(&'a crate::model::BenchmarkResult, &'a MetricResult)>>;
+        let found: Vec<Found> = groups
             .iter()
-            .map(|(_, r)| {
-                r.benchmark(bid)
-                    .and_then(|b| b.metrics.iter().find(|m| &m.name == mname).map(|m| (b, m)))
+            .map(|(_, g)| {
+                g.iter()
+                    .map(|r| {
+                        r.benchmark(bid).and_then(|b| {
+                            b.metrics.iter().find(|m| &m.name == mname).map(|m| (b, m))
+                        })
+                    })
+                    .collect()
             })
             .collect();
-        let Some((b0, m0)) = found.iter().flatten().next().copied() else {
+        let Some((b0, m0)) = found.iter().flatten().flatten().next().copied() else {
             continue;
         };
-        let ms: Vec<&MetricResult> = found.iter().flatten().map(|(_, m)| *m).collect();
+        let ms: Vec<&MetricResult> = found.iter().flatten().flatten().map(|(_, m)| *m).collect();
         let better = direction(bid, mname, &ms);
-        let base_vals = found[0].map(|(_, m)| per_run(m)).unwrap_or_default();
+        let sides: Vec<nested::Side> = found
+            .iter()
+            .enumerate()
+            .map(|(j, f)| nested::Side {
+                invocations: side_values(f),
+                history: opts.history.get(&machine_of[j], bid, mname),
+            })
+            .collect();
         let cells = found
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                let vals = f.map(|(_, m)| per_run(m)).unwrap_or_default();
-                let note = match f {
-                    None => Some("not in this run".to_string()),
+                let side = &sides[i];
+                let newest = f.last().copied().flatten();
+                let note = match newest {
+                    None if side.invocations.is_empty() => Some("not in this run".to_string()),
                     // The real reason: the benchmark's error, else why this metric was not
                     // measured (a busy machine, counters too coarse), else no finished runs.
-                    Some((b, m)) if vals.is_empty() => Some(
+                    Some((b, m)) if side.invocations.is_empty() => Some(
                         b.error
                             .as_ref()
                             .map(|e| e.to_string())
@@ -526,17 +669,26 @@ fn rows_of(
                     ),
                     _ => None,
                 };
-                let center = (!vals.is_empty()).then(|| stats::median(&vals));
-                let vs_base = (i > 0 && !vals.is_empty() && !base_vals.is_empty())
-                    .then(|| delta(&base_vals, &vals));
+                let centers: Vec<f64> = side.invocations.iter().map(|v| stats::median(v)).collect();
+                let center = (!centers.is_empty()).then(|| stats::median(&centers));
+                let vs_base =
+                    (i > 0 && !side.invocations.is_empty() && !sides[0].invocations.is_empty())
+                        .then(|| delta(&sides[0], side, opts.noise))
+                        .flatten();
                 Cell {
                     center,
-                    runs: vals.len(),
+                    runs: side.invocations.iter().map(Vec::len).sum(),
+                    invocations: side.invocations.len(),
                     note,
                     vs_base,
-                    settings_differ: f.is_some() && found[0].is_some() && marked(bid, i),
+                    settings_differ: newest.is_some()
+                        && found[0].last().copied().flatten().is_some()
+                        && marked(bid, i),
                     environment_differs: i > 0 && columns[i].environment_differs.is_some(),
-                    bound: f.and_then(|(_, m)| m.bound.as_ref().map(|b| b.kind)),
+                    bound: f
+                        .iter()
+                        .flatten()
+                        .find_map(|(_, m)| m.bound.as_ref().map(|b| b.kind)),
                 }
             })
             .collect();
@@ -546,6 +698,7 @@ fn rows_of(
             metric: mname.clone(),
             unit: m0.unit,
             better,
+            primary: first_metric.get(bid) == Some(mname),
             cells,
         });
     }
@@ -553,63 +706,153 @@ fn rows_of(
     rows
 }
 
+/// Short names of the drift reference's figures.
+fn reference_name(metric: &str) -> &str {
+    match metric {
+        "cpu_loop" => "CPU chain",
+        "syscall" => "null syscall",
+        "mem_read" => "memory read",
+        m => m,
+    }
+}
+
+/// Mark the drift reference's rows, give every other row's cells the reference's change for
+/// its family, and return per non-baseline column the reference lines to show.
+fn reference_changes(rows: &mut [Row], ncols: usize) -> Vec<Vec<String>> {
+    let reference = crate::bench::reference::SUITE;
+    // family metric → per column: direction-normalised ratio (> 1: the machine was slower).
+    let mut by_family: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
+    let mut lines = vec![Vec::new(); ncols.saturating_sub(1)];
+    for r in rows.iter_mut().filter(|r| r.suite == reference) {
+        let per_col: Vec<Option<f64>> = r
+            .cells
+            .iter()
+            .map(|c| {
+                c.vs_base
+                    .as_ref()
+                    .filter(|d| d.basis == Basis::Ratio)
+                    .map(|d| normalised(d.ratio, r.better))
+            })
+            .collect();
+        for (j, c) in r.cells.iter_mut().enumerate().skip(1) {
+            if let Some(d) = c.vs_base.as_mut() {
+                d.verdict = Verdict::Reference;
+                if let Some(x) = per_col[j] {
+                    lines[j - 1].push(format!(
+                        "{} {} ({})",
+                        reference_name(&r.metric),
+                        render::pct(d.ratio),
+                        if x >= 1.0 { "slower" } else { "faster" }
+                    ));
+                }
+            }
+        }
+        by_family.insert(r.metric.clone(), per_col);
+    }
+    for r in rows.iter_mut().filter(|r| r.suite != reference) {
+        let fam = crate::bench::reference::family_of(&r.suite);
+        if let Some(per_col) = by_family.get(fam) {
+            for (j, c) in r.cells.iter_mut().enumerate().skip(1) {
+                if let Some(d) = c.vs_base.as_mut() {
+                    d.reference = per_col[j];
+                }
+            }
+        }
+    }
+    lines
+}
+
 /// What judging the rows found, for the footnotes.
 #[derive(Default)]
 struct Judged {
-    too_few: bool,
     lost: bool,
     any_bound: bool,
+    drift: bool,
+    drift_note: bool,
+    secondary: bool,
 }
 
-/// Benjamini-Hochberg per pair (baseline vs column j) over the directed metrics, then each cell's
-/// verdict; a bound on either side is no test.
-fn judge(rows: &mut [Row], ncols: usize, opts: Options) -> Judged {
+/// Benjamini-Hochberg per pair (baseline vs column j) within each family — the benchmarks'
+/// headline metrics (primary), the rest (secondary) — over the directed metrics whose noise is
+/// known; then each cell's verdict. A bound on either side is no test; the drift reference is
+/// never judged.
+fn judge(rows: &mut [Row], ncols: usize, opts: &Options, same: &[bool]) -> Judged {
     let mut f = Judged::default();
+    let reference = crate::bench::reference::SUITE;
     for j in 1..ncols {
         // A bound on either side is no test: out of the correction, verdict "bound".
         let bounded = |r: &Row| r.cells[0].bound.is_some() || r.cells[j].bound.is_some();
-        let idx: Vec<usize> = (0..rows.len())
-            .filter(|&i| {
-                rows[i].better != Better::Neutral
-                    && rows[i].cells[j].vs_base.is_some()
-                    && !bounded(&rows[i])
-            })
-            .collect();
-        let ps: Vec<f64> = idx
-            .iter()
-            .map(|&i| rows[i].cells[j].vs_base.as_ref().unwrap().p)
-            .collect();
-        let qs = stats::benjamini_hochberg(&ps);
-        for (k, &i) in idx.iter().enumerate() {
-            rows[i].cells[j].vs_base.as_mut().unwrap().q = qs[k];
+        for primary in [true, false] {
+            let idx: Vec<usize> = (0..rows.len())
+                .filter(|&i| {
+                    rows[i].primary == primary
+                        && rows[i].better != Better::Neutral
+                        && rows[i].suite != reference
+                        && rows[i].cells[j]
+                            .vs_base
+                            .as_ref()
+                            .is_some_and(|d| d.noise != Noise::Unknown)
+                        && !bounded(&rows[i])
+                })
+                .collect();
+            let ps: Vec<f64> = idx
+                .iter()
+                .map(|&i| rows[i].cells[j].vs_base.as_ref().unwrap().p)
+                .collect();
+            let qs = stats::benjamini_hochberg(&ps);
+            for (k, &i) in idx.iter().enumerate() {
+                rows[i].cells[j].vs_base.as_mut().unwrap().q = qs[k];
+            }
         }
         for row in rows.iter_mut() {
+            if row.suite == reference {
+                continue;
+            }
             let better = row.better;
             let base = row.cells[0].center.unwrap_or(f64::NAN);
             let is_bound = bounded(row);
+            let primary = row.primary;
             if let Some(d) = row.cells[j].vs_base.as_mut() {
                 if is_bound {
                     d.verdict = Verdict::Bound;
                     f.any_bound = true;
                     continue;
                 }
-                d.verdict = verdict(d, better, base, opts.noise);
-                f.too_few |= d.verdict == Verdict::TooFewRuns;
+                d.verdict = verdict(d, better, base, opts.noise, same[j]);
                 f.lost |= d.lost_to_correction();
+                f.drift |= d.verdict == Verdict::Drift;
+                d.reference_alike = !same[j] && drift_alike(d, better);
+                f.drift_note |= d.reference_alike;
+                f.secondary |= !primary
+                    && matches!(d.verdict, Verdict::Better | Verdict::Worse | Verdict::Same);
             }
         }
     }
-
     f
 }
 
-/// Geometric-mean summary per suite over directed metrics compared by ratio in every run; true
-/// when a metric was left out for a zero or negative value.
-fn suite_summaries(rows: &[Row], ncols: usize) -> (Vec<SuiteSummary>, bool) {
+/// Whether the drift reference moved in the same direction as the metric by at least half as
+/// much (on a different system it cannot say whether that was the host or the system).
+pub fn drift_alike(d: &Delta, better: Better) -> bool {
+    let (Some(r), Basis::Ratio) = (d.reference, d.basis) else {
+        return false;
+    };
+    if !matches!(d.verdict, Verdict::Better | Verdict::Worse) {
+        return false;
+    }
+    let m = normalised(d.ratio, better).ln();
+    let r = r.ln();
+    m * r > 0.0 && r.abs() >= 0.5 * m.abs()
+}
+
+/// Geometric-mean summary per suite over directed metrics compared by ratio in every run, with
+/// its CI and verdict; true when a metric was left out for a zero or negative value. The drift
+/// reference has no summary.
+fn suite_summaries(rows: &[Row], ncols: usize, noise: f64) -> (Vec<SuiteSummary>, bool) {
     let mut suites: Vec<SuiteSummary> = Vec::new();
     let mut suite_names: Vec<String> = Vec::new();
     for r in rows {
-        if !suite_names.contains(&r.suite) {
+        if !suite_names.contains(&r.suite) && r.suite != crate::bench::reference::SUITE {
             suite_names.push(r.suite.clone());
         }
     }
@@ -635,18 +878,51 @@ fn suite_summaries(rows: &[Row], ncols: usize) -> (Vec<SuiteSummary>, bool) {
             })
             .collect();
         excluded_nonpositive |= usable.len() < present.len();
-        let geomean = (1..ncols)
-            .map(|j| {
-                let xs: Vec<f64> = usable
-                    .iter()
-                    .map(|r| normalised(r.cells[j].vs_base.as_ref().unwrap().ratio, r.better))
-                    .collect();
-                stats::geometric_mean(&xs)
-            })
-            .collect();
+        let mut geomean = Vec::new();
+        let mut cis = Vec::new();
+        let mut verdicts = Vec::new();
+        for j in 1..ncols {
+            let deltas: Vec<(&Delta, Better)> = usable
+                .iter()
+                .map(|r| (r.cells[j].vs_base.as_ref().unwrap(), r.better))
+                .collect();
+            let xs: Vec<f64> = deltas
+                .iter()
+                .map(|(d, b)| normalised(d.ratio, *b))
+                .collect();
+            let g = stats::geometric_mean(&xs);
+            // Log half-widths of the metrics' CIs; their mean is the geomean's half-width when
+            // the metrics' errors are fully correlated (a drift moves them together), which is
+            // the widest it can be.
+            let halves: Option<Vec<f64>> = deltas
+                .iter()
+                .map(|(d, _)| {
+                    (d.noise != Noise::Unknown && d.ci95[0] > 0.0)
+                        .then(|| (d.ci95[1].ln() - d.ci95[0].ln()) / 2.0)
+                })
+                .collect();
+            let ci = match (g, halves) {
+                (Some(g), Some(h)) if !h.is_empty() => {
+                    let hw = stats::mean(&h);
+                    Some([g * (-hw).exp(), g * hw.exp()])
+                }
+                _ => None,
+            };
+            let v = g.map(|_| match ci {
+                None => Verdict::NoiseUnknown,
+                Some([lo, _]) if lo > 1.0 + noise => Verdict::Worse,
+                Some([_, hi]) if hi < 1.0 - noise => Verdict::Better,
+                Some(_) => Verdict::Same,
+            });
+            geomean.push(g);
+            cis.push(ci);
+            verdicts.push(v);
+        }
         suites.push(SuiteSummary {
             suite: s.clone(),
             geomean,
+            ci95: cis,
+            verdict: verdicts,
             metrics: usable.len(),
         });
     }
@@ -660,7 +936,7 @@ fn footnotes(
     rows: &[Row],
     judged: &Judged,
     excluded_nonpositive: bool,
-    opts: Options,
+    noise: f64,
 ) -> Vec<String> {
     let mut footnotes = Vec::new();
     if judged.any_bound {
@@ -671,11 +947,32 @@ fn footnotes(
                 .to_string(),
         );
     }
-    if judged.too_few {
+    if judged.drift {
         footnotes.push(format!(
-            "(a) too few runs to detect a difference: with these run counts the Mann-Whitney test can never reach p < {ALPHA}; need >= {} runs per side",
-            runs_needed()
+            "(d) significant, but both sides are the same system (host, CPU, OS, kernel) and the drift reference (reference/drift, run in every round) moved the same way by as much, within ±{} %: the machine's own drift explains the change, so it is not called",
+            trim_num(noise * 100.0)
         ));
+    }
+    if judged.drift_note {
+        footnotes.push(
+            "(r) the drift reference moved the same way by at least half as much: on another system it cannot tell the host's drift from the system's own speed, so the verdict stands, but part of it may be the host".into(),
+        );
+    }
+    if rows.iter().any(|r| {
+        r.cells.iter().any(|c| {
+            c.vs_base
+                .as_ref()
+                .is_some_and(|d| d.verdict == Verdict::NoiseUnknown)
+        })
+    }) {
+        footnotes.push(
+            "(u) no verdict: each side is one invocation and this machine's between-invocation noise is unknown (see the note at the top)".into(),
+        );
+    }
+    if judged.secondary {
+        footnotes.push(
+            "† a secondary metric (not its benchmark's headline): corrected for multiple comparisons within the secondary family, apart from the headline metrics".into(),
+        );
     }
     if judged.lost {
         footnotes.push(format!(
@@ -692,11 +989,9 @@ fn footnotes(
     }
     if columns.len() > 1 {
         footnotes.push(format!(
-            "change = ratio of the medians of per-run medians vs the baseline ({}) with its 95 % bootstrap CI; Δ = their difference in the metric's unit (pp = percentage points), used where a value is zero or negative and a ratio means nothing. p = two-sided Mann-Whitney p over per-run values (exact for <= {} runs in total), q = p adjusted by Benjamini-Hochberg over the metrics compared (shown when it differs); better/worse only when q < {ALPHA} and the CI lies outside ±{} % (for Δ: ±{} % of the baseline, i.e. ±0 for a baseline of 0); ~ = no difference shown",
+            "Method: the invocation (one run of osgauge) is the unit, its benchmarks' runs taken in rounds of random order; better/worse only when Welch's t over invocations — the between-invocation noise from each side's invocations or this machine's stored history — gives q < {ALPHA} after Benjamini-Hochberg within the headline or the secondary metrics, the 95 % CI lies outside ±{} %, and on the same system the drift reference does not explain it. change = ratio of the sides' centres vs the baseline ({}) with that CI; Δ = their difference in the metric's unit (pp = percentage points), used where a value is zero or negative; ~ within ±x % = no change larger than x could be excluded",
+            trim_num(noise * 100.0),
             columns[0].name,
-            stats::MWU_EXACT_MAX_TOTAL,
-            trim_num(opts.noise * 100.0),
-            trim_num(opts.noise * 100.0)
         ));
         footnotes.push(
             "geomean: geometric mean over the suite's metrics present in every run of direction-normalised ratios (> 1 = worse than the baseline)".to_string(),
@@ -730,9 +1025,16 @@ fn footnotes(
     footnotes
 }
 
-fn verdict(d: &Delta, better: Better, baseline: f64, noise: f64) -> Verdict {
+/// The rule every verdict follows: better/worse only when the between-invocation noise is
+/// known, q < α (Welch's t on invocations, Benjamini-Hochberg within the family) and the whole
+/// 95 % CI lies outside the noise band; and, when both sides are the same system, not when the
+/// drift reference moved the same way by as much (the machine's drift explains it: `~ (d)`).
+fn verdict(d: &Delta, better: Better, baseline: f64, noise: f64, same_system: bool) -> Verdict {
     if better == Better::Neutral {
         return Verdict::Neutral;
+    }
+    if d.noise == Noise::Unknown {
+        return Verdict::NoiseUnknown;
     }
     let (outside, change) = match d.basis {
         Basis::Ratio => (
@@ -747,21 +1049,33 @@ fn verdict(d: &Delta, better: Better, baseline: f64, noise: f64) -> Verdict {
             )
         }
     };
-    if d.q < ALPHA && outside {
-        let worse = match better {
-            Better::Lower => change > 0.0,
-            _ => change < 0.0,
-        };
-        if worse {
-            Verdict::Worse
-        } else {
-            Verdict::Better
-        }
-    } else if d.min_p >= ALPHA {
-        Verdict::TooFewRuns
-    } else {
-        Verdict::Same
+    if !(d.q < ALPHA && outside) {
+        return Verdict::Same;
     }
+    if same_system && explained_by_drift(d, better, noise) {
+        return Verdict::Drift;
+    }
+    let worse = match better {
+        Better::Lower => change > 0.0,
+        _ => change < 0.0,
+    };
+    if worse {
+        Verdict::Worse
+    } else {
+        Verdict::Better
+    }
+}
+
+/// The drift reference moved in the same direction as the metric, and at least as far (within
+/// the noise band): `ln r_metric` and `ln r_ref` share a sign and `|ln r_metric| ≤ |ln r_ref| +
+/// ln(1 + noise)`, both direction-normalised (> 1 = slower/worse).
+pub fn explained_by_drift(d: &Delta, better: Better, noise: f64) -> bool {
+    let (Some(r), Basis::Ratio) = (d.reference, d.basis) else {
+        return false;
+    };
+    let m = normalised(d.ratio, better).ln();
+    let r = r.ln();
+    m * r > 0.0 && m.abs() <= r.abs() + (1.0 + noise).ln()
 }
 
 impl Comparison {
@@ -862,7 +1176,13 @@ pub fn facts(r: &RunRecord) -> BTreeMap<String, String> {
 /// The run-wide settings of a run, flattened: every field of its config.
 pub fn config_settings(r: &RunRecord) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    flatten_skipping("config", &to_value(&r.config), &[], &mut out);
+    // The run order (its seed and rounds) is drawn fresh for each run: not a setting.
+    flatten_skipping(
+        "config",
+        &to_value(&r.config),
+        &["seed", "rounds"],
+        &mut out,
+    );
     if let Some(cl) = out.get_mut("config.command_line") {
         *cl = cl.replace(',', " ");
     }

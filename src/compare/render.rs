@@ -83,9 +83,15 @@ pub fn delta_text(d: &Delta, unit: Unit) -> String {
 /// The verdict as shown in a cell: `worse`, `~ (a)`, `neutral`, plus ` (s)` when the cell's
 /// settings differ from the baseline's.
 pub fn verdict_text(cell: &Cell) -> String {
+    let symbol = |d: &Delta| match (d.verdict, d.detectable) {
+        (Verdict::Same, Some(x)) if !d.lost_to_correction() => {
+            format!("~ within ±{}", pct_abs(x))
+        }
+        _ => d.symbol().to_string(),
+    };
     let mut t = match &cell.vs_base {
-        Some(d) if cell.settings_differ => format!("{} (s)", d.symbol()),
-        Some(d) => d.symbol().to_string(),
+        Some(d) if cell.settings_differ => format!("{} (s)", symbol(d)),
+        Some(d) => symbol(d),
         None if cell.settings_differ => "(s)".into(),
         None => String::new(),
     };
@@ -98,7 +104,23 @@ pub fn verdict_text(cell: &Cell) -> String {
     {
         t.push_str(" (e)");
     }
+    if cell.vs_base.as_ref().is_some_and(|d| d.reference_alike) {
+        t.push_str(" (r)");
+    }
     t
+}
+
+/// A fraction as an unsigned percentage with sensible digits: `2 %`, `12.5 %`, `1.3 %`.
+pub fn pct_abs(x: f64) -> String {
+    if !x.is_finite() {
+        return "∞".into();
+    }
+    let v = x * 100.0;
+    if v >= 10.0 {
+        format!("{v:.0} %")
+    } else {
+        format!("{v:.1} %")
+    }
 }
 
 /// The direction marker of a row, as in the run tables: ↑ higher is better, ≈ neutral.
@@ -149,6 +171,13 @@ pub fn regression_text(c: &Comparison, r: &Row, j: usize) -> String {
 /// The test's p-value, and the Benjamini-Hochberg adjusted one (q) when it differs:
 /// `p=0.100 q=0.400` (terminal) or `0.100 / 0.400` (tables).
 pub fn pq_text(d: &Delta, terminal: bool) -> String {
+    if !d.p.is_finite() {
+        return if terminal {
+            "p=—".into()
+        } else {
+            "—".into()
+        };
+    }
     let same = p_text(d.p) == p_text(d.q);
     match (terminal, same) {
         (true, true) => format!("p={}", p_text(d.p)),
@@ -207,7 +236,39 @@ fn cell_text(r: &Row, cell: &Cell) -> String {
 
 /// Row name with its direction marker (↑ higher is better, ≈ neutral).
 fn row_label(c: &Comparison, r: &Row) -> String {
-    format!("{}{}", row_name(c, r), direction_mark(r.better))
+    format!(
+        "{}{}{}",
+        row_name(c, r),
+        direction_mark(r.better),
+        secondary_mark(r)
+    )
+}
+
+/// ` †` for a secondary metric (corrected apart from the headline metrics).
+pub fn secondary_mark(r: &Row) -> &'static str {
+    if r.primary || r.better == Better::Neutral || r.suite == crate::bench::reference::SUITE {
+        ""
+    } else {
+        " †"
+    }
+}
+
+/// A geomean cell: `+25.4 % [-3.0, +60.2] ~`, or without a CI when the noise is unknown.
+pub fn geomean_text(sum: &super::SuiteSummary, k: usize) -> String {
+    let Some(g) = sum.geomean.get(k).copied().flatten() else {
+        return "—".into();
+    };
+    let ci = sum.ci95.get(k).copied().flatten();
+    let v = sum.verdict.get(k).copied().flatten();
+    match ci {
+        Some(ci) => format!(
+            "{} {} {}",
+            pct(g),
+            ci_pct(ci),
+            v.map(|v| v.symbol()).unwrap_or("")
+        ),
+        None => format!("{} ~ (u)", pct(g)),
+    }
 }
 
 /// `a, b, c and 4 more`.
@@ -219,20 +280,51 @@ fn short_list(xs: &[String], max: usize) -> String {
     }
 }
 
+/// Invocations column `j` holds (the most any of its rows has).
+pub fn invocations(c: &Comparison, j: usize) -> usize {
+    c.rows
+        .iter()
+        .filter_map(|r| r.cells.get(j))
+        .map(|x| x.invocations)
+        .max()
+        .unwrap_or(0)
+}
+
 /// The terminal rendering.
 pub fn text(c: &Comparison) -> String {
     let mut s = String::new();
     s.push_str("Runs compared (the first is the baseline):\n");
     for (j, col) in c.columns.iter().enumerate() {
         s.push_str(&format!(
-            "  [{j}] {} run {}  os {}{}\n",
+            "  [{j}] {} run {}  os {}{}{}\n",
             crate::output::pad_right(&col.name, 20),
             col.run_id,
             col.os,
-            if col.complete { "" } else { "  (incomplete)" }
+            if col.complete { "" } else { "  (incomplete)" },
+            match invocations(c, j) {
+                n if n > 1 => format!("  ({n} invocations; newest shown)"),
+                _ => String::new(),
+            }
         ));
     }
     s.push('\n');
+    for (k, lines) in c.drift.iter().enumerate() {
+        if !lines.is_empty() {
+            s.push_str(&format!(
+                "Drift reference [{}] vs [0] (reference/drift, run in every round): {}{}\n",
+                k + 1,
+                lines.join(", "),
+                if c.same_system.get(k + 1).copied().unwrap_or(false) {
+                    " — same system: a change it explains is not called (d)"
+                } else {
+                    " — another system: shown, not subtracted"
+                }
+            ));
+        }
+    }
+    if c.drift.iter().any(|l| !l.is_empty()) {
+        s.push('\n');
+    }
     if let Some(p) = &c.power {
         s.push_str(&format!("NOTE: {p}\n\n"));
     }
@@ -310,10 +402,7 @@ pub fn text(c: &Comparison) -> String {
         {
             let mut line = vec![format!("geomean ({} metrics; + = worse)", sum.metrics)];
             line.push(String::new());
-            line.extend(sum.geomean.iter().map(|g| match g {
-                Some(g) => pct(*g),
-                None => "—".into(),
-            }));
+            line.extend((0..sum.geomean.len()).map(|k| geomean_text(sum, k)));
             table.push(line);
         }
         let g = crate::output::grid::Grid {
@@ -485,8 +574,8 @@ pub fn markdown(c: &Comparison) -> String {
         s.push('\n');
         for sum in &c.suites {
             s.push_str(&format!("| {} | {} |", sum.suite, sum.metrics));
-            for g in &sum.geomean {
-                s.push_str(&format!(" {} |", g.map(pct).unwrap_or_else(|| "—".into())));
+            for k in 0..sum.geomean.len() {
+                s.push_str(&format!(" {} |", geomean_text(sum, k)));
             }
             s.push('\n');
         }
@@ -577,6 +666,9 @@ fn verdict_word(v: Verdict) -> &'static str {
         Verdict::TooFewRuns => "too_few_runs",
         Verdict::Neutral => "neutral",
         Verdict::Bound => "bound",
+        Verdict::NoiseUnknown => "noise_unknown",
+        Verdict::Drift => "drift",
+        Verdict::Reference => "reference",
     }
 }
 

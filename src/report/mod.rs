@@ -21,7 +21,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::compare::{
     self, Comparison, Verdict,
-    render::{delta_text, pct, pq_text, verdict_text},
+    render::{delta_text, pq_text, verdict_text},
 };
 use crate::model::{BenchmarkResult, RunRecord};
 use crate::units::{Unit, format_value};
@@ -439,14 +439,14 @@ fn summary(cmp: &Comparison) -> Markup {
                 @for sum in &cmp.suites {
                     tr {
                         td { (sum.suite) }
-                        @for (k, g) in sum.geomean.iter().enumerate() {
+                        @for k in 0..sum.geomean.len() {
                             @let j = k + 1;
                             @let neutral = count(&sum.suite, j, Verdict::Neutral);
                             td {
-                                "geomean " (g.map(pct).unwrap_or_else(|| "—".into())) " \u{a0} "
+                                "geomean " (compare::render::geomean_text(sum, k)) " \u{a0} "
                                 span.worse { (count(&sum.suite, j, Verdict::Worse)) " worse" } ", "
                                 span.better { (count(&sum.suite, j, Verdict::Better)) " better" } ", "
-                                (count(&sum.suite, j, Verdict::Same) + count(&sum.suite, j, Verdict::TooFewRuns)) " ~"
+                                (count(&sum.suite, j, Verdict::Same) + count(&sum.suite, j, Verdict::TooFewRuns) + count(&sum.suite, j, Verdict::Drift) + count(&sum.suite, j, Verdict::NoiseUnknown)) " ~"
                                 @if neutral > 0 { " (" (neutral) " neutral, not judged)" }
                             }
                         }
@@ -462,7 +462,13 @@ fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Better => "better",
         Verdict::Worse => "worse",
-        Verdict::Same | Verdict::TooFewRuns | Verdict::Neutral | Verdict::Bound => "same",
+        Verdict::Same
+        | Verdict::TooFewRuns
+        | Verdict::Neutral
+        | Verdict::Bound
+        | Verdict::NoiseUnknown
+        | Verdict::Drift
+        | Verdict::Reference => "same",
     }
 }
 
@@ -516,8 +522,8 @@ fn results_section(cmp: &Comparison) -> Markup {
                             tr.geo {
                                 td { "geometric mean (" (sum.metrics) " metrics, normalised: + = worse)" }
                                 td {}
-                                @for g in &sum.geomean {
-                                    td {} td.num { (g.map(pct).unwrap_or_else(|| "—".into())) } td {} td {}
+                                @for k in 0..sum.geomean.len() {
+                                    td {} td.num { (compare::render::geomean_text(sum, k)) } td {} td {}
                                 }
                             } "\n"
                         }
