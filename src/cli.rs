@@ -16,6 +16,7 @@ use crate::output::progress::Progress;
 use crate::runner::{Event, Plan, execute};
 use crate::units::parse_duration;
 
+mod ab;
 mod appmodel;
 mod fleet;
 mod fs;
@@ -87,6 +88,18 @@ pub enum Command {
         #[command(flatten)]
         fs: Box<FsOpts>,
     },
+    /// A/B on one machine: two settings switched by commands, alternated round by round in
+    /// random order, judged on paired differences (the machine's drift cancels)
+    #[command(
+        after_help = "Examples:\n  osgauge ab --a 'sysctl -w net.core.rmem_max=212992 net.ipv4.tcp_rmem=\"4096 131072 6291456\"' \\\n             --b 'sysctl -w net.core.rmem_max=65536 net.ipv4.tcp_rmem=\"4096 65536 65536\"' \\\n             --read 'sysctl -n net.ipv4.tcp_rmem' net/tcp_stream --runs 10\n  osgauge ab --a 'echo madvise > /sys/kernel/mm/transparent_hugepage/enabled' \\\n             --b 'echo always > /sys/kernel/mm/transparent_hugepage/enabled' \\\n             --read 'cat /sys/kernel/mm/transparent_hugepage/enabled' mem/bandwidth_1t\n\nEach round runs A and B in random order; before each, its command switches the machine\n(sh -c; cmd /C on Windows) and --read records the state read back. The machine is returned by\n--restore (default: the --a command) on every way out. A failed switch stops the run and\nnothing is stored. The two arms are stored as LABEL:A and LABEL:B (default label 'ab');\n`osgauge compare ab:A ab:B` pairs them again."
+    )]
+    Ab(Box<ab::AbArgs>),
+    /// Repeat a measuring command as separate invocations under one label, so that `compare`
+    /// learns this machine's noise between invocations
+    #[command(
+        after_help = "Examples:\n  osgauge calibrate                                  3 × `osgauge run` under the label 'calibration'\n  osgauge calibrate --invocations 5 micro cpu proc --runs 10\n  osgauge calibrate --pause 2m run --preset standard\n\nA comparison of two single invocations gives verdicts only where this machine's\nbetween-invocation noise is known: from a label stored several times (this command, or your\nown repeated runs), per benchmark and metric, on the same host, CPU, OS and kernel."
+    )]
+    Calibrate(ab::CalibrateArgs),
     /// The network suite's peer: serve round-trip, bandwidth, connection and UDP tests to osgauge clients
     #[command(
         after_help = "Examples:\n  osgauge serve                                       a peer on 127.0.0.1:7700 (no token)\n  osgauge serve --listen 0.0.0.0:7700 --token-file t   reachable from other machines, token required\n  osgauge micro net --peer host:7700 --token-file t   (on the client) the net suite against it\n\nThe token (at least 16 bytes) never crosses the wire: the client answers a random nonce with\nHMAC-SHA256. One log line per session. Ctrl-C stops."
@@ -708,6 +721,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         }
         Command::Results(cmd) => results::dispatch_results(cmd),
         Command::Compare(args) => results::dispatch_compare(args),
+        Command::Ab(args) => ab::run_ab(*args),
+        Command::Calibrate(args) => ab::run_calibrate(args),
         Command::Report(args) => results::dispatch_report(args),
         Command::Fleet(args) => fleet::dispatch(args),
         Command::Serve(args) => serve::run_serve(args),
@@ -1003,6 +1018,7 @@ fn run_plan_then(
             command_line: crate::store::redact_args(std::env::args()),
             adaptive: adaptive.clone(),
             schedule: Some(schedule),
+            ab: None,
         },
     };
     let preface = format!(
@@ -1417,6 +1433,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             command_line: crate::store::redact_args(std::env::args()),
             adaptive: adaptive.clone(),
             schedule: Some(schedule),
+            ab: None,
         },
     };
     let preface = format!(

@@ -102,6 +102,41 @@ pub struct Config {
     /// benchmark's runs then ran back to back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<Schedule>,
+    /// One arm of an `osgauge ab` run: the machine was switched into this arm's setting before
+    /// each of its turns; the other arm's record has the same `pair`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<AbArm>,
+}
+
+/// One arm of an A/B run on one machine (`osgauge ab`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AbArm {
+    /// Shared by the two arms' records: their runs pair up by round.
+    pub pair: String,
+    /// "A" or "B".
+    pub arm: String,
+    /// The command that switched the machine into this arm's setting.
+    pub switch: String,
+    /// The command that read the setting back, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<String>,
+    /// The command that returned the machine to its starting setting at the end.
+    pub restore: String,
+    /// Every switch into this arm: round, exit status, output and the state read back.
+    pub switches: Vec<SwitchLog>,
+}
+
+/// One switch of an A/B run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SwitchLog {
+    pub round: u32,
+    /// The switch command's exit code (None: ended by a signal).
+    pub status: Option<i32>,
+    /// Its standard output and error, cut to 2000 characters.
+    pub output: String,
+    /// What the read-back command printed afterwards, cut to 2000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_back: Option<String>,
 }
 
 /// The order the runs were taken in (randomized multiple interleaved trials): round 0 holds the

@@ -136,6 +136,24 @@ pub enum Event<'a> {
 /// whole invocation rather than one stretch of it. `cancel` is set by the Ctrl-C handler; the
 /// record comes back with `complete == false` if it was set before the end.
 pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event)) -> RunRecord {
+    let label = plan.label.clone();
+    match execute_arms(plan, &[label], &mut |_, _| Ok(()), cancel, on_event) {
+        Ok(mut v) | Err((_, mut v)) => v.pop().expect("one arm"),
+    }
+}
+
+/// [`execute`] for several arms (settings of one machine, `osgauge ab`): in every round the
+/// arms take their turns in a fresh random order, `switch(arm, round)` putting the machine into
+/// the arm's setting before its runs, which are again in a fresh random order. One record per
+/// arm, labelled `labels[arm]`; every run carries its round, so the arms' runs pair up by round.
+/// A switch that fails ends every arm there: Err(its message, the records as far as they got).
+pub fn execute_arms(
+    plan: Plan,
+    labels: &[Option<String>],
+    switch: &mut dyn FnMut(usize, u32) -> Result<(), String>,
+    cancel: &AtomicBool,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Vec<RunRecord>, (String, Vec<RunRecord>)> {
     let machine = crate::platform::sysinfo::machine();
     let env_start = crate::platform::sysinfo::environment();
     let timing = crate::harness::calibrate();
@@ -148,127 +166,173 @@ pub fn execute(plan: Plan, cancel: &AtomicBool, on_event: &mut dyn FnMut(Event))
     });
     schedule.order = "interleaved".into();
     schedule.rounds.clear();
-    let mut record = RunRecord {
-        schema: SCHEMA.to_string(),
-        run_id: uuid::Uuid::now_v7(),
-        label: plan.label.clone(),
-        started: Utc::now(),
-        finished: None,
-        complete: false,
-        tool: Tool::current(),
-        machine,
-        environment: Environments {
-            start: env_start,
-            end: None,
-        },
-        timing,
-        config,
-        benchmarks: Vec::new(),
-        warnings: Vec::new(),
-    };
-    on_event(Event::Started {
-        record: &record,
-        total: plan.benchmarks.len(),
-    });
-    let mut tracks: Vec<Track> = plan
+    let started = Utc::now();
+    let mut records: Vec<RunRecord> = labels
+        .iter()
+        .map(|label| RunRecord {
+            schema: SCHEMA.to_string(),
+            run_id: uuid::Uuid::now_v7(),
+            label: label.clone(),
+            started,
+            finished: None,
+            complete: false,
+            tool: Tool::current(),
+            machine: machine.clone(),
+            environment: Environments {
+                start: env_start.clone(),
+                end: None,
+            },
+            timing: timing.clone(),
+            config: config.clone(),
+            benchmarks: Vec::new(),
+            warnings: Vec::new(),
+        })
+        .collect();
+    for r in &records {
+        on_event(Event::Started {
+            record: r,
+            total: plan.benchmarks.len(),
+        });
+    }
+    let mut arms: Vec<Vec<Track>> = labels
+        .iter()
+        .map(|_| {
+            plan.benchmarks
+                .iter()
+                .map(|b| Track::new(b.as_ref(), &plan))
+                .collect()
+        })
+        .collect();
+    let mut schedules = vec![schedule.clone(); labels.len()];
+    let reference = plan
         .benchmarks
         .iter()
-        .map(|b| Track::new(b.as_ref(), &plan))
-        .collect();
-    let reference = tracks
-        .iter()
-        .position(|t| Some(t.bench.info().id.as_str()) == schedule.reference.as_deref());
+        .position(|b| Some(b.info().id.as_str()) == schedule.reference.as_deref());
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(schedule.seed);
     let mut round: u32 = if plan.config.warmup_runs > 0 { 0 } else { 1 };
-    loop {
+    let mut failed: Option<String> = None;
+    'rounds: loop {
         if cancel.load(Ordering::Relaxed) {
             break;
         }
-        let others_active = tracks
+        let orders: Vec<Vec<usize>> = arms
             .iter()
-            .enumerate()
-            .any(|(i, t)| Some(i) != reference && t.active(&plan, round));
-        let mut order: Vec<usize> = (0..tracks.len())
-            .filter(|&i| {
-                if Some(i) == reference {
-                    // The reference follows the others, whatever the adaptive rule says of it.
-                    others_active
-                        && tracks[i].error.is_none()
-                        && (round > 0 || tracks[i].attempts < plan.config.warmup_runs)
-                } else {
-                    tracks[i].active(&plan, round)
-                }
-            })
+            .map(|tracks| round_order(tracks, &plan, round, reference))
             .collect();
-        if order.is_empty() {
+        if orders.iter().all(Vec::is_empty) {
             break;
         }
-        order.shuffle(&mut rng);
-        let mut ran = Vec::new();
-        for &i in &order {
-            if cancel.load(Ordering::Relaxed) {
-                break;
+        let mut arm_order: Vec<usize> = (0..arms.len()).collect();
+        arm_order.shuffle(&mut rng);
+        for &a in &arm_order {
+            let mut order = orders[a].clone();
+            if order.is_empty() {
+                continue;
             }
-            let info = tracks[i].bench.info();
-            on_event(Event::RunStarted {
-                index: i,
-                info,
+            order.shuffle(&mut rng);
+            if cancel.load(Ordering::Relaxed) {
+                break 'rounds;
+            }
+            if let Err(e) = switch(a, round) {
+                failed = Some(e);
+                break 'rounds;
+            }
+            let tracks = &mut arms[a];
+            let mut ran = Vec::new();
+            for &i in &order {
+                if cancel.load(Ordering::Relaxed) {
+                    break;
+                }
+                let info = tracks[i].bench.info();
+                on_event(Event::RunStarted {
+                    index: i,
+                    info,
+                    round,
+                });
+                let t0 = Instant::now();
+                tracks[i].step(&plan, &records[a].timing, cancel, round);
+                ran.push(info.id.clone());
+                on_event(Event::RunFinished {
+                    index: i,
+                    info,
+                    wall_s: t0.elapsed().as_secs_f64(),
+                    finished: !tracks[i].active(&plan, round + 1),
+                });
+            }
+            schedules[a].rounds.push(ran);
+            records[a].benchmarks = tracks
+                .iter()
+                .filter(|t| t.begun())
+                .map(|t| t.result(&plan))
+                .collect();
+            records[a].config.schedule = Some(schedules[a].clone());
+            on_event(Event::RoundFinished {
                 round,
-            });
-            let t0 = Instant::now();
-            tracks[i].step(&plan, &record.timing, cancel, round);
-            ran.push(info.id.clone());
-            on_event(Event::RunFinished {
-                index: i,
-                info,
-                wall_s: t0.elapsed().as_secs_f64(),
-                finished: !tracks[i].active(&plan, round + 1),
+                record: &records[a],
             });
         }
-        schedule.rounds.push(ran);
-        record.benchmarks = tracks
-            .iter()
-            .filter(|t| t.begun())
-            .map(|t| t.result(&plan))
-            .collect();
-        record.config.schedule = Some(schedule.clone());
-        on_event(Event::RoundFinished {
-            round,
-            record: &record,
-        });
         round += 1;
     }
-    let interrupted = cancel.load(Ordering::Relaxed);
-    for t in tracks.iter_mut() {
-        if interrupted && t.begun() && t.error.is_none() && t.active(&plan, round) {
-            t.error = Some(BenchError {
-                kind: ErrorKind::Interrupted,
-                message: format!(
-                    "interrupted by the user after {} of {} runs; finished runs are kept",
-                    t.outputs.len(),
-                    plan.config.runs
-                ),
-            });
+    let interrupted = cancel.load(Ordering::Relaxed) || failed.is_some();
+    for (a, tracks) in arms.iter_mut().enumerate() {
+        for t in tracks.iter_mut() {
+            if interrupted && t.begun() && t.error.is_none() && t.active(&plan, round) {
+                t.error = Some(BenchError {
+                    kind: ErrorKind::Interrupted,
+                    message: format!(
+                        "{} after {} of {} runs; finished runs are kept",
+                        failed.as_deref().unwrap_or("interrupted by the user"),
+                        t.outputs.len(),
+                        plan.config.runs
+                    ),
+                });
+            }
         }
+        let record = &mut records[a];
+        record.benchmarks = tracks
+            .iter_mut()
+            .filter(|t| t.begun())
+            .map(|t| t.finish(&plan))
+            .collect();
+        record.config.schedule = Some(schedules[a].clone());
+        record.environment.end = Some(crate::platform::sysinfo::environment());
+        record.finished = Some(Utc::now());
+        record.complete = !interrupted && record.benchmarks.len() == plan.benchmarks.len();
     }
-    record.benchmarks = tracks
-        .iter_mut()
-        .filter(|t| t.begun())
-        .map(|t| t.finish(&plan))
-        .collect();
-    record.config.schedule = Some(schedule);
-    record.environment.end = Some(crate::platform::sysinfo::environment());
-    record.finished = Some(Utc::now());
-    record.complete = !interrupted && record.benchmarks.len() == plan.benchmarks.len();
-    let idle_exit_after = (!interrupted && needs_idle_exit(&record))
+    let idle_exit_after = (!interrupted && records.iter().any(needs_idle_exit))
         .then(|| {
             crate::bench::latency::idle_wakeup::quick_measure(IDLE_EXIT_AFTER)
                 .ok()
                 .map(|m| m.2)
         })
         .flatten();
-    record.warnings = run_warnings(&record, interrupted, idle_exit_after);
-    record
+    for r in records.iter_mut() {
+        r.warnings = run_warnings(r, interrupted, idle_exit_after);
+    }
+    match failed {
+        Some(e) => Err((e, records)),
+        None => Ok(records),
+    }
+}
+
+/// The benchmarks of one arm that take a run in `round`, in plan order. The drift reference
+/// follows the others: it runs while any of them does, whatever the adaptive rule says of it.
+fn round_order(tracks: &[Track], plan: &Plan, round: u32, reference: Option<usize>) -> Vec<usize> {
+    let others_active = tracks
+        .iter()
+        .enumerate()
+        .any(|(i, t)| Some(i) != reference && t.active(plan, round));
+    (0..tracks.len())
+        .filter(|&i| {
+            if Some(i) == reference {
+                others_active
+                    && tracks[i].error.is_none()
+                    && (round > 0 || tracks[i].attempts < plan.config.warmup_runs)
+            } else {
+                tracks[i].active(plan, round)
+            }
+        })
+        .collect()
 }
 
 /// A fresh random seed for the run order (recorded; `--seed` repeats an order).
@@ -1206,6 +1270,7 @@ mod tests {
                 command_line: vec![],
                 adaptive: None,
                 schedule: None,
+                ab: None,
             },
         }
     }

@@ -107,6 +107,7 @@ mod tests {
                 command_line: vec![],
                 adaptive: None,
                 schedule: None,
+                ab: None,
             },
         };
         let timing = crate::harness::calibrate();

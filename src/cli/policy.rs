@@ -221,6 +221,7 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
             command_line: crate::store::redact_args(std::env::args()),
             adaptive,
             schedule: Some(schedule),
+            ab: None,
         },
     };
     let preface = format!(

@@ -1210,6 +1210,7 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
         &crate::compare::Options {
             noise: a.noise,
             history,
+            paired: false,
         },
     );
     crate::out!("{}", crate::compare::render::text(&cmp));
@@ -1264,6 +1265,7 @@ pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
         crate::compare::Options {
             noise: a.noise,
             history,
+            paired: false,
         },
     )?;
     write_atomic(&a.export_html, html.as_bytes()).map_err(|e| {

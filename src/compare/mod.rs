@@ -52,6 +52,9 @@ pub struct Options {
     /// This machine's between-invocation noise, learned from the store's history
     /// ([`NoiseHistory::learn`]); empty when there is none.
     pub history: NoiseHistory,
+    /// The two sides are the arms of one A/B run (`osgauge ab`): pair their runs by round.
+    /// Set by itself when both records say so (`config.ab.pair`).
+    pub paired: bool,
 }
 
 impl Default for Options {
@@ -59,6 +62,7 @@ impl Default for Options {
         Options {
             noise: 0.02,
             history: NoiseHistory::default(),
+            paired: false,
         }
     }
 }
@@ -337,6 +341,8 @@ pub struct Comparison {
     /// Per column: whether it is the same system as the baseline (host, CPU, OS, kernel), so
     /// that the drift reference can tell the host's drift from the system.
     pub same_system: Vec<bool>,
+    /// Per column: the switch command of an A/B arm (with its last read-back), when it is one.
+    pub ab: Vec<Option<String>>,
 }
 
 use nested::per_run;
@@ -525,11 +531,26 @@ pub fn compare_groups(groups: &[(String, Vec<RunRecord>)], opts: &Options) -> Co
                 .any(|d| d.benchmarks.iter().any(|b| b == bid) && d.values[j] != d.values[0])
     };
 
+    let paired = opts.paired || ab_pair(groups);
+    let opts = &Options {
+        paired,
+        ..opts.clone()
+    };
+    // Paired rounds cancel drift: the reference's change is then the setting's, never the host's.
+    let same: Vec<bool> = same.iter().map(|&s| s && !paired).collect();
     let mut rows = rows_of(groups, &columns, marked, opts);
     let drift = reference_changes(&mut rows, columns.len());
     let judged = judge(&mut rows, columns.len(), opts, &same);
     let (suites, excluded_nonpositive) = suite_summaries(&rows, columns.len(), opts.noise);
-    let footnotes = footnotes(&columns, &rows, &judged, excluded_nonpositive, opts.noise);
+    let mut footnotes = footnotes(&columns, &rows, &judged, excluded_nonpositive, opts.noise);
+    if paired {
+        if let Some(m) = footnotes.iter_mut().find(|f| f.starts_with("Method:")) {
+            *m = format!(
+                "Method: an A/B run on one machine — every round ran both arms, in random order, each after its switch command; the change is the mean of the rounds' paired differences (log scale for ratios), so the machine's drift between rounds cancels; better/worse only when the paired t test gives q < {ALPHA} after Benjamini-Hochberg within the headline or the secondary metrics and its 95 % CI lies outside ±{} %; ~ within ±x % = no change larger than x could be excluded",
+                trim_num(opts.noise * 100.0)
+            );
+        }
+    }
     let unknown = rows
         .iter()
         .flat_map(|r| r.cells.iter().skip(1))
@@ -558,7 +579,83 @@ pub fn compare_groups(groups: &[(String, Vec<RunRecord>)], opts: &Options) -> Co
         footnotes,
         drift,
         same_system: same,
+        ab: runs
+            .iter()
+            .map(|(_, r)| {
+                r.config.ab.as_ref().map(|a| {
+                    let back = a
+                        .switches
+                        .last()
+                        .and_then(|l| l.read_back.as_deref())
+                        .map(|b| format!(" (read back: {})", b.replace('\n', " ")))
+                        .unwrap_or_default();
+                    format!("{}{back}", a.switch)
+                })
+            })
+            .collect(),
     }
+}
+
+/// Two sides, one record each, that are the two arms of one `osgauge ab` run.
+pub fn ab_pair(groups: &[(String, Vec<RunRecord>)]) -> bool {
+    let pair = |g: &(String, Vec<RunRecord>)| match g.1.as_slice() {
+        [r] => r.config.ab.as_ref().map(|a| a.pair.clone()),
+        _ => None,
+    };
+    groups.len() == 2 && pair(&groups[0]).is_some() && pair(&groups[0]) == pair(&groups[1])
+}
+
+/// The change of arm `b` against arm `a` of an A/B run, paired by round.
+fn paired_delta(a: &MetricResult, b: &MetricResult, noise_band: f64) -> Option<Delta> {
+    let (ra, rb) = (nested::per_round(a), nested::per_round(b));
+    let positive = ra.iter().chain(&rb).all(|&(_, v)| v > 0.0);
+    let lin = nested::paired(&ra, &rb, false)?;
+    let test = if positive {
+        nested::paired(&ra, &rb, true)?
+    } else {
+        lin
+    };
+    let ca = stats::median(&ra.iter().map(|x| x.1).collect::<Vec<_>>());
+    let detectable = (test.noise != Noise::Unknown).then(|| {
+        let d = if test.log {
+            test.half_width.exp() - 1.0
+        } else if ca != 0.0 {
+            test.half_width / ca.abs()
+        } else {
+            f64::INFINITY
+        };
+        d.max(noise_band)
+    });
+    let [lo, hi] = test.ci();
+    let [dlo, dhi] = lin.ci();
+    Some(Delta {
+        basis: if positive {
+            Basis::Ratio
+        } else {
+            Basis::Difference
+        },
+        ratio: if positive {
+            test.change.exp()
+        } else {
+            f64::NAN
+        },
+        ci95: if positive {
+            [lo.exp(), hi.exp()]
+        } else {
+            [f64::NAN, f64::NAN]
+        },
+        difference: lin.change,
+        difference_ci95: [dlo, dhi],
+        p: test.p,
+        p_exact: false,
+        q: test.p,
+        min_p: 0.0,
+        verdict: Verdict::Same,
+        noise: test.noise,
+        detectable,
+        reference: None,
+        reference_alike: false,
+    })
 }
 
 /// What to do when the between-invocation noise is unknown.
@@ -673,7 +770,18 @@ fn rows_of(
                 let center = (!centers.is_empty()).then(|| stats::median(&centers));
                 let vs_base =
                     (i > 0 && !side.invocations.is_empty() && !sides[0].invocations.is_empty())
-                        .then(|| delta(&sides[0], side, opts.noise))
+                        .then(|| {
+                            if opts.paired {
+                                let (Some((_, ma)), Some((_, mb))) =
+                                    (found[0].last().copied().flatten(), newest)
+                                else {
+                                    return None;
+                                };
+                                paired_delta(ma, mb, opts.noise)
+                            } else {
+                                delta(&sides[0], side, opts.noise)
+                            }
+                        })
                         .flatten();
                 Cell {
                     center,

@@ -48,6 +48,9 @@ pub enum Noise {
     History,
     /// A side has one invocation and this machine has no history for the metric: no verdict.
     Unknown,
+    /// An A/B run on one machine: the arms' runs paired by round, the spread of the paired
+    /// differences (drift cancels).
+    Paired,
 }
 
 /// The between-invocation variance of one metric on one machine, learned from repeated
@@ -375,6 +378,67 @@ pub fn estimate(a: &Side, b: &Side, log: bool) -> Option<Estimate> {
     })
 }
 
+/// A metric's per-run values with the round each was taken in (runs without a round left out).
+pub fn per_round(m: &MetricResult) -> Vec<(u32, f64)> {
+    if m.summary.is_none() && m.not_measured.is_some() {
+        return Vec::new();
+    }
+    m.runs
+        .iter()
+        .filter_map(|r| Some((r.round?, r.summary.p50)))
+        .filter(|(_, v)| v.is_finite())
+        .collect()
+}
+
+/// An A/B run's change: the differences `y_B,r − y_A,r` of the rounds both arms measured (log
+/// scale when `log`), their mean with a one-sample t test and CI over the rounds. Unknown noise
+/// with fewer than 3 pairs.
+pub fn paired(a: &[(u32, f64)], b: &[(u32, f64)], log: bool) -> Option<Estimate> {
+    let f = |v: f64| if log { v.ln() } else { v };
+    let d: Vec<f64> = a
+        .iter()
+        .filter_map(|&(r, x)| b.iter().find(|(rb, _)| *rb == r).map(|&(_, y)| f(y) - f(x)))
+        .collect();
+    if d.is_empty() {
+        return None;
+    }
+    let change = stats::mean(&d);
+    let n = d.len();
+    if n < 3 {
+        return Some(Estimate {
+            log,
+            change,
+            se: f64::NAN,
+            df: f64::NAN,
+            p: f64::NAN,
+            half_width: f64::NAN,
+            noise: Noise::Unknown,
+        });
+    }
+    let df = (n - 1) as f64;
+    let se = stats::std_dev(&d) / (n as f64).sqrt();
+    if se == 0.0 {
+        return Some(Estimate {
+            log,
+            change,
+            se,
+            df,
+            p: if change == 0.0 { 1.0 } else { 0.0 },
+            half_width: 0.0,
+            noise: Noise::Paired,
+        });
+    }
+    Some(Estimate {
+        log,
+        change,
+        se,
+        df,
+        p: t_p(change / se, df),
+        half_width: t975(df) * se,
+        noise: Noise::Paired,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,5 +631,34 @@ mod tests {
         let l2 = h.get(&k2, b, m).unwrap();
         assert!((l2.var_lin - 5000.0).abs() < 1e-9);
         assert!(l2.var_log.unwrap() > l1.var_log.unwrap());
+    }
+
+    /// A/B on a drifting machine: each round's drift hits both arms, so the paired test finds a
+    /// 10 % effect that unpaired invocation-level statistics could not, and calls nothing in A/A.
+    #[test]
+    fn paired_rounds_cancel_drift() {
+        let mut rng = ChaCha8Rng::seed_from_u64(42);
+        let (mut aa, mut ab) = (0, 0);
+        let trials = 2000;
+        for _ in 0..trials {
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            let mut c = Vec::new();
+            for r in 1..=10u32 {
+                // The machine's speed this round (30 % drift), shared by both arms.
+                let u = 0.3 * normal(&mut rng);
+                let noise = |rng: &mut ChaCha8Rng| 0.01 * normal(rng);
+                a.push((r, 100.0 * (u + noise(&mut rng)).exp()));
+                b.push((r, 100.0 * (u + noise(&mut rng)).exp()));
+                c.push((r, 110.0 * (u + noise(&mut rng)).exp()));
+            }
+            let same = paired(&a, &b, true).unwrap();
+            assert_eq!(same.noise, Noise::Paired);
+            aa += usize::from(same.p < 0.05);
+            let diff = paired(&a, &c, true).unwrap();
+            ab += usize::from(diff.p < 0.05 && diff.change > 0.0);
+        }
+        assert!((aa as f64 / trials as f64) <= 0.065, "A/A called {aa}");
+        assert!((ab as f64 / trials as f64) > 0.95, "A/B found {ab}");
     }
 }

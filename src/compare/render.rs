@@ -308,6 +308,14 @@ pub fn text(c: &Comparison) -> String {
         ));
     }
     s.push('\n');
+    for (j, arm) in c.ab.iter().enumerate() {
+        if let Some(a) = arm {
+            s.push_str(&format!("  [{j}] switched by: {a}\n"));
+        }
+    }
+    if c.ab.iter().any(Option::is_some) {
+        s.push('\n');
+    }
     for (k, lines) in c.drift.iter().enumerate() {
         if !lines.is_empty() {
             s.push_str(&format!(

@@ -163,6 +163,23 @@ impl CheapIo {
 pub const INTERRUPT_MESSAGE: &str = "\nosgauge: interrupted — finishing the current step and keeping what was \
      measured (Ctrl-C again to quit now)\n";
 
+/// A command line for the platform's shell: `sh -c` on Unix, `cmd /C` on Windows (the switch
+/// commands of `osgauge ab`, the user's own).
+pub fn shell_command(line: &str) -> std::process::Command {
+    #[cfg(windows)]
+    {
+        let mut c = std::process::Command::new("cmd");
+        c.args(["/C", line]);
+        c
+    }
+    #[cfg(not(windows))]
+    {
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", line]);
+        c
+    }
+}
+
 /// On Ctrl-C (and on Unix SIGTERM and SIGHUP) set `flag`; on the second one exit at once with the
 /// first signal's code (see [`interrupt_exit_code`]). On Unix this is a plain `sigaction` handler:
 /// no helper thread lives in the measuring process (an idle extra thread makes fork ~30 % slower,
