@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use common::{fixture, fixture_path, osgauge, slowed, truncated};
+use common::{fixture, fixture_path, osgauge, slowed};
 use osgauge::compare::{self, Basis, Options, Verdict, min_p, runs_needed};
 use osgauge::model::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
 use osgauge::stats;
@@ -12,9 +12,63 @@ fn named(v: Vec<(&str, osgauge::model::RunRecord)>) -> Vec<(String, osgauge::mod
     v.into_iter().map(|(n, r)| (n.to_string(), r)).collect()
 }
 
-/// The runs `v` (first = baseline) compared with the default options.
+/// This machine's history as `osgauge calibrate` would leave it: three invocations of the
+/// baseline's benchmarks under one label, every figure 1 % apart between them (σ ≈ 1 % between
+/// invocations).
+fn history_of(base: &RunRecord) -> compare::NoiseHistory {
+    compare::NoiseHistory::learn(&calibration(base, 0.01))
+}
+
+/// Three invocations of `base` under the label "calibration", every figure `spread` apart.
+fn calibration(base: &RunRecord, spread: f64) -> Vec<RunRecord> {
+    [1.0 - spread, 1.0, 1.0 + spread]
+        .iter()
+        .map(|&f| {
+            let mut r = base.clone();
+            r.run_id = uuid::Uuid::now_v7();
+            r.label = Some("calibration".into());
+            r.complete = true;
+            for b in &mut r.benchmarks {
+                for m in &mut b.metrics {
+                    for run in &mut m.runs {
+                        run.summary.p50 *= f;
+                    }
+                }
+            }
+            r
+        })
+        .collect()
+}
+
+/// Store `osgauge calibrate`'s invocations of `base` in the running test's store (a JSON array
+/// imported with `osgauge results import`).
+fn import_calibration(dir: &std::path::Path, base: &RunRecord) {
+    let p = dir.join("calibration.json");
+    std::fs::write(&p, serde_json::to_string(&calibration(base, 0.01)).unwrap()).unwrap();
+    let out = osgauge()
+        .args(["results", "import"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The default options with the baseline's machine calibrated ([`history_of`]).
+fn calibrated(base: &RunRecord) -> Options {
+    Options {
+        history: history_of(base),
+        ..Default::default()
+    }
+}
+
+/// The runs `v` (first = baseline) compared with the default options, on a calibrated machine.
 fn compared(v: Vec<(&str, RunRecord)>) -> compare::Comparison {
-    compare::compare(&named(v), Options::default())
+    let opts = calibrated(&v[0].1);
+    compare::compare(&named(v), opts)
 }
 
 /// The row of benchmark `id` (its first metric).
@@ -89,38 +143,74 @@ fn exactly_the_slowed_benchmark_is_flagged_worse() {
 }
 crate::register!(exactly_the_slowed_benchmark_is_flagged_worse);
 
-fn three_runs_per_side_cannot_detect_anything_and_say_so() {
-    assert!(min_p(3, 3) >= 0.05, "{}", min_p(3, 3));
-    assert!(min_p(4, 4) < 0.05);
-    assert_eq!(runs_needed(), 4);
-    let a = truncated(&fixture("cpu-10runs.json"), 3);
+fn one_invocation_each_without_history_has_no_verdict_and_says_how_to_learn_it() {
+    // Twice as slow, 10 runs each agreeing closely: the runs of one invocation cannot say
+    // whether that is the system or the machine's drift between invocations.
+    let a = fixture("cpu-10runs.json");
     let b = slowed(&a, "cpu/timer_read", 2.0);
-    let c = compared(vec![("a", a), ("b", b)]);
-    let row = bench_row(&c, "cpu/timer_read");
-    assert_eq!(vs_base(row).verdict, Verdict::TooFewRuns);
-    assert!(
-        c.footnotes
-            .iter()
-            .any(|f| f.contains("need >= 4 runs per side")),
-        "{:?}",
-        c.footnotes
+    let c = compare::compare(
+        &named(vec![("a", a.clone()), ("b", b.clone())]),
+        Options::default(),
     );
+    let d = vs_base(bench_row(&c, "cpu/timer_read"));
+    assert_eq!(d.verdict, Verdict::NoiseUnknown, "{d:?}");
+    assert_eq!(d.noise, compare::Noise::Unknown);
+    assert!((d.ratio - 2.0).abs() < 1e-9);
+    assert!(d.detectable.is_none());
+    assert!(c.regressions(0.0).is_empty());
+    let note = c.power.as_deref().expect("a note at the top");
+    assert!(note.contains("osgauge calibrate"), "{note}");
     let text = compare::render::text(&c);
-    assert!(text.contains("~ (a)") && text.contains("need >= 4 runs per side"));
+    let at = text.find("NOTE: ").expect(&text);
+    assert!(at < text.find("cpu/timer_read").unwrap(), "{text}");
+    assert!(
+        text.contains("~ (u)") && text.contains("(u) no verdict"),
+        "{text}"
+    );
+    // The same machine calibrated: the change is found.
+    let c = compared(vec![("a", a), ("b", b)]);
+    assert_eq!(
+        vs_base(bench_row(&c, "cpu/timer_read")).verdict,
+        Verdict::Worse
+    );
+    assert!(c.power.is_none());
 }
-crate::register!(three_runs_per_side_cannot_detect_anything_and_say_so);
+crate::register!(one_invocation_each_without_history_has_no_verdict_and_says_how_to_learn_it);
 
 fn noise_band_hides_small_significant_differences() {
     let a = fixture("cpu-10runs.json");
     let b = slowed(&a, "cpu/timer_read", 1.01);
-    let c = compared(vec![("a", a.clone()), ("b", b.clone())]);
+    // A quiet machine: invocations 0.02 % apart.
+    let quiet = Options {
+        history: compare::NoiseHistory::learn(&calibration(&a, 0.0002)),
+        ..Default::default()
+    };
+    let c = compare::compare(
+        &named(vec![("a", a.clone()), ("b", b.clone())]),
+        quiet.clone(),
+    );
     let row = bench_row(&c, "cpu/timer_read");
     let d = vs_base(row);
     assert!(d.q < 0.05, "the shift is significant: {d:?}");
     assert_eq!(d.verdict, Verdict::Same, "but inside ±2 %");
-    let c = compare::compare(&named(vec![("a", a), ("b", b)]), Options { noise: 0.001 });
+    assert_eq!(
+        d.detectable,
+        Some(0.02),
+        "what ~ excludes is at least the band"
+    );
+    let opts = Options {
+        noise: 0.001,
+        ..quiet
+    };
+    let c = compare::compare(&named(vec![("a", a.clone()), ("b", b.clone())]), opts);
     let row = bench_row(&c, "cpu/timer_read");
     assert_eq!(vs_base(row).verdict, Verdict::Worse);
+    // On a machine whose invocations are 1 % apart the same 1 % is not significant, and `~`
+    // says how large a change it could have missed.
+    let c = compared(vec![("a", a), ("b", b)]);
+    let d = vs_base(bench_row(&c, "cpu/timer_read"));
+    assert!(d.q >= 0.05 && d.detectable.unwrap() > 0.02, "{d:?}");
+    assert!(compare::render::text(&c).contains("~ within ±"));
 }
 crate::register!(noise_band_hides_small_significant_differences);
 
@@ -166,27 +256,13 @@ fn a_figure_not_measured_carries_its_reason_not_no_finished_runs() {
 }
 crate::register!(a_figure_not_measured_carries_its_reason_not_no_finished_runs);
 
-fn what_the_run_counts_can_detect_is_said_once_at_the_top() {
-    // 5 vs 5 runs: p ≥ 0.0079; alone among 150 metrics a change gets q ≥ 1 — never a verdict.
-    let n = compare::power_note(5, 5, 150).expect("a note");
-    assert!(n.contains("is 0.0079") && n.contains("≥ 1.000"), "{n}");
-    // 8 vs 8: p ≥ 2/12870, × 150 = 0.023 < 0.05 (7 vs 7: 0.087).
-    assert!(n.contains("--runs 8 "), "{n}");
-    assert!(n.contains("at most 6 at these run counts"), "{n}");
-    // With 10 runs per side and a few metrics a single change can be detected: no note.
-    assert_eq!(compare::power_note(10, 10, 5), None);
-    // In the terminal text, before the differences and the results.
-    let a = fixture("cpu-10runs.json");
-    let few = truncated(&a, 3);
-    let c = compared(vec![
-        ("a", few.clone()),
-        ("b", slowed(&few, "cpu/io_syscall", 2.0)),
-    ]);
-    let text = compare::render::text(&c);
-    let note = text.find("NOTE: With 3 vs 3 runs").expect(&text);
-    assert!(note < text.find("cpu/io_syscall").unwrap(), "{text}");
+fn the_mann_whitney_floor_is_still_known_for_run_level_tests() {
+    // The policy study still tests runs within one invocation with Mann-Whitney.
+    assert!(min_p(3, 3) >= 0.05, "{}", min_p(3, 3));
+    assert!(min_p(4, 4) < 0.05);
+    assert_eq!(runs_needed(), 4);
 }
-crate::register!(what_the_run_counts_can_detect_is_said_once_at_the_top);
+crate::register!(the_mann_whitney_floor_is_still_known_for_run_level_tests);
 
 fn verdicts_of_a_run_on_a_busier_machine_are_marked() {
     let a = fixture("cpu-10runs.json");
@@ -264,6 +340,7 @@ fn cli_fail_on_regression_and_exports() {
     let base = fixture_path("cpu-10runs.json");
     let new = dir.path().join("new.json");
     std::fs::write(&new, serde_json::to_string_pretty(&b).unwrap()).unwrap();
+    import_calibration(dir.path(), &a);
     let (md, csv, js) = (
         dir.path().join("c.md"),
         dir.path().join("c.csv"),
@@ -437,10 +514,9 @@ fn zero_dropped_frames_to_five_is_worse_and_a_regression() {
     assert!(d.ratio.is_nan());
     assert_eq!(d.difference, 5.0);
     assert!(d.difference_ci95[0] > 0.0, "{d:?}");
-    // 5 vs 5 fully separated: exact p = 2 / C(10, 5); 4 directed metrics in the BH family.
-    assert!(d.p_exact);
-    assert!((d.p - 2.0 / 252.0).abs() < 1e-12, "{}", d.p);
-    assert!((d.q - 4.0 * 2.0 / 252.0).abs() < 1e-12, "{}", d.q);
+    // The calibration saw 0 dropped frames in every invocation: only the runs' own spread
+    // is left, and 5 ± 0.7 is far from 0.
+    assert!(d.p < 0.01 && d.q < 0.05, "{d:?}");
     assert_eq!(d.verdict, Verdict::Worse);
     // Everything else is unchanged.
     for m in ["latency", "deadlines_met", "desired_cpu"] {
@@ -473,32 +549,33 @@ fn regs_row(c: &compare::Comparison) -> &compare::Row {
     row(c, "dropped_frames")
 }
 
-fn three_vs_three_ties_give_the_exact_p_and_no_verdict() {
+fn an_unknown_noise_is_no_verdict_in_every_export() {
     let a = audio_record("zero", &[0.0; 3], &[10.0; 3]);
     let b = audio_record("five", &[5.0; 3], &[10.0; 3]);
-    let c = compared(vec![("a", a), ("b", b)]);
+    let c = compare::compare(&named(vec![("a", a), ("b", b)]), Options::default());
     let d = delta(&c, "dropped_frames");
-    // Normal approximation: p = 0.047; exact permutation distribution: 2 / C(6, 3) = 0.1.
-    assert!(d.p_exact);
-    assert_eq!(d.p, 0.1);
-    assert_eq!(d.verdict, Verdict::TooFewRuns);
+    assert!(d.p.is_nan());
+    assert_eq!(d.verdict, Verdict::NoiseUnknown);
     assert!(c.regressions(0.0).is_empty());
     let text = compare::render::text(&c);
     let line = text
         .lines()
         .find(|l| l.starts_with("interactivity/audio/burn.dropped_frames"))
         .unwrap();
-    assert!(line.contains("p=0.100 q=0.400 ~ (a)"), "{line}");
+    assert!(line.contains("p=— ~ (u)"), "{line}");
     let v: serde_json::Value = serde_json::from_str(&compare::render::json(&c).unwrap()).unwrap();
     let cell = &v["rows"][3]["cells"][1]["vs_base"];
     assert_eq!(v["rows"][3]["metric"], "dropped_frames");
-    assert_eq!(cell["p"], 0.1);
-    assert_eq!(cell["p_exact"], true);
+    assert!(cell["p"].is_null());
+    assert_eq!(cell["noise"], "unknown");
     assert_eq!(cell["basis"], "difference");
     assert!(cell["ratio"].is_null());
-    assert_eq!(cell["verdict"], "too_few_runs");
+    assert_eq!(cell["verdict"], "noise_unknown");
+    let csv = compare::render::csv(&c).unwrap();
+    assert!(csv.contains("noise_unknown"), "{csv}");
+    assert!(compare::render::markdown(&c).contains("~ (u)"));
 }
-crate::register!(three_vs_three_ties_give_the_exact_p_and_no_verdict);
+crate::register!(an_unknown_noise_is_no_verdict_in_every_export);
 
 /// A copy of `r` whose `bench` per-run medians are `values` (one value per run).
 fn with_values(r: &RunRecord, bench: &str, better: Better, values: &[f64]) -> RunRecord {
@@ -662,7 +739,10 @@ fn settings_differences_are_listed_and_the_cells_marked() {
         .lines()
         .find(|l| l.starts_with("interactivity/audio/burn.latency"))
         .unwrap();
-    assert!(line.ends_with("~ (s)"), "{line}");
+    assert!(
+        line.contains("~ within ±") && line.ends_with(" (s)"),
+        "{line}"
+    );
     assert!(text.contains("(s) this benchmark ran with settings"));
     let md = compare::render::markdown(&c);
     assert!(md.contains("## Settings that differ"));
@@ -670,7 +750,7 @@ fn settings_differences_are_listed_and_the_cells_marked() {
         md.contains("| task_sched.policy | interactivity/audio/burn | SCHED_FIFO | SCHED_OTHER |"),
         "{md}"
     );
-    assert!(md.contains("| ~ (s) |"), "{md}");
+    assert!(md.contains(" (s) |"), "{md}");
     let v: serde_json::Value = serde_json::from_str(&compare::render::json(&c).unwrap()).unwrap();
     assert_eq!(v["settings"][2]["field"], "task_sched.policy");
     assert_eq!(v["rows"][0]["cells"][1]["settings_differ"], true);
@@ -681,11 +761,11 @@ fn settings_differences_are_listed_and_the_cells_marked() {
         osgauge::report::render(&named(vec![("a", a), ("b", b)]), Options::default()).unwrap();
     assert!(html.contains("<h3>Settings that differ</h3>"));
     assert!(html.contains("<th>task_sched.policy</th>"));
-    assert!(html.contains("~ (s)"));
+    assert!(html.contains(" (s)"));
 }
 crate::register!(settings_differences_are_listed_and_the_cells_marked);
 
-fn cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p() {
+fn cli_zero_baseline_regression_exits_3_once_the_machine_is_calibrated() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, r: &RunRecord| {
         let p = dir.path().join(name);
@@ -701,6 +781,21 @@ fn cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p() {
         &audio_record("five", &[5.0, 4.0, 5.0, 6.0, 5.0], &[10.0; 5]),
     );
     let js = dir.path().join("c.json");
+    // Without this machine's noise: no verdict, no regression, and the way to learn it.
+    let out = osgauge()
+        .arg("compare")
+        .arg(&a5)
+        .arg(&b5)
+        .args(["--fail-on-regression", "5%"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("~ (u)") && stdout.contains("osgauge calibrate"),
+        "{stdout}"
+    );
+    import_calibration(dir.path(), &audio_record("zero", &[0.0; 5], &[10.0; 5]));
     let out = osgauge()
         .arg("compare")
         .arg(&a5)
@@ -734,40 +829,8 @@ fn cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p() {
     let v: serde_json::Value = common::read_json(&js);
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["verdict"], "worse");
     assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["difference"], 5.0);
-
-    // 3 vs 3 tied values: ~ (a) with the exact p = 0.1, and no regression.
-    let a3 = write(
-        "dropped-0-3runs.json",
-        &audio_record("zero", &[0.0; 3], &[10.0; 3]),
-    );
-    let b3 = write(
-        "dropped-5-3runs.json",
-        &audio_record("five", &[5.0; 3], &[10.0; 3]),
-    );
-    let out = osgauge()
-        .arg("compare")
-        .arg(&a3)
-        .arg(&b3)
-        .args(["--fail-on-regression", "5%", "--export-json"])
-        .arg(&js)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!(
-        "$ osgauge compare dropped-0-3runs.json dropped-5-3runs.json --fail-on-regression 5%\n{stdout}exit {:?}",
-        out.status.code()
-    );
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("interactivity/audio/burn.dropped_frames"))
-        .unwrap();
-    assert!(line.contains("p=0.100 q=0.400 ~ (a)"), "{line}");
-    let v: serde_json::Value = common::read_json(&js);
-    assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p"], 0.1);
-    assert_eq!(v["rows"][3]["cells"][1]["vs_base"]["p_exact"], true);
 }
-crate::register!(cli_zero_baseline_regression_exits_3_and_three_runs_print_the_exact_p);
+crate::register!(cli_zero_baseline_regression_exits_3_once_the_machine_is_calibrated);
 
 fn measured_facts_in_params_are_not_settings() {
     let a = fixture("cpu-a.json");
