@@ -276,16 +276,31 @@ pub fn execute_arms(
     let interrupted = cancel.load(Ordering::Relaxed) || failed.is_some();
     for (a, tracks) in arms.iter_mut().enumerate() {
         for t in tracks.iter_mut() {
-            if interrupted && t.begun() && t.error.is_none() && t.active(&plan, round) {
+            let cut = t
+                .error
+                .as_ref()
+                .is_some_and(|e| e.kind == ErrorKind::Interrupted)
+                || (t.error.is_none() && t.active(&plan, round));
+            if !(interrupted && t.begun() && cut) {
+                continue;
+            }
+            let why = format!(
+                "{} after {} of {} runs",
+                failed.as_deref().unwrap_or("interrupted by the user"),
+                t.outputs.len(),
+                plan.config.runs
+            );
+            if t.outputs.is_empty() {
                 t.error = Some(BenchError {
                     kind: ErrorKind::Interrupted,
-                    message: format!(
-                        "{} after {} of {} runs; finished runs are kept",
-                        failed.as_deref().unwrap_or("interrupted by the user"),
-                        t.outputs.len(),
-                        plan.config.runs
-                    ),
+                    message: why,
                 });
+            } else {
+                // Its finished runs are measurements: kept as its figures, with fewer runs,
+                // and said so.
+                t.error = None;
+                t.warnings
+                    .push(format!("{why}: its figures are of these runs"));
             }
         }
         let record = &mut records[a];

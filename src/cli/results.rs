@@ -1040,6 +1040,9 @@ fn list_text(rows: &[store::RunRow]) -> String {
     crate::output::grid::Grid::default().render(&rows)
 }
 
+/// Named sides of a comparison, each one or more invocations.
+pub(crate) type Sides = Vec<(String, Vec<RunRecord>)>;
+
 /// compare/report arguments as sides: files first (one side per record), else stored runs — a
 /// label stored several times is one side of all its complete invocations (the invocation is
 /// then the unit of replication), a run id or prefix one side of that run. Also this machine's
@@ -1047,7 +1050,7 @@ fn list_text(rows: &[store::RunRow]) -> String {
 pub(crate) fn load_sides(
     keys: &[String],
     sp: &StorePath,
-) -> Result<(Vec<(String, Vec<RunRecord>)>, crate::compare::NoiseHistory), CliError> {
+) -> Result<(Sides, crate::compare::NoiseHistory), CliError> {
     let mut out: Vec<(String, Vec<RunRecord>)> = Vec::new();
     let mut store: Option<Store> = None;
     let mut side_labels: Vec<String> = Vec::new();

@@ -543,13 +543,11 @@ pub fn compare_groups(groups: &[(String, Vec<RunRecord>)], opts: &Options) -> Co
     let judged = judge(&mut rows, columns.len(), opts, &same);
     let (suites, excluded_nonpositive) = suite_summaries(&rows, columns.len(), opts.noise);
     let mut footnotes = footnotes(&columns, &rows, &judged, excluded_nonpositive, opts.noise);
-    if paired {
-        if let Some(m) = footnotes.iter_mut().find(|f| f.starts_with("Method:")) {
-            *m = format!(
-                "Method: an A/B run on one machine — every round ran both arms, in random order, each after its switch command; the change is the mean of the rounds' paired differences (log scale for ratios), so the machine's drift between rounds cancels; better/worse only when the paired t test gives q < {ALPHA} after Benjamini-Hochberg within the headline or the secondary metrics and its 95 % CI lies outside ±{} %; ~ within ±x % = no change larger than x could be excluded",
-                trim_num(opts.noise * 100.0)
-            );
-        }
+    if paired && let Some(m) = footnotes.iter_mut().find(|f| f.starts_with("Method:")) {
+        *m = format!(
+            "Method: an A/B run on one machine — every round ran both arms, in random order, each after its switch command; the change is the mean of the rounds' paired differences (log scale for ratios), so the machine's drift between rounds cancels; better/worse only when the paired t test gives q < {ALPHA} after Benjamini-Hochberg within the headline or the secondary metrics and its 95 % CI lies outside ±{} %; ~ within ±x % = no change larger than x could be excluded",
+            trim_num(opts.noise * 100.0)
+        );
     }
     let unknown = rows
         .iter()
@@ -887,7 +885,7 @@ struct Judged {
 fn judge(rows: &mut [Row], ncols: usize, opts: &Options, same: &[bool]) -> Judged {
     let mut f = Judged::default();
     let reference = crate::bench::reference::SUITE;
-    for j in 1..ncols {
+    for (j, &same_j) in same.iter().enumerate().take(ncols).skip(1) {
         // A bound on either side is no test: out of the correction, verdict "bound".
         let bounded = |r: &Row| r.cells[0].bound.is_some() || r.cells[j].bound.is_some();
         for primary in [true, false] {
@@ -926,10 +924,10 @@ fn judge(rows: &mut [Row], ncols: usize, opts: &Options, same: &[bool]) -> Judge
                     f.any_bound = true;
                     continue;
                 }
-                d.verdict = verdict(d, better, base, opts.noise, same[j]);
+                d.verdict = verdict(d, better, base, opts.noise, same_j);
                 f.lost |= d.lost_to_correction();
                 f.drift |= d.verdict == Verdict::Drift;
-                d.reference_alike = !same[j] && drift_alike(d, better);
+                d.reference_alike = !same_j && drift_alike(d, better);
                 f.drift_note |= d.reference_alike;
                 f.secondary |= !primary
                     && matches!(d.verdict, Verdict::Better | Verdict::Worse | Verdict::Same);

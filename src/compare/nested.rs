@@ -138,8 +138,7 @@ impl NoiseHistory {
             }
         }
         // machine → metric → (ss_log, ss_lin, df, invocations, all positive so far)
-        let mut acc: BTreeMap<String, BTreeMap<String, (f64, f64, f64, usize, bool)>> =
-            BTreeMap::new();
+        let mut acc: BTreeMap<String, BTreeMap<String, Sums>> = BTreeMap::new();
         for ((machine, _), recs) in groups.iter().filter(|(_, v)| v.len() >= 2) {
             let mut per_metric: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
             for r in recs {
@@ -256,9 +255,17 @@ impl Estimate {
     }
 }
 
+/// Per metric while learning: squared deviations (log, linear), degrees of freedom,
+/// invocations, and whether every value was positive.
+type Sums = (f64, f64, f64, usize, bool);
+
+/// A side's centre, its variance with degrees of freedom (None: unknown), and whether the
+/// spread of its own invocations was used.
+type SideStats = (f64, Option<(f64, f64)>, bool);
+
 /// The centre of a side and its variance and degrees of freedom, or None when its variance is
 /// unknown (one invocation, no history). Also whether the spread of invocations was used.
-fn side_stats(s: &Side, log: bool) -> Option<(f64, Option<(f64, f64)>, bool)> {
+fn side_stats(s: &Side, log: bool) -> Option<SideStats> {
     let invs: Vec<(f64, f64)> = s
         .invocations
         .iter()

@@ -703,11 +703,17 @@ pub fn history(
             .enumerate()
             .map(|(k, c)| {
                 let (a, b) = (used[c.index - 1], used[c.index]);
-                let pair = [
-                    (a.run_id.to_string(), a.clone()),
-                    (b.run_id.to_string(), b.clone()),
+                // The same rule as `compare`, with the invocation as the unit: the segment
+                // before the change against the segment after it, each run of the history one
+                // invocation of its segment's system.
+                let side = |r: std::ops::Range<usize>| -> Vec<crate::model::RunRecord> {
+                    used[r].iter().map(|x| (*x).clone()).collect()
+                };
+                let groups = [
+                    (a.run_id.to_string(), side(bounds[k]..c.index)),
+                    (b.run_id.to_string(), side(c.index..bounds[k + 2])),
                 ];
-                let cmp = compare::compare(&pair, compare::Options::default());
+                let cmp = compare::compare_groups(&groups, &compare::Options::default());
                 let delta = cmp
                     .rows
                     .iter()

@@ -296,7 +296,7 @@ fn point_text(p: &super::Point, unit: Unit) -> String {
 /// What the change points are, in one paragraph.
 pub fn history_method(h: &History) -> String {
     format!(
-        "Each point is one run's median of per-run medians with its 95 % bootstrap CI. Change points: E-Divisive means over the whole series of medians (Matteson & James; permutation test, {} permutations, α = {}, at least {} runs on either side, seed {}); for each, `osgauge compare` between the runs on either side (verdict on this metric, ratio with its 95 % CI, q after Benjamini-Hochberg over every metric the two runs share).",
+        "Each point is one run's median of per-run medians with its 95 % bootstrap CI. Change points: E-Divisive means over the whole series of medians (Matteson & James; permutation test, {} permutations, α = {}, at least {} runs on either side, seed {}); for each, `osgauge compare` between the runs on either side, the segment before against the segment after, each run one invocation (Welch's t over invocations: verdict on this metric, ratio with its 95 % CI, q after Benjamini-Hochberg within the headline or the other metrics the runs share; a segment of one run leaves the noise unknown: ~ (u)).",
         h.method.permutations, h.method.alpha, h.method.min_size, h.method.seed
     )
 }

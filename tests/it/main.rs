@@ -11,6 +11,7 @@ fn main() -> std::process::ExitCode {
     harness::main()
 }
 
+mod ab;
 mod appmodel;
 mod appmodel_check;
 mod appmodel_validate;
