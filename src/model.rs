@@ -27,6 +27,10 @@ pub struct RunRecord {
     pub timing: TimingCalibration,
     pub config: Config,
     pub benchmarks: Vec<BenchmarkResult>,
+    /// The drift reference (`reference/drift`), run in every round beside the benchmarks: how
+    /// fast the machine itself was while this run measured. Absent in records made before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<BenchmarkResult>,
     /// Run-wide warnings (noisy machine, few runs, …), in plain language.
     pub warnings: Vec<String>,
 }

@@ -185,6 +185,7 @@ pub fn execute_arms(
             timing: timing.clone(),
             config: config.clone(),
             benchmarks: Vec::new(),
+            reference: None,
             warnings: Vec::new(),
         })
         .collect();
@@ -260,11 +261,12 @@ pub fn execute_arms(
                 });
             }
             schedules[a].rounds.push(ran);
-            records[a].benchmarks = tracks
-                .iter()
-                .filter(|t| t.begun())
-                .map(|t| t.result(&plan))
-                .collect();
+            let (benchmarks, reference_result) = split_reference(
+                tracks.iter().map(|t| t.begun().then(|| t.result(&plan))),
+                reference,
+            );
+            records[a].benchmarks = benchmarks;
+            records[a].reference = reference_result;
             records[a].config.schedule = Some(schedules[a].clone());
             on_event(Event::RoundFinished {
                 round,
@@ -304,15 +306,19 @@ pub fn execute_arms(
             }
         }
         let record = &mut records[a];
-        record.benchmarks = tracks
-            .iter_mut()
-            .filter(|t| t.begun())
-            .map(|t| t.finish(&plan))
-            .collect();
+        let (benchmarks, reference_result) = split_reference(
+            tracks
+                .iter_mut()
+                .map(|t| t.begun().then(|| t.finish(&plan))),
+            reference,
+        );
+        record.benchmarks = benchmarks;
+        record.reference = reference_result;
         record.config.schedule = Some(schedules[a].clone());
         record.environment.end = Some(crate::platform::sysinfo::environment());
         record.finished = Some(Utc::now());
-        record.complete = !interrupted && record.benchmarks.len() == plan.benchmarks.len();
+        record.complete = !interrupted
+            && record.benchmarks.len() + usize::from(reference.is_some()) == plan.benchmarks.len();
     }
     let idle_exit_after = (!interrupted && records.iter().any(needs_idle_exit))
         .then(|| {
@@ -328,6 +334,23 @@ pub fn execute_arms(
         Some(e) => Err((e, records)),
         None => Ok(records),
     }
+}
+
+/// The results of the benchmarks begun (in plan order), the drift reference's apart.
+fn split_reference(
+    results: impl Iterator<Item = Option<BenchmarkResult>>,
+    reference: Option<usize>,
+) -> (Vec<BenchmarkResult>, Option<BenchmarkResult>) {
+    let mut benchmarks = Vec::new();
+    let mut found = None;
+    for (i, r) in results.enumerate() {
+        match r {
+            Some(r) if Some(i) == reference => found = Some(r),
+            Some(r) => benchmarks.push(r),
+            None => {}
+        }
+    }
+    (benchmarks, found)
 }
 
 /// The benchmarks of one arm that take a run in `round`, in plan order. The drift reference
@@ -1859,7 +1882,14 @@ mod tests {
             max_runs: 9,
         });
         let r = execute(p, &cancel, &mut |_| {});
-        let runs = |id: &str| r.benchmark(id).unwrap().metrics[0].runs.len();
+        let runs = |id: &str| {
+            let b = if id == "test/ref" {
+                r.reference.as_ref()
+            } else {
+                r.benchmark(id)
+            };
+            b.unwrap().metrics[0].runs.len()
+        };
         // test/ref's values never vary: the adaptive rule alone would stop it at 4 runs; it
         // keeps running as long as the others do.
         let most = ["test/a", "test/b", "test/c"]

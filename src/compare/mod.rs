@@ -694,7 +694,7 @@ fn rows_of(
     let mut keys: Vec<(String, String)> = Vec::new();
     for (_, g) in groups {
         for r in g {
-            for b in &r.benchmarks {
+            for b in r.benchmarks.iter().chain(&r.reference) {
                 for m in &b.metrics {
                     let k = (b.id.clone(), m.name.clone());
                     if !keys.contains(&k) {
@@ -721,9 +721,11 @@ fn rows_of(
             .map(|(_, g)| {
                 g.iter()
                     .map(|r| {
-                        r.benchmark(bid).and_then(|b| {
-                            b.metrics.iter().find(|m| &m.name == mname).map(|m| (b, m))
-                        })
+                        r.benchmark(bid)
+                            .or(r.reference.as_ref().filter(|x| &x.id == bid))
+                            .and_then(|b| {
+                                b.metrics.iter().find(|m| &m.name == mname).map(|m| (b, m))
+                            })
                     })
                     .collect()
             })

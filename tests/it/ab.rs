@@ -83,7 +83,10 @@ fn ab_switches_records_and_restores() {
         let m = &r.benchmark("cpu/timer_read").unwrap().metrics[0];
         let rounds: Vec<u32> = m.runs.iter().filter_map(|x| x.round).collect();
         assert_eq!(rounds, [1, 2, 3]);
-        assert!(r.benchmark(osgauge::bench::reference::ID).is_some());
+        assert_eq!(
+            r.reference.as_ref().map(|x| x.id.as_str()),
+            Some(osgauge::bench::reference::ID)
+        );
     }
     // compare pairs the two arms again.
     let out = common::osgauge_on(&store)
