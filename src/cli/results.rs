@@ -411,7 +411,12 @@ impl StoreSink {
                 if found.contains_key(id) {
                     continue;
                 }
-                let Some(old) = rec.benchmarks.iter().find(|x| x.id == *id) else {
+                let Some(old) = rec
+                    .benchmarks
+                    .iter()
+                    .chain(&rec.reference)
+                    .find(|x| x.id == *id)
+                else {
                     continue;
                 };
                 let runs = old.metrics.iter().map(|m| m.runs.len()).max().unwrap_or(0);

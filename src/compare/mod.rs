@@ -658,26 +658,30 @@ fn paired_delta(a: &MetricResult, b: &MetricResult, noise_band: f64) -> Option<D
 
 /// What to do when the between-invocation noise is unknown.
 fn noise_unknown_note(unknown: usize, of: usize, base: &RunRecord) -> String {
-    let cmd: Vec<&str> = base
-        .config
-        .command_line
-        .iter()
-        .skip(1)
-        .map(String::as_str)
-        .filter(|a| !a.starts_with("--label"))
-        .collect();
+    // The command to repeat, from the baseline's own configuration (never its raw command
+    // line: that may hold a label or text of anyone's).
+    let c = &base.config;
+    let cmd = match c.preset.as_str() {
+        "quick" => "run".to_string(),
+        "standard" => "run --preset standard".to_string(),
+        "interactivity" | "policy" => c.preset.clone(),
+        _ => {
+            let sel: Vec<String> = c
+                .selection
+                .iter()
+                .take(8)
+                .map(|x| crate::output::display_text(x, 40))
+                .collect();
+            format!("micro {} --runs {}", sel.join(" "), c.runs)
+        }
+    };
     format!(
         "{unknown} of {of} metric comparisons have no verdict (~ (u)): each side is one \
          invocation, and the store holds no repeated invocations of one label on this machine \
          for them, so the drift between invocations (this can be tens of %) cannot be told from \
-         a change of the system. Learn it once per machine: `osgauge calibrate {}` (3 \
+         a change of the system. Learn it once per machine: `osgauge calibrate {cmd}` (3 \
          invocations kept in the store under the label 'calibration'), or store several \
-         invocations under each label and compare the labels.",
-        if cmd.is_empty() {
-            "run".to_string()
-        } else {
-            cmd.join(" ")
-        }
+         invocations under each label and compare the labels."
     )
 }
 

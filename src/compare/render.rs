@@ -310,7 +310,10 @@ pub fn text(c: &Comparison) -> String {
     s.push('\n');
     for (j, arm) in c.ab.iter().enumerate() {
         if let Some(a) = arm {
-            s.push_str(&format!("  [{j}] switched by: {a}\n"));
+            s.push_str(&format!(
+                "  [{j}] switched by: {}\n",
+                crate::output::display_text(a, 300)
+            ));
         }
     }
     if c.ab.iter().any(Option::is_some) {
@@ -334,7 +337,8 @@ pub fn text(c: &Comparison) -> String {
         s.push('\n');
     }
     if let Some(p) = &c.power {
-        s.push_str(&format!("NOTE: {p}\n\n"));
+        s.push_str(&wrap(&format!("NOTE: {p}"), 100, "    "));
+        s.push('\n');
     }
     for (j, col) in c.columns.iter().enumerate().skip(1) {
         if let Some(d) = &col.environment_differs {

@@ -464,7 +464,7 @@ fn ci_width_runs_adaptively_and_records_how_each_benchmark_ended() {
 }
 crate::register!(ci_width_runs_adaptively_and_records_how_each_benchmark_ended);
 
-fn progress_on_a_non_terminal_is_one_line_per_benchmark_with_estimate_and_actual_time() {
+fn progress_on_a_non_terminal_is_one_line_per_round_with_estimate_and_actual_time() {
     let out = osgauge()
         .args(["micro", "cpu/timer_read", "cpu/null_syscall", "--runs", "2"])
         .args(["--run-time", "5ms", "--no-store"])
@@ -474,20 +474,27 @@ fn progress_on_a_non_terminal_is_one_line_per_benchmark_with_estimate_and_actual
     let err = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = err.lines().collect();
     assert!(
-        lines[0].starts_with("osgauge: 2 benchmark(s), 2 run(s) each, about "),
+        lines[0].starts_with(
+            "osgauge: 2 benchmark(s) and the drift reference, in rounds of random order, 2 run(s) each, about "
+        ),
         "{err}"
     );
-    let progress: Vec<&&str> = lines.iter().filter(|l| l.contains("] cpu/")).collect();
-    assert_eq!(progress.len(), 2, "{err}");
+    // One line per round: the warm-up round, then each round of one run per benchmark.
+    let progress: Vec<&&str> = lines.iter().filter(|l| l.contains(" done (")).collect();
+    assert_eq!(progress.len(), 3, "{err}");
     assert!(
-        progress[0].starts_with("osgauge: [1/2] cpu/timer_read "),
+        progress[0].starts_with("osgauge: warm-up done (3 run(s))"),
         "{err}"
     );
     assert!(
-        progress[1].starts_with("osgauge: [2/2] cpu/null_syscall "),
+        progress[1].starts_with("osgauge: round 1/2 done (3 run(s))"),
         "{err}"
     );
-    assert!(progress[1].contains("elapsed, about 0 s left"), "{err}");
+    assert!(
+        progress[2].starts_with("osgauge: round 2/2 done (3 run(s))"),
+        "{err}"
+    );
+    assert!(progress[2].contains("elapsed, about 0 s left"), "{err}");
     assert!(
         lines
             .iter()
@@ -513,9 +520,7 @@ fn progress_on_a_non_terminal_is_one_line_per_benchmark_with_estimate_and_actual
         String::from_utf8_lossy(&out.stderr)
     );
 }
-crate::register!(
-    progress_on_a_non_terminal_is_one_line_per_benchmark_with_estimate_and_actual_time
-);
+crate::register!(progress_on_a_non_terminal_is_one_line_per_round_with_estimate_and_actual_time);
 
 fn a_second_run_is_estimated_from_the_first_runs_times() {
     let sb = common::Sandbox::new();
@@ -534,7 +539,7 @@ fn a_second_run_is_estimated_from_the_first_runs_times() {
         err.lines()
             .next()
             .unwrap()
-            .contains("(1 of 1 benchmark(s) timed by earlier runs on this store)"),
+            .contains("(2 of 2 benchmark(s) timed by earlier runs on this store)"),
         "{err}"
     );
     // Another run time is other work: the benchmark's own estimate.
