@@ -703,6 +703,18 @@ fn results_import(files: &[PathBuf], replace: bool, store: &StorePath) -> Result
     let mut docs = Vec::new();
     let mut from = Vec::new();
     for f in files {
+        // The size first: a file over the limit is refused before a byte of it is read.
+        if let Ok(m) = std::fs::metadata(f)
+            && m.is_file()
+            && m.len() > store::IMPORT_MAX_BYTES
+        {
+            return Err(CliError::Usage(format!(
+                "{} is larger than the import limit of {} ({}): nothing imported",
+                f.display(),
+                crate::units::format_size(store::IMPORT_MAX_BYTES),
+                crate::units::format_size(m.len())
+            )));
+        }
         let d = store::read_documents(f).map_err(|e| CliError::Usage(format!("{e:#}")))?;
         if d.is_empty() {
             return Err(CliError::Usage(format!(
@@ -758,7 +770,7 @@ fn results_import(files: &[PathBuf], replace: bool, store: &StorePath) -> Result
                 .as_deref()
                 .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
                 .unwrap_or_else(|| "no label".into()),
-            r.machine.os,
+            crate::output::display_text(&r.machine.os, LABEL_MAX_CHARS),
             f.display()
         );
     }
