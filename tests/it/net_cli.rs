@@ -425,3 +425,39 @@ fn failed_authentications_are_logged_once_per_address_and_interval() {
 }
 #[cfg(unix)]
 crate::register!(failed_authentications_are_logged_once_per_address_and_interval);
+
+/// A peer that is busy (its pre-auth slots for this address taken by silent connections) fails
+/// the run: with --fail-on-error the client exits 5 and the record says why.
+#[cfg(unix)]
+fn a_busy_peer_fails_the_run_with_fail_on_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, _lines, mut child) = start_serve(dir.path(), &[]);
+    // 16 silent connections hold every pre-auth slot of 127.0.0.1 for the 5 s handshake bound.
+    let silent: Vec<_> = (0..16)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let json = dir.path().join("r.json");
+    let o = osgauge(dir.path())
+        .args(["micro", "net/tcp_rtt_64b", "--runs", "1", "--warmup", "0"])
+        .args(["--run-time", "100ms", "--no-store", "--fail-on-error"])
+        .args(["--peer", &addr.to_string(), "--export-json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    drop(silent);
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rec: serde_json::Value = common::read_json(&json);
+    let e = rec["benchmarks"][0]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(e.contains("busy: 16 connections from 127.0.0.1"), "{e}");
+}
+#[cfg(unix)]
+crate::register!(a_busy_peer_fails_the_run_with_fail_on_error);
