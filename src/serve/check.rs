@@ -373,6 +373,9 @@ fn check_udp(
 mod tests {
     use super::*;
 
+    /// Makes one figure of a report impossible.
+    type Breaks<T> = Box<dyn Fn(&mut T)>;
+
     fn window(wall: f64, busy: f64) -> Window {
         Window {
             wall_s: wall,
@@ -434,7 +437,7 @@ mod tests {
         hostile.active_s = 0.5;
         let why = refused(hostile, &o);
         assert!(why.contains("receiving threads' CPU is -1e308"), "{why}");
-        let cases: Vec<(Box<dyn Fn(&mut PeerReport)>, &str)> = vec![
+        let cases: Vec<(Breaks<PeerReport>, &str)> = vec![
             (
                 Box::new(|r| r.bytes = u64::MAX),
                 "18446744073709551615 bytes received",
@@ -536,7 +539,7 @@ mod tests {
             ..Default::default()
         };
         check_report(good.clone(), &o).unwrap();
-        let cases: Vec<(Box<dyn Fn(&mut UdpSummary)>, &str)> = vec![
+        let cases: Vec<(Breaks<UdpSummary>, &str)> = vec![
             (Box::new(|u| u.sent = 5), "this side told it 100"),
             (
                 Box::new(|u| {

@@ -8,7 +8,7 @@ use crate::common;
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use osgauge::serve::proto::{self, Msg, PeerReport, TestSpec};
