@@ -119,7 +119,7 @@ pub enum ResultsCmd {
     },
     /// Import run records: JSON files (one record or an array) or osgauge HTML reports
     #[command(
-        after_help = "Examples:\n  osgauge results import win11.json macos-15.json\n  osgauge results import report.html"
+        after_help = "Examples:\n  osgauge results import win11.json macos-15.json\n  osgauge results import report.html\n\nAt most 256 MiB per file (a larger file is refused by its size, unread). Every file is read\nwhole and checked before anything is stored (a bad file imports nothing): memory peaks at about\n3–4 times the files' size (a 100 MiB file: about 320 MB), so at most about 1 GB per 256 MiB."
     )]
     Import {
         #[arg(required = true, value_name = "FILE")]
