@@ -1,8 +1,9 @@
 //! The client against a hostile peer: a small fake `osgauge serve` (it speaks the protocol, sinks
 //! the data for real) that sends each kind of impossible report, hostile text and a refusal full
-//! of escape sequences. `osgauge micro net/tcp_stream --peer` refuses every impossible report with
-//! its reason, stores nothing of it as measured, exits 5 with --fail-on-error, and no peer text
-//! reaches the terminal or the record raw.
+//! of escape sequences, or its report a byte at a time. `osgauge micro net/tcp_stream --peer`
+//! refuses every impossible report with its reason (a slow one ends at the time bound), stores
+//! nothing of it as measured, exits 5 with --fail-on-error, and no peer text reaches the terminal
+//! or the record raw.
 
 use crate::common;
 
@@ -29,6 +30,8 @@ enum Lie {
     Text,
     /// A refusal of the test whose reason is an escape sequence and 60 000 characters.
     Refuse,
+    /// An honest report sent one byte every 300 ms.
+    Slow,
 }
 
 fn nasty() -> String {
@@ -134,6 +137,17 @@ fn fake_peer(l: TcpListener, lie: Lie) -> std::thread::JoinHandle<()> {
                     r.rx_thread_cpu_error = Some("\u{1b}[31mred\u{1b}[0m".into());
                 }
                 Lie::Refuse => unreachable!(),
+                Lie::Slow => {
+                    for b in proto::encode(&Msg::Report {
+                        report: Box::new(r.clone()),
+                    }) {
+                        if std::io::Write::write_all(&mut ctl, &[b]).is_err() {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(300));
+                    }
+                    return;
+                }
             }
             let report = Msg::Report {
                 report: Box::new(r),
@@ -147,6 +161,10 @@ fn fake_peer(l: TcpListener, lie: Lie) -> std::thread::JoinHandle<()> {
 
 /// Run net/tcp_stream once against a fake peer that lies as `lie` says.
 fn run_against(dir: &std::path::Path, lie: Lie) -> (Output, Value) {
+    run_against_with(dir, lie, &[])
+}
+
+fn run_against_with(dir: &std::path::Path, lie: Lie, more: &[&str]) -> (Output, Value) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr: SocketAddr = l.local_addr().unwrap();
     let peer = fake_peer(l, lie);
@@ -158,6 +176,7 @@ fn run_against(dir: &std::path::Path, lie: Lie) -> (Output, Value) {
         .args(["--run-time", "100ms", "--no-store", "--fail-on-error"])
         .args(["--peer", &addr.to_string(), "--export-json"])
         .arg(&json)
+        .args(more)
         .output()
         .unwrap();
     // The client has ended its session: the fake peer's thread ends with it.
@@ -231,3 +250,17 @@ fn peer_text_is_escaped_and_cut_everywhere_it_goes() {
     assert_eq!(o.status.code(), Some(5));
 }
 crate::register!(peer_text_is_escaped_and_cut_everywhere_it_goes);
+
+/// A peer that sends its report one byte every 300 ms: the run ends at its time bound as a
+/// timeout, nothing of the report is used, and --fail-on-error exits 5.
+fn a_peer_answering_slowly_ends_at_the_time_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, rec) = run_against_with(dir.path(), Lie::Slow, &["--timeout", "3s"]);
+    let b = &rec["benchmarks"][0];
+    assert_eq!(b["error"]["kind"], "timeout", "{}", b["error"]);
+    for m in b["metrics"].as_array().into_iter().flatten() {
+        assert!(m["summary"].is_null(), "{m}");
+    }
+    assert_eq!(o.status.code(), Some(5));
+}
+crate::register!(a_peer_answering_slowly_ends_at_the_time_bound);
