@@ -28,6 +28,8 @@ use crate::cpucost::{CpuCost, Window};
 
 use super::proto::{PeerReport, TestSpec};
 
+/// How the reason for refusing a report begins.
+pub const IMPOSSIBLE: &str = "the peer's report is impossible, nothing of it is used";
 /// Longest text kept from a peer (an error, a reason, its name), characters after escaping.
 pub const MAX_PEER_TEXT: usize = 300;
 /// Most error lines kept from one report.
@@ -66,8 +68,7 @@ pub fn peer_text(s: &str) -> String {
 
 /// Check `r` against `o`; the report with its text made safe, or why it is impossible.
 pub fn check_report(mut r: PeerReport, o: &Observed) -> Result<PeerReport, String> {
-    check_figures(&r, o)
-        .map_err(|e| format!("the peer's report is impossible, nothing of it is used: {e}"))?;
+    check_figures(&r, o).map_err(|e| format!("{IMPOSSIBLE}: {e}"))?;
     for s in [
         &mut r.cpu_error,
         &mut r.pin_error,

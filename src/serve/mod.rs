@@ -1,9 +1,11 @@
 //! `osgauge serve`: the peer of the network suite (netperf's design: a control connection plus
 //! separate data connections). Loopback only unless configured with another address, and then a
 //! token is required (challenge–response, see [`proto`]). Bounded: sessions at a time, data
-//! connections per test, bytes and time per session, an idle timeout, a time bound per test.
-//! Every session is logged in one line. The same server runs in-process on 127.0.0.1 as the
-//! default peer of `osgauge micro net`.
+//! connections per test, bytes and time per session, an idle timeout, a time bound per test;
+//! connections still authenticating per source address and in total, and a back-off per source
+//! after failed authentications ([`sources`]). Every authenticated session is logged in one line;
+//! refusals and sessions that never authenticated once per source address and 10 s. The same
+//! server runs in-process on 127.0.0.1 as the default peer of `osgauge micro net`.
 
 pub mod check;
 pub mod client;
@@ -265,9 +267,10 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
                         crate::output::display_text(&end, 300)
                     )
                 };
-                if !sh2.cfg.log {
-                } else if log.authenticated {
-                    crate::outln!("{}", line());
+                if log.authenticated {
+                    if sh2.cfg.log {
+                        crate::outln!("{}", line());
+                    }
                 } else {
                     log_gated(&sh2, peer, line);
                 }
