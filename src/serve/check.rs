@@ -198,6 +198,14 @@ fn check_figures(r: &PeerReport, o: &Observed) -> Result<(), String> {
     Ok(())
 }
 
+/// The CPUs a window saw, 1 to [`MAX_PEER_CPUS`], its wall time taken as at least 10 ms (so a
+/// window of a nanosecond cannot claim a slack of a tick on each of 10^9 CPUs).
+fn cpus_of(w: &Window) -> f64 {
+    (w.total_cpu_s / w.wall_s.max(0.01))
+        .ceil()
+        .clamp(1.0, MAX_PEER_CPUS)
+}
+
 fn check_window(what: &str, w: &Window, win: f64) -> Result<(), String> {
     seconds(&format!("{what}'s wall time"), w.wall_s, win)?;
     let all = w.wall_s * MAX_PEER_CPUS + SLACK_S;
@@ -208,12 +216,8 @@ fn check_window(what: &str, w: &Window, win: f64) -> Result<(), String> {
         &format!("its wall time × {MAX_PEER_CPUS} CPUs"),
     )?;
     // The counters step by a tick per CPU: a tick of slack per CPU the window saw.
-    let cpus = if w.wall_s > 0.0 {
-        (w.total_cpu_s / w.wall_s).ceil()
-    } else {
-        1.0
-    };
-    let total = w.total_cpu_s + SLACK_S * cpus.max(1.0);
+    let cpus = cpus_of(w);
+    let total = w.total_cpu_s + SLACK_S * cpus;
     let of = format!("the {what}'s total CPU time");
     cpu_seconds(&format!("{what}'s busy CPU time"), w.busy_cpu_s, total, &of)?;
     cpu_seconds(
@@ -250,11 +254,7 @@ fn check_cpu(c: &CpuCost, win: f64) -> Result<(), String> {
         walls += a.wall_s;
     }
     seconds("the peer's CPU windows together", walls, win)?;
-    let cpus = if c.test.wall_s > 0.0 {
-        (c.test.total_cpu_s / c.test.wall_s).ceil().max(1.0)
-    } else {
-        1.0
-    };
+    let cpus = cpus_of(&c.test);
     let total = c.test.total_cpu_s + SLACK_S * cpus;
     let of = "the test window's total CPU time";
     cpu_seconds("the net CPU", c.net_cpu_s, total, of)?;
@@ -471,6 +471,15 @@ mod tests {
             (
                 Box::new(|r| r.cpu.as_mut().unwrap().test.busy_cpu_s = 100.0),
                 "busy CPU time is 100.0",
+            ),
+            (
+                Box::new(|r| {
+                    let t = &mut r.cpu.as_mut().unwrap().test;
+                    t.wall_s = 1e-300;
+                    t.total_cpu_s = 0.05;
+                    t.busy_cpu_s = 1e290;
+                }),
+                "busy CPU time is 1e290",
             ),
             (
                 Box::new(|r| r.cpu.as_mut().unwrap().test.total_cpu_s = 1e9),
