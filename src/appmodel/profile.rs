@@ -357,6 +357,9 @@ impl Ctx<'_> {
 /// (1e12 CPU-seconds or MB per unit), and far enough below f64's range that the model's sums and
 /// products stay finite (1e308 printed "inf %").
 const ABSURD: f64 = 1e12;
+/// Largest weight of a `[[weights]]` entry: a weight ten thousand times another's already makes
+/// that one irrelevant; a larger one (1e308) only made the score a number of a hundred digits.
+pub const MAX_WEIGHT: f64 = 10_000.0;
 
 impl Profile {
     /// Read and validate a profile file.
@@ -703,7 +706,7 @@ impl Ctx<'_> {
     /// better, an absolute scale (both ends or neither) and the requirements of the gate.
     fn weight(&self, i: usize, w: &RawWeight) -> Result<Weight, ProfileError> {
         let key = format!("weights[{i}]");
-        let weight = self.check(&w.weight, &format!("{key}.weight"), 0.0, f64::MAX)?;
+        let weight = self.check(&w.weight, &format!("{key}.weight"), 0.0, MAX_WEIGHT)?;
         if weight <= 0.0 {
             return self.err(w.weight.span(), &format!("{key}.weight"), "must be > 0");
         }
@@ -995,6 +998,16 @@ mod tests {
         let e = Profile::parse("p.toml", &bad).unwrap_err().0;
         assert!(
             e.starts_with("p.toml:12: weights[0].input: unknown input"),
+            "{e}"
+        );
+        // A weight is bounded like the demands: 1e308 is refused, naming the bound.
+        let bad =
+            format!("{OK}\n[[weights]]\nsubsystem = \"a\"\nweight = 1e308\ninput = \"max_rate\"\n");
+        let e = Profile::parse("p.toml", &bad).unwrap_err().0;
+        assert!(
+            e.starts_with(
+                "p.toml:11: weights[0].weight: must be a number from 0 to 10000 (got 1e308)"
+            ),
             "{e}"
         );
         let bad = format!("{OK}\n[qos]\nlatency = 3\n");

@@ -119,7 +119,7 @@ pub enum ResultsCmd {
     },
     /// Import run records: JSON files (one record or an array) or osgauge HTML reports
     #[command(
-        after_help = "Examples:\n  osgauge results import win11.json macos-15.json\n  osgauge results import report.html"
+        after_help = "Examples:\n  osgauge results import win11.json macos-15.json\n  osgauge results import report.html\n\nAt most 256 MiB per file (a larger file is refused by its size, unread). Every file is read\nwhole and checked before anything is stored (a bad file imports nothing): memory peaks at about\n3–4 times the files' size (a 100 MiB file: about 320 MB), so at most about 1 GB per 256 MiB."
     )]
     Import {
         #[arg(required = true, value_name = "FILE")]
@@ -708,6 +708,18 @@ fn results_import(files: &[PathBuf], replace: bool, store: &StorePath) -> Result
     let mut docs = Vec::new();
     let mut from = Vec::new();
     for f in files {
+        // The size first: a file over the limit is refused before a byte of it is read.
+        if let Ok(m) = std::fs::metadata(f)
+            && m.is_file()
+            && m.len() > store::IMPORT_MAX_BYTES
+        {
+            return Err(CliError::Usage(format!(
+                "{} is larger than the import limit of {} ({}): nothing imported",
+                f.display(),
+                crate::units::format_size(store::IMPORT_MAX_BYTES),
+                crate::units::format_size(m.len())
+            )));
+        }
         let d = store::read_documents(f).map_err(|e| CliError::Usage(format!("{e:#}")))?;
         if d.is_empty() {
             return Err(CliError::Usage(format!(
@@ -763,7 +775,7 @@ fn results_import(files: &[PathBuf], replace: bool, store: &StorePath) -> Result
                 .as_deref()
                 .map(|l| crate::output::display_text(l, LABEL_MAX_CHARS))
                 .unwrap_or_else(|| "no label".into()),
-            r.machine.os,
+            crate::output::display_text(&r.machine.os, LABEL_MAX_CHARS),
             f.display()
         );
     }

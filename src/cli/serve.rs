@@ -86,10 +86,13 @@ impl NetOpts {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
+    /// Write a new random token to FILE (which must not exist; mode 0600) and exit
+    #[arg(long, value_name = "FILE", conflicts_with = "token_file")]
+    pub new_token: Option<PathBuf>,
     /// Address to listen on; anything but loopback requires --token-file
     #[arg(long, default_value = "127.0.0.1:7700", value_name = "ADDR:PORT")]
     pub listen: String,
-    /// File holding the shared token (at least 16 bytes); clients answer a challenge with an HMAC of it
+    /// File holding the shared token (at least 16 bytes; 128 random bits or more, see below — make one with --new-token); clients answer a challenge with an HMAC of it
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Sessions served at once; more are refused as busy
@@ -107,6 +110,18 @@ pub struct ServeArgs {
 }
 
 pub fn run_serve(a: ServeArgs) -> Result<i32, CliError> {
+    if let Some(f) = &a.new_token {
+        let token = proto::new_token();
+        crate::platform::fs::create_secret_file(f, format!("{token}\n").as_bytes())
+            .map_err(|e| CliError::Usage(format!("--new-token {}: {e}", f.display())))?;
+        crate::outln!(
+            "osgauge serve: wrote a new token ({} random bits) to {} (mode 0600); give it to both ends with --token-file {}",
+            proto::NEW_TOKEN_BYTES * 8,
+            f.display(),
+            f.display()
+        );
+        return Ok(EXIT_OK);
+    }
     let listen = resolve(&a.listen).map_err(|e| CliError::Usage(format!("--listen {e}")))?;
     let token = match &a.token_file {
         Some(f) => {

@@ -228,6 +228,29 @@ pub fn secret_open_to_others(path: &Path) -> io::Result<Option<String>> {
     }
 }
 
+/// Create `path` for a secret (it must not exist yet) readable and writable by its owner only
+/// (mode 0600 from its creation, whatever the umask; on Windows the file inherits its directory's
+/// ACL, as a file in the user's profile is private) and write `contents` to it.
+pub fn create_secret_file(path: &Path, contents: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let mut f = o.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // The umask can only clear bits: set them exactly anyway.
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    f.write_all(contents)?;
+    f.sync_all()
+}
+
 /// What a directory's storage is, for the record.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FsInfo {

@@ -7,6 +7,7 @@
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use super::check::{self, Observed, peer_text};
 use super::proto::{self, Msg, PROTOCOL, PeerReport, TestSpec, VERSION};
 use crate::platform::wait::{Bound, Bounded};
 
@@ -14,16 +15,25 @@ use crate::platform::wait::{Bound, Bounded};
 pub struct Client<'a> {
     ctl: TcpStream,
     peer: SocketAddr,
-    /// The peer's own description (`osgauge 0.1.0`).
+    /// The peer's own description (`osgauge 0.1.0`), escaped and cut.
     pub server: String,
     bound: Bound<'a>,
+    /// The test under way: what was asked, when, and (after `finish`) what this side sent — what
+    /// the peer's report is checked against ([`check::check_report`]).
+    test: Option<(TestSpec, std::time::Instant)>,
+    sent: (u64, u64),
+    connections: Option<u64>,
 }
 
+/// Why a step failed: the peer's refusal or an unexpected message, its text escaped and cut.
 fn refused_or(m: Result<Msg, proto::ProtoError>, what: &str) -> String {
     match m {
-        Ok(Msg::Refuse { reason }) => format!("the peer refused: {reason}"),
-        Ok(other) => format!("{what}: unexpected message from the peer: {other:?}"),
-        Err(e) => format!("{what}: {e}"),
+        Ok(Msg::Refuse { reason }) => format!("the peer refused: {}", peer_text(&reason)),
+        Ok(other) => format!(
+            "{what}: unexpected message from the peer: {}",
+            crate::output::display_text(&format!("{other:?}"), 120)
+        ),
+        Err(e) => format!("{what}: {}", peer_text(&e.to_string())),
     }
 }
 
@@ -82,7 +92,7 @@ impl<'a> Client<'a> {
             .unwrap_or_default();
         proto::write_msg(&mut ctl, &Msg::Auth { mac }).map_err(|e| format!("auth: {e}"))?;
         let server = match proto::read_msg(&mut ctl) {
-            Ok(Msg::Welcome { server }) => server,
+            Ok(Msg::Welcome { server }) => crate::output::display_text(&server, 100),
             other => return Err(refused_or(other, "auth")),
         };
         Ok(Client {
@@ -90,6 +100,9 @@ impl<'a> Client<'a> {
             peer: addr,
             server,
             bound,
+            test: None,
+            sent: (0, 0),
+            connections: None,
         })
     }
 
@@ -108,6 +121,9 @@ impl<'a> Client<'a> {
 
     /// Ask for a test (the peer measures its idle baseline, if any, before answering).
     pub fn send_start(&mut self, test: &TestSpec) -> Result<(), String> {
+        self.test = Some((test.clone(), std::time::Instant::now()));
+        self.sent = (0, 0);
+        self.connections = None;
         proto::write_msg(&mut self.ctl(), &Msg::Start { test: test.clone() })
             .map_err(|e| format!("start: {e}"))
     }
@@ -135,6 +151,7 @@ impl<'a> Client<'a> {
     /// CPU-cost window and measures its idle window after it, while this side may measure its
     /// own.
     pub fn send_finish(&mut self, sent_bytes: u64, sent_datagrams: u64) -> Result<(), String> {
+        self.sent = (sent_bytes, sent_datagrams);
         proto::write_msg(
             &mut self.ctl(),
             &Msg::Finish {
@@ -145,12 +162,32 @@ impl<'a> Client<'a> {
         .map_err(|e| format!("finish: {e}"))
     }
 
-    /// The peer's report on the test [`Self::send_finish`] ended.
+    /// The connections this side made in the test under way (the accept test): the peer's
+    /// count is checked against it.
+    pub fn note_connections(&mut self, made: u64) {
+        self.connections = Some(made);
+    }
+
+    /// The peer's report on the test [`Self::send_finish`] ended, checked against what this side
+    /// sent and observed ([`check::check_report`]): an impossible one is an error with the reason.
     pub fn read_report(&mut self) -> Result<PeerReport, String> {
-        match proto::read_msg(&mut self.ctl()) {
-            Ok(Msg::Report { report }) => Ok(*report),
-            other => Err(refused_or(other, "report")),
-        }
+        let report = match proto::read_msg(&mut self.ctl()) {
+            Ok(Msg::Report { report }) => *report,
+            other => return Err(refused_or(other, "report")),
+        };
+        let Some((test, started)) = self.test.take() else {
+            return Err("report: the peer sent a report for no test".into());
+        };
+        check::check_report(
+            report,
+            &Observed {
+                test,
+                sent_bytes: self.sent.0,
+                sent_datagrams: self.sent.1,
+                connections: self.connections,
+                window_s: started.elapsed().as_secs_f64(),
+            },
+        )
     }
 
     pub fn bye(self) {

@@ -24,33 +24,49 @@ const MAX_IDLE_MS: u32 = 2000;
 const MAX_ARRIVALS: usize = 2_000_000;
 
 pub(super) fn validate(sh: &Shared, t: &TestSpec) -> Result<(), String> {
-    match *t {
-        TestSpec::Echo { size, .. } if size == 0 || size > 1 << 20 => {
-            Err(format!("echo size {size} outside 1..=1 MiB"))
+    validate_spec(t, sh.cfg.max_streams)
+}
+
+/// Whether a test's parameters are within this peer's bounds; a refusal names each field that is
+/// out of bounds, and only those.
+pub fn validate_spec(t: &TestSpec, max_streams: u32) -> Result<(), String> {
+    let mut wrong = Vec::new();
+    let idle = |idle_ms: u32, wrong: &mut Vec<String>| {
+        if idle_ms > MAX_IDLE_MS {
+            wrong.push(format!("idle baseline {idle_ms} ms over {MAX_IDLE_MS} ms"));
         }
-        TestSpec::Sink { streams, idle_ms }
-            if streams == 0 || streams > sh.cfg.max_streams || idle_ms > MAX_IDLE_MS =>
-        {
-            Err(format!(
-                "streams {streams} outside 1..={} or idle baseline over {MAX_IDLE_MS} ms",
-                sh.cfg.max_streams
-            ))
+    };
+    match *t {
+        TestSpec::Echo { size, .. } => {
+            if size == 0 || size > 1 << 20 {
+                wrong.push(format!("echo size {size} outside 1..=1 MiB"));
+            }
+        }
+        TestSpec::Sink { streams, idle_ms } => {
+            if streams == 0 || streams > max_streams {
+                wrong.push(format!("streams {streams} outside 1..={max_streams}"));
+            }
+            idle(idle_ms, &mut wrong);
         }
         TestSpec::Udp {
             size,
             rate_bps,
             idle_ms,
-        } if (size as usize) < UDP_HEADER
-            || size > 65_507
-            || rate_bps == 0
-            || rate_bps > 100_000_000_000
-            || idle_ms > MAX_IDLE_MS =>
-        {
-            Err(format!(
-                "udp size {size} outside {UDP_HEADER}..=65507, rate {rate_bps} bit/s outside 1..=100 Gbit/s, or idle baseline over {MAX_IDLE_MS} ms"
-            ))
+        } => {
+            if (size as usize) < UDP_HEADER || size > 65_507 {
+                wrong.push(format!("udp size {size} outside {UDP_HEADER}..=65507"));
+            }
+            if rate_bps == 0 || rate_bps > 100_000_000_000 {
+                wrong.push(format!("rate {rate_bps} bit/s outside 1..=100 Gbit/s"));
+            }
+            idle(idle_ms, &mut wrong);
         }
-        _ => Ok(()),
+        TestSpec::Accept => {}
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join("; "))
     }
 }
 
@@ -539,5 +555,48 @@ fn udp_receive(
             Err(_) if stop.load(Ordering::SeqCst) => return (v, skipped),
             Err(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal names the fields that are wrong, and no other.
+    #[test]
+    fn a_refusal_names_only_the_wrong_fields() {
+        let sink = |streams, idle_ms| TestSpec::Sink { streams, idle_ms };
+        assert!(validate_spec(&sink(1, 200), 64).is_ok());
+        let e = validate_spec(&sink(1, 5000), 64).unwrap_err();
+        assert_eq!(e, "idle baseline 5000 ms over 2000 ms");
+        let e = validate_spec(&sink(65, 200), 64).unwrap_err();
+        assert_eq!(e, "streams 65 outside 1..=64");
+        let e = validate_spec(&sink(0, 5000), 64).unwrap_err();
+        assert!(
+            e.contains("streams 0") && e.contains("idle baseline 5000"),
+            "{e}"
+        );
+        let udp = |size, rate_bps, idle_ms| TestSpec::Udp {
+            size,
+            rate_bps,
+            idle_ms,
+        };
+        assert!(validate_spec(&udp(8192, 1_000_000, 0), 64).is_ok());
+        assert_eq!(
+            validate_spec(&udp(8192, 0, 0), 64).unwrap_err(),
+            "rate 0 bit/s outside 1..=100 Gbit/s"
+        );
+        assert_eq!(
+            validate_spec(&udp(10, 1_000_000, 0), 64).unwrap_err(),
+            "udp size 10 outside 20..=65507"
+        );
+        let echo = TestSpec::Echo {
+            size: 0,
+            pin_cpu: None,
+        };
+        assert_eq!(
+            validate_spec(&echo, 64).unwrap_err(),
+            "echo size 0 outside 1..=1 MiB"
+        );
     }
 }

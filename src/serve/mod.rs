@@ -1,23 +1,28 @@
 //! `osgauge serve`: the peer of the network suite (netperf's design: a control connection plus
 //! separate data connections). Loopback only unless configured with another address, and then a
 //! token is required (challenge–response, see [`proto`]). Bounded: sessions at a time, data
-//! connections per test, bytes and time per session, an idle timeout, a time bound per test.
-//! Every session is logged in one line. The same server runs in-process on 127.0.0.1 as the
-//! default peer of `osgauge micro net`.
+//! connections per test, bytes and time per session, an idle timeout, a time bound per test;
+//! connections still authenticating per source address and in total, and a back-off per source
+//! after failed authentications ([`sources`]). Every authenticated session is logged in one line;
+//! refusals and sessions that never authenticated once per source address and 10 s. The same
+//! server runs in-process on 127.0.0.1 as the default peer of `osgauge micro net`.
 
+pub mod check;
 pub mod client;
 pub mod data;
 pub mod proto;
+pub mod sources;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::platform::wait::{self, Bound, Bounded, slice_timeouts};
 use proto::{Msg, PROTOCOL, ProtoError, VERSION};
+use sources::{Outcome, Refusal, Slot, Sources};
 
 /// Default port of `osgauge serve`.
 pub const DEFAULT_PORT: u16 = 7700;
@@ -33,6 +38,10 @@ pub struct ServerConfig {
     /// deadline); more are refused at once. Kept apart from `max_sessions`, so connections that
     /// never authenticate cannot take a real client's session slot.
     pub max_pending: usize,
+    /// Connections from one source (an IPv4 address or an IPv6 /64) in the hello/auth exchange
+    /// at once; a quarter of `max_pending` is kept for sources that authenticated before
+    /// ([`sources`]).
+    pub max_pending_per_source: usize,
     /// Data connections per test.
     pub max_streams: u32,
     /// Bytes received per session.
@@ -58,6 +67,7 @@ impl ServerConfig {
             token: None,
             max_sessions: 8,
             max_pending: 256,
+            max_pending_per_source: 16,
             max_streams: 64,
             max_bytes: 256 << 30,
             max_session: Duration::from_secs(600),
@@ -65,6 +75,19 @@ impl ServerConfig {
             handshake_timeout: Duration::from_secs(5),
             max_test: Duration::from_secs(120),
             log: false,
+        }
+    }
+
+    /// Pre-auth slots kept for sources that authenticated before: a quarter of `max_pending`.
+    pub fn known_reserve(&self) -> usize {
+        self.max_pending / 4
+    }
+
+    fn limits(&self) -> sources::Limits {
+        sources::Limits {
+            max_pending: self.max_pending,
+            per_source: self.max_pending_per_source,
+            known_reserve: self.known_reserve(),
         }
     }
 
@@ -84,9 +107,19 @@ struct Shared {
     cfg: ServerConfig,
     stop: AtomicBool,
     active: AtomicUsize,
-    pending: AtomicUsize,
+    /// Pre-auth slots, back-off and log gates per source.
+    sources: Mutex<Sources>,
     next_id: AtomicU64,
     refused: AtomicU64,
+    throttled: AtomicU64,
+    wrong_tokens: AtomicU64,
+}
+
+impl Shared {
+    fn sources(&self) -> std::sync::MutexGuard<'_, Sources> {
+        // A panic while holding it leaves consistent counts (each update is one statement).
+        self.sources.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// A running server; stops (and joins its accept thread) when dropped.
@@ -104,9 +137,22 @@ impl ServerHandle {
     pub fn active_sessions(&self) -> usize {
         self.shared.active.load(Ordering::SeqCst)
     }
-    /// Connections refused because the session limit was reached.
+    /// Connections refused because a limit was reached (sessions, pre-auth slots).
     pub fn refused(&self) -> u64 {
         self.shared.refused.load(Ordering::SeqCst)
+    }
+    /// Connections and answers refused because their source was backing off after failed
+    /// authentications.
+    pub fn throttled(&self) -> u64 {
+        self.shared.throttled.load(Ordering::SeqCst)
+    }
+    /// Answers to a challenge that were checked and wrong.
+    pub fn wrong_tokens(&self) -> u64 {
+        self.shared.wrong_tokens.load(Ordering::SeqCst)
+    }
+    /// Connections in their handshake now.
+    pub fn pending(&self) -> usize {
+        self.shared.sources().pending()
     }
     pub fn stop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
@@ -141,9 +187,11 @@ pub fn start(cfg: ServerConfig) -> io::Result<ServerHandle> {
         cfg,
         stop: AtomicBool::new(false),
         active: AtomicUsize::new(0),
-        pending: AtomicUsize::new(0),
+        sources: Mutex::new(Sources::default()),
         next_id: AtomicU64::new(1),
         refused: AtomicU64::new(0),
+        throttled: AtomicU64::new(0),
+        wrong_tokens: AtomicU64::new(0),
     });
     let sh = shared.clone();
     let accept = std::thread::Builder::new()
@@ -171,20 +219,25 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
             return;
         }
         let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-        if sh.pending.load(Ordering::SeqCst) >= sh.cfg.max_pending {
-            sh.refused.fetch_add(1, Ordering::SeqCst);
-            let _ = conn.set_write_timeout(Some(Duration::from_millis(200)));
-            let reason = format!(
-                "busy: {} connections are still authenticating",
-                sh.cfg.max_pending
-            );
-            let _ = proto::write_msg(&mut conn, &Msg::Refuse { reason });
-            if sh.cfg.log {
-                crate::outln!("session {id} from {peer}: refused (busy: handshakes)");
+        let admitted = sh
+            .sources()
+            .admit(peer.ip(), Instant::now(), &sh.cfg.limits());
+        let slot = match admitted {
+            Ok(slot) => slot,
+            Err(refusal) => {
+                match refusal {
+                    Refusal::BackOff(_) => sh.throttled.fetch_add(1, Ordering::SeqCst),
+                    Refusal::Busy(_) => sh.refused.fetch_add(1, Ordering::SeqCst),
+                };
+                let _ = conn.set_write_timeout(Some(Duration::from_millis(200)));
+                let reason = refusal.reason().to_string();
+                let _ = proto::write_msg(&mut conn, &Msg::Refuse { reason });
+                log_gated(&sh, peer, || {
+                    format!("session {id} from {peer}: refused ({})", refusal.reason())
+                });
+                continue;
             }
-            continue;
-        }
-        sh.pending.fetch_add(1, Ordering::SeqCst);
+        };
         let sh2 = sh.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("osgauge-session-{id}"))
@@ -192,12 +245,12 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
             .spawn(move || {
                 let started = Instant::now();
                 let mut log = SessionLog::default();
-                let end = match connection(&sh2, conn, peer, started, &mut log) {
+                let end = match connection(&sh2, conn, peer, started, slot, &mut log) {
                     Ok(()) => "closed by client".to_string(),
                     Err(e) => e,
                 };
-                if sh2.cfg.log {
-                    crate::outln!(
+                let line = || {
+                    format!(
                         "session {id} from {peer}: {}; tests: {}; {} bytes received; {:.1} s; {}",
                         if log.authenticated {
                             "authenticated"
@@ -212,12 +265,40 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
                         log.bytes,
                         started.elapsed().as_secs_f64(),
                         crate::output::display_text(&end, 300)
-                    );
+                    )
+                };
+                if log.authenticated {
+                    if sh2.cfg.log {
+                        crate::outln!("{}", line());
+                    }
+                } else {
+                    log_gated(&sh2, peer, line);
                 }
             });
         if spawned.is_err() {
-            sh.pending.fetch_sub(1, Ordering::SeqCst);
+            sh.sources().release(slot, Outcome::Other, Instant::now());
         }
+    }
+}
+
+/// Log a line about a connection that did not authenticate: once per source and
+/// [`sources::LOG_INTERVAL`], with how many such lines were left out since.
+fn log_gated(sh: &Shared, peer: SocketAddr, line: impl FnOnce() -> String) {
+    if !sh.cfg.log {
+        return;
+    }
+    let gate = sh.sources().log_gate(peer.ip(), Instant::now());
+    if let Some(not_logged) = gate {
+        let more = if not_logged > 0 {
+            format!(
+                " ({not_logged} more from {} not logged in the last {} s)",
+                sources::source_of(peer.ip()),
+                sources::LOG_INTERVAL.as_secs()
+            )
+        } else {
+            String::new()
+        };
+        crate::outln!("{}{more}", line());
     }
 }
 
@@ -227,10 +308,11 @@ fn connection(
     mut ctl: TcpStream,
     peer: SocketAddr,
     started: Instant,
+    slot: Slot,
     log: &mut SessionLog,
 ) -> Result<(), String> {
-    let hs = handshake(sh, &mut ctl, started);
-    sh.pending.fetch_sub(1, Ordering::SeqCst);
+    let (hs, outcome) = handshake(sh, &mut ctl, started, &slot);
+    sh.sources().release(slot, outcome, Instant::now());
     hs?;
     // A session slot, taken only once authenticated.
     let took = sh
@@ -273,12 +355,31 @@ fn refuse(ctl: &mut TcpStream, reason: String) -> String {
 }
 
 /// Hello, challenge and auth, all before `started + handshake_timeout`: one deadline for the
-/// whole exchange, however slowly the client sends.
-fn handshake(sh: &Shared, ctl: &mut TcpStream, started: Instant) -> Result<(), String> {
+/// whole exchange, however slowly the client sends. How it ended beside it, for the source's
+/// back-off.
+fn handshake(
+    sh: &Shared,
+    ctl: &mut TcpStream,
+    started: Instant,
+    slot: &Slot,
+) -> (Result<(), String>, Outcome) {
+    match handshake_steps(sh, ctl, started, slot) {
+        Ok(()) => (Ok(()), Outcome::Authenticated),
+        Err((e, outcome)) => (Err(e), outcome),
+    }
+}
+
+fn handshake_steps(
+    sh: &Shared,
+    ctl: &mut TcpStream,
+    started: Instant,
+    slot: &Slot,
+) -> Result<(), (String, Outcome)> {
+    let other = |e: String| (e, Outcome::Other);
     let cfg = &sh.cfg;
     let _ = ctl.set_nodelay(true);
     let bound = Bound::new(Some(started + cfg.handshake_timeout), None);
-    slice_timeouts(ctl, &bound).map_err(|e| e.to_string())?;
+    slice_timeouts(ctl, &bound).map_err(|e| other(e.to_string()))?;
     let late = |e: &ProtoError| matches!(e, ProtoError::Io(x) if wait::ended(x));
     let too_slow = || {
         format!(
@@ -289,18 +390,18 @@ fn handshake(sh: &Shared, ctl: &mut TcpStream, started: Instant) -> Result<(), S
     match proto::read_msg(&mut Bounded::new(&*ctl, bound)) {
         Ok(Msg::Hello { protocol, version }) if protocol == PROTOCOL && version == VERSION => {}
         Ok(Msg::Hello { protocol, version }) => {
-            return Err(refuse(
+            return Err(other(refuse(
                 ctl,
                 format!(
                     "protocol {}/{version} not supported: this server speaks {PROTOCOL}/{VERSION} (osgauge {}); use the same osgauge version on both ends",
                     crate::output::display_text(&protocol, 64),
                     env!("CARGO_PKG_VERSION")
                 ),
-            ));
+            )));
         }
-        Ok(_) => return Err(refuse(ctl, "expected hello".into())),
-        Err(e) if late(&e) => return Err(refuse(ctl, too_slow())),
-        Err(e) => return Err(refuse(ctl, format!("handshake: {e}"))),
+        Ok(_) => return Err(other(refuse(ctl, "expected hello".into()))),
+        Err(e) if late(&e) => return Err(other(refuse(ctl, too_slow()))),
+        Err(e) => return Err(other(refuse(ctl, format!("handshake: {e}")))),
     }
     let nonce = proto::nonce();
     proto::write_msg(
@@ -311,19 +412,29 @@ fn handshake(sh: &Shared, ctl: &mut TcpStream, started: Instant) -> Result<(), S
             token_required: cfg.token.is_some(),
         },
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| other(e.to_string()))?;
     match proto::read_msg(&mut Bounded::new(&*ctl, bound)) {
         Ok(Msg::Auth { mac }) => {
-            if let Some(t) = &cfg.token
-                && !proto::verify_mac(t, &nonce, &mac)
-            {
-                return Err(refuse(ctl, "authentication failed".into()));
+            if let Some(t) = &cfg.token {
+                // A source backing off (a failure since this connection was admitted) gets no
+                // guess: its answer is not checked.
+                let may = sh.sources().may_try(slot, Instant::now());
+                if let Err(r) = may {
+                    sh.throttled.fetch_add(1, Ordering::SeqCst);
+                    return Err(other(refuse(ctl, r.reason().to_string())));
+                }
+                if !proto::verify_mac(t, &nonce, &mac) {
+                    sh.wrong_tokens.fetch_add(1, Ordering::SeqCst);
+                    // The back-off starts before the client hears of the failure.
+                    sh.sources().failed(slot.source, Instant::now());
+                    return Err(other(refuse(ctl, "authentication failed".into())));
+                }
             }
             Ok(())
         }
-        Ok(_) => Err(refuse(ctl, "expected auth".into())),
-        Err(e) if late(&e) => Err(refuse(ctl, too_slow())),
-        Err(e) => Err(refuse(ctl, format!("handshake: {e}"))),
+        Ok(_) => Err(other(refuse(ctl, "expected auth".into()))),
+        Err(e) if late(&e) => Err(other(refuse(ctl, too_slow()))),
+        Err(e) => Err(other(refuse(ctl, format!("handshake: {e}")))),
     }
 }
 

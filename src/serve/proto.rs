@@ -237,6 +237,16 @@ pub fn nonce() -> [u8; NONCE_LEN] {
     n
 }
 
+/// Bytes of randomness in a generated token ([`new_token`]): 256 bits.
+pub const NEW_TOKEN_BYTES: usize = 32;
+
+/// A new token: [`NEW_TOKEN_BYTES`] random bytes from the OS-seeded thread RNG, as hex.
+pub fn new_token() -> String {
+    let mut b = [0u8; NEW_TOKEN_BYTES];
+    rand::fill(&mut b);
+    hex(&b)
+}
+
 /// Read a token file: its contents with surrounding white space removed; at least 16 bytes.
 /// A token file readable by other users gets a warning on standard error (ssh refuses such keys;
 /// osgauge warns, as the token only keys an HMAC of a nonce and never crosses the wire).

@@ -30,6 +30,7 @@ mod latency;
 mod leftovers;
 mod loads;
 mod net_cli;
+mod net_hostile_peer;
 mod net_netns;
 mod net_protocol;
 mod policy;

@@ -315,3 +315,149 @@ fn a_peer_limit_that_ends_a_test_is_named_on_both_sides() {
 }
 #[cfg(unix)]
 crate::register!(a_peer_limit_that_ends_a_test_is_named_on_both_sides);
+
+/// `serve --new-token FILE` writes 256 random bits as hex to a new file of mode 0600 (and never
+/// over an existing one); `serve --token-file` takes it without a warning; `serve --help` says how
+/// strong a token must be.
+#[cfg(unix)]
+fn serve_new_token_writes_a_private_random_token() {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("token");
+    let o = osgauge(dir.path())
+        .args(["serve", "--new-token"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let t = std::fs::read_to_string(&f).unwrap();
+    let t = t.trim();
+    assert_eq!(t.len(), 64, "{t}");
+    assert!(t.bytes().all(|b| b.is_ascii_hexdigit()), "{t}");
+    // Another one differs, and an existing file is never overwritten.
+    let g = dir.path().join("token2");
+    osgauge(dir.path())
+        .args(["serve", "--new-token"])
+        .arg(&g)
+        .output()
+        .unwrap();
+    assert_ne!(std::fs::read_to_string(&g).unwrap().trim(), t);
+    let o = osgauge(dir.path())
+        .args(["serve", "--new-token"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&f).unwrap().trim(), t);
+    let (_, _lines, mut child) = start_serve(dir.path(), &["--token-file", f.to_str().unwrap()]);
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(!err.contains("not private"), "{err}");
+    let help = osgauge(dir.path())
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("128 bits") && help.contains("--new-token"),
+        "{help}"
+    );
+}
+#[cfg(unix)]
+crate::register!(serve_new_token_writes_a_private_random_token);
+
+/// 60 connections with a wrong token from one address write one log line, not 60 (the rest are
+/// counted for the next line of that address); each is refused, as a failure or as slowed down.
+#[cfg(unix)]
+fn failed_authentications_are_logged_once_per_address_and_interval() {
+    use osgauge::serve::proto::{self, Msg};
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("token");
+    std::fs::write(&f, "a-token-of-enough-length-0123\n").unwrap();
+    std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let (addr, lines, mut child) = start_serve(dir.path(), &["--token-file", f.to_str().unwrap()]);
+    for _ in 0..60 {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let hello = Msg::Hello {
+            protocol: proto::PROTOCOL.into(),
+            version: proto::VERSION,
+        };
+        proto::write_msg(&mut s, &hello).unwrap();
+        if let Ok(Msg::Challenge { .. }) = proto::read_msg(&mut s) {
+            let mac = "00".repeat(32);
+            proto::write_msg(&mut s, &Msg::Auth { mac }).unwrap();
+            match proto::read_msg(&mut s) {
+                Ok(Msg::Refuse { reason }) => assert!(
+                    reason.contains("authentication failed") || reason.contains("slow down"),
+                    "{reason}"
+                ),
+                m => panic!("{m:?}"),
+            }
+        }
+    }
+    // Give the last sessions' lines time to be written, then stop and read them all.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let logged: Vec<String> = lines
+        .map_while(Result::ok)
+        .filter(|l| l.starts_with("session "))
+        .collect();
+    child.wait().unwrap();
+    // One per 10 s interval: the test takes less than 10 s on an idle machine; a very slow one
+    // may cross an interval or two.
+    assert!(
+        !logged.is_empty() && logged.len() <= 7,
+        "{} lines for 60 connections: {logged:?}",
+        logged.len()
+    );
+}
+#[cfg(unix)]
+crate::register!(failed_authentications_are_logged_once_per_address_and_interval);
+
+/// A peer that is busy (its pre-auth slots for this address taken by silent connections) fails
+/// the run: with --fail-on-error the client exits 5 and the record says why.
+#[cfg(unix)]
+fn a_busy_peer_fails_the_run_with_fail_on_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, _lines, mut child) = start_serve(dir.path(), &[]);
+    // 16 silent connections hold every pre-auth slot of 127.0.0.1 for the 5 s handshake bound.
+    let silent: Vec<_> = (0..16)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let json = dir.path().join("r.json");
+    let o = osgauge(dir.path())
+        .args(["micro", "net/tcp_rtt_64b", "--runs", "1", "--warmup", "0"])
+        .args(["--run-time", "100ms", "--no-store", "--fail-on-error"])
+        .args(["--peer", &addr.to_string(), "--export-json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    drop(silent);
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    child.wait().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rec: serde_json::Value = common::read_json(&json);
+    let e = rec["benchmarks"][0]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(e.contains("busy: 16 connections from 127.0.0.1"), "{e}");
+}
+#[cfg(unix)]
+crate::register!(a_busy_peer_fails_the_run_with_fail_on_error);

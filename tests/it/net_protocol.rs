@@ -88,6 +88,10 @@ fn token_is_checked_by_challenge_response() {
     let h = server(true, |_| {});
     let e = Client::connect(h.addr(), Some(b"the-wrong-token-value!!"), T).unwrap_err();
     assert!(e.contains("authentication failed"), "{e}");
+    // Right after a failure, this address backs off.
+    let e = Client::connect(h.addr(), Some(TOKEN), T).unwrap_err();
+    assert!(e.contains("slow down"), "{e}");
+    std::thread::sleep(serve::sources::BACKOFF_BASE * 2);
     let e = Client::connect(h.addr(), None, T).unwrap_err();
     assert!(e.contains("requires a token"), "{e}");
     // A raw client: the challenge is a fresh nonce each time, and a replayed answer fails.
@@ -107,11 +111,12 @@ fn token_is_checked_by_challenge_response() {
     };
     assert_ne!(nonce, nonce2);
     let mac = proto::auth_mac(TOKEN, &proto::unhex(&nonce).unwrap());
-    proto::write_msg(&mut b, &Msg::Auth { mac: mac.clone() }).unwrap();
-    expect_refuse(&mut b, "authentication failed");
-    proto::write_msg(&mut a, &Msg::Auth { mac }).unwrap();
+    proto::write_msg(&mut a, &Msg::Auth { mac: mac.clone() }).unwrap();
     assert!(matches!(proto::read_msg(&mut a), Ok(Msg::Welcome { .. })));
+    proto::write_msg(&mut b, &Msg::Auth { mac }).unwrap();
+    expect_refuse(&mut b, "authentication failed");
     drop((a, b));
+    std::thread::sleep(serve::sources::BACKOFF_BASE * 2);
     still_serves(&h, Some(TOKEN));
 }
 crate::register!(token_is_checked_by_challenge_response);
@@ -308,7 +313,11 @@ fn unauthenticated_drips_never_hold_a_session_slot_past_the_handshake_deadline()
     // 40 connections that announce a 64 KiB hello and send it one byte every 100 ms: with a
     // per-read timeout they lived for minutes and took every session slot. Now a real client is
     // served while they drip, and each is dropped at the 1 s handshake deadline.
-    let h = server(false, |c| c.max_sessions = 8);
+    // (40 from one address: over the per-address pre-auth bound, which another test covers.)
+    let h = server(false, |c| {
+        c.max_sessions = 8;
+        c.max_pending_per_source = 64;
+    });
     let drips: Vec<_> = (0..40)
         .map(|_| {
             drip(
@@ -492,3 +501,150 @@ fn other_addresses_need_a_token() {
     assert!(serve::start(cfg).is_err());
 }
 crate::register!(other_addresses_need_a_token);
+
+/// A TCP connection to `addr` from the loopback address `from` (127.0.0.x: Linux answers on all
+/// of 127/8, so each is another source address to the server).
+#[cfg(target_os = "linux")]
+fn connect_from(from: &str, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    s.bind(&SocketAddr::new(from.parse().unwrap(), 0).into())?;
+    s.connect_timeout(&addr.into(), T)?;
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(T))?;
+    Ok(s)
+}
+
+/// Hello and auth (with `token`'s MAC, or a wrong one) from `from`: what the server answers.
+#[cfg(target_os = "linux")]
+fn login_from(from: &str, addr: SocketAddr, token: Option<&[u8]>) -> Msg {
+    let mut s = connect_from(from, addr).unwrap();
+    let nonce = match hello(&mut s) {
+        Msg::Challenge { nonce, .. } => proto::unhex(&nonce).unwrap(),
+        m => return m,
+    };
+    let mac = match token {
+        Some(t) => proto::auth_mac(t, &nonce),
+        None => "00".repeat(32),
+    };
+    proto::write_msg(&mut s, &Msg::Auth { mac }).unwrap();
+    proto::read_msg(&mut s).unwrap()
+}
+
+/// 300 connections from one address that never say a word (each would hold a pre-auth slot for
+/// the whole handshake bound) take 16 slots; the rest are refused at once, naming the address,
+/// and a client from another address is served meanwhile. Then 200 more addresses, one silent
+/// connection each, fill the slots kept for addresses never seen authenticating: a new address is
+/// refused, saying so, while the address that authenticated before is still served.
+#[cfg(target_os = "linux")]
+fn a_flood_from_one_address_leaves_another_addresses_client_served() {
+    let h = server(false, |c| c.handshake_timeout = Duration::from_secs(20));
+    let mut flood = Vec::new();
+    let mut refused = 0;
+    for _ in 0..300 {
+        let mut s = connect_from("127.0.0.3", h.addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        if let Ok(Msg::Refuse { reason }) = proto::read_msg(&mut s) {
+            assert!(
+                reason.contains("busy: 16 connections from 127.0.0.3"),
+                "{reason}"
+            );
+            refused += 1;
+        }
+        flood.push(s);
+    }
+    // Each refusal is sent at accept: the ones not read within 20 ms are read now.
+    for s in &mut flood {
+        s.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    }
+    assert_eq!(h.pending(), 16, "pre-auth slots held by one address");
+    assert!(refused > 0);
+    assert!(h.refused() >= 284, "{} refused", h.refused());
+    match login_from("127.0.0.2", h.addr(), None) {
+        Msg::Welcome { .. } => {}
+        m => panic!("the other address was not served: {m:?}"),
+    }
+    // Many new addresses: 256 slots, 64 kept for known addresses; 16 + 176 fill the shared part.
+    let mut many = Vec::new();
+    for i in 1..=200u32 {
+        let from = format!("127.0.{}.{}", 1 + i / 250, 1 + i % 250);
+        many.push(connect_from(&from, h.addr()).unwrap());
+    }
+    let t0 = Instant::now();
+    while h.pending() < 192 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(h.pending(), 192);
+    match login_from("127.0.0.9", h.addr(), None) {
+        Msg::Refuse { reason } => assert!(reason.contains("kept for addresses"), "{reason}"),
+        m => panic!("a new address took a kept slot: {m:?}"),
+    }
+    match login_from("127.0.0.2", h.addr(), None) {
+        Msg::Welcome { .. } => {}
+        m => panic!("the address seen before was not served: {m:?}"),
+    }
+    drop(flood);
+    drop(many);
+}
+#[cfg(target_os = "linux")]
+crate::register!(a_flood_from_one_address_leaves_another_addresses_client_served);
+
+/// Wrong tokens from one address meet a back-off that doubles: of 30 attempts in a row, most are
+/// refused unchecked ("slow down", counted as throttled) instead of being answered; 8 connections
+/// opened together and answered one after another get one checked guess, not 8; another address
+/// with the right token is served meanwhile, and the guessing address is refused even with the
+/// right token until its wait is over. (Counts, not speed: the waits only grow.)
+#[cfg(target_os = "linux")]
+fn failed_authentications_back_off_per_address() {
+    let h = server(true, |_| {});
+    let (mut failed, mut slowed) = (0, 0);
+    for _ in 0..30 {
+        match login_from("127.0.0.4", h.addr(), None) {
+            Msg::Refuse { reason } if reason == "authentication failed" => failed += 1,
+            Msg::Refuse { reason } if reason.contains("slow down") => {
+                assert!(
+                    reason.contains("failed authentications from 127.0.0.4"),
+                    "{reason}"
+                );
+                slowed += 1
+            }
+            m => panic!("{m:?}"),
+        }
+    }
+    assert_eq!(failed + slowed, 30);
+    assert_eq!(h.wrong_tokens(), failed as u64);
+    assert!(
+        slowed > 0 && failed < 30,
+        "{failed} checked, {slowed} slowed"
+    );
+    assert!(h.throttled() >= slowed as u64);
+    match login_from("127.0.0.5", h.addr(), Some(TOKEN)) {
+        Msg::Welcome { .. } => {}
+        m => panic!("another address was not served: {m:?}"),
+    }
+    match login_from("127.0.0.4", h.addr(), Some(TOKEN)) {
+        Msg::Refuse { reason } => assert!(reason.contains("slow down"), "{reason}"),
+        m => panic!("the guessing address got in during its back-off: {m:?}"),
+    }
+    // Eight connections with their challenges, then eight wrong answers.
+    let before = h.wrong_tokens();
+    let mut conns: Vec<_> = (0..8)
+        .map(|_| {
+            let mut s = connect_from("127.0.0.6", h.addr()).unwrap();
+            assert!(matches!(hello(&mut s), Msg::Challenge { .. }));
+            s
+        })
+        .collect();
+    let mut said = Vec::new();
+    for s in &mut conns {
+        let mac = "00".repeat(32);
+        proto::write_msg(s, &Msg::Auth { mac }).unwrap();
+        if let Ok(Msg::Refuse { reason }) = proto::read_msg(s) {
+            said.push(reason);
+        }
+    }
+    let checked = h.wrong_tokens() - before;
+    assert!(checked < 8, "{checked} of 8 answers checked: {said:?}");
+    assert!(said.iter().any(|r| r.contains("slow down")), "{said:?}");
+}
+#[cfg(target_os = "linux")]
+crate::register!(failed_authentications_back_off_per_address);

@@ -573,6 +573,25 @@ fn import_of_nothing_or_of_too_much_is_refused() {
     assert!(store::read_text_capped(&big, 4096).is_err());
     assert!(store::read_text_capped(&big, 4097).is_ok());
     assert_eq!(store::IMPORT_MAX_BYTES, 256 << 20);
+    // A file over the limit is refused by its size, before any of it is read (a sparse file:
+    // no disk used).
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    let o = osgauge(&db)
+        .args(["results", "import"])
+        .arg(&huge)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("larger than the import limit of 256MiB (300MiB): nothing imported"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!db.exists(), "a refused import created the store");
 }
 crate::register!(import_of_nothing_or_of_too_much_is_refused);
 

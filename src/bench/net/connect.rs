@@ -144,6 +144,7 @@ impl Benchmark for Connect {
             setup.push(t1.duration_since(t0).as_nanos() as f64 / 1e3);
             teardown.push(t2.duration_since(t1).as_nanos() as f64 / 1e3);
         }
+        peer.client.note_connections(setup.len() as u64);
         let report = peer.client.finish(0, 0).map_err(peer.err("connect"));
         // After finish: the in-process peer has accepted and closed every connection.
         let cpu_per_conn = match (cpu0, crate::platform::cputime::process_cpu_ns()) {

@@ -182,6 +182,9 @@ pub fn peer_facts(out: super::RunOutput, peer: &Peer) -> super::RunOutput {
 pub fn with_peer_reason(e: BenchError, report: Result<&PeerReport, &String>) -> BenchError {
     let why = match report {
         Ok(r) => r.errors.first(),
+        // A report held against what this side counted of a data phase that failed on it (a
+        // sender's partial bytes are not counted) says nothing about why it failed.
+        Err(refused) if refused.starts_with(crate::serve::check::IMPOSSIBLE) => None,
         Err(refused) => Some(refused),
     };
     match why {
@@ -345,6 +348,21 @@ pub fn peer_cpu_facts(mut out: super::RunOutput, r: &PeerReport, side: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A report refused as impossible is not the peer's word on why a data phase failed; a
+    /// refusal is.
+    #[test]
+    fn an_impossible_report_does_not_stand_for_the_peers_reason() {
+        let imp = format!("{}: 5 bytes received", crate::serve::check::IMPOSSIBLE);
+        let e = with_peer_reason(BenchError::failed("write: reset"), Err(&imp));
+        assert_eq!(e.message, "write: reset");
+        let limit = "byte limit of the session reached".to_string();
+        let e = with_peer_reason(BenchError::failed("write: reset"), Err(&limit));
+        assert_eq!(
+            e.message,
+            "write: reset; the peer says: byte limit of the session reached"
+        );
+    }
 
     #[test]
     fn rates_parse_and_reject() {
