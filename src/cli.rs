@@ -1211,11 +1211,37 @@ pub fn failures(record: &RunRecord) -> Option<String> {
 fn print_record(record: &RunRecord, quiet: bool) {
     crate::out!("{}", crate::output::summary::render_summary(record));
     crate::out!("{}", crate::output::render_tables(record));
+    if let Some(line) = reference_line(record) {
+        crate::outln!("{line}");
+    }
     crate::outln!(
         "median of {} (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
         crate::output::runs_kept_text(record)
     );
     print_warnings(record, quiet);
+}
+
+/// One line with the drift reference's figures, when the run has them.
+fn reference_line(record: &RunRecord) -> Option<String> {
+    let r = record.reference.as_ref()?;
+    let parts: Vec<String> = r
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let c = m.summary.as_ref()?.center;
+            Some(format!(
+                "{} {}",
+                m.name,
+                crate::units::format_value(c, m.unit)
+            ))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "drift reference (every round; `compare` reads it): {}",
+            parts.join(", ")
+        )
+    })
 }
 
 /// The warnings section on stderr (not with --quiet).
