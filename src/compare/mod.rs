@@ -30,7 +30,6 @@
 //! the settings (run config; each benchmark's parameters as asked and as applied/read back) that
 //! differ; a cell whose benchmark ran with settings other than the baseline's is marked.
 
-pub mod pairwise;
 pub mod render;
 
 use std::collections::BTreeMap;
