@@ -26,6 +26,7 @@ mod interactivity;
 mod interactivity_task;
 mod interrupt;
 mod latency;
+mod layers;
 mod leftovers;
 mod loads;
 mod net_cli;
