@@ -267,6 +267,7 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
 }
 crate::register!(
     attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -387,6 +388,10 @@ fn a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time() {
 }
 crate::register!(
     a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time
+        .serial(crate::harness::group::TRACEFS)
+        // A debug build reads the flood's trace (about a million events a second) for minutes on
+        // a shared machine: 277 s beside other builds here.
+        .ci_only()
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -445,6 +450,7 @@ fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
 }
 crate::register!(
     a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -572,6 +578,7 @@ fn ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was() {
 }
 crate::register!(
     ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -604,6 +611,7 @@ fn a_killed_tracing_session_is_undone_by_the_next_start() {
 }
 crate::register!(
     a_killed_tracing_session_is_undone_by_the_next_start
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -667,6 +675,7 @@ fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
 }
 crate::register!(
     interactivity_attribution_explains_late_periods_under_a_burn_load
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -713,7 +722,9 @@ fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
     assert_eq!(in_force().ok(), before.ok(), "the request outlived the run");
 }
 crate::register!(
-    a_cpu_dma_latency_request_is_held_while_measuring_and_read_back.path("/dev/cpu_dma_latency")
+    a_cpu_dma_latency_request_is_held_while_measuring_and_read_back
+        .serial(crate::harness::group::PM_QOS)
+        .path("/dev/cpu_dma_latency")
 );
 
 /// Every sub-folder of `dir` (recursively), as paths.
@@ -823,6 +834,7 @@ fn a_load_beside_latency_and_noise_is_recorded_per_cell_verified_and_leaves_no_f
 }
 crate::register!(
     a_load_beside_latency_and_noise_is_recorded_per_cell_verified_and_leaves_no_folder
+        .serial(crate::harness::group::LOAD)
 );
 
 fn a_bad_load_is_a_usage_error() {
