@@ -180,6 +180,8 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
     // tracefs may be unmounted: osgauge mounts it and unmounts it again; compare when mounted.
     let before = tracefs_settings();
     let cpu = *allowed_cpus().last().unwrap();
+    // Other work (and the host's steal) over the whole window, for the one timing assertion below.
+    let window = osgauge::testing::BusyWindow::start();
     // A SCHED_FIFO hog on the measured CPU: 3 ms bursts every 50 ms for 3 s.
     let hog = std::thread::Builder::new()
         .name("osg-hog".into())
@@ -259,10 +261,20 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
         "the hog is never named: {}",
         b["run_facts"]
     );
-    // A spike holds at most one burst of the hog (3 ms; µs trace resolution).
+    // A spike holds at most one burst of the hog (3 ms; µs trace resolution) — a timing
+    // assumption: it holds while the measuring thread (SCHED_OTHER) is woken within the hog's
+    // 47 ms pause and the vCPU runs the whole burst. Other work delaying the measuring thread past
+    // the next burst, or the host stealing the vCPU inside a burst (which a guest without steal
+    // accounting charges to the hog), makes one spike hold more: seen as "5648975 ns in one
+    // spike" beside other work. So a larger figure fails the test only in a quiet window.
     let most = *named.iter().max().unwrap();
-    assert!(most <= 3_300_000, "hog time {most} ns in one spike");
-    eprintln!("hog named in {} spike(s), at most {most} ns", named.len());
+    let what = format!("a spike holds at most one 3 ms burst of the hog (most: {most} ns)");
+    if most > 3_300_000 && osgauge::testing::skip_timing(window.busy(), &what) {
+        eprintln!("hog named in {} spike(s); {what} not judged", named.len());
+    } else {
+        assert!(most <= 3_300_000, "hog time {most} ns in one spike");
+        eprintln!("hog named in {} spike(s), at most {most} ns", named.len());
+    }
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
 crate::register!(
