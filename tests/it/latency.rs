@@ -401,9 +401,6 @@ fn a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time() {
 crate::register!(
     a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time
         .serial(crate::harness::group::TRACEFS)
-        // A debug build reads the flood's trace (about a million events a second) for minutes on
-        // a shared machine: 277 s beside other builds here.
-        .ci_only()
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
