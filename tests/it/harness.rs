@@ -24,7 +24,9 @@
 //! other test of this binary beside it, because it changes or reads state the whole machine
 //! shares ([`group`]: tracefs, PM QoS, the RT throttle's budget) or judges timing (its busy
 //! check cannot tell other tests of this process from its own work, and load beside it would
-//! move its figures). The parallel tests run first, then the serial ones, one at a time.
+//! move its figures). The parallel tests run first, then the serial ones, one at a time. The
+//! tracefs and PM QoS groups also hold a lock file in the temp dir while they run, so two runs of
+//! this binary on one machine take turns there.
 //!
 //! A test declared `ci_only()` (an end-to-end check that takes minutes) is reported ignored, with
 //! the command that runs it, by `cargo test`; `.ci/run` runs that group with
@@ -71,6 +73,25 @@ pub mod group {
 /// Held for reading by a parallel test while it runs and for writing by a serial one, so a
 /// serial test runs with no other test beside it.
 static RUNNING: RwLock<()> = RwLock::new(());
+
+/// For the groups whose state is the machine's (tracefs, PM QoS): an exclusive lock on a file in
+/// the temp dir, held while the test runs, so another run of this binary on the same machine (a
+/// second checkout, another engineer's) waits instead of colliding. The lock goes with the
+/// process, however it ends. None for the other groups, or where the file cannot be locked.
+fn machine_lock(group: &'static str) -> Option<std::fs::File> {
+    if group != group::TRACEFS && group != group::PM_QOS {
+        return None;
+    }
+    let name = format!("osgauge-it-{}.lock", group.replace(' ', "-"));
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join(name))
+        .ok()?;
+    f.lock().ok()?;
+    Some(f)
+}
 
 /// The command that runs the CI-only group.
 const CI_ONLY_COMMAND: &str = "cargo test --test it -- --ci-only";
@@ -292,6 +313,7 @@ fn run_captured(
             Some(RUNNING.write().unwrap_or_else(|e| e.into_inner())),
         ),
     };
+    let _machine = test.serial.and_then(machine_lock);
     let cap = capture.then(Capture::start).flatten();
     let keep = keep_panics && cap.is_none();
     let thread = std::thread::Builder::new()
