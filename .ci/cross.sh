@@ -115,31 +115,52 @@ done
 
 # ---------------------------------------------------------------------------------------------
 step "Windows tests under Wine"
-# One test at a time, as `cargo test` does through .cargo/config.toml [env] (timing tests never
-# run beside load tests); these executables are run directly, so the variable is set here.
+# One test at a time under Wine (its process creation and file locks are flakier under
+# concurrency than Windows'; the integration tests' serial groups keep a parallel run correct, not
+# Wine calm). The integration tests' CI-only group (slow end-to-end checks, ignored by a default
+# run) is run as a second run of that executable with `--ci-only`, as .ci/run does on Linux.
 export RUST_TEST_THREADS=1
+RUN_EXE=()
+RUN_ARGS=()
+for t in "${TESTS[@]}"; do
+    RUN_EXE+=("$t")
+    RUN_ARGS+=("")
+    case "$(basename "$t")" in
+    it-*.exe)
+        RUN_EXE+=("$t")
+        RUN_ARGS+=("--ci-only")
+        ;;
+    esac
+done
 # Wine itself sometimes fails a CreateProcess ("Internal error (os error 1359)") or a file lock
 # that Windows would not. The tests that failed are therefore run once more, by exact name (one
 # executable holds ~150 tests: re-running all of them gives every other test a chance of its own
 # Wine flake); a failure on both tries fails CI, a pass on the second try is reported loudly with
 # the first failure kept. An executable that failed without naming a test is run whole again.
 FLAKY=()
-for t in "${TESTS[@]}"; do
-    name=$(basename "$t")
+for i in "${!RUN_EXE[@]}"; do
+    t=${RUN_EXE[$i]}
+    # Empty, or the one harness flag (`--ci-only`): word splitting of an unquoted empty string
+    # passes nothing.
+    extra=${RUN_ARGS[$i]}
+    name="$(basename "$t")${extra:+ $extra}"
     echo "-- $name"
-    log="$CARGO_TARGET_DIR/wine-$name.log"
+    log="$CARGO_TARGET_DIR/wine-$(basename "$t")${extra}.log"
     # Run from the executable's folder (a Z: drive path), with a bound per executable.
-    if (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t" 2>&1 | tee "$log"; exit "${PIPESTATUS[0]}"); then
+    # shellcheck disable=SC2086
+    if (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t" $extra 2>&1 | tee "$log"; exit "${PIPESTATUS[0]}"); then
         continue
     fi
     # The integration tests' harness pads names to one column: `test NAME   ... FAILED`.
     mapfile -t FAILED < <(sed -n -E 's/^test ([^ ]+) +\.\.\. FAILED\r?$/\1/p' "$log")
     if [ "${#FAILED[@]}" -gt 0 ]; then
         echo "-- $name FAILED under Wine (${FAILED[*]}); running those once more, by exact name, to tell a Wine flake from a real failure"
-        (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t" --exact "${FAILED[@]}")
+        # shellcheck disable=SC2086
+        (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t" $extra --exact "${FAILED[@]}")
     else
         echo "-- $name FAILED under Wine without naming a test; running it whole once more"
-        (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t")
+        # shellcheck disable=SC2086
+        (cd "$(dirname "$t")" && timeout 900 "$WINE" "$t" $extra)
     fi
     FLAKY+=("$name: $(grep -m1 -E "^test .* FAILED|panicked at" "$log" || echo "exit without a test failure line")")
 done

@@ -248,13 +248,51 @@ fn priorities(events: &[Event]) -> BTreeMap<u32, i32> {
 /// task clock leaves host steal out), each task's time is split into its own run time and host
 /// steal from its runtime events.
 pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
-    // State on this CPU at the window's start: the task running and the interrupt stack, from
-    // the events before it.
     let on_cpu: Vec<&Event> = events.iter().filter(|e| e.cpu == late.cpu).collect();
-    let mut running: Option<(String, u32, i32)> = None;
-    let mut stack: Vec<(PartKind, String)> = Vec::new();
-    let mut woken = false;
     let prios = priorities(events);
+    let segs = split_steal.then(|| SegmentIndex::new(segments(events, late.cpu)));
+    let mut state = CpuState::default();
+    state.replay_to(&on_cpu, &prios, late.intended_ns);
+    explain(&on_cpu, &prios, segs.as_ref(), state, late)
+}
+
+/// One CPU's state at a point of its trace: the next event, the task running and the interrupt
+/// stack, from the events before that point (replayed once per CPU and carried forward from one
+/// late wake-up to the next, so a trace is read once however many wake-ups were late).
+#[derive(Debug, Clone, Default)]
+struct CpuState {
+    next: usize,
+    running: Option<(String, u32, i32)>,
+    stack: Vec<(PartKind, String)>,
+}
+
+impl CpuState {
+    /// Apply the events up to `until_ns` (inclusive) from where the state stands.
+    fn replay_to(&mut self, on_cpu: &[&Event], prios: &BTreeMap<u32, i32>, until_ns: u64) {
+        while self.next < on_cpu.len() && on_cpu[self.next].ts_ns <= until_ns {
+            // Which thread was woken matters only inside a window (see `explain`).
+            apply_event(
+                on_cpu[self.next],
+                prios,
+                0,
+                &mut self.running,
+                &mut self.stack,
+            );
+            self.next += 1;
+        }
+    }
+}
+
+/// Apply one event to a CPU's state (the task running, the interrupt stack); true when it is the
+/// waking of thread `tid`.
+fn apply_event(
+    e: &Event,
+    prios: &BTreeMap<u32, i32>,
+    tid: u32,
+    running: &mut Option<(String, u32, i32)>,
+    stack: &mut Vec<(PartKind, String)>,
+) -> bool {
+    let mut woken = false;
     let apply = |e: &Event,
                  running: &mut Option<(String, u32, i32)>,
                  stack: &mut Vec<(PartKind, String)>,
@@ -278,7 +316,7 @@ pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
                 *running = Some((next_comm.clone(), *next_pid, *next_prio));
                 stack.clear();
             }
-            Kind::Waking { pid, .. } if *pid == late.tid => *woken = true,
+            Kind::Waking { pid, .. } if *pid == tid => *woken = true,
             Kind::Waking { .. } => {}
             Kind::IrqEntry { name } => stack.push((PartKind::Irq, name.clone())),
             Kind::SoftirqEntry { name } => stack.push((PartKind::Softirq, name.clone())),
@@ -289,13 +327,27 @@ pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
             Kind::Runtime { .. } => {}
         }
     };
-    let mut i = 0;
-    while i < on_cpu.len() && on_cpu[i].ts_ns <= late.intended_ns {
-        apply(on_cpu[i], &mut running, &mut stack, &mut woken);
-        i += 1;
-    }
+    apply(e, running, stack, &mut woken);
+    woken
+}
+
+/// Explain `late` on its CPU from `state` (replayed to its intended time): the window swept event
+/// by event (see the module documentation). `segs`: the CPU's runtime segments where steal is
+/// split from the tasks' time.
+fn explain(
+    on_cpu: &[&Event],
+    prios: &BTreeMap<u32, i32>,
+    segs: Option<&SegmentIndex>,
+    state: CpuState,
+    late: &Late,
+) -> Spike {
+    let CpuState {
+        next: mut i,
+        mut running,
+        mut stack,
+    } = state;
     // A waking before the intended time was an earlier period's.
-    woken = false;
+    let mut woken = false;
     let mut shares: BTreeMap<ShareKey, u64> = BTreeMap::new();
     let mut t = late.intended_ns;
     let charge = |from: u64,
@@ -343,7 +395,7 @@ pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
             &mut stretches,
         );
         t = e.ts_ns;
-        apply(e, &mut running, &mut stack, &mut woken);
+        woken |= apply_event(e, prios, late.tid, &mut running, &mut stack);
         i += 1;
     }
     charge(
@@ -367,11 +419,11 @@ pub fn attribute(events: &[Event], late: &Late, split_steal: bool) -> Spike {
             steal_unseparated_ns: None,
         })
         .collect();
-    if split_steal {
+    if let Some(segs) = segs {
         separate_steal(
             &mut parts,
             &stretches,
-            &segments(events, late.cpu),
+            segs,
             (late.intended_ns, late.actual_ns),
         );
     }
@@ -465,9 +517,11 @@ pub const TS_RESOLUTION_NS: u64 = 1_000;
 fn separate_steal(
     parts: &mut Vec<Part>,
     stretches: &[(u64, u64, u32)],
-    segs: &[Segment],
+    segs: &SegmentIndex,
     window: (u64, u64),
 ) {
+    // The segments that can reach into the window, in their order (the sums below keep it).
+    let near = segs.reaching(window);
     let mut steal_total = 0u64;
     let mut estimated = false;
     for part in parts.iter_mut().filter(|p| p.kind == PartKind::Task) {
@@ -481,7 +535,7 @@ fn separate_steal(
         let mut steal = 0f64;
         let mut prorated = false;
         let mut used = 0u64;
-        for seg in segs.iter().filter(|g| g.pid == pid) {
+        for seg in near.iter().filter(|g| g.pid == pid) {
             let Some(start) = seg.start_ns else { continue };
             let wall = seg.end_ns.saturating_sub(start);
             let inside = window.1.min(seg.end_ns).saturating_sub(window.0.max(start));
@@ -528,6 +582,55 @@ fn separate_steal(
     }
 }
 
+/// One CPU's runtime segments, found by the window they reach into: a spike's window is short and
+/// a trace holds many segments, so each spike looks only at those that can overlap it.
+struct SegmentIndex {
+    segs: Vec<Segment>,
+    /// Indices of `segs` by end (then by index).
+    by_end: Vec<usize>,
+    /// `min_start[k]`: the earliest start among `by_end[k..]` (a segment with no start: never).
+    min_start: Vec<u64>,
+}
+
+impl SegmentIndex {
+    fn new(segs: Vec<Segment>) -> SegmentIndex {
+        let mut by_end: Vec<usize> = (0..segs.len()).collect();
+        by_end.sort_by_key(|&k| (segs[k].end_ns, k));
+        let mut min_start = vec![u64::MAX; by_end.len()];
+        let mut m = u64::MAX;
+        for (j, &k) in by_end.iter().enumerate().rev() {
+            m = m.min(segs[k].start_ns.unwrap_or(u64::MAX));
+            min_start[j] = m;
+        }
+        SegmentIndex {
+            segs,
+            by_end,
+            min_start,
+        }
+    }
+
+    /// Every segment with a start that ends after `window.0` and starts before `window.1` (all
+    /// that can overlap it), in their original order.
+    fn reaching(&self, window: (u64, u64)) -> Vec<&Segment> {
+        let first = self
+            .by_end
+            .partition_point(|&k| self.segs[k].end_ns <= window.0);
+        let mut found = Vec::new();
+        for j in first..self.by_end.len() {
+            // Past here every segment starts at or after the window's end.
+            if self.min_start[j] >= window.1 {
+                break;
+            }
+            let k = self.by_end[j];
+            if self.segs[k].start_ns.is_some_and(|s| s < window.1) {
+                found.push(k);
+            }
+        }
+        found.sort_unstable();
+        found.into_iter().map(|k| &self.segs[k]).collect()
+    }
+}
+
 /// The CPU a late thread ran on when it finally ran: the last switch to `tid` at or before
 /// `actual_ns` (for a thread that was not pinned).
 pub fn cpu_of(events: &[Event], tid: u32, actual_ns: u64) -> Option<usize> {
@@ -558,8 +661,7 @@ pub fn summary(
 ) -> serde_json::Value {
     let events = parse(text);
     late.sort_by_key(|l| std::cmp::Reverse(l.actual_ns - l.intended_ns));
-    let split = steal_split.is_ok();
-    let spikes: Vec<Spike> = late.iter().map(|l| attribute(&events, l, split)).collect();
+    let spikes = attribute_all(&events, &late, steal_split.is_ok());
     let explained: u64 = spikes
         .iter()
         .flat_map(|s| &s.parts)
@@ -580,6 +682,70 @@ pub fn summary(
         "culprits": top_culprits(&spikes, top.max(10)),
         "top": spikes.iter().take(top).collect::<Vec<_>>(),
     })
+}
+
+/// [`attribute`] for every one of `late`, in their order, reading the trace once: the events,
+/// priorities and runtime segments of each CPU are gathered once, and each CPU's state is
+/// replayed forward from one late wake-up to the next in time order (each wake-up replayed from
+/// the trace's start made a run with many late periods quadratic: minutes in a debug build).
+pub fn attribute_all(events: &[Event], late: &[Late], split_steal: bool) -> Vec<Spike> {
+    let prios = priorities(events);
+    let mut per_cpu: BTreeMap<usize, Vec<&Event>> = BTreeMap::new();
+    for l in late {
+        per_cpu.entry(l.cpu).or_default();
+    }
+    for e in events {
+        if let Some(v) = per_cpu.get_mut(&e.cpu) {
+            v.push(e);
+        }
+    }
+    let segs: BTreeMap<usize, SegmentIndex> = if split_steal {
+        per_cpu
+            .keys()
+            .map(|&c| (c, SegmentIndex::new(segments(events, c))))
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    let mut order: Vec<usize> = (0..late.len()).collect();
+    order.sort_by_key(|&k| (late[k].cpu, late[k].intended_ns));
+    let mut spikes: Vec<Option<Spike>> = vec![None; late.len()];
+    let mut state = CpuState::default();
+    let mut cpu = None;
+    for k in order {
+        let l = &late[k];
+        if cpu != Some(l.cpu) {
+            cpu = Some(l.cpu);
+            state = CpuState::default();
+        }
+        let on_cpu = &per_cpu[&l.cpu];
+        state.replay_to(on_cpu, &prios, l.intended_ns);
+        let segs = segs.get(&l.cpu);
+        spikes[k] = Some(explain(on_cpu, &prios, segs, state.clone(), l));
+    }
+    spikes.into_iter().flatten().collect()
+}
+
+/// The CPU [`cpu_of`] finds for each of `starts`, in their order, reading the events once.
+pub fn cpus_of(events: &[Event], tid: u32, starts: &[u64]) -> Vec<Option<usize>> {
+    let mut order: Vec<usize> = (0..starts.len()).collect();
+    order.sort_by_key(|&k| starts[k]);
+    let mut found = vec![None; starts.len()];
+    let (mut next, mut last) = (0, None);
+    for k in order {
+        // `cpu_of` reads the events up to the first one past the start: a prefix that only grows
+        // with the start.
+        while next < events.len() && events[next].ts_ns <= starts[k] {
+            let e = &events[next];
+            if matches!(&e.kind, Kind::Switch { next_pid, .. } if *next_pid == tid) || e.pid == tid
+            {
+                last = Some(e.cpu);
+            }
+            next += 1;
+        }
+        found[k] = last;
+    }
+    found
 }
 
 /// What a result's runs recorded in their `attribution` facts, together: the spikes kept (latest
@@ -753,7 +919,7 @@ pub fn part_text(p: &Part) -> String {
 mod tests {
     use super::*;
 
-    const TRACE: &str = "\
+    pub(super) const TRACE: &str = "\
 # tracer: nop
           <idle>-0       [001] d..2.   100.000100: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hog worker next_pid=777 next_prio=9
      hog worker-777     [001] d.h1.   100.001000: local_timer_entry: vector=236
@@ -955,7 +1121,7 @@ mod tests {
     /// A hog switched in at 100.000000 runs two runtime stretches: 1 ms of wall with 600 µs of
     /// run time (400 µs taken by the host), then 1 ms with 1 ms; the measured thread (42) is
     /// switched in at 100.002000 and reads its clock 10 µs later.
-    const STEAL: &str = "\
+    pub(super) const STEAL: &str = "\
           <idle>-0       [001] d..2.   100.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=777 next_prio=120
              hog-777     [001] d..2.   100.001000: sched_stat_runtime: comm=hog pid=777 runtime=600000 [ns]
              hog-777     [001] d..2.   100.002000: sched_stat_runtime: comm=hog pid=777 runtime=1000000 [ns]
@@ -1164,5 +1330,137 @@ mod tests {
         let old: Part =
             serde_json::from_str(r#"{"kind":"task","name":"x","pid":1,"ns":5}"#).unwrap();
         assert_eq!((old.estimated, old.steal_unseparated_ns), (false, None));
+    }
+}
+
+#[cfg(test)]
+mod whole_trace_tests {
+    use super::*;
+
+    /// Late wake-ups over every stretch between two events of each CPU, overlapping and in no
+    /// time order, for the thread of every pid the trace names.
+    fn lates(events: &[Event]) -> Vec<Late> {
+        let mut v = Vec::new();
+        let mut pids: Vec<u32> = events.iter().map(|e| e.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        for (i, a) in events.iter().enumerate() {
+            for b in events[i + 1..].iter().take(6) {
+                for &tid in pids.iter().take(3) {
+                    v.push(Late {
+                        cpu: a.cpu,
+                        tid,
+                        intended_ns: a.ts_ns,
+                        actual_ns: b.ts_ns.max(a.ts_ns + 1),
+                    });
+                }
+            }
+        }
+        v.reverse();
+        v
+    }
+
+    /// One pass over the trace explains every late wake-up exactly as one replay per wake-up.
+    #[test]
+    fn attribute_all_explains_as_attribute_does() {
+        for text in [super::tests::TRACE, super::tests::STEAL] {
+            let ev = parse(text);
+            let late = lates(&ev);
+            assert!(late.len() >= 10, "{}", late.len());
+            for split in [false, true] {
+                let one_by_one: Vec<Spike> =
+                    late.iter().map(|l| attribute(&ev, l, split)).collect();
+                assert_eq!(attribute_all(&ev, &late, split), one_by_one);
+            }
+        }
+    }
+
+    /// The same on a long synthetic trace of two CPUs: switches, wakings, nested interrupts,
+    /// runtime updates in random order of kinds (a fixed-seed generator).
+    #[test]
+    fn attribute_all_explains_a_long_trace_as_attribute_does() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut ev = Vec::new();
+        let mut ts = 1_000_000u64;
+        for _ in 0..3000 {
+            ts += 1 + rnd(5000);
+            let cpu = rnd(2) as usize;
+            let pid = [0, 42, 7, 99][rnd(4) as usize];
+            let kind = match rnd(9) {
+                0 | 1 => Kind::Switch {
+                    prev_pid: pid,
+                    next_comm: format!("t{}", rnd(4)),
+                    next_pid: [0, 42, 7, 99][rnd(4) as usize],
+                    next_prio: 100 + rnd(40) as i32,
+                },
+                2 => Kind::Waking {
+                    pid: [42, 7][rnd(2) as usize],
+                    prio: 120,
+                },
+                3 => Kind::IrqEntry {
+                    name: "eth0".into(),
+                },
+                4 => Kind::IrqExit,
+                5 => Kind::SoftirqEntry {
+                    name: "NET_RX".into(),
+                },
+                6 => Kind::SoftirqExit,
+                7 => Kind::TimerEntry,
+                _ => Kind::Runtime {
+                    pid,
+                    runtime_ns: rnd(4000),
+                },
+            };
+            ev.push(Event {
+                ts_ns: ts,
+                cpu,
+                comm: format!("c{pid}"),
+                pid,
+                kind,
+            });
+        }
+        let late: Vec<Late> = (0..300)
+            .map(|_| {
+                let at = 1_000_000 + rnd(ts - 1_000_000);
+                Late {
+                    cpu: rnd(2) as usize,
+                    tid: 42,
+                    intended_ns: at,
+                    actual_ns: at + 1 + rnd(200_000),
+                }
+            })
+            .collect();
+        for split in [false, true] {
+            let one_by_one: Vec<Spike> = late.iter().map(|l| attribute(&ev, l, split)).collect();
+            assert_eq!(attribute_all(&ev, &late, split), one_by_one);
+        }
+        let starts: Vec<u64> = late.iter().map(|l| l.actual_ns).collect();
+        let each: Vec<Option<usize>> = starts.iter().map(|&s| cpu_of(&ev, 42, s)).collect();
+        assert_eq!(cpus_of(&ev, 42, &starts), each);
+    }
+
+    /// One pass finds the CPU of every start as `cpu_of` does, whatever the starts' order.
+    #[test]
+    fn cpus_of_finds_what_cpu_of_finds() {
+        for text in [super::tests::TRACE, super::tests::STEAL] {
+            let ev = parse(text);
+            let mut starts: Vec<u64> = ev.iter().map(|e| e.ts_ns).collect();
+            starts.extend(ev.iter().map(|e| e.ts_ns + 1));
+            starts.push(0);
+            starts.reverse();
+            let mut pids: Vec<u32> = ev.iter().map(|e| e.pid).collect();
+            pids.push(999_999);
+            for tid in pids {
+                let each: Vec<Option<usize>> =
+                    starts.iter().map(|&s| cpu_of(&ev, tid, s)).collect();
+                assert_eq!(cpus_of(&ev, tid, &starts), each);
+            }
+        }
     }
 }

@@ -18,8 +18,82 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use serde_json::{Map, Value};
+
 use crate::model::{BenchError, TimingCalibration};
 use crate::stats;
+use crate::units::{Better, Unit};
+
+/// One metric a benchmark reports.
+#[derive(Debug, Clone)]
+pub struct MetricSpec {
+    pub name: &'static str,
+    pub unit: Unit,
+    pub better: Better,
+    /// What one value means, e.g. "time per null system call (getppid), harness overhead subtracted".
+    pub description: &'static str,
+}
+
+/// What one independent run returns.
+#[derive(Debug, Default, Clone)]
+pub struct RunOutput {
+    /// Samples per metric name (each name must be one of `Info::metrics`).
+    pub samples: Vec<(&'static str, Vec<f64>)>,
+    /// Facts read back while running (e.g. the CPU a thread was really pinned to): kept per run
+    /// in the record's `run_facts`, and in its params where every run agrees.
+    pub facts: Map<String, Value>,
+    pub warnings: Vec<String>,
+    /// Declared metrics this run could not measure, with the reason (shown in place of a value).
+    pub not_measured: Vec<(&'static str, String)>,
+    /// Metrics whose value in this run is a bound, not a measurement (a ramp that ran out of
+    /// steps, a sweep that ended before the effect it looks for): shown with ≥/≤, never compared
+    /// as a measured difference.
+    pub bounds: Vec<(&'static str, crate::model::BoundKind, String)>,
+    /// Metrics that are a difference of two measured figures (idle − busy): a value ≤ 0 is a
+    /// finding the benchmark states itself, not a subtracted overhead that exceeded the
+    /// measurement, so the runner's generic "≤ 0" warnings are not given for them.
+    pub differences: Vec<&'static str>,
+}
+
+impl RunOutput {
+    /// Say why metric `name` has no samples in this run (e.g. "unsupported: …").
+    pub fn not_measured(mut self, name: &'static str, why: impl Into<String>) -> Self {
+        self.not_measured.push((name, why.into()));
+        self
+    }
+    /// Say that this run's value of metric `name` is a bound of `kind`, and why.
+    pub fn bounded(
+        mut self,
+        name: &'static str,
+        kind: crate::model::BoundKind,
+        why: impl Into<String>,
+    ) -> Self {
+        self.bounds.push((name, kind, why.into()));
+        self
+    }
+    /// Say that metric `name` is a difference of two measured figures (see `differences`).
+    pub fn difference(mut self, name: &'static str) -> Self {
+        self.differences.push(name);
+        self
+    }
+    pub fn metric(mut self, name: &'static str, samples: Vec<f64>) -> Self {
+        self.samples.push((name, samples));
+        self
+    }
+    pub fn fact(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.facts.insert(key.to_string(), value.into());
+        self
+    }
+}
+
+/// Convert an OS error into a benchmark error: `unsupported` stays unsupported.
+pub fn os_err(call: &str, e: std::io::Error) -> BenchError {
+    if e.kind() == std::io::ErrorKind::Unsupported {
+        BenchError::unsupported(e.to_string())
+    } else {
+        BenchError::os(call, e)
+    }
+}
 
 /// Measure the clock's and the empty loop's own costs.
 pub fn calibrate() -> TimingCalibration {

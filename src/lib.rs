@@ -8,6 +8,7 @@ pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod cpucost;
+pub mod embedded;
 pub mod export;
 pub mod fleet;
 pub mod harness;

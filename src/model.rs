@@ -448,6 +448,26 @@ pub fn decode_histogram(b64: &str) -> Option<hdrhistogram::Histogram<u64>> {
     Deserializer::new().deserialize(&mut bytes.as_slice()).ok()
 }
 
+/// The drift reference every run takes in every round (`bench/reference.rs` measures it,
+/// `compare` reads it): its id and suite, and which of its figures stands for the drift of each
+/// suite's metrics.
+pub mod drift_reference {
+    /// The reference's benchmark id.
+    pub const ID: &str = "reference/drift";
+    /// Its suite: never selected, never judged.
+    pub const SUITE: &str = "reference";
+
+    /// Which reference figure stands for the drift of a suite's metrics: the CPU chain for
+    /// `cpu`, the memory read for `mem`, the null system call for everything else.
+    pub fn family_of(suite: &str) -> &'static str {
+        match suite {
+            "cpu" => "cpu_loop",
+            "mem" => "mem_read",
+            _ => "syscall",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,6 +148,13 @@ pub fn format_value(v: f64, unit: Unit) -> String {
     }
 }
 
+/// Terminal columns `s` takes (Unicode East Asian Width: a CJK character or most emoji take two,
+/// a combining mark none) — what every table in osgauge pads by, so a label such as `内核-6.18 🚀`
+/// keeps the columns aligned. `chars().count()` would count such a label short.
+pub fn width(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
 /// Time in nanoseconds shown as ns, µs, ms or s.
 pub fn format_time_ns(ns: f64) -> String {
     let a = ns.abs();

@@ -5,7 +5,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(s) = std::str::from_utf8(data) {
-        let _ = osgauge::report::extract_embedded(s);
+        let _ = osgauge::embedded::extract_embedded(s);
         if let Ok(docs) = osgauge::store::parse_documents(s) {
             for d in docs {
                 // What parsed is a record whose own text parses to it again.

@@ -20,23 +20,12 @@ use crate::harness::{BatchOptions, RunContext};
 use crate::model::BenchError;
 use crate::units::{Better, Unit};
 
-/// The reference's benchmark id.
-pub const ID: &str = "reference/drift";
-/// Its suite: never selected, never judged; `compare` reads it as drift.
-pub const SUITE: &str = "reference";
+pub use crate::model::drift_reference::{ID, SUITE, family_of};
+
 /// Measuring time of each of its figures per run.
 const WINDOW: Duration = Duration::from_millis(20);
 /// Bytes the memory pass reads.
 const MEM_BYTES: usize = 64 << 20;
-
-/// Which reference figure stands for the drift of a suite's metrics.
-pub fn family_of(suite: &str) -> &'static str {
-    match suite {
-        "cpu" => "cpu_loop",
-        "mem" => "mem_read",
-        _ => "syscall",
-    }
-}
 
 pub struct Reference {
     info: Info,

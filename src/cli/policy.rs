@@ -241,8 +241,8 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
         );
         // Which policies differ within each workload × process count (compare cannot: the
         // policy is part of the benchmark id).
-        if let Some(an) = crate::compare::pairwise::analyse(record) {
-            let table = crate::compare::pairwise::render(&an.rows, |m| an.unit(m));
+        if let Some(an) = crate::export::pairwise::analyse(record) {
+            let table = crate::export::pairwise::render(&an.rows, |m| an.unit(m));
             crate::outln!();
             crate::out!("{table}");
             for n in &an.notes {
@@ -264,9 +264,9 @@ fn write_significance(path: &Path, record: &crate::model::RunRecord) -> Result<(
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
     let text = if csv {
-        crate::compare::pairwise::to_csv(record)
+        crate::export::pairwise::to_csv(record)
     } else {
-        crate::compare::pairwise::to_json(record)
+        crate::export::pairwise::to_json(record)
     };
     text.and_then(|t| {
         crate::export::write_atomic(path, t.as_bytes()).map_err(|e| anyhow::anyhow!("{e}"))

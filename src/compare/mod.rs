@@ -31,7 +31,6 @@
 //! differ; a cell whose benchmark ran with settings other than the baseline's is marked.
 
 pub mod nested;
-pub mod pairwise;
 pub mod render;
 
 use std::collections::BTreeMap;
@@ -560,7 +559,7 @@ pub fn compare_groups(groups: &[(String, Vec<RunRecord>)], opts: &Options) -> Co
         .count();
     let judged_cells = rows
         .iter()
-        .filter(|r| r.better != Better::Neutral && r.suite != crate::bench::reference::SUITE)
+        .filter(|r| r.better != Better::Neutral && r.suite != crate::model::drift_reference::SUITE)
         .flat_map(|r| r.cells.iter().skip(1))
         .filter(|c| c.vs_base.is_some())
         .count();
@@ -831,7 +830,7 @@ fn reference_name(metric: &str) -> &str {
 /// Mark the drift reference's rows, give every other row's cells the reference's change for
 /// its family, and return per non-baseline column the reference lines to show.
 fn reference_changes(rows: &mut [Row], ncols: usize) -> Vec<Vec<String>> {
-    let reference = crate::bench::reference::SUITE;
+    let reference = crate::model::drift_reference::SUITE;
     // family metric → per column: direction-normalised ratio (> 1: the machine was slower).
     let mut by_family: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
     let mut lines = vec![Vec::new(); ncols.saturating_sub(1)];
@@ -862,7 +861,7 @@ fn reference_changes(rows: &mut [Row], ncols: usize) -> Vec<Vec<String>> {
         by_family.insert(r.metric.clone(), per_col);
     }
     for r in rows.iter_mut().filter(|r| r.suite != reference) {
-        let fam = crate::bench::reference::family_of(&r.suite);
+        let fam = crate::model::drift_reference::family_of(&r.suite);
         if let Some(per_col) = by_family.get(fam) {
             for (j, c) in r.cells.iter_mut().enumerate().skip(1) {
                 if let Some(d) = c.vs_base.as_mut() {
@@ -890,7 +889,7 @@ struct Judged {
 /// never judged.
 fn judge(rows: &mut [Row], ncols: usize, opts: &Options, same: &[bool]) -> Judged {
     let mut f = Judged::default();
-    let reference = crate::bench::reference::SUITE;
+    let reference = crate::model::drift_reference::SUITE;
     for (j, &same_j) in same.iter().enumerate().take(ncols).skip(1) {
         // A bound on either side is no test: out of the correction, verdict "bound".
         let bounded = |r: &Row| r.cells[0].bound.is_some() || r.cells[j].bound.is_some();
@@ -964,7 +963,7 @@ fn suite_summaries(rows: &[Row], ncols: usize, noise: f64) -> (Vec<SuiteSummary>
     let mut suites: Vec<SuiteSummary> = Vec::new();
     let mut suite_names: Vec<String> = Vec::new();
     for r in rows {
-        if !suite_names.contains(&r.suite) && r.suite != crate::bench::reference::SUITE {
+        if !suite_names.contains(&r.suite) && r.suite != crate::model::drift_reference::SUITE {
             suite_names.push(r.suite.clone());
         }
     }

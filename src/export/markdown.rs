@@ -41,7 +41,7 @@ pub fn render(record: &RunRecord) -> String {
         s.push('\n');
     }
     // A policy study: which policy differences are significant ("" for any other run).
-    s.push_str(&crate::compare::pairwise::render_markdown(record));
+    s.push_str(&super::pairwise::render_markdown(record));
     let warnings = crate::output::all_warnings(record);
     if !warnings.is_empty() {
         s.push_str("## Warnings\n\n");

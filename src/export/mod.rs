@@ -4,6 +4,7 @@ pub mod csv;
 pub mod cyclictest;
 pub mod json;
 pub mod markdown;
+pub mod pairwise;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

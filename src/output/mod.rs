@@ -311,12 +311,8 @@ pub fn render_tables(record: &RunRecord) -> String {
     s
 }
 
-/// Terminal columns `s` takes (Unicode East Asian Width: a CJK character or most emoji take two,
-/// a combining mark none) — what every table in osgauge pads by, so a label such as `内核-6.18 🚀`
-/// keeps the columns aligned. `chars().count()` would count such a label short.
-pub fn width(s: &str) -> usize {
-    unicode_width::UnicodeWidthStr::width(s)
-}
+/// Terminal columns a text takes (defined with the units' formatting, below the system layer).
+pub use crate::units::width;
 
 /// `s` followed by spaces up to `w` terminal columns (never cut).
 pub fn pad_right(s: &str, w: usize) -> String {

@@ -23,12 +23,9 @@ use crate::compare::{
     self, Comparison, Verdict,
     render::{delta_text, pq_text, verdict_text},
 };
+use crate::embedded::EMBED_ID;
 use crate::model::{BenchmarkResult, RunRecord};
 use crate::units::{Unit, format_value};
-
-/// Id of the embedded JSON block.
-pub const EMBED_ID: &str = "osgauge-runs";
-const EMBED_OPEN: &str = "<script type=\"application/json\" id=\"osgauge-runs\">";
 
 /// Colours of the runs, in order (colour-blind-safe palette, Okabe-Ito).
 pub const PALETTE: &[(u8, u8, u8)] = &[
@@ -61,13 +58,6 @@ fn swatch(i: usize) -> Markup {
 /// `<!--` can appear); `>` and `&` need no escaping inside a script element.
 fn json_for_script(json: &str) -> String {
     json.replace('<', "\\u003c")
-}
-
-/// The JSON embedded in a report written by [`render`].
-pub fn extract_embedded(html: &str) -> Option<&str> {
-    let start = html.find(EMBED_OPEN)? + EMBED_OPEN.len();
-    let len = html[start..].find("</script>")?;
-    Some(&html[start..start + len])
 }
 
 /// A chart and its title (the title is HTML text, so it is searchable and accessible).

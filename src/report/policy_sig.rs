@@ -1,5 +1,5 @@
 //! The policy study's "which policy differences are significant" section: the pairwise table of
-//! `crate::compare::pairwise` (medians, ratio, p, BH q, verdict; significant rows marked) and,
+//! `crate::export::pairwise` (medians, ratio, p, BH q, verdict; significant rows marked) and,
 //! per metric, a grid chart (rows = workload/procs, columns = policy pairs, each cell coloured by
 //! the direction of the difference, saturated when significant, q in the cell's tooltip).
 //! The grid is a plain inline SVG: a table of coloured cells with `<title>` tooltips, which the
@@ -8,7 +8,7 @@
 use maud::{Markup, html};
 
 use super::color;
-use crate::compare::pairwise::{
+use crate::export::pairwise::{
     Analysis, PairTest, fmt_p, fmt_ratio, method_text, ratio, significant, verdict,
 };
 use crate::model::RunRecord;
@@ -158,7 +158,7 @@ const NUM: &str = "text-align:right";
 
 /// One run's part of the section (empty when it is not a policy study).
 fn run_part(name: &str, record: &RunRecord, several: bool) -> Option<Markup> {
-    let a = crate::compare::pairwise::analyse(record)?;
+    let a = crate::export::pairwise::analyse(record)?;
     let dir = |better: &Better| match better {
         Better::Lower => "lower is better",
         Better::Higher => "higher is better",
@@ -177,7 +177,7 @@ fn run_part(name: &str, record: &RunRecord, several: bool) -> Option<Markup> {
                         figure.wide {
                             figcaption {
                                 (name) " · " (metric) " (" (dir(better)) "): ratio b / a of the medians per workload/procs and policy pair — saturated and ✱ = significant (q < "
-                                (crate::compare::pairwise::ALPHA) "), pale = not; p and q in each cell's tooltip"
+                                (crate::export::pairwise::ALPHA) "), pale = not; p and q in each cell's tooltip"
                             }
                             (svg)
                         } "\n"
@@ -193,7 +193,7 @@ fn run_part(name: &str, record: &RunRecord, several: bool) -> Option<Markup> {
 pub fn section(runs: &[(String, RunRecord)]) -> Markup {
     let policy_runs = runs
         .iter()
-        .filter(|(_, r)| crate::compare::pairwise::analyse(r).is_some())
+        .filter(|(_, r)| crate::export::pairwise::analyse(r).is_some())
         .count();
     let parts: Vec<Markup> = runs
         .iter()
@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn table_and_grid_mark_significant_pairs_and_escape() {
-        let r = crate::compare::pairwise::tests::record(&[
+        let r = crate::export::pairwise::tests::record(&[
             ("policy/cpu/<other>/10", vec![10.0, 11.0, 12.0, 13.0, 14.0]),
             ("policy/cpu/fifo/10", vec![20.0, 21.0, 22.0, 23.0, 24.0]),
             ("policy/cpu/rr/10", vec![20.5, 21.5, 22.5, 23.5, 24.5]),
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn one_policy_only_says_so_instead_of_an_empty_table() {
-        let r = crate::compare::pairwise::tests::record(&[
+        let r = crate::export::pairwise::tests::record(&[
             ("policy/cpu/other/10", vec![10.0, 11.0]),
             ("policy/cpu/other/100", vec![20.0, 21.0]),
         ]);

@@ -23,8 +23,8 @@
 //! A resolution of 0 is accepted: it is how the report of a peer that does not know its counters'
 //! resolution says so (no resolution check then, as documented on [`CpuCost`]).
 
-use crate::bench::net::udp_stats::{MAX_STALLS, SERIES_BINS, UdpSummary};
 use crate::cpucost::{CpuCost, Window};
+use crate::serve::udp_stats::{MAX_STALLS, SERIES_BINS, UdpSummary};
 
 use super::proto::{PeerReport, TestSpec};
 
@@ -535,13 +535,13 @@ mod tests {
             window_s: 1.0,
         };
         let arrivals: Vec<_> = (0..90u64)
-            .map(|i| crate::bench::net::udp_stats::Arrival {
+            .map(|i| crate::serve::udp_stats::Arrival {
                 seq: i,
                 sent_ns: i * 1_000_000,
                 recv_ns: 5_000 + i * 1_000_000,
             })
             .collect();
-        let u = crate::bench::net::udp_stats::summarize(&arrivals, 100, 1000, 1e6);
+        let u = crate::serve::udp_stats::summarize(&arrivals, 100, 1000, 1e6);
         let good = PeerReport {
             bytes: u.bytes,
             active_s: u.active_s,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::Shared;
 use super::proto::{self, Msg, PeerReport, ProtoError, TestSpec};
-use crate::bench::net::udp_stats::{self, Arrival};
+use super::udp_stats::{self, Arrival};
 use crate::cpucost::CpuMeter;
 use crate::platform::wait::{self, Bound, Bounded, slice_timeouts};
 

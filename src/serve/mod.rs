@@ -12,6 +12,7 @@ pub mod client;
 pub mod data;
 pub mod proto;
 pub mod sources;
+pub mod udp_stats;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};

@@ -18,7 +18,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::bench::net::udp_stats::UdpSummary;
+use super::udp_stats::UdpSummary;
 use crate::cpucost::CpuCost;
 
 pub const PROTOCOL: &str = "osgauge-net";

@@ -696,7 +696,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Document>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let trimmed = text.trim_start();
     let json = if trimmed.starts_with('<') {
-        crate::report::extract_embedded(text).ok_or_else(|| {
+        crate::embedded::extract_embedded(text).ok_or_else(|| {
             anyhow!("HTML without embedded osgauge records (not an osgauge report?)")
         })?
     } else {

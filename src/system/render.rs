@@ -98,7 +98,7 @@ impl<'a> Section<'a> {
 fn write_sections(sections: &[Section]) -> String {
     let width = sections
         .iter()
-        .flat_map(|s| s.rows.iter().map(|(k, _)| crate::output::width(k)))
+        .flat_map(|s| s.rows.iter().map(|(k, _)| crate::units::width(k)))
         .max()
         .unwrap_or(0);
     let mut out = String::new();
@@ -106,7 +106,7 @@ fn write_sections(sections: &[Section]) -> String {
         out.push_str(s.title);
         out.push('\n');
         for (k, v) in &s.rows {
-            let pad = width - crate::output::width(k);
+            let pad = width - crate::units::width(k);
             out.push_str(&format!("  {k}:{:pad$} {v}\n", ""));
         }
     }

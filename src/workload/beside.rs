@@ -10,8 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::load::{self, LoadFolder, LoadKind, LoadProcess, LoadReport, LoadSpec};
 use super::work::Work;
-use crate::bench::{MetricSpec, RunOutput};
-use crate::harness::RunContext;
+use crate::harness::{MetricSpec, RunContext, RunOutput, os_err};
 use crate::model::BenchError;
 use crate::platform::fs;
 use crate::units::{Better, Unit};
@@ -261,14 +260,14 @@ pub fn calibrate_load_work(
         let handle = thread.spawn_scoped(sc, || {
             if let Some(c) = &o.cpus {
                 crate::platform::sched::set_thread_affinity(c)
-                    .map_err(|e| crate::bench::os_err("set affinity", e))?;
+                    .map_err(|e| os_err("set affinity", e))?;
             }
             if o.nice.is_some() {
                 crate::platform::sched::apply_thread(&crate::platform::sched::SchedRequest {
                     nice: o.nice,
                     ..Default::default()
                 })
-                .map_err(|e| crate::bench::os_err("set nice", e))?;
+                .map_err(|e| os_err("set nice", e))?;
             }
             let key = format!(
                 "{} | load threads: cpus {:?} nice {:?}",

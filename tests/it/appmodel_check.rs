@@ -304,7 +304,12 @@ fn iperf3_to_disk_runs_and_is_judged_on_measured_figures() {
     assert_eq!(r["capacity"].as_f64(), Some(400.0), "{r}");
     assert_eq!(p["bottleneck"], "relay", "{p}");
 }
-crate::register!(iperf3_to_disk_runs_and_is_judged_on_measured_figures.executable(&["iperf3"]));
+crate::register!(
+    iperf3_to_disk_runs_and_is_judged_on_measured_figures
+        .ci_only()
+        .serial(crate::harness::group::LOAD)
+        .executable(&["iperf3"])
+);
 
 fn nginx_static_runs_our_own_server_and_is_measured() {
     if let Err(why) = installed(&["nginx", "ab"]) {
@@ -332,6 +337,8 @@ fn nginx_static_runs_our_own_server_and_is_measured() {
 }
 crate::register!(
     nginx_static_runs_our_own_server_and_is_measured
+        .ci_only()
+        .serial(crate::harness::group::LOAD)
         .executable(&["nginx", "/usr/sbin/nginx"])
         .executable(&["ab"])
 );
@@ -428,6 +435,8 @@ fn interleaved_rounds_measure_then_run_and_judge_the_median() {
 }
 crate::register!(
     interleaved_rounds_measure_then_run_and_judge_the_median
+        .ci_only()
+        .serial(crate::harness::group::LOAD)
         .executable(&["nginx", "/usr/sbin/nginx"])
         .executable(&["ab"])
 );
@@ -510,7 +519,10 @@ fn stress_stream_runs_and_a_stated_cpu_is_refused_as_by_construction() {
     assert!(!verdict.starts_with("AGREES"), "{text}");
 }
 crate::register!(
-    stress_stream_runs_and_a_stated_cpu_is_refused_as_by_construction.executable(&["stress-ng"])
+    stress_stream_runs_and_a_stated_cpu_is_refused_as_by_construction
+        .ci_only()
+        .serial(crate::harness::group::LOAD)
+        .executable(&["stress-ng"])
 );
 
 /// An application that is not installed: NOT RUN with the reason and the package, exit 4.

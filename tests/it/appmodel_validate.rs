@@ -140,7 +140,7 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
     assert!(html.contains("<h2>Steps</h2>") && html.contains("<h2>Verdict</h2>"));
     assert_eq!(ours_left(), 0, "the run's temp folder was removed");
 }
-crate::register!(validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict);
+crate::register!(validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict.ci_only());
 
 /// An export that cannot be written is a usage error before anything runs, never ignored.
 fn validate_refuses_an_unwritable_export_up_front() {
@@ -234,7 +234,7 @@ fn validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take() {
         }
     }
 }
-crate::register!(validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take.ignore_if(cfg!(windows), "a whole validate run takes ~90 s under Wine; the floor's calculation is covered by calc's unit tests there"));
+crate::register!(validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take.ci_only().ignore_if(cfg!(windows), "a whole validate run takes ~90 s under Wine; the floor's calculation is covered by calc's unit tests there"));
 
 /// `disk_io = "direct"` where the cache cannot be bypassed (a memory-backed temp folder) is a
 /// clear error naming the way out — never a run through the cache passed off as bypassed.

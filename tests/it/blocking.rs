@@ -203,23 +203,37 @@ crate::register!(
     one_failed_export_does_not_stop_the_others_and_dash_is_standard_output.path("/dev/full")
 );
 
+/// Tells when a peer below has a client blocked on it (one message per client).
+type Blocked = std::sync::mpsc::Receiver<()>;
+
+/// Wait until the peer says a client is blocked on it (at most 60 s).
+fn wait_blocked(blocked: &Blocked) {
+    blocked
+        .recv_timeout(Duration::from_secs(60))
+        .expect("osgauge never reached the peer within 60 s");
+}
+
 /// A peer that accepts and then answers one byte a second: a 4 KiB length prefix, then a body
-/// byte per second (never a whole frame).
+/// byte per second (never a whole frame). Each connection is told on the receiver.
 fn dripping_peer() -> (
     std::net::SocketAddr,
     std::sync::Arc<std::sync::atomic::AtomicBool>,
+    Blocked,
 ) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s2 = stop.clone();
+    let (tx, blocked) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for c in l.incoming() {
             let Ok(mut c) = c else { break };
             if s2.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
+            let tx = tx.clone();
             std::thread::spawn(move || {
+                let _ = tx.send(());
                 let _ = c.write_all(&4096u32.to_be_bytes());
                 while c.write_all(b"{").is_ok() {
                     std::thread::sleep(Duration::from_secs(1));
@@ -227,16 +241,19 @@ fn dripping_peer() -> (
             });
         }
     });
-    (addr, stop)
+    (addr, stop, blocked)
 }
 
 /// A peer that speaks the protocol honestly up to the data phase, then echoes one byte a second.
-fn peer_dripping_data() -> std::net::SocketAddr {
+/// Each client that reaches the data phase is told on the receiver.
+fn peer_dripping_data() -> (std::net::SocketAddr, Blocked) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
+    let (tx, blocked) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for c in l.incoming() {
             let Ok(mut c) = c else { break };
+            let tx = tx.clone();
             std::thread::spawn(move || {
                 let Ok(Msg::Hello { .. }) = proto::read_msg(&mut c) else {
                     return;
@@ -264,6 +281,7 @@ fn peer_dripping_data() -> std::net::SocketAddr {
                 let port = data.local_addr().unwrap().port();
                 proto::write_msg(&mut c, &Msg::Ready { port }).unwrap();
                 let (mut d, _) = data.accept().unwrap();
+                let _ = tx.send(());
                 let mut b = [0u8; 1];
                 while d.read_exact(&mut b).is_ok() {
                     if d.write_all(&b).is_err() {
@@ -276,7 +294,7 @@ fn peer_dripping_data() -> std::net::SocketAddr {
             });
         }
     });
-    addr
+    (addr, blocked)
 }
 
 fn net_against(sb: &Sandbox, peer: std::net::SocketAddr, timeout: &str) -> Child {
@@ -293,7 +311,7 @@ fn net_against(sb: &Sandbox, peer: std::net::SocketAddr, timeout: &str) -> Child
 
 fn a_peer_dripping_its_handshake_ends_at_the_time_bound() {
     let sb = Sandbox::new();
-    let (addr, _stop) = dripping_peer();
+    let (addr, _stop, _blocked) = dripping_peer();
     let t0 = Instant::now();
     let child = net_against(&sb, addr, "2s");
     // Bound 2 s + 2 s grace for the report + start-up; before: as long as the peer dripped.
@@ -313,9 +331,10 @@ crate::register!(a_peer_dripping_its_handshake_ends_at_the_time_bound);
 
 fn a_peer_dripping_its_handshake_is_left_at_the_first_signal() {
     let sb = Sandbox::new();
-    let (addr, _stop) = dripping_peer();
+    let (addr, _stop, blocked) = dripping_peer();
     let child = net_against(&sb, addr, "10m");
-    std::thread::sleep(Duration::from_secs(2));
+    // Once it waits on the dripping handshake (no fixed sleep: a slow start is waited for).
+    wait_blocked(&blocked);
     signal(&child, libc::SIGINT);
     let (code, out, err) = wait_or_fail(child, Duration::from_secs(20), "net after SIGINT");
     assert_eq!(code, 130, "{out}\n{err}");
@@ -325,13 +344,15 @@ crate::register!(a_peer_dripping_its_handshake_is_left_at_the_first_signal);
 
 fn a_peer_dripping_its_echo_ends_at_the_time_bound_and_at_the_first_signal() {
     let sb = Sandbox::new();
-    let addr = peer_dripping_data();
+    let (addr, blocked) = peer_dripping_data();
     let child = net_against(&sb, addr, "3s");
     let (code, out, err) = wait_or_fail(child, Duration::from_secs(60), "echo at 1 byte/s");
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("timeout: time bound"), "{out}\n{err}");
+    // The first run's client reached the data phase too: only the second's is waited for.
+    while blocked.try_recv().is_ok() {}
     let child = net_against(&sb, addr, "10m");
-    std::thread::sleep(Duration::from_secs(3));
+    wait_blocked(&blocked);
     signal(&child, libc::SIGTERM);
     let (code, out, err) = wait_or_fail(child, Duration::from_secs(20), "echo after SIGTERM");
     assert_eq!(code, 143, "{out}\n{err}");

@@ -497,6 +497,7 @@ mod linux {
     }
     crate::register!(
         a_signal_while_blocked_on_a_fifo_or_a_slow_peer_ends_the_run
+            .serial(crate::harness::group::LOAD)
             .ignore("chaos test: CI runs it with `cargo test --test it chaos:: -- --ignored`")
     );
 
@@ -711,7 +712,7 @@ mod linux {
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
     crate::register!(
-        signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished.ignore(
+        signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished.serial(crate::harness::group::LOAD).ignore(
             "chaos test, a few minutes: CI runs it with `cargo test --test it chaos:: -- --ignored`"
         )
     );
@@ -723,5 +724,6 @@ fn signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished() {}
 #[cfg(not(target_os = "linux"))]
 crate::register!(
     signals_at_random_moments_leave_nothing_behind_and_lose_nothing_finished
+        .serial(crate::harness::group::LOAD)
         .ignore("needs Linux (/proc to find processes and their environment)")
 );

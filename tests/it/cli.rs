@@ -254,7 +254,10 @@ fn time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs() {
     }
     assert_eq!(rec.config.timeout_ms, 1000);
 }
-crate::register!(time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs);
+crate::register!(
+    time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs
+        .serial(crate::harness::group::TIMING)
+);
 
 fn hidden_echo_peer_copies_input_and_exits_at_eof() {
     osgauge()

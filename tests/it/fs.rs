@@ -306,12 +306,27 @@ fn a_run_leaves_no_file_and_records_where_it_ran() {
 }
 crate::register!(a_run_leaves_no_file_and_records_where_it_ran);
 
-/// Wait until a work directory appears under `d` (the child has started writing).
+/// Wait until a run's work directory under `d` holds a file of the benchmark's (the run is
+/// measuring). The first `osgauge-fs-*` directory to appear is not one: `--dir` is checked while
+/// the options are parsed, by making and removing a work directory, before the run exists and
+/// before osgauge takes over Ctrl-C — a SIGINT there ends the process as the signal's default
+/// action does (or, where the parent ignored SIGINT, not at all: exit 0), which is not what the
+/// test is about.
 #[cfg(unix)]
 fn wait_for_workdir(d: &Path, child: &mut std::process::Child) -> bool {
+    let measuring = |w: &String| {
+        w.starts_with(PREFIX)
+            && std::fs::read_dir(d.join(w)).is_ok_and(|rd| {
+                rd.flatten().any(|e| {
+                    !e.file_name()
+                        .to_string_lossy()
+                        .starts_with(".osgauge-fs-owner")
+                })
+            })
+    };
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(60) {
-        if entries(d).iter().any(|e| e.starts_with(PREFIX)) {
+        if entries(d).iter().any(measuring) {
             return true;
         }
         if child.try_wait().unwrap().is_some() {

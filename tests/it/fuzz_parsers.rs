@@ -123,7 +123,7 @@ proptest! {
         } else {
             format!("<html>{before}{body}{after}")
         };
-        let _ = osgauge::report::extract_embedded(&html);
+        let _ = osgauge::embedded::extract_embedded(&html);
         let _ = store::parse_documents(&html);
     }
 

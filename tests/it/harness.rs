@@ -15,7 +15,23 @@
 //! crate::register!(name.path("/dev/shm"));               // #[test_with::path(/dev/shm)]
 //! crate::register!(name.executable(&["nginx", "/usr/sbin/nginx"])); // #[test_with::executable(a || b)]
 //! crate::register!(name.should_panic("message part"));   // #[should_panic(expected = "…")]
+//! crate::register!(name.serial(group::TRACEFS));         // runs alone (see below)
+//! crate::register!(name.ci_only());                      // a slow end-to-end check CI runs
 //! ```
+//!
+//! Tests run in parallel (libtest's default: one thread per CPU; `--test-threads N` or
+//! `RUST_TEST_THREADS` to choose), except a test declared `serial(group)`: it runs alone, with no
+//! other test of this binary beside it, because it changes or reads state the whole machine
+//! shares ([`group`]: tracefs, PM QoS, the RT throttle's budget) or judges timing (its busy
+//! check cannot tell other tests of this process from its own work, and load beside it would
+//! move its figures). The parallel tests run first, then the serial ones, one at a time. The
+//! tracefs and PM QoS groups also hold a lock file in the temp dir while they run, so two runs of
+//! this binary on one machine take turns there.
+//!
+//! A test declared `ci_only()` (an end-to-end check that takes minutes) is reported ignored, with
+//! the command that runs it, by `cargo test`; `.ci/run` runs that group with
+//! `cargo test --test it -- --ci-only` (alone in its run, so it also runs one test at a time
+//! unless told otherwise).
 //!
 //! `#[cfg(...)]` on a test goes on both the function and its `register!` line. A test ignored by
 //! one of these conditions runs with `--ignored` / `--include-ignored`, as with libtest.
@@ -24,16 +40,61 @@
 //! true): the line is printed at once, and when the test then returns without failing it is
 //! reported as `ignored (reason)`. A test that fails afterwards still fails.
 //!
-//! Beyond libtest-mimic: several name filters (`-- a:: b::`), and `RUST_TEST_THREADS` when
-//! `--test-threads` is not given (`.cargo/config.toml` sets it to 1: timing tests must never run
-//! beside load tests). Each test runs on a thread of its own named after it, as with libtest
-//! (thread-local state starts afresh). libtest-mimic captures no output: on Unix, one test at a
-//! time and without `--nocapture`, this harness captures file descriptors 1 and 2 and shows them
-//! under a failure only; elsewhere a test's prints appear as it runs, and its panic is in the
-//! failure summary, so `test NAME ... FAILED` stays one line.
+//! Beyond libtest-mimic: several name filters (`-- a:: b::`), `RUST_TEST_THREADS` when
+//! `--test-threads` is not given, serial groups and the CI-only group. Each test runs on a thread
+//! of its own named after it, as with libtest (thread-local state starts afresh). libtest-mimic
+//! captures no output: on Unix, one test at a time and without `--nocapture`, this harness
+//! captures file descriptors 1 and 2 and shows them under a failure only; elsewhere a test's
+//! prints appear as it runs, and its panic is in the failure summary, so `test NAME ... FAILED`
+//! stays one line.
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::path::Path;
+use std::sync::RwLock;
+
+/// Why a test must run alone ([`Test::serial`]): the state it shares with the whole machine.
+pub mod group {
+    /// One tracing session at a time (osgauge refuses to share tracefs), and the tracing settings
+    /// compared before and after.
+    pub const TRACEFS: &str = "tracefs";
+    /// `/dev/cpu_dma_latency`: one machine-wide request in force, read back by the test.
+    pub const PM_QOS: &str = "PM QoS";
+    /// SCHED_FIFO/RR threads or hogs: they take CPUs from every other test, within the RT
+    /// throttle's machine-wide budget.
+    pub const RT: &str = "RT throttle";
+    /// A timing assertion or time bound: its busy check counts this process's other tests (and
+    /// the children they reap) as its own work, so it can only judge a window nothing else of
+    /// this binary ran in; and it must never run beside tests that generate load.
+    pub const TIMING: &str = "timing";
+    /// Load on every CPU (burn, memory bandwidth, a whole suite): nothing timed may run beside it.
+    pub const LOAD: &str = "load";
+}
+
+/// Held for reading by a parallel test while it runs and for writing by a serial one, so a
+/// serial test runs with no other test beside it.
+static RUNNING: RwLock<()> = RwLock::new(());
+
+/// For the groups whose state is the machine's (tracefs, PM QoS): an exclusive lock on a file in
+/// the temp dir, held while the test runs, so another run of this binary on the same machine (a
+/// second checkout, another engineer's) waits instead of colliding. The lock goes with the
+/// process, however it ends. None for the other groups, or where the file cannot be locked.
+fn machine_lock(group: &'static str) -> Option<std::fs::File> {
+    if group != group::TRACEFS && group != group::PM_QOS {
+        return None;
+    }
+    let name = format!("osgauge-it-{}.lock", group.replace(' ', "-"));
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join(name))
+        .ok()?;
+    f.lock().ok()?;
+    Some(f)
+}
+
+/// The command that runs the CI-only group.
+const CI_ONLY_COMMAND: &str = "cargo test --test it -- --ci-only";
 
 /// One registered test (see the module documentation).
 pub struct Test {
@@ -45,6 +106,8 @@ pub struct Test {
     path: Option<&'static str>,
     any_executable: &'static [&'static str],
     should_panic: Option<&'static str>,
+    serial: Option<&'static str>,
+    ci_only: bool,
 }
 
 inventory::collect!(Test);
@@ -59,7 +122,21 @@ impl Test {
             path: None,
             any_executable: &[],
             should_panic: None,
+            serial: None,
+            ci_only: false,
         }
+    }
+
+    /// Runs alone: no other test of this binary beside it (see [`group`] for why a test must).
+    pub const fn serial(mut self, group: &'static str) -> Self {
+        self.serial = Some(group);
+        self
+    }
+
+    /// A slow end-to-end check: ignored by `cargo test`, run by CI (`--ci-only`).
+    pub const fn ci_only(mut self) -> Self {
+        self.ci_only = true;
+        self
     }
 
     /// `#[ignore = "why"]`.
@@ -107,9 +184,14 @@ impl Test {
 
     /// Why this test is ignored on this machine before it runs, if it is (the reasons are
     /// test-with's).
-    fn ignored_because(&self) -> Option<String> {
+    fn ignored_because(&self, ci_only_run: bool) -> Option<String> {
         if let Some(why) = self.ignore {
             return Some(why.to_string());
+        }
+        if self.ci_only && !ci_only_run {
+            return Some(format!(
+                "CI-only: a slow end-to-end check; .ci/run runs it ({CI_ONLY_COMMAND})"
+            ));
         }
         if self.root && !is_root() {
             return Some("because this case should run with root".into());
@@ -178,10 +260,12 @@ const WITH_VALUE: &[&str] = &[
     "-Z",
 ];
 
-/// The command line split into libtest-mimic's arguments and the name filters.
-fn split_filters(argv: Vec<String>) -> (Vec<String>, Vec<String>) {
+/// The command line split into libtest-mimic's arguments and the name filters; `--ci-only`
+/// (this harness's own flag) is taken out and reported in the third value.
+fn split_filters(argv: Vec<String>) -> (Vec<String>, Vec<String>, bool) {
     let mut args = Vec::new();
     let mut filters = Vec::new();
+    let mut ci_only = false;
     let mut it = argv.into_iter();
     if let Some(program) = it.next() {
         args.push(program);
@@ -189,6 +273,8 @@ fn split_filters(argv: Vec<String>) -> (Vec<String>, Vec<String>) {
     while let Some(a) = it.next() {
         if a == "--" {
             filters.extend(it.by_ref());
+        } else if a == "--ci-only" {
+            ci_only = true;
         } else if WITH_VALUE.contains(&a.as_str()) {
             args.push(a);
             args.extend(it.next());
@@ -198,7 +284,13 @@ fn split_filters(argv: Vec<String>) -> (Vec<String>, Vec<String>) {
             filters.push(a);
         }
     }
-    (args, filters)
+    // `cargo test -- --ci-only` puts the flag after `--` too.
+    filters.retain(|f| {
+        let flag = f == "--ci-only";
+        ci_only |= flag;
+        !flag
+    });
+    (args, filters, ci_only)
 }
 
 /// Run the test on a thread of its own named after it, as libtest does (so thread-local state,
@@ -209,6 +301,19 @@ fn run_captured(
     capture: bool,
     keep_panics: bool,
 ) -> Result<Completion, Failed> {
+    // A serial test waits until every running test ends, and holds the others off until it does
+    // (a panicking test is caught on its own thread, so the lock is never poisoned by one).
+    let (_shared, _alone) = match test.serial {
+        None => (
+            Some(RUNNING.read().unwrap_or_else(|e| e.into_inner())),
+            None,
+        ),
+        Some(_) => (
+            None,
+            Some(RUNNING.write().unwrap_or_else(|e| e.into_inner())),
+        ),
+    };
+    let _machine = test.serial.and_then(machine_lock);
     let cap = capture.then(Capture::start).flatten();
     let keep = keep_panics && cap.is_none();
     let thread = std::thread::Builder::new()
@@ -383,7 +488,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 }
 
 pub fn main() -> std::process::ExitCode {
-    let (args, filters) = split_filters(std::env::args().collect());
+    let (args, filters, ci_only) = split_filters(std::env::args().collect());
     let mut args = Arguments::from_iter(args);
     if args.test_threads.is_none() {
         args.test_threads = std::env::var("RUST_TEST_THREADS")
@@ -398,10 +503,15 @@ pub fn main() -> std::process::ExitCode {
         keep_panics_of_test_threads();
     }
     let mut tests: Vec<&'static Test> = inventory::iter::<Test>.into_iter().collect();
-    tests.sort_by_key(|t| t.name());
+    // `--ci-only`: that group alone, run as any test; otherwise it is ignored with the reason.
+    if ci_only {
+        tests.retain(|t| t.ci_only);
+    }
+    // The parallel tests first, then the serial ones (each waits for the running tests to end).
+    tests.sort_by_key(|t| (t.serial.is_some(), t.name()));
     let mut trials: Vec<Trial> = tests
         .into_iter()
-        .map(|t| match t.ignored_because() {
+        .map(|t| match t.ignored_because(ci_only) {
             // Shown as `ignored (reason)` and counted as ignored (libtest-mimic shows no reason
             // for a trial flagged ignored, so the flag is set only where --ignored and
             // --include-ignored look at it); run with those as libtest runs an #[ignore]d test.

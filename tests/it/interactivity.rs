@@ -161,7 +161,7 @@ fn cells_record_latency_cpu_and_clean_up() {
     #[cfg(target_os = "linux")]
     assert!(processes_mentioning(&loads.to_string_lossy()).is_empty());
 }
-crate::register!(cells_record_latency_cpu_and_clean_up);
+crate::register!(cells_record_latency_cpu_and_clean_up.serial(crate::harness::group::TIMING));
 
 fn interbench_format_and_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -283,7 +283,9 @@ fn interrupt_and_parent_death_leave_nothing_behind() {
     }
 }
 #[cfg(target_os = "linux")]
-crate::register!(interrupt_and_parent_death_leave_nothing_behind);
+crate::register!(
+    interrupt_and_parent_death_leave_nothing_behind.serial(crate::harness::group::TIMING)
+);
 
 /// Known effect: a SCHED_FIFO hog pinned to the measured task's CPU, busy 10 ms every 47 ms
 /// (the period differs from audio's 50 ms so the phase drifts evenly). Audio runs at a lower FIFO
@@ -466,7 +468,11 @@ fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
     );
 }
 #[cfg(target_os = "linux")]
-crate::register!(fifo_hog_moves_audio_latency_by_the_expected_amount.root());
+crate::register!(
+    fifo_hog_moves_audio_latency_by_the_expected_amount
+        .serial(crate::harness::group::RT)
+        .root()
+);
 
 /// Every wake-up latency (ns) of the single run of `b`'s `latency` metric, from its histogram
 /// (3 significant digits).
@@ -496,5 +502,6 @@ fn fifo_hog_moves_audio_latency_by_the_expected_amount() {}
 #[cfg(not(target_os = "linux"))]
 crate::register!(
     fifo_hog_moves_audio_latency_by_the_expected_amount
+        .serial(crate::harness::group::RT)
         .ignore("needs Linux (SCHED_FIFO and CPU pinning of a hog thread)")
 );

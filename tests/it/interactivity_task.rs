@@ -127,7 +127,7 @@ fn a_poisoned_calibration_cache_is_rejected() {
     assert!(w.contains("rejected and measured again"), "{w}");
     assert!(took < Duration::from_secs(20), "took {took:?}");
 }
-crate::register!(a_poisoned_calibration_cache_is_rejected);
+crate::register!(a_poisoned_calibration_cache_is_rejected.serial(crate::harness::group::TIMING));
 
 fn a_cell_records_its_duration_and_how_desired_cpu_was_measured() {
     // Under `micro`/`run` the duration follows the run time (5 × 100 ms here).
@@ -236,7 +236,9 @@ fn a_first_sigint_during_calibration_stops_within_a_second() {
     assert_eq!(status.code(), Some(130));
 }
 #[cfg(target_os = "linux")]
-crate::register!(a_first_sigint_during_calibration_stops_within_a_second);
+crate::register!(
+    a_first_sigint_during_calibration_stops_within_a_second.serial(crate::harness::group::TIMING)
+);
 
 /// A task lighter than its name is marked: with a calibration cache that makes the video task's
 /// work loop 0.55 of the work (what a core running faster than at calibration does; within the
@@ -309,4 +311,4 @@ fn a_task_lighter_than_its_name_is_marked() {
         b["warnings"]
     );
 }
-crate::register!(a_task_lighter_than_its_name_is_marked);
+crate::register!(a_task_lighter_than_its_name_is_marked.serial(crate::harness::group::TIMING));

@@ -18,17 +18,8 @@ fn group_alive(pgid: i32) -> bool {
 fn sigint_keeps_finished_benchmarks_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("partial.json");
-    let child = common::osgauge_std()
-        .args([
-            "micro",
-            "cpu",
-            "proc",
-            "--runs",
-            "3",
-            "--run-time",
-            "200ms",
-            "--quiet",
-        ])
+    let mut child = common::osgauge_std()
+        .args(["micro", "cpu", "proc", "--runs", "3", "--run-time", "200ms"])
         .arg("--export-json")
         .arg(&json)
         // Never the user's real result store.
@@ -40,24 +31,45 @@ fn sigint_keeps_finished_benchmarks_and_exits_130() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    // Let it get into the proc suite (cpu takes ~5 × 4 × 200 ms), then interrupt.
-    std::thread::sleep(Duration::from_millis(5500));
+    // Its standard error, read as it comes: off a terminal, one progress line per finished
+    // benchmark (`osgauge: [1/N] cpu/… 1.2 s · …`).
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // Interrupt once the first benchmark is finished (kept), with the run far from its end.
+    let t0 = Instant::now();
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(120).saturating_sub(t0.elapsed()))
+            .expect("no benchmark finished within 120 s");
+        if line.starts_with("osgauge: [1/") {
+            break;
+        }
+    }
     // Like a terminal's Ctrl-C: SIGINT to the whole process group (osgauge and its children).
     // SAFETY: signalling our own child's process group.
     assert_eq!(unsafe { libc::kill(-(pid as i32), libc::SIGINT) }, 0);
     let start = Instant::now();
     let out = child.wait_with_output().unwrap();
+    let stderr = reader.join().unwrap();
     assert!(
         start.elapsed() < Duration::from_secs(30),
         "did not stop promptly"
     );
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
+    assert_eq!(out.status.code(), Some(130), "stderr: {stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
     // No process of osgauge's group (forked peers, spawned programs) outlives it.
     std::thread::sleep(Duration::from_millis(100));
     assert!(!group_alive(pid as i32), "a child of osgauge outlived it");

@@ -180,6 +180,8 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
     // tracefs may be unmounted: osgauge mounts it and unmounts it again; compare when mounted.
     let before = tracefs_settings();
     let cpu = *allowed_cpus().last().unwrap();
+    // Other work (and the host's steal) over the whole window, for the one timing assertion below.
+    let window = osgauge::testing::BusyWindow::start();
     // A SCHED_FIFO hog on the measured CPU: 3 ms bursts every 50 ms for 3 s.
     let hog = std::thread::Builder::new()
         .name("osg-hog".into())
@@ -259,14 +261,25 @@ fn attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was() {
         "the hog is never named: {}",
         b["run_facts"]
     );
-    // A spike holds at most one burst of the hog (3 ms; µs trace resolution).
+    // A spike holds at most one burst of the hog (3 ms; µs trace resolution) — a timing
+    // assumption: it holds while the measuring thread (SCHED_OTHER) is woken within the hog's
+    // 47 ms pause and the vCPU runs the whole burst. Other work delaying the measuring thread past
+    // the next burst, or the host stealing the vCPU inside a burst (which a guest without steal
+    // accounting charges to the hog), makes one spike hold more: seen as "5648975 ns in one
+    // spike" beside other work. So a larger figure fails the test only in a quiet window.
     let most = *named.iter().max().unwrap();
-    assert!(most <= 3_300_000, "hog time {most} ns in one spike");
-    eprintln!("hog named in {} spike(s), at most {most} ns", named.len());
+    let what = format!("a spike holds at most one 3 ms burst of the hog (most: {most} ns)");
+    if most > 3_300_000 && osgauge::testing::skip_timing(window.busy(), &what) {
+        eprintln!("hog named in {} spike(s); {what} not judged", named.len());
+    } else {
+        assert!(most <= 3_300_000, "hog time {most} ns in one spike");
+        eprintln!("hog named in {} spike(s), at most {most} ns", named.len());
+    }
     assert_eq!(tracefs_settings(), before, "tracefs settings restored");
 }
 crate::register!(
     attribution_names_a_pinned_fifo_hog_and_leaves_tracefs_as_it_was
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -387,6 +400,7 @@ fn a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time() {
 }
 crate::register!(
     a_loopback_udp_flood_on_the_measured_cpu_shows_as_net_rx_softirq_time
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -445,6 +459,7 @@ fn a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait() {
 }
 crate::register!(
     a_spinner_at_the_measuring_threads_priority_shows_as_run_queue_wait
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -572,6 +587,7 @@ fn ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was() {
 }
 crate::register!(
     ctrl_c_and_sigterm_end_a_tracing_session_with_tracefs_as_it_was
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -604,6 +620,7 @@ fn a_killed_tracing_session_is_undone_by_the_next_start() {
 }
 crate::register!(
     a_killed_tracing_session_is_undone_by_the_next_start
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -667,6 +684,7 @@ fn interactivity_attribution_explains_late_periods_under_a_burn_load() {
 }
 crate::register!(
     interactivity_attribution_explains_late_periods_under_a_burn_load
+        .serial(crate::harness::group::TRACEFS)
         .root()
         .path("/sys/kernel/tracing")
         .ignore_if(cfg!(not(target_os = "linux")), "tracefs is Linux's")
@@ -713,7 +731,9 @@ fn a_cpu_dma_latency_request_is_held_while_measuring_and_read_back() {
     assert_eq!(in_force().ok(), before.ok(), "the request outlived the run");
 }
 crate::register!(
-    a_cpu_dma_latency_request_is_held_while_measuring_and_read_back.path("/dev/cpu_dma_latency")
+    a_cpu_dma_latency_request_is_held_while_measuring_and_read_back
+        .serial(crate::harness::group::PM_QOS)
+        .path("/dev/cpu_dma_latency")
 );
 
 /// Every sub-folder of `dir` (recursively), as paths.
@@ -823,6 +843,7 @@ fn a_load_beside_latency_and_noise_is_recorded_per_cell_verified_and_leaves_no_f
 }
 crate::register!(
     a_load_beside_latency_and_noise_is_recorded_per_cell_verified_and_leaves_no_folder
+        .serial(crate::harness::group::LOAD)
 );
 
 fn a_bad_load_is_a_usage_error() {

@@ -238,7 +238,9 @@ fn the_x_load_records_and_delivers_its_target_in_a_1s_cell() {
         );
     }
 }
-crate::register!(the_x_load_records_and_delivers_its_target_in_a_1s_cell);
+crate::register!(
+    the_x_load_records_and_delivers_its_target_in_a_1s_cell.serial(crate::harness::group::TIMING)
+);
 
 /// Load children of `cache` (Linux /proc scan: their command line names the load folder).
 #[cfg(target_os = "linux")]
@@ -310,7 +312,10 @@ fn sighup_finishes_gracefully_with_129_and_leaves_no_load_file_or_process() {
     assert!(load_children(dir.path()).is_empty());
 }
 #[cfg(target_os = "linux")]
-crate::register!(sighup_finishes_gracefully_with_129_and_leaves_no_load_file_or_process);
+crate::register!(
+    sighup_finishes_gracefully_with_129_and_leaves_no_load_file_or_process
+        .serial(crate::harness::group::TIMING)
+);
 
 #[cfg(target_os = "linux")]
 fn a_stopped_load_child_does_not_hang_the_parent_past_the_deadline() {
@@ -351,4 +356,7 @@ fn a_stopped_load_child_does_not_hang_the_parent_past_the_deadline() {
     assert!(!folder.exists(), "{:?}", files_under(&folder));
 }
 #[cfg(target_os = "linux")]
-crate::register!(a_stopped_load_child_does_not_hang_the_parent_past_the_deadline);
+crate::register!(
+    a_stopped_load_child_does_not_hang_the_parent_past_the_deadline
+        .serial(crate::harness::group::TIMING)
+);

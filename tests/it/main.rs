@@ -1,8 +1,8 @@
 //! The integration tests, one binary (one link in CI): each module is what used to be its own
-//! `tests/<name>.rs`. Tests run one at a time (`.cargo/config.toml` sets RUST_TEST_THREADS=1):
-//! timing tests must never run beside tests that generate load. The harness is ours
-//! (tests/it/harness.rs, `harness = false`): a test that cannot judge anything here is reported
-//! as ignored with its reason, not as passed.
+//! `tests/<name>.rs`. The harness is ours (tests/it/harness.rs, `harness = false`): tests run in
+//! parallel except those that declare a serial group (shared machine state, timing), which run
+//! alone; a test that cannot judge anything here is reported as ignored with its reason, not as
+//! passed; slow end-to-end checks are a CI-only group (`-- --ci-only`).
 
 mod common;
 mod harness;
@@ -27,6 +27,7 @@ mod interactivity;
 mod interactivity_task;
 mod interrupt;
 mod latency;
+mod layers;
 mod leftovers;
 mod loads;
 mod net_cli;

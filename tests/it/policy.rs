@@ -224,7 +224,11 @@ fn policies_read_back_as_requested() {
     no_study_folders(d.path());
 }
 #[cfg(target_os = "linux")]
-crate::register!(policies_read_back_as_requested.root());
+crate::register!(
+    policies_read_back_as_requested
+        .serial(crate::harness::group::RT)
+        .root()
+);
 
 #[cfg(unix)]
 fn too_many_processes_for_the_limit_is_a_clear_error() {

@@ -144,7 +144,9 @@ fn switch_counts_are_cross_checked_and_reconciled() {
         );
     }
 }
-crate::register!(switch_counts_are_cross_checked_and_reconciled);
+crate::register!(
+    switch_counts_are_cross_checked_and_reconciled.serial(crate::harness::group::TIMING)
+);
 
 fn a_closed_job_takes_the_children_along() {
     job_test();

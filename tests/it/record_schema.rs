@@ -69,7 +69,7 @@ fn a_real_run_and_its_exports_match_the_run_schema() {
     // The records embedded in the HTML report.
     let page = std::fs::read_to_string(&html).unwrap();
     let embedded: Value =
-        serde_json::from_str(osgauge::report::extract_embedded(&page).unwrap()).unwrap();
+        serde_json::from_str(osgauge::embedded::extract_embedded(&page).unwrap()).unwrap();
     for r in embedded.as_array().unwrap() {
         assert_valid(&v, r, "the record embedded in --export-html");
     }

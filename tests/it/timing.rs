@@ -95,7 +95,9 @@ fn ctx_switch_round_trip_costs_more_than_the_pipe_pair() {
         assert!(rt > pair, "{id}: round trip {rt} ns vs pipe pair {pair} ns");
     }
 }
-crate::register!(ctx_switch_round_trip_costs_more_than_the_pipe_pair);
+crate::register!(
+    ctx_switch_round_trip_costs_more_than_the_pipe_pair.serial(crate::harness::group::TIMING)
+);
 
 /// An operation that contains another costs more than it (a benchmark timing the wrong thing,
 /// or a broken overhead subtraction, breaks an order).
@@ -168,7 +170,9 @@ fn containing_operations_cost_more_than_what_they_contain() {
         assert!(a < b, "{cheap} {a:.0} ns ≥ {dear} {b:.0} ns, yet {why}");
     }
 }
-crate::register!(containing_operations_cost_more_than_what_they_contain);
+crate::register!(
+    containing_operations_cost_more_than_what_they_contain.serial(crate::harness::group::TIMING)
+);
 
 /// The 60 fps pacer delivers close to 60 frames a second in a quiet window (within 10 %).
 fn frame_pacer_holds_its_nominal_rate() {
@@ -183,7 +187,7 @@ fn frame_pacer_holds_its_nominal_rate() {
     }
     assert!((fps - 60.0).abs() < 6.0, "effective fps {fps}");
 }
-crate::register!(frame_pacer_holds_its_nominal_rate);
+crate::register!(frame_pacer_holds_its_nominal_rate.serial(crate::harness::group::TIMING));
 
 /// A clean calibration is stored in the given cache file (directories created) under its key
 /// and read back from it; another key is not taken from it. A noisy calibration is not cached,
@@ -222,4 +226,6 @@ fn work_calibration_cache_round_trip_uses_the_file_and_key() {
     let c = calibrate(false, Some(&file), "key B", &|| false).unwrap();
     assert!(!c.cached);
 }
-crate::register!(work_calibration_cache_round_trip_uses_the_file_and_key);
+crate::register!(
+    work_calibration_cache_round_trip_uses_the_file_and_key.serial(crate::harness::group::TIMING)
+);

@@ -134,15 +134,17 @@ impl Cell {
         out.warnings.extend(measured.warnings);
         let run = measured.run;
         if let (Some((text, lost)), Some(threshold)) = (trace, s.attribute_ns) {
-            use crate::attribution::{Late, cpu_of, parse, summary};
+            use crate::attribution::{Late, cpus_of, parse, summary};
             let events = parse(&text);
+            let starts: Vec<u64> = run.acc.late.iter().map(|&(_, start)| start).collect();
             let late: Vec<Late> = run
                 .acc
                 .late
                 .iter()
-                .filter_map(|&(intended, start)| {
+                .zip(cpus_of(&events, run.tid, &starts))
+                .filter_map(|(&(intended, start), cpu)| {
                     Some(Late {
-                        cpu: cpu_of(&events, run.tid, start)?,
+                        cpu: cpu?,
                         tid: run.tid,
                         intended_ns: intended,
                         actual_ns: start,

@@ -30,7 +30,6 @@ pub mod rtt;
 pub mod rtt_sweep;
 pub mod stream;
 pub mod udp_ramp;
-pub mod udp_stats;
 pub mod udp_stream;
 
 /// Default UDP datagram size (seed 003: 8 KB datagrams).

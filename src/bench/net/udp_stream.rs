@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::stream::demand_metrics;
-use super::udp_stats::UdpSummary;
 use super::{
     NetOptions, OtherEnd, Peer, peer_cpu_facts, peer_facts, with_demand, with_peer_demand,
 };
@@ -19,6 +18,7 @@ use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::serve::data::UDP_MAGIC;
 use crate::serve::proto::{PeerReport, TestSpec};
+use crate::serve::udp_stats::UdpSummary;
 use crate::stats::percentile_nearest_rank as percentile;
 use crate::units::{Better, Unit};
 

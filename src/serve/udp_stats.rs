@@ -1,6 +1,8 @@
 //! UDP receive statistics (pure): from the datagrams a receiver timestamped, the deviation of
 //! each inter-arrival time from the sending period, RFC 3550's smoothed jitter, loss by sequence
-//! number, stalls and whether they recur periodically, and a coarse series for the report.
+//! number, stalls and whether they recur periodically, and a coarse series for the report. The
+//! receiving peer computes them (serve/data.rs) and sends the summary in the protocol
+//! (serve/proto.rs); the UDP benchmarks (bench/net) read it there.
 
 use serde::{Deserialize, Serialize};
 

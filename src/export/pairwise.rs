@@ -6,7 +6,9 @@
 //! ([`analyse`]: rows + notes) and renders them for the terminal ([`render`]), the Markdown export
 //! ([`render_markdown`]) and `--export-significance` ([`to_json`], [`to_csv`]); the HTML section
 //! is `crate::report::policy_sig`. Derived, so not in the run record (osgauge.run/1 holds what
-//! was measured; these rows are recomputed from it by every reader).
+//! was measured; these rows are recomputed from it by every reader). It stands with the exports,
+//! which write it (the Markdown export's section, `--export-significance`); the terminal and the
+//! report read it from here.
 
 use std::fmt::Write as _;
 
@@ -455,7 +457,7 @@ pub fn to_csv(record: &RunRecord) -> anyhow::Result<String> {
         "significant",
         "verdict",
     ])?;
-    let num = crate::export::csv::num_cell;
+    let num = super::csv::num_cell;
     for r in &a.rows {
         w.write_record([
             record.run_id.to_string(),
