@@ -442,13 +442,24 @@ fn delta(base: &nested::Side, side: &nested::Side, noise_band: f64) -> Option<De
         stats::median(&c)
     };
     let (ca, cb) = (center(base), center(side));
-    let (basis, ratio, ci95, test) = if positive {
-        let e = nested::estimate(base, side, true)?;
-        let [lo, hi] = e.ci();
-        (Basis::Ratio, e.change.exp(), [lo.exp(), hi.exp()], e)
+    let test = if positive {
+        nested::estimate(base, side, true)?
     } else {
-        (Basis::Difference, f64::NAN, [f64::NAN, f64::NAN], lin)
+        lin
     };
+    let difference = if positive { cb - ca } else { lin.change };
+    Some(delta_of(test, lin, difference, ca, noise_band))
+}
+
+/// A change not yet judged, from its test (log scale for a ratio) and its estimate on the
+/// metric's own scale; `ca`: the baseline's centre (for a difference's relative size).
+fn delta_of(
+    test: nested::Estimate,
+    lin: nested::Estimate,
+    difference: f64,
+    ca: f64,
+    noise_band: f64,
+) -> Delta {
     let detectable = (test.noise != Noise::Unknown).then(|| {
         let d = if test.log {
             test.half_width.exp() - 1.0
@@ -459,13 +470,18 @@ fn delta(base: &nested::Side, side: &nested::Side, noise_band: f64) -> Option<De
         };
         d.max(noise_band)
     });
-    let [dlo, dhi] = lin.ci();
-    Some(Delta {
+    let [lo, hi] = test.ci();
+    let (basis, ratio, ci95) = if test.log {
+        (Basis::Ratio, test.change.exp(), [lo.exp(), hi.exp()])
+    } else {
+        (Basis::Difference, f64::NAN, [f64::NAN, f64::NAN])
+    };
+    Delta {
         basis,
         ratio,
         ci95,
-        difference: if positive { cb - ca } else { lin.change },
-        difference_ci95: [dlo, dhi],
+        difference,
+        difference_ci95: lin.ci(),
         p: test.p,
         p_exact: false,
         q: test.p,
@@ -475,7 +491,7 @@ fn delta(base: &nested::Side, side: &nested::Side, noise_band: f64) -> Option<De
         detectable,
         reference: None,
         reference_alike: false,
-    })
+    }
 }
 
 /// Whether two records are of the same system: host, CPU, OS and kernel (the drift reference
@@ -613,46 +629,7 @@ fn paired_delta(a: &MetricResult, b: &MetricResult, noise_band: f64) -> Option<D
         lin
     };
     let ca = stats::median(&ra.iter().map(|x| x.1).collect::<Vec<_>>());
-    let detectable = (test.noise != Noise::Unknown).then(|| {
-        let d = if test.log {
-            test.half_width.exp() - 1.0
-        } else if ca != 0.0 {
-            test.half_width / ca.abs()
-        } else {
-            f64::INFINITY
-        };
-        d.max(noise_band)
-    });
-    let [lo, hi] = test.ci();
-    let [dlo, dhi] = lin.ci();
-    Some(Delta {
-        basis: if positive {
-            Basis::Ratio
-        } else {
-            Basis::Difference
-        },
-        ratio: if positive {
-            test.change.exp()
-        } else {
-            f64::NAN
-        },
-        ci95: if positive {
-            [lo.exp(), hi.exp()]
-        } else {
-            [f64::NAN, f64::NAN]
-        },
-        difference: lin.change,
-        difference_ci95: [dlo, dhi],
-        p: test.p,
-        p_exact: false,
-        q: test.p,
-        min_p: 0.0,
-        verdict: Verdict::Same,
-        noise: test.noise,
-        detectable,
-        reference: None,
-        reference_alike: false,
-    })
+    Some(delta_of(test, lin, lin.change, ca, noise_band))
 }
 
 /// What to do when the between-invocation noise is unknown.
