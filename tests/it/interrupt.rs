@@ -32,7 +32,7 @@ fn sigint_keeps_finished_benchmarks_and_exits_130() {
         .unwrap();
     let pid = child.id();
     // Its standard error, read as it comes: off a terminal, one progress line per finished
-    // benchmark (`osgauge: [1/N] cpu/… 1.2 s · …`).
+    // round (`osgauge: round 1/3 done (15 run(s)) · …`).
     let (tx, rx) = std::sync::mpsc::channel();
     let stderr = child.stderr.take().unwrap();
     let reader = std::thread::spawn(move || {
@@ -48,13 +48,13 @@ fn sigint_keeps_finished_benchmarks_and_exits_130() {
         }
         all
     });
-    // Interrupt once the first benchmark is finished (kept), with the run far from its end.
+    // Interrupt once the first measured round is finished (kept), with the run far from its end.
     let t0 = Instant::now();
     loop {
         let line = rx
             .recv_timeout(Duration::from_secs(120).saturating_sub(t0.elapsed()))
-            .expect("no benchmark finished within 120 s");
-        if line.starts_with("osgauge: [1/") {
+            .expect("no round finished within 120 s");
+        if line.starts_with("osgauge: round 1/") {
             break;
         }
     }
