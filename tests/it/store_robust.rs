@@ -459,9 +459,19 @@ fn a_full_disk_mid_run_says_what_was_kept_exports_everything_and_exits_1() {
     let s = Store::open_read_only(&db).unwrap().unwrap();
     let rows = s.list().unwrap();
     assert_eq!(rows.len(), 1);
+    // Runs are taken in rounds and the store is written after each: what it kept is the
+    // benchmarks begun, each with the rounds before the disk filled (fewer than its 4 runs).
     let kept = rows[0].benchmarks;
-    assert!((1..5).contains(&kept), "{kept}");
+    assert!((1..=5).contains(&kept), "{kept}");
     assert!(!rows[0].complete);
+    let stored = s.get(&rows[0].run_id).unwrap().unwrap();
+    assert!(
+        stored
+            .benchmarks
+            .iter()
+            .any(|b| b.metrics.iter().any(|m| m.runs.len() < 4)),
+        "the store kept a round the disk had no room for"
+    );
     assert!(
         err.contains(&format!("keeps {kept} of the 5 benchmark(s)")),
         "{err}"
