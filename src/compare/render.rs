@@ -325,7 +325,9 @@ pub fn text(c: &Comparison) -> String {
                 "Drift reference [{}] vs [0] (reference/drift, run in every round): {}{}\n",
                 k + 1,
                 lines.join(", "),
-                if c.same_system.get(k + 1).copied().unwrap_or(false) {
+                if c.ab.iter().any(Option::is_some) {
+                    " — A/B paired by round: the machine's drift cancels, so this is the setting's own effect on the reference"
+                } else if c.same_system.get(k + 1).copied().unwrap_or(false) {
                     " — same system: a change it explains is not called (d)"
                 } else {
                     " — another system: shown, not subtracted"
