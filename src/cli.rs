@@ -422,6 +422,9 @@ pub struct RunOpts {
     /// No progress bar and no warnings section
     #[arg(short, long)]
     pub quiet: bool,
+    /// Every warning in full (by default each is said once, in brief; the record keeps them all)
+    #[arg(short, long, conflicts_with = "quiet")]
+    pub verbose: bool,
     /// Adaptive runs: keep running each benchmark until the 95 % CI of its headline figure (its
     /// first metric) is within ± this share of the median, e.g. 5%; --runs is then the minimum
     /// (default and lowest: 4, the fewest that can reach significance), --max-runs the cap
@@ -985,7 +988,7 @@ fn run_plan_then(
     );
     let mut after_result = Ok(());
     let code = execute_and_keep(plan, &opts, &preface, |record| {
-        print_record(record, opts.quiet);
+        print_record(record, opts.quiet, opts.verbose);
         after_result = after(record);
     })?;
     after_result?;
@@ -1151,27 +1154,46 @@ pub fn failures(record: &RunRecord) -> Option<String> {
     (!measured).then(|| "nothing was measured".to_string())
 }
 
-fn print_record(record: &RunRecord, quiet: bool) {
+fn print_record(record: &RunRecord, quiet: bool, verbose: bool) {
     crate::out!("{}", crate::output::summary::render_summary(record));
     crate::out!("{}", crate::output::render_tables(record));
     crate::outln!(
         "median of {} (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
         crate::output::runs_kept_text(record)
     );
-    print_warnings(record, quiet);
+    print_warnings(record, quiet, verbose);
 }
 
-/// The warnings section on stderr (not with --quiet).
-fn print_warnings(record: &RunRecord, quiet: bool) {
+/// The warnings section on stderr (not with --quiet): each condition once, in brief and leaving
+/// out what the summary's Verdicts said, or everything in full with --verbose (each warning is
+/// in the record and the report).
+fn print_warnings(record: &RunRecord, quiet: bool, verbose: bool) {
     if quiet {
         return;
     }
-    // One line per kind of warning (each is in the record and the report).
-    let w = crate::output::summary::folded_warnings(record);
+    use crate::output::summary;
+    let verdicts_shown = summary::shows_summary(record);
+    let w = summary::warning_lines(record, verbose, verdicts_shown);
     if !w.is_empty() {
-        crate::errln!("\nWarnings:");
+        crate::errln!(
+            "\nWarnings{}:",
+            if verbose {
+                " (in full)"
+            } else if verdicts_shown {
+                " (the run's own are under Verdicts above; each in full: --verbose)"
+            } else {
+                " (each in full: --verbose)"
+            }
+        );
         for x in w {
-            crate::errln!("  - {x}");
+            let wrapped = if verbose {
+                vec![format!("- {x}")]
+            } else {
+                crate::output::conditions::wrap(&format!("- {x}"), 78, "    ")
+            };
+            for line in wrapped {
+                crate::errln!("  {line}");
+            }
         }
     }
 }
@@ -1398,7 +1420,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
                 }
             }
         }
-        print_warnings(record, opts.quiet);
+        print_warnings(record, opts.quiet, opts.verbose);
     })
 }
 

@@ -553,7 +553,7 @@ fn run_summary(r: &RunRecord) -> Markup {
                             td { @if i == 0 { (suite) } }
                             td { (f.label) }
                             td.num { (f.value) }
-                            td.num { (f.ci) }
+                            td.num { (f.ci) " " (f.marks) }
                         } "\n"
                     }
                 }
