@@ -406,10 +406,15 @@ pub fn warning_lines(record: &RunRecord, verbose: bool, verdicts_shown: bool) ->
     if !noisy.is_empty() {
         let n: usize = noisy.iter().map(|(_, v)| v.len()).sum();
         let head = format!(
-            "noisy: run-to-run CV above 10 % in {n} figure(s) of {} benchmark(s) (marked ~ in the \
-             summary; the CV column of the tables) — repeat on a quieter machine, with more runs \
-             or with --ci-width",
-            noisy.len()
+            "noisy: run-to-run CV above 10 % in {n} figure(s) of {} benchmark(s) ({}the CV \
+             column of the tables) — repeat on a quieter machine, with more runs or with \
+             --ci-width",
+            noisy.len(),
+            if verdicts_shown {
+                "marked ~ in the summary; "
+            } else {
+                ""
+            }
         );
         if verbose {
             let list: Vec<String> = noisy
