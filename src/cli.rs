@@ -1370,8 +1370,8 @@ fn check_periods(
             && task.periods_in(dur_ns) > crate::workload::task::MAX_PERIODS_PER_RUN
         {
             return Err(CliError::Usage(format!(
-                "--duration {}: the {t} task would have {} periods of {} per run, more than the {} \
-                 a run may keep (shorten --duration or lengthen the period)",
+                "a run of {}: the {t} task would have {} periods of {} per run, more than the {} \
+                 a run may keep (shorten --duration or --run-time, or lengthen the period)",
                 crate::units::format_time_ns(duration.as_nanos() as f64),
                 task.periods_in(dur_ns),
                 crate::units::format_time_ns(task.period_ns() as f64),
