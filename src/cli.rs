@@ -123,7 +123,7 @@ pub enum Command {
     /// Interactivity: an emulated interactive task (audio, video, x, gaming, custom) under a
     /// background load; scheduling latency, deadlines met, CPU received (Interbench's successor)
     #[command(
-        after_help = "Examples:\n  osgauge interactivity                                   the full task × load matrix\n  osgauge interactivity --task audio,video --load none,burn,compile --duration 10s --runs 5\n  osgauge interactivity --task video --video-hz 144 --policy fifo --priority 50 --cpus 0\n  osgauge interactivity --task custom --custom-cpu 20 --custom-interval 10ms --load burn\n  osgauge interactivity --format interbench               Interbench-style table\n\nHere --runs defaults to 3 per cell, --run-time is an alias of --duration, and warm-up runs last at most 300 ms.\nLatency is per period (actual − intended start, ns); dropped frames are counted apart. Method: `osgauge list --long`."
+        after_help = "Examples:\n  osgauge interactivity                                   the full task × load matrix\n  osgauge interactivity --task audio,video --load none,burn,compile --duration 10s --runs 5\n  osgauge interactivity --task video --video-hz 144 --policy fifo --priority 50 --cpus 0\n  osgauge interactivity --task custom --custom-cpu 20 --custom-interval 10ms --load burn\n  osgauge interactivity --format interbench               Interbench-style table\n\nHere --runs defaults to 3 per cell; --duration is the measuring time of one cell, split into its runs (as for latency and noise; 10s over 5 runs: 2s each), --run-time one run's; warm-up runs last at most 300 ms. Without --load every load runs: the plan (cells, time) is printed before the first.\nLatency is per period (actual − intended start, ns); dropped frames are counted apart. Method: `osgauge list --long`."
     )]
     Interactivity(Box<InteractivityArgs>),
     /// Timer wake-up latency per CPU (cyclictest's measurement): pinned threads, absolute-time
@@ -210,7 +210,8 @@ pub struct InteractivityArgs {
     /// Loads [default: all]
     #[arg(long, value_enum, value_delimiter = ',')]
     pub load: Vec<crate::workload::load::LoadKind>,
-    /// Measuring time of one run of a cell, 100ms to 60m [default: 3s]
+    /// Measuring time of one cell, split into --runs runs of at least 100ms each (one run's:
+    /// --run-time) [default: 9s, 3 runs of 3s]
     #[arg(long, value_parser = parse_run_time)]
     pub duration: Option<Duration>,
     /// Frame rate of the video task (and video load)
@@ -435,6 +436,9 @@ pub struct RunOpts {
     /// No progress bar and no warnings section
     #[arg(short, long)]
     pub quiet: bool,
+    /// Every warning in full (by default each is said once, in brief; the record keeps them all)
+    #[arg(short, long, conflicts_with = "quiet")]
+    pub verbose: bool,
     /// Adaptive runs: keep running each benchmark until the 95 % CI of its headline figure (its
     /// first metric) is within ± this share of the median, e.g. 5%; --runs is then the minimum
     /// (default and lowest: 4, the fewest that can reach significance), --max-runs the cap
@@ -773,8 +777,15 @@ fn run_micro(
                 .into(),
         ));
     }
+    // --duration is a total, as in every command: split into the runs (micro's default 10).
     if let Some(d) = net.duration {
-        opts.run_time = Some(d);
+        let runs = opts.runs_plan(10)?.0;
+        opts.run_time = Some(split_duration(
+            d,
+            runs,
+            "per net benchmark",
+            Duration::from_millis(1),
+        )?);
     }
     let mem_only = !mem.only.is_empty();
     if (mem_only || (mem.is_set() && !wants_fs)) && !wants_mem {
@@ -1028,7 +1039,7 @@ fn run_plan_then(
     );
     let mut after_result = Ok(());
     let code = execute_and_keep(plan, &opts, &preface, |record| {
-        print_record(record, opts.quiet);
+        print_record(record, opts.quiet, opts.verbose);
         after_result = after(record);
     })?;
     after_result?;
@@ -1208,7 +1219,7 @@ pub fn failures(record: &RunRecord) -> Option<String> {
     (!measured).then(|| "nothing was measured".to_string())
 }
 
-fn print_record(record: &RunRecord, quiet: bool) {
+fn print_record(record: &RunRecord, quiet: bool, verbose: bool) {
     crate::out!("{}", crate::output::summary::render_summary(record));
     crate::out!("{}", crate::output::render_tables(record));
     if let Some(line) = reference_line(record) {
@@ -1218,7 +1229,7 @@ fn print_record(record: &RunRecord, quiet: bool) {
         "median of {} (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
         crate::output::runs_kept_text(record)
     );
-    print_warnings(record, quiet);
+    print_warnings(record, quiet, verbose);
 }
 
 /// One line with the drift reference's figures, when the run has them.
@@ -1244,17 +1255,36 @@ fn reference_line(record: &RunRecord) -> Option<String> {
     })
 }
 
-/// The warnings section on stderr (not with --quiet).
-fn print_warnings(record: &RunRecord, quiet: bool) {
+/// The warnings section on stderr (not with --quiet): each condition once, in brief and leaving
+/// out what the summary's Verdicts said, or everything in full with --verbose (each warning is
+/// in the record and the report).
+fn print_warnings(record: &RunRecord, quiet: bool, verbose: bool) {
     if quiet {
         return;
     }
-    // One line per kind of warning (each is in the record and the report).
-    let w = crate::output::summary::folded_warnings(record);
+    use crate::output::summary;
+    let verdicts_shown = summary::shows_summary(record);
+    let w = summary::warning_lines(record, verbose, verdicts_shown);
     if !w.is_empty() {
-        crate::errln!("\nWarnings:");
+        crate::errln!(
+            "\nWarnings{}:",
+            if verbose {
+                " (in full)"
+            } else if verdicts_shown {
+                " (the run's own are under Verdicts above; each in full: --verbose)"
+            } else {
+                " (each in full: --verbose)"
+            }
+        );
         for x in w {
-            crate::errln!("  - {x}");
+            let wrapped = if verbose {
+                vec![format!("- {x}")]
+            } else {
+                crate::output::conditions::wrap(&format!("- {x}"), 78, "    ")
+            };
+            for line in wrapped {
+                crate::errln!("  {line}");
+            }
         }
     }
 }
@@ -1288,6 +1318,51 @@ pub(crate) fn interrupt_flag() -> &'static AtomicBool {
         }
     });
     &FLAG
+}
+
+/// `total` split into `runs` runs (`what`: "per cell"); each at least `min`.
+fn split_duration(
+    total: Duration,
+    runs: u32,
+    what: &str,
+    min: Duration,
+) -> Result<Duration, CliError> {
+    let per_run = total / runs.max(1);
+    if per_run < min {
+        let t = |d: Duration| crate::units::format_time_ns(d.as_nanos() as f64);
+        return Err(CliError::Usage(format!(
+            "--duration {} {what} over {runs} runs leaves {} per run, less than {}: lengthen \
+             --duration or lower --runs",
+            t(total),
+            t(per_run),
+            t(min)
+        )));
+    }
+    Ok(per_run)
+}
+
+/// The plan of an interactivity run, printed before it starts: the cells by name (and that
+/// every load runs when none was chosen), runs and time per run.
+fn interactivity_plan_text(
+    tasks: &[&str],
+    loads: &[crate::workload::load::LoadKind],
+    every_load: bool,
+    runs: &str,
+    per_run: Duration,
+) -> String {
+    let names: Vec<&str> = loads.iter().map(|l| l.name()).collect();
+    format!(
+        "{} cell(s): task {} × load {}{}, and the drift reference, in rounds of random order; {runs} of {}",
+        tasks.len() * loads.len(),
+        tasks.join(", "),
+        names.join(", "),
+        if every_load {
+            " (every load: no --load given)"
+        } else {
+            ""
+        },
+        crate::units::format_time_ns(per_run.as_nanos() as f64)
+    )
 }
 
 /// `interactivity --task/--load`: the cells' tasks and loads, each once, in the order given
@@ -1378,8 +1453,8 @@ fn check_periods(
             && task.periods_in(dur_ns) > crate::workload::task::MAX_PERIODS_PER_RUN
         {
             return Err(CliError::Usage(format!(
-                "--duration {}: the {t} task would have {} periods of {} per run, more than the {} \
-                 a run may keep (shorten --duration or lengthen the period)",
+                "a run of {}: the {t} task would have {} periods of {} per run, more than the {} \
+                 a run may keep (shorten --duration or --run-time, or lengthen the period)",
                 crate::units::format_time_ns(duration.as_nanos() as f64),
                 task.periods_in(dur_ns),
                 crate::units::format_time_ns(task.period_ns() as f64),
@@ -1398,12 +1473,20 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     let (tasks, loads) = interactivity_cells(&a)?;
     let policy = a.policy;
     let cpus = interactivity_sched(&a)?;
-    let duration = a
-        .duration
-        .or(opts.run_time)
-        .unwrap_or(Duration::from_secs(3));
+    let (runs, most_runs, adaptive) = opts.runs_plan(3)?;
+    // --duration is the total of a cell (as for latency and noise), --run-time one run's.
+    let duration = match (a.duration, opts.run_time) {
+        (Some(_), Some(_)) => {
+            return Err(CliError::Usage(
+                "give --duration (one cell's total) or --run-time (per run), not both".into(),
+            ));
+        }
+        (Some(total), None) => split_duration(total, runs, "per cell", Duration::from_millis(100))?,
+        (None, Some(r)) => r,
+        (None, None) => Duration::from_secs(3),
+    };
     if duration < Duration::from_millis(100) {
-        return Err(CliError::Usage("--duration must be at least 100ms".into()));
+        return Err(CliError::Usage("--run-time must be at least 100ms".into()));
     }
     let load_base = a
         .load_dir
@@ -1438,7 +1521,6 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     check_periods(&tasks, &settings, duration)?;
     let benchmarks = ia::matrix(&tasks, &loads, Arc::new(settings));
     let selection: Vec<String> = benchmarks.iter().map(|b| b.info().id.clone()).collect();
-    let (runs, most_runs, adaptive) = opts.runs_plan(3)?;
     let per_bench =
         (duration + Duration::from_secs(3)).as_secs_f64() * f64::from(most_runs + opts.warmup);
     let timeout = opts
@@ -1462,13 +1544,12 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
             ab: None,
         },
     };
-    let preface = format!(
-        "{} cell(s) ({} task(s) × {} load(s)) and the drift reference, in rounds of random order, {} of {:?}",
-        plan.benchmarks.len() - 1,
-        tasks.len(),
-        loads.len(),
-        runs_text(&plan),
-        duration
+    let preface = interactivity_plan_text(
+        &tasks,
+        &loads,
+        a.load.is_empty(),
+        &runs_text(&plan),
+        duration,
     );
     execute_and_keep(plan, &opts, &preface, |record| {
         match a.format {
@@ -1484,7 +1565,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
                 }
             }
         }
-        print_warnings(record, opts.quiet);
+        print_warnings(record, opts.quiet, opts.verbose);
     })
 }
 
@@ -1564,6 +1645,48 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// --duration is a total in every command: interactivity's is one cell's, split into its
+    /// runs like latency's and noise's; a run too short for the command is refused, not run.
+    #[test]
+    fn duration_is_a_total_split_into_the_runs_and_the_plan_names_the_cells() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            split_duration(ms(9000), 3, "per cell", ms(100)).unwrap(),
+            ms(3000)
+        );
+        let Err(CliError::Usage(e)) = split_duration(ms(200), 3, "per cell", ms(100)) else {
+            panic!("a 67 ms run accepted");
+        };
+        assert!(
+            e.contains("leaves 66.67 ms per run, less than 100.0 ms"),
+            "{e}"
+        );
+        assert_eq!(
+            split_duration(ms(200), 2, "per net benchmark", ms(1)).unwrap(),
+            ms(100)
+        );
+        let cli = |args: &[&str]| {
+            let mut v = vec!["osgauge", "interactivity"];
+            v.extend_from_slice(args);
+            match Cli::try_parse_from(v).unwrap().command {
+                Command::Interactivity(a) => *a,
+                _ => unreachable!(),
+            }
+        };
+        let a = cli(&["--task", "video", "--duration", "10s", "--runs", "5"]);
+        assert_eq!(a.duration, Some(ms(10_000)));
+        // Without --load every load runs, and the plan says so before it starts.
+        let (tasks, loads) = interactivity_cells(&a).unwrap();
+        assert_eq!(loads.len(), crate::workload::load::LoadKind::ALL.len());
+        let t =
+            interactivity_plan_text(&tasks, &loads, a.load.is_empty(), "5 run(s) each", ms(2000));
+        assert!(
+            t.starts_with("9 cell(s): task video × load none, video, x, burn")
+                && t.contains("(every load: no --load given); 5 run(s) each of 2.000 s"),
+            "{t}"
+        );
     }
 
     #[test]

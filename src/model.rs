@@ -667,6 +667,7 @@ const OBSERVED_PARAMS: &[&str] = &[
     "peer_accepted",
     "setup_max_us",
     "time_wait_before",
+    "time_wait_to_peer_before",
     "time_wait_after",
     "datagrams_sent",
     "datagrams_received",

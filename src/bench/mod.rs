@@ -9,6 +9,10 @@ use crate::harness::RunContext;
 pub use crate::harness::{MetricSpec, RunOutput, os_err};
 use crate::model::BenchError;
 
+/// What a thread that measures latency is called (`top -H`, a trace, a spike's attribution
+/// show it so, apart from the loads — "load compile" — and osgauge's other threads).
+pub const MEASURING_THREAD: &str = "measuring";
+
 pub mod cpu;
 pub mod example;
 pub mod frame;

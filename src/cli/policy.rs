@@ -249,7 +249,7 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
                 crate::outln!("note: {n}");
             }
         }
-        print_warnings(record, opts.quiet);
+        print_warnings(record, opts.quiet, opts.verbose);
         if let Some(p) = &sig_out {
             sig_written = write_significance(p, record);
         }

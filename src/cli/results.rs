@@ -636,7 +636,18 @@ fn results_list(
             s.path().display()
         );
     } else {
-        crate::out!("{}", list_text(&rows));
+        // Runs that ended before any benchmark finished (killed, interrupted at once) hold
+        // nothing to compare: listed apart, after the runs that measured something.
+        let (measured, empty) = split_unmeasured(&rows);
+        if !measured.is_empty() {
+            crate::out!("{}", list_text(&measured));
+        }
+        if !empty.is_empty() {
+            crate::outln!(
+                "\nEnded before a benchmark finished (killed; nothing measured; `results delete`):"
+            );
+            crate::out!("{}", list_text(&empty));
+        }
         if filter.is_empty() {
             crate::outln!("{} run(s) in {}", rows.len(), s.path().display());
         } else {
@@ -1017,6 +1028,14 @@ fn resolve_exactly(s: &Store, key: &str) -> Result<String, CliError> {
     }
 }
 
+/// The rows that measured something, and the incomplete ones with no benchmark (a run killed
+/// before its first benchmark finished), each in their order.
+fn split_unmeasured(rows: &[store::RunRow]) -> (Vec<store::RunRow>, Vec<store::RunRow>) {
+    rows.iter()
+        .cloned()
+        .partition(|r| r.complete || r.benchmarks > 0)
+}
+
 fn list_text(rows: &[store::RunRow]) -> String {
     let mut table = vec![[
         "id".to_string(),
@@ -1301,4 +1320,36 @@ pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
         runs.len()
     );
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run killed before its first benchmark finished is set apart from the real ones; an
+    /// interrupted run that measured something stays among them.
+    #[test]
+    fn killed_runs_with_nothing_measured_are_listed_apart() {
+        let row = |id: &str, complete: bool, benchmarks: u32| store::RunRow {
+            run_id: id.into(),
+            label: None,
+            started: "2026-11-28T05:00:00Z".into(),
+            finished: None,
+            complete,
+            os: "linux".into(),
+            hostname: None,
+            benchmarks,
+            origin: "local".into(),
+        };
+        let rows = vec![
+            row("a", true, 50),
+            row("b", false, 0),
+            row("c", false, 12),
+            row("d", true, 0),
+        ];
+        let (measured, empty) = split_unmeasured(&rows);
+        let ids = |v: &[store::RunRow]| v.iter().map(|r| r.run_id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&measured), ["a", "c", "d"]);
+        assert_eq!(ids(&empty), ["b"]);
+    }
 }

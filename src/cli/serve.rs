@@ -26,7 +26,8 @@ pub struct NetOpts {
     /// net suite: UDP datagram size, 20 B..65507 B, e.g. 8KiB [default: 8KiB]
     #[arg(long, value_parser = parse_udp_size, value_name = "SIZE")]
     pub size: Option<u32>,
-    /// net suite: measuring time per run (the same as --run-time), e.g. 10s
+    /// net suite: measuring time of each net benchmark, split into --runs runs (one run's:
+    /// --run-time), e.g. 10s
     #[arg(long, value_parser = super::parse_run_time, value_name = "DURATION", conflicts_with = "run_time")]
     pub duration: Option<Duration>,
 }

@@ -1,6 +1,7 @@
 //! Terminal output: one table per suite, units chosen per value, warnings at the end; the progress
 //! bar (stderr, only on a TTY, never ticking on its own during a timed window).
 
+pub mod conditions;
 pub mod grid;
 pub mod progress;
 pub mod stdout;
@@ -232,11 +233,16 @@ pub fn runs_kept_text(record: &RunRecord) -> String {
     s
 }
 
-/// The run's warnings, then each benchmark's, prefixed by its id.
+/// The run's warnings, then each benchmark's, prefixed by its id (once: records made before
+/// the file benchmarks stopped naming themselves carry it already).
 pub fn all_warnings(record: &RunRecord) -> Vec<String> {
     let mut w = record.warnings.clone();
     for b in &record.benchmarks {
         for x in &b.warnings {
+            let x = x
+                .strip_prefix(b.id.as_str())
+                .and_then(|r| r.strip_prefix(": "))
+                .unwrap_or(x);
             w.push(format!("{}: {x}", b.id));
         }
     }

@@ -3,15 +3,15 @@
 //! figures). The full tables follow it; warnings are folded so that one kind of warning repeated
 //! over metrics and runs is one line (the record keeps every one).
 
-use std::collections::BTreeMap;
-
 use crate::model::{BenchmarkResult, ErrorKind, MetricResult, RunRecord};
 use crate::units::{Better, format_value};
 
+use super::conditions::{brief_text, conditions, noisy};
 use super::display_text;
 
 /// A headline: benchmark id, the metric (a name; "" for the benchmark's first metric; or a prefix
-/// ending in `*` whose last measured match is taken: the largest size of a sweep), and its label.
+/// ending in `*` whose last measured match is taken: the largest size of a sweep), and its label
+/// (at most [`LABEL_W`] columns, so that a row fits 80).
 const HEADLINES: &[(&str, &str, &str)] = &[
     ("cpu/null_syscall", "", "null system call"),
     ("cpu/io_syscall", "", "1-byte read"),
@@ -31,7 +31,7 @@ const HEADLINES: &[(&str, &str, &str)] = &[
     (
         "fs/read_latency",
         "random_block_*",
-        "random 4 KiB read, cache bypassed",
+        "random 4 KiB read, uncached",
     ),
     ("fs/seq_read_t1", "mb_per_s", "sequential read, 1 thread"),
     ("fs/seq_write_t1", "mb_per_s", "sequential write, 1 thread"),
@@ -56,15 +56,34 @@ const HEADLINES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// What a headline measured when other work competed for the CPUs during the run: the figure
+/// includes that work, and its label says so.
+const LABELS_WHEN_BUSY: &[(&str, &str)] = &[(
+    "OS noise (busy loop per CPU)",
+    "noise incl. other processes",
+)];
+
 /// Headline figures per suite at most (the policy and interactivity suites list cells).
 const MAX_PER_SUITE: usize = 6;
+
+/// Widest label of a summary row, in columns: label, median and a compact CI fit 80 columns.
+pub const LABEL_W: usize = 32;
 
 /// One headline figure, formatted.
 pub struct Figure {
     pub label: String,
     pub value: String,
     pub ci: String,
+    /// "~" when its runs varied more than 10 %, "?" when its 95 % CI includes zero (the value
+    /// is then in parentheses: not told apart from 0); empty otherwise. See [`MARKS`].
+    pub marks: String,
 }
+
+/// The marks of a summary row and what they mean.
+pub const MARKS: &[(char, &str)] = &[
+    ('~', "varied > 10 % run to run"),
+    ('?', "95 % CI includes 0"),
+];
 
 /// Per suite (record order) its headline figures, at most [`MAX_PER_SUITE`], and notes: how many
 /// more of the same kind the table holds, a suite this OS cannot run at all.
@@ -79,7 +98,7 @@ pub fn headlines(record: &RunRecord) -> (Vec<(String, Vec<Figure>)>, Vec<String>
     let mut out = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     for (suite, benches) in &suites {
-        let mut figures = suite_figures(suite, benches);
+        let mut figures = suite_figures(record, suite, benches);
         let more = figures.len().saturating_sub(MAX_PER_SUITE);
         figures.truncate(MAX_PER_SUITE);
         if more > 0 {
@@ -103,26 +122,61 @@ pub fn headlines(record: &RunRecord) -> (Vec<(String, Vec<Figure>)>, Vec<String>
     (out, notes)
 }
 
-fn figure(label: String, m: &MetricResult) -> Option<Figure> {
+fn figure(
+    record: &RunRecord,
+    b: &BenchmarkResult,
+    label: String,
+    m: &MetricResult,
+) -> Option<Figure> {
     let s = m.summary.as_ref()?;
     let arrow = match m.better {
         Better::Higher => " ↑",
         Better::Neutral => " ≈",
         Better::Lower => "",
     };
+    let mut marks = String::new();
+    if super::conditions::is_noisy(record, &b.id, &m.name) {
+        marks.push('~');
+    }
+    let crosses_zero = s.ci95[0] < 0.0 && s.ci95[1] > 0.0;
+    let mut value = format!("{}{}", m.bound_prefix(), format_value(s.center, m.unit));
+    if crosses_zero {
+        marks.push('?');
+        value = format!("({value})");
+    }
+    let label = match LABELS_WHEN_BUSY.iter().find(|(l, _)| *l == label) {
+        Some((_, busy)) if other_work_competed(record) => busy.to_string(),
+        _ => label,
+    };
     Some(Figure {
-        label,
-        value: format!(
-            "{}{}{arrow}",
-            m.bound_prefix(),
-            format_value(s.center, m.unit)
+        label: display_text(&label, LABEL_W),
+        value: format!("{value}{arrow}"),
+        ci: compact_ci(
+            &format_value(s.ci95[0], m.unit),
+            &format_value(s.ci95[1], m.unit),
         ),
-        ci: format!(
-            "[{} … {}]",
-            format_value(s.ci95[0], m.unit),
-            format_value(s.ci95[1], m.unit)
-        ),
+        marks,
     })
+}
+
+/// "[75.46 … 77.11 ns]" when both ends have one unit, "[11.09 µs … 4.011 ms]" otherwise.
+pub fn compact_ci(lo: &str, hi: &str) -> String {
+    match (lo.rsplit_once(' '), hi.rsplit_once(' ')) {
+        (Some((a, ua)), Some((b, ub))) if ua == ub => format!("[{a} … {b} {ua}]"),
+        _ => format!("[{lo} … {hi}]"),
+    }
+}
+
+/// Whether other work competed for the CPUs while the run measured: the machine checks at its
+/// start or end found a noisy machine or CPU pressure.
+pub fn other_work_competed(record: &RunRecord) -> bool {
+    std::iter::once(&record.environment.start)
+        .chain(record.environment.end.as_ref())
+        .flat_map(|e| crate::system::check(&record.machine, e))
+        .any(|f| {
+            f.level == crate::system::Level::Warning
+                && matches!(f.topic.as_str(), "load" | "cpu_pressure")
+        })
 }
 
 fn metric<'a>(b: &'a BenchmarkResult, name: &str) -> Option<&'a MetricResult> {
@@ -140,7 +194,7 @@ fn metric<'a>(b: &'a BenchmarkResult, name: &str) -> Option<&'a MetricResult> {
 }
 
 /// The headline figures of one suite, in record order.
-fn suite_figures(suite: &str, benches: &[&BenchmarkResult]) -> Vec<Figure> {
+fn suite_figures(record: &RunRecord, suite: &str, benches: &[&BenchmarkResult]) -> Vec<Figure> {
     let mut out = Vec::new();
     match suite {
         // Per task: its latency without load and under the load that hurt it most.
@@ -153,25 +207,33 @@ fn suite_figures(suite: &str, benches: &[&BenchmarkResult]) -> Vec<Figure> {
                 }
             }
             for task in tasks {
-                let cells: Vec<(&str, &MetricResult)> = benches
+                let cells: Vec<(&str, &BenchmarkResult, &MetricResult)> = benches
                     .iter()
                     .filter(|b| b.id.split('/').nth(1) == Some(task))
                     .filter_map(|b| {
                         let load = b.id.split('/').nth(2).unwrap_or("");
                         metric(b, "latency")
                             .filter(|m| m.summary.is_some())
-                            .map(|m| (load, m))
+                            .map(|m| (load, *b, m))
                     })
                     .collect();
-                if let Some((_, m)) = cells.iter().find(|(l, _)| *l == "none") {
-                    out.extend(figure(format!("{task} latency, no load"), m));
+                if let Some((_, b, m)) = cells.iter().find(|(l, _, _)| *l == "none") {
+                    out.extend(figure(record, b, format!("{task} latency, no load"), m));
                 }
-                let worst = cells.iter().filter(|(l, _)| *l != "none").max_by(|a, b| {
-                    let c = |m: &MetricResult| m.summary.as_ref().map_or(0.0, |s| s.center);
-                    c(a.1).total_cmp(&c(b.1))
-                });
-                if let Some((load, m)) = worst {
-                    out.extend(figure(format!("{task} latency, worst load ({load})"), m));
+                let worst = cells
+                    .iter()
+                    .filter(|(l, _, _)| *l != "none")
+                    .max_by(|a, b| {
+                        let c = |m: &MetricResult| m.summary.as_ref().map_or(0.0, |s| s.center);
+                        c(a.2).total_cmp(&c(b.2))
+                    });
+                if let Some((load, b, m)) = worst {
+                    out.extend(figure(
+                        record,
+                        b,
+                        format!("{task} latency, worst ({load})"),
+                        m,
+                    ));
                 }
             }
         }
@@ -179,7 +241,7 @@ fn suite_figures(suite: &str, benches: &[&BenchmarkResult]) -> Vec<Figure> {
             for b in benches {
                 let cell = b.id.strip_prefix("policy/").unwrap_or(&b.id);
                 if let Some(m) = metric(b, "makespan") {
-                    out.extend(figure(format!("{cell}: makespan"), m));
+                    out.extend(figure(record, b, format!("{cell}: makespan"), m));
                 }
             }
         }
@@ -188,7 +250,7 @@ fn suite_figures(suite: &str, benches: &[&BenchmarkResult]) -> Vec<Figure> {
                 if let Some(b) = benches.iter().find(|b| b.id == *id)
                     && let Some(m) = metric(b, name)
                 {
-                    out.extend(figure(label.to_string(), m));
+                    out.extend(figure(record, b, label.to_string(), m));
                 }
             }
             // A suite without listed headlines (or a selection of other benchmarks): the first
@@ -202,7 +264,7 @@ fn suite_figures(suite: &str, benches: &[&BenchmarkResult]) -> Vec<Figure> {
                         } else {
                             format!("{short}.{}", m.name)
                         };
-                        out.extend(figure(display_text(&label, 48), m));
+                        out.extend(figure(record, b, label, m));
                     }
                 }
             }
@@ -214,68 +276,76 @@ fn suite_figures(suite: &str, benches: &[&BenchmarkResult]) -> Vec<Figure> {
 /// The summary block: headline figures per suite, then the verdict lines. Empty when the record
 /// holds one suite of at most [`MAX_PER_SUITE`] figures (the table is then short enough alone).
 pub fn render_summary(record: &RunRecord) -> String {
-    let suites = record
-        .benchmarks
-        .iter()
-        .map(|b| b.suite.as_str())
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    let rows: usize = record.benchmarks.iter().map(|b| b.metrics.len()).sum();
-    if suites < 2 && rows <= MAX_PER_SUITE {
+    if !shows_summary(record) {
         return String::new();
     }
     let (per_suite, notes) = headlines(record);
-    let mut lines: Vec<(String, Figure)> = Vec::new();
-    for (suite, figures) in per_suite {
-        for (i, f) in figures.into_iter().enumerate() {
-            let name = if i == 0 { suite.clone() } else { String::new() };
-            lines.push((name, f));
-        }
-    }
+    let all: Vec<&Figure> = per_suite.iter().flat_map(|(_, f)| f).collect();
+    let w = |f: fn(&Figure) -> usize| all.iter().map(|x| f(x)).max().unwrap_or(0);
+    let (wl, wv) = (w(|f| super::width(&f.label)), w(|f| super::width(&f.value)));
     let mut s = format!(
         "Summary — median [95 % CI] of {}; full tables below\n",
         super::runs_kept_text(record)
     );
-    let w = |f: fn(&(String, Figure)) -> usize| lines.iter().map(f).max().unwrap_or(0);
-    let (ws, wl, wv) = (
-        w(|l| super::width(&l.0)),
-        w(|l| super::width(&l.1.label)),
-        w(|l| super::width(&l.1.value)),
-    );
-    for (suite, f) in &lines {
-        s.push_str(&format!(
-            "  {}  {}  {}  {}\n",
-            super::pad_right(suite, ws),
-            super::pad_right(&f.label, wl),
-            super::pad_left(&f.value, wv),
-            f.ci
-        ));
+    if other_work_competed(record) {
+        s.push_str("(other work competed for the CPUs during this run: the figures include it)\n");
+    }
+    // The suite on its own line: a row is label, median, CI and marks, within 80 columns.
+    for (suite, figures) in &per_suite {
+        if figures.is_empty() {
+            continue;
+        }
+        s.push_str(&format!("{suite}\n"));
+        for f in figures {
+            let marks = if f.marks.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", f.marks)
+            };
+            s.push_str(&format!(
+                "  {}  {}  {}{marks}\n",
+                super::pad_right(&f.label, wl),
+                super::pad_left(&f.value, wv),
+                f.ci
+            ));
+        }
+    }
+    let used: Vec<String> = MARKS
+        .iter()
+        .filter(|(c, _)| all.iter().any(|f| f.marks.contains(*c)))
+        .map(|(c, what)| format!("{c} {what}"))
+        .collect();
+    if !used.is_empty() {
+        s.push_str(&format!("  {}\n", used.join(" · ")));
     }
     let verdicts = verdicts(record);
     if !verdicts.is_empty() || !notes.is_empty() {
-        s.push_str("Verdicts:\n");
+        s.push_str("Verdicts (each in full: --verbose):\n");
         for v in verdicts.iter().chain(notes.iter()) {
-            s.push_str(&format!("  ! {v}\n"));
+            for line in super::conditions::wrap(&format!("! {v}"), 78, "    ") {
+                s.push_str(&format!("  {line}\n"));
+            }
         }
     }
     s.push('\n');
     s
 }
 
-/// The lines that change how the figures should be read: the run's own warnings (a noisy
-/// machine, a debug build, too few runs, what was not measured), how many figures were noisy,
-/// and adaptive benchmarks that stopped at their cap.
+/// The lines that change how the figures should be read, brief: the run's own conditions (a
+/// noisy machine, a debug build, too few runs, what was not measured), each with the benchmarks
+/// whose warnings repeat it; how many figures were noisy; adaptive benchmarks that stopped at
+/// their cap. The full text is in the record and behind `--verbose`.
 pub fn verdicts(record: &RunRecord) -> Vec<String> {
-    let mut v: Vec<String> = record
-        .warnings
-        .iter()
-        .map(|w| display_text(w, 400))
+    let mut v: Vec<String> = conditions(record)
+        .into_iter()
+        .filter(|c| c.run_level)
+        .map(|c| c.brief(BRIEF))
         .collect();
     let (noisy, benches) = noisy_figures(record);
     if noisy > 0 {
         v.push(format!(
             "{noisy} figure(s) of {benches} benchmark(s) varied more than 10 % from run to run \
-             (listed under Warnings); more runs or --ci-width narrow them"
+             (marked ~; --verbose lists them); more runs or --ci-width narrow them"
         ));
     }
     let capped: Vec<&str> = record
@@ -288,33 +358,24 @@ pub fn verdicts(record: &RunRecord) -> Vec<String> {
         v.push(format!(
             "{} benchmark(s) stopped before their 95 % CI reached the --ci-width: {}",
             capped.len(),
-            display_text(&capped.join(", "), 300)
+            brief_text(&display_text(&capped.join(", "), usize::MAX), BRIEF)
         ));
     }
     v
 }
 
-const CV_MARK: &str = "run-to-run CV ";
+/// Characters of a condition's text in brief (two terminal lines with its benchmarks).
+const BRIEF: usize = 110;
 
 /// Figures whose run-to-run CV was flagged as noisy, and the benchmarks they belong to.
 fn noisy_figures(record: &RunRecord) -> (usize, usize) {
-    let mut n = 0;
-    let mut b_n = 0;
-    for b in &record.benchmarks {
-        let k = b.warnings.iter().filter(|w| w.contains(CV_MARK)).count();
-        n += k;
-        b_n += usize::from(k > 0);
-    }
-    (n, b_n)
+    let n = noisy(record);
+    (n.iter().map(|(_, v)| v.len()).sum(), n.len())
 }
 
 /// Digits replaced by `#`: warnings (or reasons) that differ only in their numbers are of one
 /// kind.
 pub fn shape_of(s: &str) -> String {
-    shape(s)
-}
-
-fn shape(s: &str) -> String {
     let mut out = String::new();
     let mut in_digits = false;
     for c in s.chars() {
@@ -331,76 +392,53 @@ fn shape(s: &str) -> String {
     out
 }
 
-/// The warnings as printed on the terminal: the run's own, then per benchmark one line per kind
-/// of warning (a warning repeated over its metrics and runs is one line naming the metrics and
-/// how many were folded), and the noisy-CV warnings of every benchmark in one line. The record
-/// and the report keep each one.
-pub fn folded_warnings(record: &RunRecord) -> Vec<String> {
-    let mut out: Vec<String> = record.warnings.clone();
-    let mut noisy: Vec<String> = Vec::new();
-    let mut noisy_count = 0;
-    for b in &record.benchmarks {
-        let mut cv: Vec<String> = Vec::new();
-        // kind → (first warning's text after its metric, metrics in order, count)
-        let mut kinds: BTreeMap<String, (usize, String, Vec<String>, usize)> = BTreeMap::new();
-        for (order, w) in b.warnings.iter().enumerate() {
-            let split = w
-                .split_once(": ")
-                .filter(|(head, _)| b.metrics.iter().any(|m| m.name == *head));
-            match split {
-                Some((head, rest)) if rest.starts_with(CV_MARK) => {
-                    let pct = rest
-                        .trim_start_matches(CV_MARK)
-                        .split(" —")
-                        .next()
-                        .unwrap_or("")
-                        .to_string();
-                    cv.push(format!("{head} {pct}"));
-                }
-                Some((head, rest)) => {
-                    let e = kinds
-                        .entry(shape(rest))
-                        .or_insert_with(|| (order, rest.to_string(), Vec::new(), 0));
-                    if !e.2.iter().any(|m| m == head) {
-                        e.2.push(head.to_string());
-                    }
-                    e.3 += 1;
-                }
-                None => {
-                    kinds
-                        .entry(format!("\u{0}{order}"))
-                        .or_insert_with(|| (order, w.clone(), Vec::new(), 1));
-                }
-            }
-        }
-        let mut kinds: Vec<_> = kinds.into_values().collect();
-        kinds.sort_by_key(|k| k.0);
-        for (_, text, metrics, count) in kinds {
-            let line = match (metrics.len(), count) {
-                (0, _) => text,
-                (1, 1) => format!("{}: {text}", metrics[0]),
-                _ => format!(
-                    "{}: {text} (and {} alike: {count} in all, each in the record)",
-                    metrics.join(", "),
-                    count - 1
-                ),
-            };
-            out.push(format!("{}: {line}", b.id));
-        }
-        if !cv.is_empty() {
-            noisy_count += cv.len();
-            noisy.push(format!("{} ({})", b.id, cv.join(", ")));
-        }
-    }
+/// The Warnings section as printed: each condition once (see [`conditions`]). In brief, the
+/// run's own conditions are left out when the summary's Verdicts already said them
+/// (`verdicts_shown`), each text is cut at a clause and the noisy figures are counted; with
+/// `verbose` everything in full. The record and the report keep every warning as raised.
+pub fn warning_lines(record: &RunRecord, verbose: bool, verdicts_shown: bool) -> Vec<String> {
+    let mut out: Vec<String> = conditions(record)
+        .into_iter()
+        .filter(|c| verbose || !(c.run_level && verdicts_shown))
+        .map(|c| if verbose { c.full() } else { c.brief(BRIEF) })
+        .collect();
+    let noisy = noisy(record);
     if !noisy.is_empty() {
-        out.push(format!(
-            "noisy: run-to-run CV above 10 % in {noisy_count} figure(s) of {} benchmark(s) — \
-             repeat on a quieter machine, with more runs or with --ci-width: {}",
+        let n: usize = noisy.iter().map(|(_, v)| v.len()).sum();
+        let head = format!(
+            "noisy: run-to-run CV above 10 % in {n} figure(s) of {} benchmark(s) ({}the CV \
+             column of the tables) — repeat on a quieter machine, with more runs or with \
+             --ci-width",
             noisy.len(),
-            noisy.join("; ")
-        ));
+            if verdicts_shown {
+                "marked ~ in the summary; "
+            } else {
+                ""
+            }
+        );
+        if verbose {
+            let list: Vec<String> = noisy
+                .iter()
+                .map(|(id, v)| format!("{id} ({})", v.join(", ")))
+                .collect();
+            out.push(format!("{head}: {}", list.join("; ")));
+        } else if !verdicts_shown {
+            out.push(head);
+        }
     }
-    out.into_iter().map(|w| display_text(&w, 2000)).collect()
+    out
+}
+
+/// Whether [`render_summary`] prints a summary (with its Verdicts) for this record.
+pub fn shows_summary(record: &RunRecord) -> bool {
+    let suites = record
+        .benchmarks
+        .iter()
+        .map(|b| b.suite.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let rows: usize = record.benchmarks.iter().map(|b| b.metrics.len()).sum();
+    !(suites < 2 && rows <= MAX_PER_SUITE)
 }
 
 #[cfg(test)]
@@ -414,10 +452,10 @@ mod tests {
     #[test]
     fn numbers_do_not_make_a_new_kind_of_warning() {
         assert_eq!(
-            shape("10 of 10 samples ≤ 0 in run 1"),
-            shape("8 of 9 samples ≤ 0 in run 12")
+            shape_of("10 of 10 samples ≤ 0 in run 1"),
+            shape_of("8 of 9 samples ≤ 0 in run 12")
         );
-        assert_ne!(shape("a 1"), shape("b 1"));
+        assert_ne!(shape_of("a 1"), shape_of("b 1"));
     }
 
     #[test]
@@ -448,22 +486,30 @@ mod tests {
             r.benchmarks[0].metrics[0].name
         )];
         let total: usize = r.benchmarks.iter().map(|b| b.warnings.len()).sum::<usize>() + 1;
-        let w = folded_warnings(&r);
+        // Without a summary to say the run's own conditions, the section says them.
+        let w = warning_lines(&r, false, false);
         assert_eq!(w[0], "load: noisy machine");
-        let mine: Vec<&String> = w
-            .iter()
-            .filter(|l| l.starts_with(&format!("{id}:")))
-            .collect();
-        // One line for the ≤ 0 kind (every metric named, the count said), one for its own.
+        // Beside a summary's Verdicts, not again.
+        assert!(
+            !warning_lines(&r, false, true)
+                .iter()
+                .any(|l| l.contains("load: noisy"))
+        );
+        let mine: Vec<&String> = w.iter().filter(|l| l.starts_with(&id)).collect();
+        // One line for the ≤ 0 kind (every metric named, the numbers as ranges, the count
+        // said), one for its own.
         assert_eq!(mine.len(), 2, "{w:#?}");
         assert!(
             mine[0].contains(&names.join(", "))
-                && mine[0].contains(&format!("{} in all", names.len() * 3)),
+                && mine[0].contains("1–3 of 10 samples ≤ 0 in run 1–3")
+                && mine[0].contains(&format!("({} times)", names.len() * 3)),
             "{}",
             mine[0]
         );
         assert!(mine[1].ends_with("a warning of the benchmark itself"));
-        // Every noisy figure of every benchmark: one line, counted, each benchmark listed.
+        // Every noisy figure of every benchmark: one line, counted; with --verbose each
+        // benchmark listed.
+        let w = warning_lines(&r, true, true);
         let noisy: Vec<&String> = w.iter().filter(|l| l.starts_with("noisy:")).collect();
         assert_eq!(noisy.len(), 1, "{w:#?}");
         assert!(
@@ -510,10 +556,8 @@ mod tests {
             line.contains(&format_value(m.center, nul.metrics[0].unit)),
             "{line}"
         );
-        assert!(
-            line.contains(&format_value(m.ci95[0], nul.metrics[0].unit)),
-            "{line}"
-        );
+        let lo = format_value(m.ci95[0], nul.metrics[0].unit);
+        assert!(line.contains(lo.split(' ').next().unwrap()), "{line}");
         assert!(s.contains("! load: noisy machine"), "{s}");
         assert!(
             s.contains("! 1 figure(s) of 1 benchmark(s) varied more than 10 %"),
@@ -521,6 +565,66 @@ mod tests {
         );
         // One screen.
         assert!(s.lines().count() <= 40, "{s}");
+    }
+
+    /// A row says how far to trust it: a noisy figure is marked, a CI across zero is not a
+    /// clean figure, a run other work competed with says so; every row fits 80 columns.
+    #[test]
+    fn summary_rows_say_how_far_to_trust_them_within_80_columns() {
+        let mut r = fixture();
+        r.warnings.clear();
+        for b in &mut r.benchmarks {
+            b.warnings.clear();
+        }
+        let k = r
+            .benchmarks
+            .iter()
+            .position(|b| b.id == "cpu/null_syscall")
+            .unwrap();
+        let name = r.benchmarks[k].metrics[0].name.clone();
+        r.benchmarks[k]
+            .warnings
+            .push(format!("{name}: run-to-run CV 15 % — noisy; repeat"));
+        let j = r
+            .benchmarks
+            .iter()
+            .position(|b| b.id == "cpu/io_syscall")
+            .unwrap();
+        {
+            let s = r.benchmarks[j].metrics[0].summary.as_mut().unwrap();
+            s.center = 2.714;
+            s.ci95 = [-224.0, 8958.0];
+        }
+        if let Some(l) = r.environment.start.load_avg.as_mut() {
+            l.one = 0.0;
+        }
+        r.environment.start.cpu_time = None;
+        r.environment.start.cpu_pressure = None;
+        r.environment.end = None;
+        let s = render_summary(&r);
+        let row = |what: &str| s.lines().find(|l| l.contains(what)).unwrap().to_string();
+        assert!(row("null system call").ends_with(" ~"), "{s}");
+        let io = row("1-byte read");
+        assert!(io.contains("(2.714 ns)") && io.ends_with(" ?"), "{io}");
+        assert!(s.contains("~ varied > 10 % run to run"), "{s}");
+        assert!(s.contains("? 95 % CI includes 0"), "{s}");
+        assert!(!s.contains("other work competed"), "{s}");
+        for l in s.lines() {
+            assert!(
+                crate::output::width(l) <= 80,
+                "{} columns: {l}",
+                crate::output::width(l)
+            );
+        }
+        // Other work on the machine: said above the figures.
+        let cpus = r.machine.cpu.logical_cpus.unwrap_or(1) as f64;
+        r.environment
+            .start
+            .load_avg
+            .get_or_insert_with(Default::default)
+            .one = cpus * 3.0;
+        assert!(other_work_competed(&r));
+        assert!(render_summary(&r).contains("other work competed for the CPUs"));
     }
 
     #[test]

@@ -143,6 +143,75 @@ pub fn ports_in_range(text: &str) -> Option<u64> {
     }
 }
 
+/// Sockets in TIME_WAIT whose remote end is `to` (Linux: /proc/net/tcp and tcp6): the only ones
+/// that can hold a local port a new connection to `to` needs — connect() picks a local port per
+/// destination, so TIME_WAIT sockets towards other addresses or ports do not stand in its way.
+#[cfg(target_os = "linux")]
+pub fn time_wait_to(to: std::net::SocketAddr) -> io::Result<u64> {
+    let mut n = 0;
+    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        match std::fs::read_to_string(f) {
+            Ok(t) => n += count_time_wait_to(&t, to),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn time_wait_to(_to: std::net::SocketAddr) -> io::Result<u64> {
+    Err(super::unsupported(
+        "counting TIME_WAIT sockets is implemented for Linux (/proc/net/tcp) only",
+    ))
+}
+
+/// An address of /proc/net/tcp ("0100007F:1F90"; IPv6 as four 32-bit words): each word is the
+/// address's bytes in network order read as a native integer, the port is plain hex.
+pub fn parse_proc_addr(s: &str) -> Option<std::net::SocketAddr> {
+    let (ip, port) = s.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let words: Option<Vec<[u8; 4]>> = (0..ip.len() / 8)
+        .map(|k| {
+            ip.get(k * 8..k * 8 + 8)
+                .and_then(|w| u32::from_str_radix(w, 16).ok())
+                .map(u32::to_ne_bytes)
+        })
+        .collect();
+    let bytes: Vec<u8> = words?.concat();
+    let ip: std::net::IpAddr = match bytes.len() {
+        4 => std::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]).into(),
+        16 => {
+            let a: [u8; 16] = bytes.try_into().ok()?;
+            std::net::Ipv6Addr::from(a).into()
+        }
+        _ => return None,
+    };
+    Some(std::net::SocketAddr::new(ip, port))
+}
+
+/// Count lines of /proc/net/tcp in TIME_WAIT whose remote address is `to` (an IPv4 address
+/// matches its IPv4-mapped IPv6 form too).
+pub fn count_time_wait_to(table: &str, to: std::net::SocketAddr) -> u64 {
+    let same = |a: std::net::SocketAddr| {
+        let canon = |ip: std::net::IpAddr| match ip {
+            std::net::IpAddr::V6(v6) => v6
+                .to_ipv4_mapped()
+                .map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        a.port() == to.port() && canon(a.ip()) == canon(to.ip())
+    };
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(3) == Some(&"06") && f.get(2).and_then(|a| parse_proc_addr(a)).is_some_and(same)
+        })
+        .count() as u64
+}
+
 /// Count lines of /proc/net/tcp whose state column is 06 (TIME_WAIT).
 pub fn count_time_wait(table: &str) -> u64 {
     table
@@ -168,6 +237,22 @@ mod tests {
                  1: 0100007F:1F90 0100007F:C351 01 00000000:00000000\n\
                  2: 0100007F:1F90 0100007F:C352 06 00000000:00000000\n";
         assert_eq!(count_time_wait(t), 2);
+        // /proc prints each address word as a native integer: these lines are a little-endian
+        // machine's.
+        if cfg!(target_endian = "big") {
+            return;
+        }
+        // Only the first is in TIME_WAIT towards 127.0.0.1:50000 (0xC350).
+        let to: std::net::SocketAddr = "127.0.0.1:50000".parse().unwrap();
+        assert_eq!(count_time_wait_to(t, to), 1);
+        assert_eq!(count_time_wait_to(t, "127.0.0.2:50000".parse().unwrap()), 0);
+        let v6 = "  sl  local_address rem_address st\n\
+                  0: 00000000000000000000000001000000:1F90 0000000000000000FFFF00000100007F:C350 06\n";
+        assert_eq!(count_time_wait_to(v6, to), 1);
+        assert_eq!(
+            parse_proc_addr("00000000000000000000000001000000:0016"),
+            Some("[::1]:22".parse().unwrap())
+        );
     }
 
     #[test]

@@ -120,6 +120,83 @@ impl Ranged for Categories {
     }
 }
 
+/// A log axis from `.0` to `.1` (both > 0) whose ticks are numbers a reader can read off: 1, 10,
+/// 100 over several decades; 1-2-5 or every digit within one or two; even steps when the range
+/// is narrower than one digit — never a single "1", never none (plotters' log scale puts ticks
+/// only at powers of ten that fall inside the range).
+pub(super) struct LogAxis(pub(super) f64, pub(super) f64);
+
+impl Ranged for LogAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let span = f64::from(limit.1 - limit.0);
+        let (a, b) = (self.0.ln(), self.1.ln());
+        let x = (v.max(f64::MIN_POSITIVE).ln() - a) / (b - a);
+        limit.0 + (x * span).round() as i32
+    }
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        log_ticks(self.0, self.1, hint.max_num_points().clamp(3, 12))
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        self.0..self.1
+    }
+}
+
+/// Ticks for a log axis from `lo` to `hi`: at least 3 where the range allows, at most `max`.
+pub(super) fn log_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
+    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    if !(lo > 0.0 && hi.is_finite()) {
+        return Vec::new();
+    }
+    let (e0, e1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let ladder = |digits: &[f64]| -> Vec<f64> {
+        (e0..=e1)
+            .flat_map(|e| digits.iter().map(move |d| d * 10f64.powi(e)))
+            .filter(|v| *v >= lo * (1.0 - 1e-9) && *v <= hi * (1.0 + 1e-9))
+            .collect()
+    };
+    let thin = |v: Vec<f64>| -> Vec<f64> {
+        let step = v.len().div_ceil(max).max(1);
+        v.into_iter().step_by(step).collect()
+    };
+    // A ladder is taken when it gives 3 ticks and leaves no stretch of the axis (between two
+    // ticks, or to an end) longer than half of it without a number.
+    let spread = (hi / lo).ln();
+    let covers = |v: &[f64]| {
+        let mut edges = vec![lo];
+        edges.extend_from_slice(v);
+        edges.push(hi);
+        edges.windows(2).all(|w| (w[1] / w[0]).ln() <= spread / 2.0)
+    };
+    for digits in [
+        &[1.0][..],
+        &[1.0, 2.0, 5.0],
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+        &[
+            1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0,
+        ],
+    ] {
+        let v = ladder(digits);
+        if v.len() >= 3 && covers(&v) {
+            return thin(v);
+        }
+    }
+    // Narrower than one digit: even steps of 1, 2 or 5 × 10^k.
+    let raw = (hi - lo) / 3.0;
+    let p = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * p)
+        .find(|s| (hi - lo) / s <= 5.0)
+        .unwrap_or(10.0 * p);
+    let first = (lo / step).ceil() * step;
+    (0..)
+        .map(|k| first + k as f64 * step)
+        .take_while(|v| *v <= hi * (1.0 + 1e-9))
+        .collect()
+}
+
 /// A log2 axis of sizes: values are log2(bytes); ticks at whole powers of two.
 struct Log2Bytes(f64, f64);
 
@@ -256,6 +333,9 @@ pub fn grouped_suites(runs: &[(String, RunRecord)]) -> Result<Vec<(String, Vec<F
         }
         let mut figs = Vec::new();
         for (task, loads) in &tasks {
+            // Charts whose every bar would be 0 are not drawn (an empty frame reads as "no
+            // data"): one line names them.
+            let mut all_zero: Vec<String> = Vec::new();
             for (metric, unit, dist) in &metrics {
                 let stats: &[Stat] = if *dist {
                     &[Stat::Mean, Stat::P99, Stat::Max]
@@ -285,6 +365,15 @@ pub fn grouped_suites(runs: &[(String, RunRecord)]) -> Result<Vec<(String, Vec<F
                     } else {
                         metric.clone()
                     };
+                    if values
+                        .iter()
+                        .flatten()
+                        .flatten()
+                        .all(|(v, ci)| *v == 0.0 && ci.is_none_or(|c| c[0] == 0.0 && c[1] == 0.0))
+                    {
+                        all_zero.push(what);
+                        continue;
+                    }
                     let (svg, axis) = bar_chart(loads, &values, *unit, runs.len())?;
                     figs.push(Figure {
                         title: format!("{suite} {task}: {what} ({axis})"),
@@ -292,6 +381,16 @@ pub fn grouped_suites(runs: &[(String, RunRecord)]) -> Result<Vec<(String, Vec<F
                         wide: false,
                     });
                 }
+            }
+            if !all_zero.is_empty() {
+                figs.push(Figure {
+                    title: format!(
+                        "{suite} {task}: {} — 0 in every cell and run (not drawn)",
+                        all_zero.join(", ")
+                    ),
+                    svg: String::new(),
+                    wide: false,
+                });
             }
         }
         if !figs.is_empty() {
@@ -449,7 +548,7 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
     let height = 70 + 22 * n as u32;
     let svg = svg_chart((1260, height), |root| {
         let mut chart = chart_on(root, 10, 36, label_w)
-            .build_cartesian_2d((lo..hi).log_scale(), Categories(n))
+            .build_cartesian_2d(LogAxis(lo, hi), Categories(n))
             .map_err(pe)?;
         let ylabel = |y: &f64| -> String {
             let i = y.floor() as usize;
@@ -590,7 +689,7 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
             let mut chart = chart_on(root, 10, 40, 95)
                 .build_cartesian_2d(
                     Log2Bytes(xmin.log2() - 0.3, xmax.log2() + 0.3),
-                    (ylo..yhi).log_scale(),
+                    LogAxis(ylo, yhi),
                 )
                 .map_err(pe)?;
             let xfmt = |x: &f64| pow2_bytes(*x);
@@ -626,6 +725,41 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
 mod tests {
     use super::*;
     use crate::model::BenchmarkResult;
+
+    /// A log axis always has numbers to read: within one decade (fs/read_latency's 40–150 µs),
+    /// around 1 (a forest plot's ratios), over several decades, and narrower than one digit.
+    #[test]
+    fn log_axes_have_readable_ticks_whatever_their_range() {
+        assert_eq!(
+            log_ticks(1.0, 10_000.0, 10),
+            vec![1.0, 10.0, 100.0, 1000.0, 10_000.0]
+        );
+        assert_eq!(
+            log_ticks(40_000.0, 150_000.0, 10),
+            vec![
+                40_000.0, 50_000.0, 60_000.0, 70_000.0, 80_000.0, 90_000.0, 100_000.0
+            ]
+        );
+        let t = log_ticks(0.45, 2.2, 10);
+        assert!(
+            t.len() == 3
+                && [0.5, 1.0, 2.0]
+                    .iter()
+                    .zip(&t)
+                    .all(|(a, b)| (a - b).abs() < 1e-12),
+            "{t:?}"
+        );
+        let narrow = log_ticks(0.93, 1.08, 10);
+        assert!(narrow.len() >= 3 && narrow.contains(&1.0), "{narrow:?}");
+        // A forest plot's 0.7–1.5: numbers on both sides of 1.
+        let forest = log_ticks(0.7, 1.5, 12);
+        assert!(
+            forest.iter().any(|t| *t > 1.1) && forest.iter().any(|t| *t < 0.9),
+            "{forest:?}"
+        );
+        assert!(log_ticks(0.8, 1e9, 6).len() <= 6);
+        assert!(log_ticks(0.0, 1.0, 6).is_empty());
+    }
 
     #[test]
     fn power_of_two_sizes_are_named() {

@@ -49,7 +49,8 @@ fn log_log(
         let mut chart = chart_on(root, 10, 40, 95)
             .build_cartesian_2d(
                 (xmin - 0.3)..(xmax + 0.3).max(xmin + 1.0),
-                (ymin / 1.5..ymax * 1.5).log_scale(),
+                // Room above the data for the legend (upper left), so it covers no point.
+                super::charts::LogAxis(ymin / 1.5, ymax * 4.0),
             )
             .map_err(pe)?;
         let yfmt = |y: &f64| format_value(*y, Unit::Nanoseconds);
@@ -71,7 +72,7 @@ fn log_log(
                 .draw_series(p.iter().map(|q| Circle::new(*q, 3, rgb(*c).filled())))
                 .map_err(pe)?;
         }
-        house_legend(&mut chart, None)
+        house_legend(&mut chart, Some(SeriesLabelPosition::UpperLeft))
     })
 }
 

@@ -15,6 +15,17 @@ use crate::model::{BenchmarkResult, RunRecord};
 /// Histogram buckets drawn, µs (wake-ups beyond are counted in the caption).
 const LIMIT_US: u64 = 20_000;
 
+/// A tick's number without trailing zeros: "1", "50", "0.5" (counts and whole microseconds read
+/// as such, not "1.000").
+fn round_label(v: f64) -> String {
+    let s = crate::units::sig(v);
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 fn histogram_figure(name: &str, b: &BenchmarkResult) -> Result<Option<Figure>> {
     let cols = crate::export::cyclictest::columns(b, LIMIT_US);
     let pts: Vec<Vec<(f64, f64)>> = cols
@@ -36,11 +47,14 @@ fn histogram_figure(name: &str, b: &BenchmarkResult) -> Result<Option<Figure>> {
     let ymax = all.iter().map(|p| p.1).fold(1.0, f64::max) * 2.0;
     let svg = svg_chart((1260, 360), |root| {
         let mut chart = chart_on(root, 10, 40, 80)
-            .build_cartesian_2d((0.5..xmax).log_scale(), (0.8..ymax).log_scale())
+            .build_cartesian_2d(
+                super::charts::LogAxis(0.5, xmax),
+                super::charts::LogAxis(0.8, ymax),
+            )
             .map_err(pe)?;
         house_mesh(&mut chart.configure_mesh())
-            .x_label_formatter(&|x| format!("{} µs", crate::units::sig(*x)))
-            .y_label_formatter(&|y| crate::units::sig(*y))
+            .x_label_formatter(&|x| format!("{} µs", round_label(*x)))
+            .y_label_formatter(&|y| round_label(*y))
             .x_desc("wake-up latency (1 µs buckets drawn at their middle, log scale)")
             .y_desc("wake-ups (log scale)")
             .draw()
@@ -50,14 +64,12 @@ fn histogram_figure(name: &str, b: &BenchmarkResult) -> Result<Option<Figure>> {
                 .draw_series(LineSeries::new(p.clone(), rgb(i).stroke_width(1)))
                 .map_err(pe)?
                 .label(cpu.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], rgb(i)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], rgb(i).stroke_width(2))
+                });
         }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK.mix(0.3))
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(pe)?;
+        // The report's legend (its font and frame), as on every other chart.
+        super::charts::house_legend(&mut chart, None)?;
         Ok(())
     })?;
     let over: u64 = cols.iter().map(|(_, c)| c.overflows).sum();

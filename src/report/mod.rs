@@ -155,7 +155,7 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
                         section {
                             "\n"
                             h2 { (suite) " — per task and load" }
-                            p.note { "One chart per task and statistic; loads on the x axis; one bar per run (colours as in the legend). Statistics over runs: median of the per-run values." }
+                            p.note { "One chart per task and statistic; loads on the x axis, one bar per load for each report column (colours as in the legend: one colour when the report holds one osgauge run). Each bar is the median over that cell's runs of the per-run statistic its title names: \"latency mean\" is the median of per-run means, so it can sit far above the summary's figure, which is the median of per-run medians (a few long delays lift a mean, not a median)." }
                             (legend(runs))
                             (figures(figs))
                         } "\n"
@@ -549,7 +549,7 @@ fn run_summary(r: &RunRecord) -> Markup {
                             td { @if i == 0 { (suite) } }
                             td { (f.label) }
                             td.num { (f.value) }
-                            td.num { (f.ci) }
+                            td.num { (f.ci) " " (f.marks) }
                         } "\n"
                     }
                 }

@@ -77,7 +77,7 @@ fn rtt_figure(runs: &[(String, RunRecord)]) -> Result<Option<Figure>> {
         let mut chart = chart_on(root, 10, 40, 80)
             .build_cartesian_2d(
                 (xmin - 0.5)..(xmax + 0.5),
-                ((ymin / 1.5)..(ymax * 1.5)).log_scale(),
+                super::charts::LogAxis(ymin / 1.5, ymax * 1.5),
             )
             .map_err(pe)?;
         house_mesh(&mut chart.configure_mesh())

@@ -11,7 +11,8 @@ use crate::model::{BenchmarkResult, RunRecord};
 use crate::stats;
 use maud::{Markup, html};
 
-const FONT: &str = "sans-serif";
+// The house font and sizes (`charts::house_mesh`), as on every other chart.
+use super::charts::FONT;
 
 fn pe<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing a policy chart: {e:?}")
@@ -76,8 +77,8 @@ fn bars(
             .y_desc(axis)
             .x_label_formatter(&label)
             .light_line_style(RGBColor(242, 242, 242))
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 16))
             .draw()
             .map_err(pe)?;
         let groups = usize::from(!stacked.is_empty()) + beside.len();
@@ -162,8 +163,8 @@ fn distribution(cats: &[String], d: &[Option<[f64; 5]>]) -> Result<String> {
             .y_desc(format!("turnaround ({axis})"))
             .x_label_formatter(&label)
             .light_line_style(RGBColor(242, 242, 242))
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 16))
             .draw()
             .map_err(pe)?;
         let col = RGBColor(60, 110, 180);

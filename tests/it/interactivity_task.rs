@@ -45,9 +45,10 @@ fn absurd_interactivity_options_are_refused_when_parsed() {
         &["--task", "custom", "--custom-interval", "11s"],
         "between 50µs and 10s",
     );
-    // 2000 Hz for 10 minutes: 1.2 M periods in a run, more than a run may keep.
+    // 2000 Hz for 10 minutes: 1.2 M periods in a run, more than a run may keep. (--duration is
+    // a cell's total, split into its runs; --run-time is one run's.)
     usage_error(
-        &["--task", "video", "--video-hz", "2000", "--duration", "10m"],
+        &["--task", "video", "--video-hz", "2000", "--run-time", "10m"],
         "more than the 1000000 a run may keep",
     );
     usage_error(&["--video-hz", "0"], "between 1 and 2000 Hz");

@@ -95,7 +95,7 @@ fn a_short_loopback_run_reaches_the_report() {
             "--warmup",
             "0",
             "--duration",
-            "100ms",
+            "200ms",
             "--quiet",
         ])
         .args([

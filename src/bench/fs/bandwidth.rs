@@ -592,10 +592,8 @@ impl Benchmark for Bandwidth {
             out = out.fact("bypass_check", why);
         }
         out.warnings.extend(reduced);
-        out.warnings.extend(super::memory_state_warning(
-            &self.info.id,
-            "the buffered figures",
-        ));
+        out.warnings
+            .extend(super::memory_state_warning("the buffered figures"));
         drop(wd);
         Ok(out)
     }

@@ -106,14 +106,11 @@ pub fn name(s: String) -> &'static str {
 }
 
 /// The warning beside figures that take fresh memory through the OS cache (`what`), on a VM that
-/// returns free memory to its host; None elsewhere.
-pub fn memory_state_warning(id: &str, what: &str) -> Option<String> {
-    (crate::platform::memory::free_page_reporting() == Ok(true)).then(|| {
-        format!(
-            "{id}: {what}: {}",
-            crate::system::FREE_PAGE_REPORTING_EFFECT
-        )
-    })
+/// returns free memory to its host; None elsewhere. Without the benchmark's id: whatever prints
+/// a benchmark's warnings names it.
+pub fn memory_state_warning(what: &str) -> Option<String> {
+    (crate::platform::memory::free_page_reporting() == Ok(true))
+        .then(|| format!("{what}: {}", crate::system::FREE_PAGE_REPORTING_EFFECT))
 }
 
 /// Size text for metric names and facts: 32KiB, 4MiB.

@@ -339,7 +339,7 @@ impl Benchmark for StreamWrite {
         out = with_cpu_cost(out, &self.info.id, cost, total);
         out.warnings.extend(reduced);
         out.warnings
-            .extend(super::memory_state_warning(&self.info.id, "every figure"));
+            .extend(super::memory_state_warning("every figure"));
         drop(wd);
         Ok(out)
     }

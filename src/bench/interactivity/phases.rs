@@ -101,9 +101,12 @@ impl Cell {
             None => None,
         };
         let measured = std::thread::scope(|sc| {
-            sc.spawn(|| measure(self, task, work, duration, ctx))
-                .join()
-                .unwrap_or_else(|_| Err(BenchError::failed("measuring thread panicked")))
+            sc.spawn(|| {
+                crate::platform::set_thread_name(crate::bench::MEASURING_THREAD);
+                measure(self, task, work, duration, ctx)
+            })
+            .join()
+            .unwrap_or_else(|_| Err(BenchError::failed("measuring thread panicked")))
         })?;
         let trace = match session.as_mut() {
             Some(t) => Some(

@@ -290,7 +290,15 @@ pub fn on_each_cpu<T: Send>(
 ) -> Result<Vec<T>, BenchError> {
     std::thread::scope(|s| {
         let f = &f;
-        let handles: Vec<_> = cpus.iter().map(|&c| s.spawn(move || f(c))).collect();
+        let handles: Vec<_> = cpus
+            .iter()
+            .map(|&c| {
+                s.spawn(move || {
+                    crate::platform::set_thread_name(crate::bench::MEASURING_THREAD);
+                    f(c)
+                })
+            })
+            .collect();
         handles
             .into_iter()
             .map(|h| {

@@ -84,6 +84,11 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// What every thread of a load process is called: "load compile", "load burn".
+pub fn load_thread_name(spec: &LoadSpec) -> String {
+    format!("load {}", spec.kind.name())
+}
+
 /// A worker's readiness signal: Ok(role) once its loop starts, or Err(why) if it never does.
 type ReadyTx = mpsc::Sender<Result<String, String>>;
 
@@ -98,7 +103,9 @@ fn spawn_worker(
     let ctx = ctx.clone();
     let role = role.to_string();
     let ready = ready.clone();
+    let name = load_thread_name(&ctx.spec);
     std::thread::spawn(move || {
+        crate::platform::set_thread_name(&name);
         let (sched, affinity, mut error) = thread_setup(&ctx.spec);
         let c0 = clock::thread_cpu_time_ns().unwrap_or(0);
         let t0 = Instant::now();
@@ -345,6 +352,8 @@ pub fn child_main(spec_json: &str) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
+    // A trace or a spike's attribution names the load ("load compile"), not "osgauge".
+    crate::platform::set_thread_name(&load_thread_name(&spec));
     watch_stdin(&ctx);
     let mut notes = Vec::new();
     let mut handles = Vec::new();
