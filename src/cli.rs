@@ -1352,7 +1352,7 @@ fn interactivity_plan_text(
 ) -> String {
     let names: Vec<&str> = loads.iter().map(|l| l.name()).collect();
     format!(
-        "{} cell(s): task {} × load {}{}, and the drift reference, in rounds of random order; {runs} of {}",
+        "{} cell(s): task {} × load {}{}; {runs} of {}, in rounds of random order with the drift reference",
         tasks.len() * loads.len(),
         tasks.join(", "),
         names.join(", "),
