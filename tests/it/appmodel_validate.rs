@@ -57,7 +57,7 @@ fn validate_runs_the_tiny_profile_and_exports_every_step_and_the_verdict() {
         .args(["--export-markdown", m.to_str().unwrap()])
         .args(["--export-html", h.to_str().unwrap()])
         .args(["--inputs", fixture.to_str().unwrap()])
-        .timeout(std::time::Duration::from_secs(180))
+        .timeout(std::time::Duration::from_secs(600))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -187,7 +187,7 @@ fn validate_charges_a_memory_heavy_profile_the_cpu_its_copies_take() {
         .args(["model", "validate", p.to_str().unwrap()])
         .args(["--step-s", "0.2", "--max-rate", "20"])
         .args(["--export-json", j.to_str().unwrap()])
-        .timeout(std::time::Duration::from_secs(180))
+        .timeout(std::time::Duration::from_secs(600))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -251,7 +251,7 @@ fn direct_io_where_the_cache_cannot_be_bypassed_is_a_clear_error() {
         .args(["model", "validate", p.to_str().unwrap()])
         .args(["--step-s", "0.2", "--max-rate", "20"])
         .env("TMPDIR", shm.path())
-        .timeout(std::time::Duration::from_secs(180))
+        .timeout(std::time::Duration::from_secs(600))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
