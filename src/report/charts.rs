@@ -145,6 +145,20 @@ impl Ranged for LogAxis {
 
 /// Ticks for a log axis from `lo` to `hi`: at least 3 where the range allows, at most `max`.
 pub(super) fn log_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
+    log_ticks_unrounded(lo, hi, max)
+        .into_iter()
+        .map(round_tick)
+        .collect()
+}
+
+/// A tick value to 12 significant digits, through Rust's own decimal formatting: the powers of
+/// ten come from the platform's libm, which leaves 1.0000000000000002 on some (MinGW under
+/// Wine), and a tick is a round number by intent.
+fn round_tick(v: f64) -> f64 {
+    format!("{v:.11e}").parse().unwrap_or(v)
+}
+
+fn log_ticks_unrounded(lo: f64, hi: f64, max: usize) -> Vec<f64> {
     let (lo, hi) = (lo.min(hi), lo.max(hi));
     if !(lo > 0.0 && hi.is_finite()) {
         return Vec::new();
@@ -759,6 +773,13 @@ mod tests {
         );
         assert!(log_ticks(0.8, 1e9, 6).len() <= 6);
         assert!(log_ticks(0.0, 1.0, 6).is_empty());
+    }
+
+    #[test]
+    fn ticks_are_round_numbers_whatever_the_platform_powers_give() {
+        assert_eq!(round_tick(1.000_000_000_000_000_2), 1.0);
+        assert_eq!(round_tick(0.950_000_000_000_000_2), 0.95);
+        assert_eq!(round_tick(40_000.000_000_000_01), 40_000.0);
     }
 
     #[test]
