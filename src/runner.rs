@@ -200,7 +200,7 @@ pub fn execute_arms(
         .map(|_| {
             plan.benchmarks
                 .iter()
-                .map(|b| Track::new(b.as_ref(), &plan))
+                .map(|b| Track::new(b.as_ref()))
                 .collect()
         })
         .collect();
@@ -408,7 +408,7 @@ struct Track<'p> {
 }
 
 impl<'p> Track<'p> {
-    fn new(bench: &'p dyn Benchmark, _plan: &Plan) -> Self {
+    fn new(bench: &'p dyn Benchmark) -> Self {
         Track {
             bench,
             attempts: 0,
@@ -580,7 +580,7 @@ pub fn run_benchmark(
     timing: &TimingCalibration,
     cancel: &AtomicBool,
 ) -> BenchmarkResult {
-    let mut t = Track::new(bench, plan);
+    let mut t = Track::new(bench);
     let mut round = if plan.config.warmup_runs > 0 { 0 } else { 1 };
     while t.active(plan, round) && !cancel.load(Ordering::Relaxed) {
         t.step(plan, timing, cancel, round);

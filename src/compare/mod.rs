@@ -366,37 +366,6 @@ pub fn min_p(n1: usize, n2: usize) -> f64 {
     stats::mann_whitney_u(&a, &b).1
 }
 
-/// What the comparison can detect at all, or None when a single changed metric can reach
-/// q < α. A change that stands alone among `metrics` compared gets q = p·m from
-/// Benjamini-Hochberg, and p is at least [`min_p`] of the run counts: with 5 vs 5 runs (p ≥ 0.0079)
-/// and 150 metrics that is 1.19, so nothing can be called better or worse. Says the smallest q
-/// reachable and the runs per side (or the fewer metrics) that would reach α.
-pub fn power_note(n1: usize, n2: usize, metrics: usize) -> Option<String> {
-    if metrics == 0 || n1 == 0 || n2 == 0 {
-        return None;
-    }
-    let p = min_p(n1, n2);
-    let q = (p * metrics as f64).min(1.0);
-    if q < ALPHA {
-        return None;
-    }
-    let runs = (2..200).find(|&n| min_p(n, n) * (metrics as f64) < ALPHA);
-    let max_metrics = (ALPHA / p).ceil() as usize - 1;
-    Some(format!(
-        "With {n1} vs {n2} runs the smallest p the test can give is {}, and a change alone among \
-         the {metrics} metrics compared gets q = p × {metrics} ≥ {} (Benjamini-Hochberg): no \
-         single change can reach q < {ALPHA} here. To detect one, use {}, or compare fewer \
-         metrics (at most {} at these run counts: one suite, e.g. `osgauge micro cpu`).",
-        crate::units::sig(p),
-        crate::units::sig(q),
-        match runs {
-            Some(n) => format!("--runs {n} (or more) on both runs"),
-            None => "many more runs".into(),
-        },
-        max_metrics.max(1)
-    ))
-}
-
 /// Smallest equal run count per side at which the test can reach α.
 pub fn runs_needed() -> usize {
     (2..100).find(|&n| min_p(n, n) < ALPHA).unwrap_or(100)
