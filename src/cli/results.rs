@@ -1288,18 +1288,8 @@ pub fn dispatch_compare(a: CompareArgs) -> Result<i32, CliError> {
 pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
     check_writable(&a.export_html).map_err(|e| CliError::Usage(format!("--export-html: {e}")))?;
     crate::export::claim_stdout([a.export_html.as_path()]);
-    let runs = load_runs(&a.runs, &a.store)?;
-    let history = match a.store.open_read() {
-        Ok(Some(s)) => {
-            let hosts: Vec<Option<String>> = runs
-                .iter()
-                .map(|(_, r)| r.machine.hostname.clone())
-                .collect();
-            learn_history(&s, &hosts, &[])
-        }
-        _ => crate::compare::NoiseHistory::default(),
-    };
-    let html = crate::report::render(
+    let (runs, history) = load_sides(&a.runs, &a.store)?;
+    let html = crate::report::render_groups(
         &runs,
         crate::compare::Options {
             noise: a.noise,
@@ -1317,7 +1307,7 @@ pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
         "osgauge: wrote {} ({} KiB, {} run(s))",
         crate::export::display_output(&a.export_html),
         html.len().div_ceil(1024),
-        runs.len()
+        runs.iter().map(|(_, g)| g.len()).sum::<usize>()
     );
     Ok(EXIT_OK)
 }

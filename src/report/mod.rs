@@ -79,8 +79,36 @@ impl Figure {
 
 /// Render the report for `runs` (first = baseline).
 pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::Result<String> {
-    anyhow::ensure!(!runs.is_empty(), "no runs to report");
-    let cmp = compare::compare(runs, opts);
+    let groups: Vec<(String, Vec<RunRecord>)> = runs
+        .iter()
+        .map(|(n, r)| (n.clone(), vec![r.clone()]))
+        .collect();
+    render_groups(&groups, opts)
+}
+
+/// Render the report for sides of one or more invocations each (first = baseline; e.g. every
+/// complete run of one label): the comparison is [`compare::compare_groups`]'s, over every
+/// invocation; the charts and tables show each side's newest invocation (said on the page); every
+/// record is embedded.
+pub fn render_groups(
+    groups: &[(String, Vec<RunRecord>)],
+    opts: compare::Options,
+) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        !groups.is_empty() && groups.iter().all(|(_, g)| !g.is_empty()),
+        "no runs to report"
+    );
+    let cmp = compare::compare_groups(groups, &opts);
+    let runs: Vec<(String, RunRecord)> = groups
+        .iter()
+        .map(|(n, g)| (n.clone(), g.last().expect("non-empty").clone()))
+        .collect();
+    let runs = runs.as_slice();
+    let invocations: Vec<String> = groups
+        .iter()
+        .filter(|(_, g)| g.len() > 1)
+        .map(|(n, g)| format!("{n}: {} invocations", g.len()))
+        .collect();
     let title = format!(
         "osgauge report: {}",
         runs.iter()
@@ -113,7 +141,7 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
         policy::section(runs)?,
     ];
     // The records, for re-import (`osgauge results import report.html`).
-    let records: Vec<&RunRecord> = runs.iter().map(|(_, r)| r).collect();
+    let records: Vec<&RunRecord> = groups.iter().flat_map(|(_, g)| g).collect();
     let json = json_for_script(&serde_json::to_string(&records)?);
 
     let page = html! {
@@ -134,6 +162,11 @@ pub fn render(runs: &[(String, RunRecord)], opts: compare::Options) -> anyhow::R
                         " by osgauge " (env!("CARGO_PKG_VERSION"))
                         ". First run = baseline. Every figure is the median of per-run medians across independent runs unless the chart says otherwise."
                     } "\n"
+                    @if !invocations.is_empty() {
+                        p.sub {
+                            "Several invocations of one label are one column (" (invocations.join("; ")) "): the comparison and its verdicts use every invocation as the unit of replication; the charts, tables and system details show the newest invocation."
+                        } "\n"
+                    }
                     (legend(runs))
                     (summary(&cmp))
                     @if single {

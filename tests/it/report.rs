@@ -181,6 +181,33 @@ fn embedded_records_round_trip_and_import() {
 }
 crate::register!(embedded_records_round_trip_and_import);
 
+/// A label stored several times is one column, as in `compare`: its verdicts use every
+/// invocation, the page says so, and every invocation's record is embedded.
+fn a_label_with_several_invocations_is_one_column_of_all_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let s = osgauge::store::Store::open(&db).unwrap();
+    for (label, seed) in [("lin", 1), ("lin", 2), ("win", 3)] {
+        let r = with_synthetic("cpu-10runs.json", label, seed, 1.0);
+        s.save(&r, osgauge::store::Origin::Measured).unwrap();
+    }
+    let out = dir.path().join("r.html");
+    let o = common::osgauge()
+        .args(["report", "lin", "win", "--export-html"])
+        .arg(&out)
+        .arg("--store")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("3 run(s)"), "{err}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("lin: 2 invocations"), "no invocation note");
+    assert_eq!(osgauge::store::parse_records(&html).unwrap().len(), 3);
+}
+crate::register!(a_label_with_several_invocations_is_one_column_of_all_of_them);
+
 fn a_single_run_report_has_no_comparison() {
     let r = fixture("cpu-a.json");
     let html = osgauge::report::render(&[("only".into(), r)], Options::default()).unwrap();
