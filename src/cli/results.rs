@@ -274,8 +274,6 @@ pub struct StoreSink {
     /// The database server named here was lost mid-run: the run goes on in the local SQLite
     /// store (`store`), to be pushed later.
     lost_server: Option<PathBuf>,
-    /// Why the database server store could not take the run.
-    server_error: Option<String>,
 }
 
 impl StoreSink {
@@ -293,7 +291,6 @@ impl StoreSink {
                 inserted: false,
                 deleted: false,
                 lost_server: None,
-                server_error: None,
             });
         }
         let path = store_path(opts.store.as_deref())?;
@@ -312,7 +309,6 @@ impl StoreSink {
             inserted: false,
             deleted: false,
             lost_server: None,
-            server_error: None,
         })
     }
 
@@ -352,7 +348,6 @@ impl StoreSink {
         );
         self.store = Some(l);
         self.lost_server = Some(server);
-        self.server_error = Some(format!("{e:#}"));
         Ok(())
     }
 
@@ -541,7 +536,6 @@ impl StoreSink {
     /// restarting), and say what became of it. True when it is now in `server`.
     fn upload_before_exit(&self, record: &RunRecord, local: &Path, server: &Path) -> bool {
         let id = record.run_id.to_string();
-        let why = self.server_error.as_deref().unwrap_or("the store failed");
         let mut last = None;
         for wait in UPLOAD_RETRY_WAITS {
             std::thread::sleep(*wait);
@@ -562,7 +556,7 @@ impl StoreSink {
                 Ok(_) => {
                     store::pending::unmark(local, &id);
                     crate::errln!(
-                        "osgauge: the result store {} failed during the run ({why}); the run was kept in the local store {} and is now uploaded: stored as run {} in {}{}",
+                        "osgauge: the result store {} failed during the run (the warning above says how); the run was kept in the local store {} and is now uploaded: stored as run {} in {}{}",
                         store::shown(server),
                         local.display(),
                         record.run_id,
@@ -575,7 +569,7 @@ impl StoreSink {
             }
         }
         crate::errln!(
-            "osgauge: the result store {} failed during the run ({why}): run {} is kept in the local store {}{} and could not be uploaded before exiting ({}); the next osgauge command that opens {} uploads it, or now:\n  osgauge results push --store {} --to {}",
+            "osgauge: the result store {} failed during the run (the warning above says how): run {} is kept in the local store {}{} and could not be uploaded before exiting ({}); the next osgauge command that opens {} uploads it, or now:\n  osgauge results push --store {} --to {}",
             store::shown(server),
             record.run_id,
             local.display(),

@@ -95,7 +95,7 @@ pub fn check(path: &Path) -> Result<Kind, BadLocation> {
     let meant_pg = pg_ish(word);
     let why = if meant_pg {
         format!(
-            "it looks like a PostgreSQL URL but is not one (write postgres:// or postgresql://, two slashes): did you mean 'postgres://{}'?",
+            "looks like a PostgreSQL URL but is not one (write postgres:// or postgresql://, two slashes): did you mean 'postgres://{}'?",
             redact(after_scheme(s))
         )
     } else {
