@@ -92,7 +92,12 @@ pub enum FleetCmd {
     #[command(
         after_help = "Examples:\n  osgauge fleet history host-a cpu/null_syscall\n  osgauge fleet history all cpu/proc_call/args3 --since 30d --export-html h.html\n\nMETRIC: a benchmark id (its first metric) or benchmark/metric.\nMACHINE: a hostname as recorded, or `all` for every machine (one series and one chart each).\nChange points: E-Divisive means over the whole series of run medians (Matteson & James;\npermutation test, 199 permutations, α = 0.01, ≥ 3 runs on either side, fixed seed), each with\nthe runs on either side and `osgauge compare`'s verdict between them. A permutation test needs\nabout 10 runs before any change can reach α = 0.01. Every run matching the filters is used\n(incomplete ones too unless --status complete)."
     )]
-    History(HistoryArgs),
+    History(Box<HistoryArgs>),
+    /// Print the SQL that makes a shared PostgreSQL store's reader and writer roles
+    #[command(
+        after_help = "Examples:\n  osgauge fleet roles > roles.sql\n  psql \"postgres://owner@db.lab/osgauge\" -f roles.sql\n  psql \"postgres://owner@db.lab/osgauge\" -c \"CREATE ROLE alice LOGIN PASSWORD 'CHANGE-ME' IN ROLE osgauge_writer\"\n\nRun the script as the owner of the store's tables (the role whose first osgauge run created\nthem), after that run. osgauge_reader reads every run; osgauge_writer also adds runs and\nupdates or deletes only the runs it stored (row-level security); the owner keeps every right.\nNothing is connected to: the script goes to standard output."
+    )]
+    Roles,
 }
 
 #[derive(Args, Debug)]
@@ -120,15 +125,20 @@ fn records(s: &Store, rows: &[&RunRow]) -> Result<Vec<RunRecord>, CliError> {
 }
 
 pub fn dispatch(a: FleetArgs) -> Result<i32, CliError> {
-    if let Some(FleetCmd::History(h)) = a.command {
-        return history(h);
+    match a.command {
+        Some(FleetCmd::History(h)) => return history(*h),
+        Some(FleetCmd::Roles) => {
+            crate::out!("{}", crate::store::postgres::ROLES_SQL);
+            return Ok(EXIT_OK);
+        }
+        None => {}
     }
     a.exports.check()?;
     let filter = a.filter.filter(Some(Status::Complete))?;
     let Some(s) = a.store.open_read()? else {
         return Err(CliError::Usage(format!(
             "no result store at {} (nothing to show)",
-            a.store.path()?.display()
+            crate::store::shown(&a.store.path()?)
         )));
     };
     let rows = s.list()?;
@@ -170,7 +180,7 @@ fn history(a: HistoryArgs) -> Result<i32, CliError> {
     let Some(s) = a.store.open_read()? else {
         return Err(CliError::Usage(format!(
             "no result store at {} (nothing to show)",
-            a.store.path()?.display()
+            crate::store::shown(&a.store.path()?)
         )));
     };
     let rows = s.list()?;

@@ -41,12 +41,18 @@ impl StorePath {
 
     /// Open for writing (created when missing).
     fn open(&self) -> Result<Store, CliError> {
-        Store::open(&self.path()?).map_err(store_err)
+        let s = Store::open(&self.path()?).map_err(store_err)?;
+        store::pending::upload_waiting(&s);
+        Ok(s)
     }
 
     /// Open for reading only: nothing is created or changed; `None` when no store exists yet.
     pub(super) fn open_read(&self) -> Result<Option<Store>, CliError> {
-        Store::open_read_only(&self.path()?).map_err(store_err)
+        let s = Store::open_read_only(&self.path()?).map_err(store_err)?;
+        if let Some(s) = &s {
+            store::pending::upload_waiting(s);
+        }
+        Ok(s)
     }
 
     /// The newest complete run in the store, if the store holds one.
@@ -241,6 +247,14 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
+/// The waits before each attempt to upload a run that went to the local store, before the
+/// command exits: about 7 s in all (a server restarting), plus the connection timeouts.
+const UPLOAD_RETRY_WAITS: &[std::time::Duration] = &[
+    std::time::Duration::ZERO,
+    std::time::Duration::from_secs(2),
+    std::time::Duration::from_secs(5),
+];
+
 /// How many of the newest stored runs [`StoreSink::history`] reads.
 pub const HISTORY_RUNS: usize = 10;
 
@@ -286,6 +300,7 @@ impl StoreSink {
             }
             usage => usage,
         })?;
+        store::pending::upload_waiting(&store);
         Ok(StoreSink {
             store: Some(store),
             failed: None,
@@ -302,18 +317,21 @@ impl StoreSink {
         self.lost_server.is_some()
     }
 
-    /// A write to a database server failed because the server is gone: reconnect once (a
-    /// server restart), else go on in the local SQLite store, writing the whole run there.
-    /// Ok(()) when the record is now written somewhere.
+    /// A write to a database server failed: reconnect once when the server was lost (a
+    /// restart); else — whatever the failure: the server gone, a read-only database, tables
+    /// changed by hand, a refused permission — go on in the local SQLite store, writing the whole
+    /// run there and leaving a marker so that it uploads itself when the server takes it
+    /// ([`store::pending`]). Ok(()) when the record is now written somewhere.
     fn recover(&mut self, record: &RunRecord, e: &anyhow::Error) -> Result<(), anyhow::Error> {
         let Some(s) = &self.store else {
             return Ok(());
         };
-        if !s.is_server() || store::Trouble::of(e) != store::Trouble::Unreachable {
-            return Err(anyhow::anyhow!("not a lost server"));
+        if !s.is_server() || self.lost_server.is_some() {
+            return Err(anyhow::anyhow!("not a database server store"));
         }
         let server = s.path().to_path_buf();
-        if let Ok(again) = Store::open(&server)
+        if store::Trouble::of(e) == store::Trouble::Unreachable
+            && let Ok(again) = Store::open(&server)
             && again.save(record, Origin::Measured).is_ok()
         {
             self.store = Some(again);
@@ -322,9 +340,11 @@ impl StoreSink {
         let local = store::local_path()?;
         let l = Store::open(&local)?;
         l.save(record, Origin::Measured)?;
+        store::pending::mark(&local, &record.run_id.to_string(), &server)?;
         crate::errln!(
-            "osgauge: warning: {e:#}; the run goes on and is kept in the local store {}",
-            local.display()
+            "osgauge: warning: {e:#}; the run goes on and is kept in the local store {}, to be uploaded when {} takes it",
+            local.display(),
+            store::shown(&server)
         );
         self.store = Some(l);
         self.lost_server = Some(server);
@@ -451,17 +471,8 @@ impl StoreSink {
             && let Ok(Some(back)) = &stored
             && Some(back) == written.as_ref()
         {
-            if let Some(server) = &self.lost_server {
-                crate::errln!(
-                    "osgauge: the result store {} was lost during the run: run {} is kept in the local store {}{}; upload it with:\n  osgauge results push --store {} --to {}",
-                    server.display(),
-                    record.run_id,
-                    path.display(),
-                    if record.complete { "" } else { " (incomplete)" },
-                    shell_word(&path.display().to_string()),
-                    shell_word(&server.display().to_string()),
-                );
-                return false;
+            if let Some(server) = self.lost_server.clone() {
+                return self.upload_before_exit(record, &path, &server);
             }
             if !self.quiet {
                 crate::errln!(
@@ -517,6 +528,57 @@ impl StoreSink {
             Err(e) => format!("what the store kept of this run cannot be read: {e:#}"),
         };
         crate::errln!("osgauge: {kept}");
+        false
+    }
+
+    /// The run went to the local store `local` because the database server store `server`
+    /// could not take it: try to upload it now, a few times over a few seconds (a server that is
+    /// restarting), and say what became of it. True when it is now in `server`.
+    fn upload_before_exit(&self, record: &RunRecord, local: &Path, server: &Path) -> bool {
+        let id = record.run_id.to_string();
+        let mut last = None;
+        for wait in UPLOAD_RETRY_WAITS {
+            std::thread::sleep(*wait);
+            let tried = Store::open_read_only(local).and_then(|l| match l {
+                Some(l) => store::pending::upload(&l, server, &id),
+                None => Err(anyhow::anyhow!(
+                    "the local store {} is gone",
+                    local.display()
+                )),
+            });
+            match tried {
+                Ok(store::pending::Uploaded::Conflict) => {
+                    last = Some(
+                        "a different complete run with the same id is stored there (`osgauge results push --replace` overwrites it)".to_string(),
+                    );
+                    break;
+                }
+                Ok(_) => {
+                    store::pending::unmark(local, &id);
+                    crate::errln!(
+                        "osgauge: the result store {} failed during the run (the warning above says how); the run was kept in the local store {} and is now uploaded: stored as run {} in {}{}",
+                        store::shown(server),
+                        local.display(),
+                        record.run_id,
+                        store::shown(server),
+                        if record.complete { "" } else { " (incomplete)" },
+                    );
+                    return true;
+                }
+                Err(e) => last = Some(format!("{e:#}")),
+            }
+        }
+        crate::errln!(
+            "osgauge: the result store {} failed during the run (the warning above says how): run {} is kept in the local store {}{} and could not be uploaded before exiting ({}); the next osgauge command that opens {} uploads it, or now:\n  osgauge results push --store {} --to {}",
+            store::shown(server),
+            record.run_id,
+            local.display(),
+            if record.complete { "" } else { " (incomplete)" },
+            last.unwrap_or_default(),
+            store::shown(server),
+            shell_word(&local.display().to_string()),
+            shell_word(&store::shown(server)),
+        );
         false
     }
 
@@ -606,7 +668,7 @@ fn results_list(
         } else {
             crate::outln!(
                 "No runs stored in {} (no store there yet).",
-                store::redact_url(&store.path()?.display().to_string())
+                store::shown(&store.path()?)
             );
         }
         return Ok(EXIT_OK);
@@ -840,7 +902,7 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
     let Some(src) = src else {
         crate::outln!(
             "No runs stored in {} (no store there yet): nothing to copy.",
-            store::redact_url(&from.display().to_string())
+            store::shown(from)
         );
         return Ok(EXIT_OK);
     };
@@ -940,6 +1002,10 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
             "the copy into {} could not be verified",
             dst.path().display()
         ))));
+    }
+    // Runs that waited in `from` to be uploaded to `to` are there now.
+    for id in ids.iter().filter(|id| !conflicts.contains(id)) {
+        store::pending::settled(src.path(), id, dst.path());
     }
     crate::outln!(
         "{} run(s) from {} to {}: {copied} copied, {updated} updated (incomplete there), {same} already there, {} conflicting",

@@ -21,10 +21,13 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::model::{RunRecord, SCHEMA};
 
+pub mod location;
+pub mod pending;
 pub mod postgres;
 pub mod sqlite;
 pub mod tls;
 
+pub use location::{BadLocation, shown};
 pub use postgres::{ConnectError, redact_args, redact_url};
 
 /// Environment variable naming the store file (used when `--store` is not given).
@@ -80,7 +83,7 @@ pub enum ImportOutcome {
 
 /// The file named as the store is not an osgauge store (bad input: the CLI exits 2).
 #[derive(Debug, thiserror::Error)]
-#[error("{} is not an osgauge result store: {why}", path.display())]
+#[error("{} is not an osgauge result store: {why}", shown(path))]
 pub struct NotAStore {
     pub path: PathBuf,
     pub why: String,
@@ -99,6 +102,11 @@ pub enum Trouble {
     Corrupt,
     /// The database server cannot be reached (or the connection to it was lost).
     Unreachable,
+    /// The database takes no writes (a read-only database or session, a standby server).
+    ReadOnly,
+    /// The store's tables are not as osgauge made them (a column dropped, renamed or added by
+    /// hand).
+    Altered,
     Other,
 }
 
@@ -144,7 +152,7 @@ impl Trouble {
     pub fn hint(self, path: &Path) -> String {
         let p = path.display();
         if postgres::url_of(path).is_some() {
-            return postgres::hint(self);
+            return postgres::hint_for(&anyhow!("{self:?}"), self, "");
         }
         match self {
             Trouble::Permission => format!(
@@ -157,14 +165,16 @@ impl Trouble {
             Trouble::Corrupt => format!(
                 "move it aside, recover what is left with `sqlite3 {p} .recover | sqlite3 NEW.sqlite`, and use --store NEW.sqlite"
             ),
-            Trouble::Unreachable | Trouble::Other => String::new(),
+            Trouble::Unreachable | Trouble::ReadOnly | Trouble::Altered | Trouble::Other => {
+                String::new()
+            }
         }
     }
 }
 
 /// A store error: what was being done, the store path, the cause and a hint, on one line.
 #[derive(Debug, thiserror::Error)]
-#[error("{doing} the result store {}: {cause}{}", path.display(), if hint.is_empty() { String::new() } else { format!("; {hint}") })]
+#[error("{doing} the result store {}: {cause}{}", shown(path), if hint.is_empty() { String::new() } else { format!("; {hint}") })]
 pub struct StoreError {
     pub path: PathBuf,
     pub doing: String,
@@ -175,18 +185,26 @@ pub struct StoreError {
 
 /// Wrap `e` (unless it already names the store) with the path and a hint.
 fn wrap(path: &Path, doing: &str, e: anyhow::Error) -> anyhow::Error {
-    if e.chain()
-        .any(|c| c.is::<StoreError>() || c.is::<NotAStore>() || c.is::<ConnectError>())
-    {
+    if e.chain().any(|c| {
+        c.is::<StoreError>()
+            || c.is::<NotAStore>()
+            || c.is::<ConnectError>()
+            || c.is::<BadLocation>()
+    }) {
         return e;
     }
     let trouble = Trouble::of(&e);
+    let hint = if postgres::url_of(path).is_some() {
+        postgres::hint_for(&e, trouble, doing)
+    } else {
+        trouble.hint(path)
+    };
     anyhow::Error::new(StoreError {
         path: path.to_path_buf(),
         doing: doing.to_string(),
-        cause: cause_text(&e),
+        cause: location::redact(&cause_text(&e)),
         trouble,
-        hint: trouble.hint(path),
+        hint,
     })
 }
 
@@ -264,9 +282,11 @@ pub fn is_connect_error(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.is::<ConnectError>())
 }
 
-/// Whether `e` is the store's refusal of a file that is not an osgauge store.
+/// Whether `e` is the store's refusal of a file that is not an osgauge store, or of a location
+/// that looks like a URL and is not a supported one.
 pub fn is_not_a_store(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.is::<NotAStore>())
+    e.chain()
+        .any(|c| c.is::<NotAStore>() || c.is::<BadLocation>())
 }
 
 /// An open result store: the embedded SQLite file or a PostgreSQL database.
@@ -331,6 +351,7 @@ impl Store {
     /// upgraded); anything else is the SQLite file, created (with its directory) if missing,
     /// refused if it is not an osgauge store or is damaged, its schema upgraded.
     pub fn open(path: &Path) -> Result<Store> {
+        location::check(path)?;
         if let Some(url) = postgres::url_of(path) {
             let shown = postgres::remember(&url);
             return postgres::Pg::open_write(&url)
@@ -352,6 +373,7 @@ impl Store {
     /// `SQLITE_OPEN_READ_ONLY`; PostgreSQL: a read-only session). `None` when there is no store
     /// there yet (no file; a database without osgauge's tables).
     pub fn open_read_only(path: &Path) -> Result<Option<Store>> {
+        location::check(path)?;
         if let Some(url) = postgres::url_of(path) {
             let shown = postgres::remember(&url);
             return postgres::Pg::open_read(&url)

@@ -78,7 +78,64 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, position)
     );
     CREATE INDEX run_benchmarks_id ON run_benchmarks (benchmark_id);",
+    // 2: who stored each row, and row-level security so that roles other than the tables' owner
+    // (the writer and reader roles of [`ROLES_SQL`]) read every run but change or delete only
+    // the runs they stored. The owner is not subject to the policies.
+    "ALTER TABLE runs ADD COLUMN stored_by TEXT NOT NULL DEFAULT current_user;
+    ALTER TABLE run_benchmarks ADD COLUMN stored_by TEXT NOT NULL DEFAULT current_user;
+    ALTER TABLE runs ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE run_benchmarks ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY osgauge_read ON runs FOR SELECT USING (true);
+    CREATE POLICY osgauge_add ON runs FOR INSERT WITH CHECK (stored_by = current_user);
+    CREATE POLICY osgauge_own ON runs FOR UPDATE
+        USING (stored_by = current_user) WITH CHECK (stored_by = current_user);
+    CREATE POLICY osgauge_own_delete ON runs FOR DELETE USING (stored_by = current_user);
+    CREATE POLICY osgauge_read ON run_benchmarks FOR SELECT USING (true);
+    CREATE POLICY osgauge_add ON run_benchmarks FOR INSERT WITH CHECK (stored_by = current_user);
+    CREATE POLICY osgauge_own ON run_benchmarks FOR UPDATE
+        USING (stored_by = current_user) WITH CHECK (stored_by = current_user);
+    CREATE POLICY osgauge_own_delete ON run_benchmarks FOR DELETE
+        USING (stored_by = current_user);",
 ];
+
+/// The schema version this osgauge makes and reads.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// The roles of a shared store, for its owner to run once the store exists (`osgauge fleet
+/// roles` prints it): `osgauge_reader` reads every run; `osgauge_writer` reads every run, adds
+/// runs, and updates or deletes only the runs it stored (row-level security, schema version 2).
+/// Login roles are made members of one of them.
+pub const ROLES_SQL: &str = "\
+-- osgauge: the reader and writer roles of a shared result store.
+-- Run as the owner of the store's tables (the role whose first osgauge run created them),
+-- in the store's database, after that first run:  psql \"$URL\" -f roles.sql
+-- Creating roles needs the CREATEROLE attribute (or a superuser).
+DO $$
+BEGIN
+  IF to_regclass('osgauge_schema') IS NULL
+     OR (SELECT version FROM osgauge_schema LIMIT 1) < 2 THEN
+    RAISE EXCEPTION 'no osgauge result store of schema version 2 or later in this database: run osgauge once with --store URL as the owner first';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'osgauge_reader') THEN
+    CREATE ROLE osgauge_reader NOLOGIN;
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'osgauge_writer') THEN
+    CREATE ROLE osgauge_writer NOLOGIN;
+  END IF;
+END
+$$;
+DO $$
+BEGIN
+  EXECUTE format('GRANT CONNECT ON DATABASE %I TO osgauge_reader, osgauge_writer', current_database());
+  EXECUTE format('GRANT USAGE ON SCHEMA %I TO osgauge_reader, osgauge_writer', current_schema());
+END
+$$;
+GRANT SELECT ON osgauge_schema, runs, run_benchmarks TO osgauge_reader, osgauge_writer;
+GRANT INSERT, UPDATE, DELETE ON runs, run_benchmarks TO osgauge_writer;
+-- Then, for each person or machine (a password of your own in place of CHANGE-ME):
+--   CREATE ROLE alice LOGIN PASSWORD 'CHANGE-ME' IN ROLE osgauge_writer;
+--   CREATE ROLE dashboard LOGIN PASSWORD 'CHANGE-ME' IN ROLE osgauge_reader;
+";
 
 /// The advisory lock taken while the schema is checked and upgraded ("OSGa").
 const SCHEMA_LOCK: i64 = 0x4F53_4761;
@@ -115,8 +172,7 @@ static KNOWN_URLS: Mutex<Option<HashMap<String, String>>> = Mutex::new(None);
 
 /// Whether `s` starts with a PostgreSQL URL scheme.
 fn is_url(s: &str) -> bool {
-    let l = s.get(..13).unwrap_or(s).to_ascii_lowercase();
-    l.starts_with("postgres://") || l.starts_with("postgresql://")
+    super::location::is_pg_url(s)
 }
 
 /// The full URL when `path` names a PostgreSQL store (a URL, or the password-less name a store
@@ -146,73 +202,14 @@ pub fn remember(url: &str) -> PathBuf {
     PathBuf::from(shown)
 }
 
-/// `s` with the password of every PostgreSQL URL in it removed (`user:secret@` becomes `user@`,
-/// a `password=` parameter is dropped).
+/// `s` with every secret removed: the one redaction ([`super::location::redact`]).
 pub fn redact_url(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    loop {
-        let lower = rest.to_ascii_lowercase();
-        let at = [lower.find("postgres://"), lower.find("postgresql://")]
-            .into_iter()
-            .flatten()
-            .min();
-        let Some(at) = at else {
-            out.push_str(rest);
-            return out;
-        };
-        out.push_str(&rest[..at]);
-        let url_len = rest[at..]
-            .find(char::is_whitespace)
-            .unwrap_or(rest.len() - at);
-        out.push_str(&redact_one(&rest[at..at + url_len]));
-        rest = &rest[at + url_len..];
-    }
+    super::location::redact(s)
 }
 
-fn redact_one(url: &str) -> String {
-    let Some(colon) = url.find("://") else {
-        return url.to_string();
-    };
-    let (scheme, tail) = url.split_at(colon + 3);
-    let auth_end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
-    let (auth, after) = tail.split_at(auth_end);
-    let auth = match auth.rfind('@') {
-        Some(at) => {
-            let (userinfo, host) = auth.split_at(at);
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{user}{host}")
-        }
-        None => auth.to_string(),
-    };
-    let after = match after.split_once('?') {
-        Some((path, query)) => {
-            let kept: Vec<&str> = query
-                .split('&')
-                .filter(|kv| !kv.to_ascii_lowercase().starts_with("password="))
-                .collect();
-            if kept.is_empty() {
-                path.to_string()
-            } else {
-                format!("{path}?{}", kept.join("&"))
-            }
-        }
-        None => after.to_string(),
-    };
-    format!("{scheme}{auth}{after}")
-}
-
-/// The command line as recorded in a run: every PostgreSQL URL without its password.
+/// The command line as recorded in a run: every secret removed, whatever its form.
 pub fn redact_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
-    args.into_iter()
-        .map(|a| {
-            if a.to_ascii_lowercase().contains("postgres") {
-                redact_url(&a)
-            } else {
-                a
-            }
-        })
-        .collect()
+    super::location::redact_args(args)
 }
 
 /// The query parameters of `url` (raw, undecoded).
@@ -276,6 +273,17 @@ fn config(url: &str) -> Result<(postgres::Config, tls::Settings), ConnectError> 
     let shown = redact_url(url);
     let bad = |why: String| ConnectError(format!("the result store URL {shown}: {why}"));
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    // A raw '@' in the user or password: the host would be taken from the middle of them.
+    let scheme_end = url.find("://").map(|i| i + 3).unwrap_or(0);
+    let authority = url[scheme_end..]
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or("");
+    if authority.matches('@').count() > 1 {
+        return Err(bad(
+            "the user name or password holds a raw '@', so the host cannot be told apart: write each '@' in them as %40 (e.g. postgres://USER:p%40ss@HOST/DB), or give the password in PGPASSWORD or ~/.pgpass".into(),
+        ));
+    }
     let mut mode = None;
     let mut root = None;
     for (k, v) in params(url) {
@@ -357,14 +365,34 @@ fn config(url: &str) -> Result<(postgres::Config, tls::Settings), ConnectError> 
     if c.get_application_name().is_none() {
         c.application_name("osgauge");
     }
+    *IGNORED_PASSFILE.lock().unwrap_or_else(|p| p.into_inner()) = None;
     if c.get_password().is_none() {
         if let Some(p) = env("PGPASSWORD") {
             c.password(p);
-        } else if let Some(p) = pgpass_lookup(&c) {
-            c.password(p);
+        } else {
+            match pgpass_lookup(&c) {
+                PassFile::Found(p) => {
+                    c.password(p);
+                }
+                PassFile::Ignored(why) => {
+                    *IGNORED_PASSFILE.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                }
+                PassFile::None => {}
+            }
         }
     }
     Ok((c, tls))
+}
+
+/// Why the password file was not read, when it was ignored (for the "no password" error).
+static IGNORED_PASSFILE: Mutex<Option<String>> = Mutex::new(None);
+
+/// What the password file gave.
+enum PassFile {
+    Found(String),
+    /// There, but ignored: why (as libpq warns).
+    Ignored(String),
+    None,
 }
 
 /// The host name, port, database and user as the password file matches them.
@@ -384,18 +412,49 @@ fn pgpass_key(c: &postgres::Config) -> (String, String, String, String) {
 }
 
 /// The password for `c` from the password file, as libpq reads it.
-fn pgpass_lookup(c: &postgres::Config) -> Option<String> {
+fn pgpass_lookup(c: &postgres::Config) -> PassFile {
     let file = match std::env::var_os("PGPASSFILE") {
         Some(f) if !f.is_empty() => PathBuf::from(f),
-        _ => dirs::home_dir()?.join(".pgpass"),
+        _ => match dirs::home_dir() {
+            Some(h) => h.join(".pgpass"),
+            None => return PassFile::None,
+        },
     };
-    let meta = std::fs::metadata(&file).ok()?;
-    // libpq ignores a password file group or others may read.
-    if !meta.is_file() || !matches!(crate::platform::fs::secret_open_to_others(&file), Ok(None)) {
-        return None;
+    let Ok(meta) = std::fs::metadata(&file) else {
+        return PassFile::None;
+    };
+    if !meta.is_file() {
+        return PassFile::Ignored(format!(
+            "the password file {} is not a plain file",
+            file.display()
+        ));
     }
-    let text = std::fs::read_to_string(&file).ok()?;
-    pgpass_find(&text, &pgpass_key(c))
+    // libpq ignores a password file group or others may read.
+    match crate::platform::fs::secret_open_to_others(&file) {
+        Ok(None) => {}
+        Ok(Some(why)) => {
+            return PassFile::Ignored(format!(
+                "the password file {} was ignored, as libpq ignores one that group or others may read ({why})",
+                file.display()
+            ));
+        }
+        Err(e) => {
+            return PassFile::Ignored(format!(
+                "the password file {} could not be checked: {e}",
+                file.display()
+            ));
+        }
+    }
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return PassFile::Ignored(format!(
+            "the password file {} cannot be read",
+            file.display()
+        ));
+    };
+    match pgpass_find(&text, &pgpass_key(c)) {
+        Some(p) => PassFile::Found(p),
+        None => PassFile::None,
+    }
 }
 
 /// The first line of a password file matching `key` (host, port, database, user): `*` matches
@@ -439,10 +498,14 @@ pub(super) fn trouble_of(c: &(dyn std::error::Error + 'static)) -> Option<Troubl
     if let Some(db) = e.as_db_error() {
         let code = db.code().code();
         return Some(match code {
-            "42501" | "25006" => Trouble::Permission,
+            "42501" => Trouble::Permission,
+            "25006" => Trouble::ReadOnly,
             "53100" | "53200" => Trouble::Full,
             "40P01" | "55P03" | "40001" => Trouble::Locked,
             "XX001" | "XX002" => Trouble::Corrupt,
+            // Undefined column or table, a value a column refuses (NOT NULL, CHECK, type): the
+            // tables are not as osgauge made them.
+            "42703" | "42P01" | "42804" | "23502" | "23514" | "23503" => Trouble::Altered,
             c if c.starts_with("08") || c.starts_with("57P") => Trouble::Unreachable,
             _ => Trouble::Other,
         });
@@ -455,10 +518,29 @@ pub(super) fn trouble_of(c: &(dyn std::error::Error + 'static)) -> Option<Troubl
     })
 }
 
-/// The hint for a PostgreSQL store error.
-pub(super) fn hint(t: Trouble) -> String {
+/// The server's message of the first PostgreSQL error in `e`'s chain.
+fn db_message(e: &anyhow::Error) -> String {
+    e.chain()
+        .find_map(|c| {
+            c.downcast_ref::<postgres::Error>()?
+                .as_db_error()
+                .map(|d| d.message().to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// The hint for a PostgreSQL store error: for a refused permission, what was refused (creating
+/// the tables, writing, replacing another role's run, deleting, reading) decides it.
+pub(super) fn hint_for(e: &anyhow::Error, t: Trouble, doing: &str) -> String {
+    let msg = db_message(e);
     match t {
-        Trouble::Permission => "the database user needs the right to create tables in the database and to write them (e.g. make it the database's owner)".into(),
+        Trouble::Permission if msg.contains("row-level security") => "this role may add runs and update its own, not replace or change a run another role stored (a writer role; see the README's roles): ask the store's owner".into(),
+        Trouble::Permission if doing.starts_with("deleting") => "this role may not delete runs (a reader role only reads them; a writer role deletes only the runs it stored): ask the store's owner to delete them".into(),
+        Trouble::Permission if msg.contains("for schema") || msg.contains("must be owner") => "the database user may not create or change tables here: make it the database's owner (ALTER DATABASE … OWNER TO …), or let the owner run osgauge once to set the store up".into(),
+        Trouble::Permission if doing.starts_with("reading") || doing.starts_with("opening") => "this role may not read osgauge's tables: grant it the reader role (GRANT osgauge_reader TO …; see the README's roles)".into(),
+        Trouble::Permission => "this role may not write osgauge's tables: use a writer role (GRANT osgauge_writer TO …; see the README's roles)".into(),
+        Trouble::ReadOnly => "the database takes no writes (default_transaction_read_only, or a standby server): write to the primary, or ask its administrator".into(),
+        Trouble::Altered => "osgauge's tables in this database were changed by hand (a column dropped, renamed or added NOT NULL): restore them as osgauge made them, or give osgauge a new database".into(),
         Trouble::Full => "the database server is out of disk space or memory".into(),
         Trouble::Locked => "another session holds a lock: try again".into(),
         Trouble::Corrupt => "the database reports damaged data: ask its administrator".into(),
@@ -516,9 +598,18 @@ fn connect(url: &str) -> Result<postgres::Client> {
                             .as_deref()
                             .is_some_and(|s| s.contains("password missing"))
                     {
-                        format!(
-                            "the server asks for a password for user \"{user}\" and none was given (in the URL, PGPASSWORD or ~/.pgpass)"
-                        )
+                        let ignored = IGNORED_PASSFILE
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .clone();
+                        match ignored {
+                            Some(why) => format!(
+                                "the server asks for a password for user \"{user}\" and none was given: {why}"
+                            ),
+                            None => format!(
+                                "the server asks for a password for user \"{user}\" and none was given (in the URL, PGPASSWORD or ~/.pgpass)"
+                            ),
+                        }
                     } else {
                         let why = source.unwrap_or(text);
                         format!(
@@ -542,12 +633,15 @@ enum Kind {
 }
 
 fn identify(client: &mut impl postgres::GenericClient) -> Result<Kind> {
+    // pg_tables lists every table, whatever this role may do with it (information_schema
+    // hides the tables a role has no right on: a reader without rights would see "no store").
     let tables: Vec<String> = client
         .query(
-            "SELECT table_name::text FROM information_schema.tables
-             WHERE table_schema = current_schema() ORDER BY 1",
+            "SELECT tablename::text FROM pg_catalog.pg_tables
+             WHERE schemaname = current_schema() ORDER BY 1",
             &[],
-        )?
+        )
+        .context("listing the database's tables")?
         .iter()
         .map(|r| r.get(0))
         .collect();
@@ -555,11 +649,13 @@ fn identify(client: &mut impl postgres::GenericClient) -> Result<Kind> {
         return Ok(Kind::Empty);
     }
     if tables.iter().any(|t| t == "osgauge_schema") {
-        let mark = client.query_opt(
-            "SELECT application::text, version::bigint FROM osgauge_schema LIMIT 1",
-            &[],
-        );
-        if let Ok(Some(row)) = mark {
+        let mark = client
+            .query_opt(
+                "SELECT application::text, version::bigint FROM osgauge_schema LIMIT 1",
+                &[],
+            )
+            .context("reading osgauge's mark (table osgauge_schema)")?;
+        if let Some(row) = mark {
             let app: String = row.get(0);
             let version: i64 = row.get(1);
             if app == "osgauge" {
@@ -590,6 +686,11 @@ fn newer(version: u32) -> anyhow::Error {
         MIGRATIONS.len()
     )
 }
+
+/// A delete that row-level security refused (another role's run).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RefusedDelete(pub String);
 
 pub struct Pg {
     client: RefCell<postgres::Client>,
@@ -846,10 +947,23 @@ impl Pg {
         if uuid::Uuid::try_parse(run_id).is_err() {
             return Ok(false);
         }
-        let n = self
-            .client
-            .borrow_mut()
-            .execute("DELETE FROM runs WHERE run_id = $1::text::uuid", &[&run_id])?;
+        let mut c = self.client.borrow_mut();
+        let n = c.execute("DELETE FROM runs WHERE run_id = $1::text::uuid", &[&run_id])?;
+        if n == 0 {
+            // Row-level security hides another role's run from DELETE without an error: say so.
+            let by: Option<Option<String>> = c
+                .query_opt(
+                    "SELECT stored_by FROM runs WHERE run_id = $1::text::uuid",
+                    &[&run_id],
+                )?
+                .map(|r| r.get(0));
+            if let Some(by) = by {
+                bail!(RefusedDelete(format!(
+                    "run {run_id} was stored by the role {}, and this role may delete only the runs it stored (a writer role; see the README's roles): ask the store's owner to delete it",
+                    by.as_deref().unwrap_or("?")
+                )));
+            }
+        }
         Ok(n > 0)
     }
 }
@@ -857,29 +971,6 @@ impl Pg {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_password_is_removed_from_every_url_form() {
-        assert_eq!(
-            redact_url("postgres://ann:s3cret@db.lab:5433/osgauge?sslmode=disable"),
-            "postgres://ann@db.lab:5433/osgauge?sslmode=disable"
-        );
-        assert_eq!(
-            redact_url("--store=postgresql://ann@/og?host=/tmp/x&password=s3cret&port=5"),
-            "--store=postgresql://ann@/og?host=/tmp/x&port=5"
-        );
-        assert_eq!(
-            redact_url("postgres://ann:p%40ss@h/db?password=x"),
-            "postgres://ann@h/db"
-        );
-        assert_eq!(redact_url("/tmp/results.sqlite"), "/tmp/results.sqlite");
-        let args = redact_args([
-            "osgauge".into(),
-            "--store".into(),
-            "postgres://a:b@h/d".into(),
-        ]);
-        assert_eq!(args, ["osgauge", "--store", "postgres://a@h/d"]);
-    }
 
     #[test]
     fn unknown_parameters_and_tls_modes_are_refused_in_one_line() {

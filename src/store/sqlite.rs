@@ -65,6 +65,9 @@ const RUNS_COLUMNS: &[&str] = &[
 const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Schema migrations; entry `i` upgrades `user_version` from `i` to `i + 1`.
+/// The schema version this osgauge makes and reads.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
 const MIGRATIONS: &[&str] = &[
     // 1: the runs table.
     "CREATE TABLE runs (

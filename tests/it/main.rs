@@ -21,6 +21,7 @@ mod cli;
 mod compare;
 mod exports;
 mod fleet;
+mod fleet_trust;
 mod fs;
 mod fuzz_parsers;
 mod interactivity;
