@@ -13,7 +13,7 @@ use crate::bench::registry::{SuiteOptions, suites, suites_with};
 use crate::export::{Format, check_writable, write_atomic};
 use crate::model::{Config, RunRecord};
 use crate::output::progress::Progress;
-use crate::runner::{Event, Plan, execute};
+use crate::runner::{Event, Plan};
 use crate::units::parse_duration;
 
 mod ab;
@@ -1120,24 +1120,48 @@ fn execute_and_keep(
     let started = std::time::Instant::now();
     let mut round_runs = 0usize;
     let mut current_round = 0u32;
-    let record = execute(plan, cancel, &mut |ev| {
-        store.on_event(&ev);
-        match ev {
-            Event::Started { .. } => {}
-            Event::RunStarted { info, round, .. } => {
-                current_round = round;
-                progress.start(round, &info.id);
+    // --store-required: the first write the store could not take ends the run at the next
+    // round (the reason goes into each cut benchmark's record).
+    let store_stop: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
+    let required = opts.store.store_required;
+    let label = plan.label.clone();
+    let records = crate::runner::execute_arms(
+        plan,
+        &[label],
+        &mut |_, _| match store_stop.borrow().as_ref() {
+            Some(why) => Err(why.clone()),
+            None => Ok(()),
+        },
+        cancel,
+        &mut |ev| {
+            store.on_event(&ev);
+            if required && store.write_failed() && store_stop.borrow().is_none() {
+                *store_stop.borrow_mut() = Some(
+                    "stopped by --store-required: the result store could not take the run"
+                        .to_string(),
+                );
             }
-            Event::RunFinished { index, .. } => {
-                round_runs += 1;
-                progress.finish_run(index, current_round, warmup);
+            match ev {
+                Event::Started { .. } => {}
+                Event::RunStarted { info, round, .. } => {
+                    current_round = round;
+                    progress.start(round, &info.id);
+                }
+                Event::RunFinished { index, .. } => {
+                    round_runs += 1;
+                    progress.finish_run(index, current_round, warmup);
+                }
+                Event::RoundFinished { round, .. } => {
+                    progress.finish_round(round, round_runs);
+                    round_runs = 0;
+                }
             }
-            Event::RoundFinished { round, .. } => {
-                progress.finish_round(round, round_runs);
-                round_runs = 0;
-            }
-        }
-    });
+        },
+    );
+    let record = match records {
+        Ok(mut v) | Err((_, mut v)) => v.pop().expect("one arm"),
+    };
+    let stopped_by_store = store_stop.borrow().clone();
     progress.done();
     print(&record);
     if !opts.quiet {
@@ -1175,6 +1199,9 @@ fn execute_and_keep(
             }
         );
     }
+    if let Some(why) = &stopped_by_store {
+        crate::errln!("osgauge: error: the run was {why} (the warning above says why)");
+    }
     let failures = opts.fail_on_error.then(|| failures(&record)).flatten();
     if let Some(why) = &failures {
         crate::errln!("osgauge: --fail-on-error: {why}");
@@ -1183,7 +1210,7 @@ fn execute_and_keep(
     let interrupted = cancel.load(Ordering::Relaxed);
     Ok(if interrupted && (!record.complete || !failed.is_empty()) {
         crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED)
-    } else if !stored || !failed.is_empty() {
+    } else if !stored || !failed.is_empty() || stopped_by_store.is_some() {
         EXIT_WARN
     } else if failures.is_some() {
         EXIT_BENCH_FAILED

@@ -21,6 +21,10 @@ pub struct StoreOpts {
     /// Do not keep this run in the result store
     #[arg(long)]
     pub no_store: bool,
+    /// Stop measuring at the first write the result store cannot take (the run so far is kept
+    /// in the local store and uploaded as usual; exit 1). Without it the run goes on
+    #[arg(long, conflicts_with = "no_store")]
+    pub store_required: bool,
     /// Write a self-contained HTML report of this run (inline SVG charts, the record embedded)
     #[arg(long, value_name = "FILE")]
     pub export_html: Option<PathBuf>,
@@ -310,6 +314,11 @@ impl StoreSink {
             deleted: false,
             lost_server: None,
         })
+    }
+
+    /// Whether a write to the store failed (whether or not the run went on in the local store).
+    pub fn write_failed(&self) -> bool {
+        self.failed.is_some() || self.lost_server.is_some()
     }
 
     /// Whether the database server was lost mid-run and the run is kept in the local store.

@@ -340,6 +340,38 @@ fn a_write_the_database_refuses_keeps_the_run_locally_and_the_next_command_uploa
     have.sort();
     assert_eq!(have, ["altered", "first", "ro"]);
     common::assert_consistent(Path::new(&url));
+    // 4. --store-required: the first refused write stops the measuring; what ran is kept.
+    c.batch_execute(&format!(
+        "ALTER DATABASE {db} SET default_transaction_read_only = on"
+    ))
+    .unwrap();
+    let r = common::osgauge()
+        .args(["micro", "cpu/timer_read", "cpu/null_syscall", "--runs", "5"])
+        .args([
+            "--run-time",
+            "10ms",
+            "--label",
+            "strict",
+            "--store-required",
+        ])
+        .args(["--store", &url])
+        .output()
+        .unwrap();
+    let (_, err) = text(&r);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains("stopped by --store-required"), "{err}");
+    let l = Store::open_read_only(&local).unwrap().unwrap();
+    let strict = l
+        .list()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.label.as_deref() == Some("strict"))
+        .expect("kept locally");
+    assert!(!strict.complete, "a stopped run is incomplete");
+    c.batch_execute(&format!(
+        "ALTER DATABASE {db} SET default_transaction_read_only = off"
+    ))
+    .unwrap();
 }
 crate::register!(
     a_write_the_database_refuses_keeps_the_run_locally_and_the_next_command_uploads_it
