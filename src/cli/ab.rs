@@ -113,6 +113,12 @@ impl Drop for Restore {
 pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
     let opts = a.opts;
     opts.check_outputs()?;
+    if opts.store.store_required {
+        return Err(CliError::Usage(
+            "ab stores its two records only when both arms have finished (nothing half-stored), so --store-required has no measuring to stop: leave it out"
+                .into(),
+        ));
+    }
     if opts.export_json.is_some() || opts.export_csv.is_some() || opts.export_markdown.is_some() {
         return Err(CliError::Usage(
             "ab stores the two arms' records; export them with `osgauge compare LABEL:A LABEL:B --export-json …`"
