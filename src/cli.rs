@@ -25,6 +25,7 @@ pub mod policy;
 mod results;
 mod select;
 mod serve;
+mod sink;
 pub use fs::FsOpts;
 pub use results::{CompareArgs, ReportArgs, ResultsCmd, StoreOpts, parse_percent};
 
@@ -1068,7 +1069,7 @@ fn execute_and_keep(
     preface: &str,
     print: impl FnOnce(&RunRecord),
 ) -> Result<i32, CliError> {
-    let mut store = results::StoreSink::open(&opts.store, opts.quiet)?;
+    let mut store = sink::StoreSink::open(&opts.store, opts.quiet)?;
     let history = store.history(&plan.benchmarks, &plan.config);
     let (estimates, from_history) = crate::runner::estimates_with_history(&plan, &history);
     let estimate: f64 = crate::runner::RUN_OVERHEAD_S + estimates.iter().sum::<f64>();

@@ -164,8 +164,8 @@ pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
     };
     // One sink per arm's record (a sink keeps one run).
     let mut sinks = [
-        super::results::StoreSink::open(&opts.store, opts.quiet)?,
-        super::results::StoreSink::open(&opts.store, opts.quiet)?,
+        super::sink::StoreSink::open(&opts.store, opts.quiet)?,
+        super::sink::StoreSink::open(&opts.store, opts.quiet)?,
     ];
     if !opts.quiet {
         crate::errln!(
