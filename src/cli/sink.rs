@@ -410,18 +410,23 @@ mod tests {
         r
     }
 
+    /// A sink on the store `db` that has seen `full`'s run start.
+    fn started(db: &Path, full: &RunRecord) -> StoreSink {
+        let mut sink = StoreSink::open(&opts(db), true).unwrap();
+        sink.on_event(&Event::Started {
+            record: &so_far(full, 0),
+            total: full.benchmarks.len(),
+        });
+        sink
+    }
+
     #[test]
     fn a_run_is_written_as_it_goes_and_said_stored_only_once_it_reads_back() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("s.sqlite");
         let full = fixture();
         assert!(full.benchmarks.len() >= 2, "the fixture has benchmarks");
-        let mut sink = StoreSink::open(&opts(&db), true).unwrap();
-        let first = so_far(&full, 0);
-        sink.on_event(&Event::Started {
-            record: &first,
-            total: full.benchmarks.len(),
-        });
+        let mut sink = started(&db, &full);
         let s = Store::open_read_only(&db).unwrap().unwrap();
         let rows = s.list().unwrap();
         assert_eq!(rows.len(), 1);
@@ -466,12 +471,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("s.sqlite");
         let full = fixture();
-        let mut sink = StoreSink::open(&opts(&db), true).unwrap();
-        let first = so_far(&full, 0);
-        sink.on_event(&Event::Started {
-            record: &first,
-            total: 1,
-        });
+        let mut sink = started(&db, &full);
         let s = Store::open(&db).unwrap();
         assert!(s.delete(&full.run_id.to_string()).unwrap());
         let one = so_far(&full, 1);

@@ -52,6 +52,30 @@ fn contains_bytes(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// A server of the test's own with a database that holds an osgauge store (one tiny run in it,
+/// labelled `label`): the server, the database's URL and its name.
+fn server_with_a_store(test: &str, label: &str) -> Option<(PgServer, String, String)> {
+    let pg = PgServer::start(test)?;
+    let url = pg.new_db();
+    let db = db_name(&url).to_string();
+    let r = common::osgauge()
+        .args(common::TINY_MICRO)
+        .args(["--label", label, "--store", &url])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", text(&r).1);
+    Some((pg, url, db))
+}
+
+/// Make database `db` take no writes (new sessions), or take them again.
+fn set_read_only(c: &mut postgres::Client, db: &str, on: bool) {
+    c.batch_execute(&format!(
+        "ALTER DATABASE {db} SET default_transaction_read_only = {}",
+        if on { "on" } else { "off" }
+    ))
+    .unwrap();
+}
+
 fn the_password_is_in_no_output_row_or_export_and_a_mistyped_url_is_refused() {
     let Some(pg) = PgServer::start("password-grep") else {
         return;
@@ -255,11 +279,9 @@ fn labels(url: &str) -> Vec<String> {
 }
 
 fn a_write_the_database_refuses_keeps_the_run_locally_and_the_next_command_uploads_it() {
-    let Some(pg) = PgServer::start("refused-write") else {
+    let Some((pg, url, db)) = server_with_a_store("refused-write", "first") else {
         return;
     };
-    let url = pg.new_db();
-    let db = db_name(&url).to_string();
     let local: PathBuf = common::with_test_sandbox(|s| s.store());
     let micro = |label: &str| {
         common::osgauge()
@@ -268,14 +290,9 @@ fn a_write_the_database_refuses_keeps_the_run_locally_and_the_next_command_uploa
             .output()
             .unwrap()
     };
-    let r = micro("first");
-    assert!(r.status.success(), "{}", text(&r).1);
     let mut c = pg.client("postgres");
     // 1. A read-only database.
-    c.batch_execute(&format!(
-        "ALTER DATABASE {db} SET default_transaction_read_only = on"
-    ))
-    .unwrap();
+    set_read_only(&mut c, &db, true);
     let r = micro("ro");
     let (_, err) = text(&r);
     assert_eq!(r.status.code(), Some(1), "{err}");
@@ -294,10 +311,7 @@ fn a_write_the_database_refuses_keeps_the_run_locally_and_the_next_command_uploa
     assert!(ro.complete);
     assert_eq!(labels(&url), ["first"]);
     // 2. Writable again: the next command that opens the store uploads it and says so.
-    c.batch_execute(&format!(
-        "ALTER DATABASE {db} SET default_transaction_read_only = off"
-    ))
-    .unwrap();
+    set_read_only(&mut c, &db, false);
     let r = common::osgauge()
         .args(["results", "list", "--store", &url])
         .output()
@@ -341,10 +355,7 @@ fn a_write_the_database_refuses_keeps_the_run_locally_and_the_next_command_uploa
     assert_eq!(have, ["altered", "first", "ro"]);
     common::assert_consistent(Path::new(&url));
     // 4. --store-required: the first refused write stops the measuring; what ran is kept.
-    c.batch_execute(&format!(
-        "ALTER DATABASE {db} SET default_transaction_read_only = on"
-    ))
-    .unwrap();
+    set_read_only(&mut c, &db, true);
     let r = common::osgauge()
         .args(["micro", "cpu/timer_read", "cpu/null_syscall", "--runs", "5"])
         .args([
@@ -368,10 +379,7 @@ fn a_write_the_database_refuses_keeps_the_run_locally_and_the_next_command_uploa
         .find(|r| r.label.as_deref() == Some("strict"))
         .expect("kept locally");
     assert!(!strict.complete, "a stopped run is incomplete");
-    c.batch_execute(&format!(
-        "ALTER DATABASE {db} SET default_transaction_read_only = off"
-    ))
-    .unwrap();
+    set_read_only(&mut c, &db, false);
 }
 crate::register!(
     a_write_the_database_refuses_keeps_the_run_locally_and_the_next_command_uploads_it
@@ -379,22 +387,11 @@ crate::register!(
 );
 
 fn a_run_the_database_refused_uploads_itself_before_exit_once_it_takes_writes() {
-    let Some(pg) = PgServer::start("upload-before-exit") else {
+    let Some((pg, url, db)) = server_with_a_store("upload-before-exit", "first") else {
         return;
     };
-    let url = pg.new_db();
-    let db = db_name(&url).to_string();
-    let r = common::osgauge()
-        .args(common::TINY_MICRO)
-        .args(["--store", &url])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", text(&r).1);
     let mut c = pg.client("postgres");
-    c.batch_execute(&format!(
-        "ALTER DATABASE {db} SET default_transaction_read_only = on"
-    ))
-    .unwrap();
+    set_read_only(&mut c, &db, true);
     let dir = tempfile::tempdir().unwrap();
     let err_file = dir.path().join("stderr.txt");
     let mut child = common::osgauge_std()
@@ -428,10 +425,7 @@ fn a_run_the_database_refused_uploads_itself_before_exit_once_it_takes_writes() 
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    c.batch_execute(&format!(
-        "ALTER DATABASE {db} SET default_transaction_read_only = off"
-    ))
-    .unwrap();
+    set_read_only(&mut c, &db, false);
     let st = child.wait().unwrap();
     let err = std::fs::read_to_string(&err_file).unwrap();
     assert_eq!(st.code(), Some(0), "{err}");
@@ -458,17 +452,9 @@ crate::register!(
 );
 
 fn errors_say_what_they_are_a_role_without_rights_an_ignored_pgpass_and_a_raw_at() {
-    let Some(pg) = PgServer::start("named-errors") else {
+    let Some((pg, _url, db)) = server_with_a_store("named-errors", "first") else {
         return;
     };
-    let url = pg.new_db();
-    let db = db_name(&url).to_string();
-    let r = common::osgauge()
-        .args(common::TINY_MICRO)
-        .args(["--store", &url])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", text(&r).1);
     // A role that may log in but read nothing.
     pg.client(&db)
         .batch_execute("CREATE ROLE nobody LOGIN PASSWORD 'nobody-pw'")
@@ -525,17 +511,9 @@ crate::register!(
 );
 
 fn a_writer_adds_runs_but_cannot_replace_or_delete_anothers_and_a_reader_only_reads() {
-    let Some(pg) = PgServer::start("roles") else {
+    let Some((pg, url, db)) = server_with_a_store("roles", "owners") else {
         return;
     };
-    let url = pg.new_db();
-    let db = db_name(&url).to_string();
-    let r = common::osgauge()
-        .args(common::TINY_MICRO)
-        .args(["--label", "owners", "--store", &url])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", text(&r).1);
     // The script osgauge prints, run as the owner, then one login role per person.
     let sql = common::osgauge().args(["fleet", "roles"]).output().unwrap();
     assert!(sql.status.success());
