@@ -1338,6 +1338,8 @@ mod tests {
             complete,
             os: "linux".into(),
             hostname: None,
+            machine_id: None,
+            tags: Default::default(),
             benchmarks,
             origin: "local".into(),
         };

@@ -15,6 +15,11 @@ fn t(s: &str) -> String {
     display_text(s, LABEL_MAX_CHARS)
 }
 
+/// A sentence of ours (may quote record text): control characters escaped, not cut.
+fn t_long(s: &str) -> String {
+    display_text(s, 1000)
+}
+
 /// `lo–hi` in the metric's unit, the unit written once when both ends share it.
 pub fn span_text(lo: f64, hi: f64, unit: Unit) -> String {
     let (a, b) = (format_value(lo, unit), format_value(hi, unit));
@@ -316,11 +321,16 @@ fn change_verdict(c: &super::Change) -> String {
 /// The terminal history: per machine, one line per run, change points marked between runs.
 pub fn history_text(h: &History) -> String {
     let mut s = format!(
-        "{} {}{} — {} machine(s)\n",
+        "{} {}{} — {} machine(s){}\n",
         t(&h.benchmark),
         t(&h.metric),
         direction_mark(h.better),
-        h.series.len()
+        h.series.len(),
+        if h.order == "started" {
+            String::new()
+        } else {
+            format!(", runs in the order of {}", t(&h.order))
+        }
     );
     for se in &h.series {
         s.push_str(&format!(
@@ -333,6 +343,7 @@ pub fn history_text(h: &History) -> String {
                 String::new()
             }
         ));
+        let tag = h.order.strip_prefix("tag:");
         for (i, p) in se.points.iter().enumerate() {
             if let Some(c) = se.changes.iter().find(|c| c.index == i) {
                 s.push_str(&format!(
@@ -348,13 +359,28 @@ pub fn history_text(h: &History) -> String {
                 "  {}  {}  {:<24}  {}{}\n",
                 p.started.format("%Y-%m-%d %H:%M"),
                 crate::store::short_id(&p.run_id),
-                t(p.label.as_deref().unwrap_or("—")),
+                match tag {
+                    Some(k) => format!(
+                        "{}={}",
+                        t(k),
+                        t(p.tags.get(k).map(String::as_str).unwrap_or("—"))
+                    ),
+                    None => t(p.label.as_deref().unwrap_or("—")),
+                },
                 point_text(p, h.unit),
                 if p.complete { "" } else { " (incomplete)" }
             ));
         }
         if se.changes.is_empty() {
-            s.push_str("  no change point\n");
+            s.push_str(&format!(
+                "  no change point: {}\n",
+                t_long(&se.no_more_changes)
+            ));
+        } else {
+            s.push_str(&format!(
+                "  no further change point: {}\n",
+                t_long(&se.no_more_changes)
+            ));
         }
     }
     s.push('\n');
@@ -454,6 +480,99 @@ pub fn history_csv(h: &History) -> anyhow::Result<String> {
 /// JSON of a history (schema `osgauge.history/1`).
 pub fn history_json(h: &History) -> anyhow::Result<String> {
     let mut s = serde_json::to_string_pretty(h)?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// The terminal text of `fleet check`: per series, its verdict; regressions first in detail.
+pub fn check_text(c: &super::check::Check) -> String {
+    use super::check::Outcome;
+    let mut s = String::new();
+    let name = |x: &super::check::SeriesCheck| match &x.label {
+        Some(l) => format!("{} · {}", t(&x.machine), t(l)),
+        None => t(&x.machine),
+    };
+    let mut too_few = Vec::new();
+    for se in &c.series {
+        match &se.outcome {
+            Outcome::TooFewRuns { runs, needed } => too_few.push(format!(
+                "  {}: {runs} run(s); a check needs at least {needed} (the newest and {} before it)",
+                name(se),
+                needed - 1
+            )),
+            Outcome::Checked {
+                judged,
+                regressions,
+                below_threshold,
+                better,
+                drift,
+                unknown,
+                detectable,
+            } => {
+                let head = format!(
+                    "{}: newest run {} against the {} before it",
+                    name(se),
+                    crate::store::short_id(&se.newest),
+                    se.baseline.len()
+                );
+                let mut facts = vec![format!("{judged} metric(s) judged")];
+                if *better > 0 {
+                    facts.push(format!("{better} better"));
+                }
+                if *below_threshold > 0 {
+                    facts.push(format!("{below_threshold} worse below the threshold"));
+                }
+                if *drift > 0 {
+                    facts.push(format!("{drift} explained by the machine's drift"));
+                }
+                if *unknown > 0 {
+                    facts.push(format!("{unknown} without a noise estimate"));
+                }
+                if let Some(d) = detectable {
+                    facts.push(format!(
+                        "changes of about ±{} could be detected",
+                        crate::compare::render::pct_abs(*d)
+                    ));
+                }
+                if regressions.is_empty() {
+                    s.push_str(&format!("ok      {head}: no regression ({})\n", facts.join(", ")));
+                } else {
+                    s.push_str(&format!(
+                        "REGRESSION  {head}: {} regression(s) ({})\n",
+                        regressions.len(),
+                        facts.join(", ")
+                    ));
+                    for r in regressions {
+                        s.push_str(&format!("    {}\n", t_long(&r.text)));
+                    }
+                }
+            }
+        }
+    }
+    if !too_few.is_empty() {
+        s.push_str(&format!(
+            "\nNot checked ({} series with too few runs):\n{}\n",
+            too_few.len(),
+            too_few.join("\n")
+        ));
+    }
+    s.push_str(&format!(
+        "\n{} series checked, {} with a regression, {} with too few runs. Runs: {}; order: {}. Each newest run against the runs before it (at most {}), every run one invocation: `osgauge compare`'s rule (Welch's t over invocations with the history's own between-invocation noise, Benjamini-Hochberg, ±{} noise band, the drift reference); a regression is a worse verdict of at least {}.\n",
+        c.checked(),
+        c.regressed(),
+        too_few.len(),
+        t_long(&c.selection),
+        t(&c.order),
+        c.options.history,
+        crate::compare::render::pct_abs(c.options.noise),
+        crate::compare::render::pct_abs(c.options.threshold),
+    ));
+    s
+}
+
+/// JSON of `fleet check` (schema `osgauge.fleet-check/1`).
+pub fn check_json(c: &super::check::Check) -> anyhow::Result<String> {
+    let mut s = serde_json::to_string_pretty(c)?;
     s.push('\n');
     Ok(s)
 }

@@ -64,8 +64,24 @@ pub struct RunRow {
     pub complete: bool,
     pub os: String,
     pub hostname: Option<String>,
+    /// The machine's stable id (`machine.machine_id`), when recorded.
+    pub machine_id: Option<String>,
+    /// The run's tags (`tags`).
+    pub tags: std::collections::BTreeMap<String, String>,
     pub benchmarks: u32,
     pub origin: String,
+}
+
+/// Tags as a store column holds them (a JSON object; NULL or anything else: none).
+pub fn tags_of_column(text: Option<&str>) -> std::collections::BTreeMap<String, String> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default()
+}
+
+/// A record's tags as a store column holds them: a JSON object, NULL when there are none.
+pub fn tags_column(record: &RunRecord) -> Option<String> {
+    (!record.tags.is_empty())
+        .then(|| serde_json::to_string(&record.tags).expect("a map of strings"))
 }
 
 /// What happened on [`Store::import`].
@@ -444,6 +460,16 @@ impl Store {
             &format!("writing run {} to", record.run_id),
             self.save_text(record, text, origin),
         )
+    }
+
+    /// Store `text` (a record's JSON, parsing to `record`) with `origin` only if no run with its
+    /// id is stored yet, atomically (of concurrent copies of one run, one stores it), then read
+    /// it back. False when a run with that id was already there (nothing written).
+    pub fn put_new(&self, record: &RunRecord, text: &str, origin: Origin) -> Result<bool> {
+        self.ctx(&format!("writing run {} to", record.run_id), {
+            refuse_nul(record, text)
+                .and_then(|()| on_backend!(self, b => b.insert_new(record, text, origin)))
+        })
     }
 
     /// Wrap an error of an operation on this store with its path and a hint.

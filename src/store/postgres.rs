@@ -78,6 +78,16 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, position)
     );
     CREATE INDEX run_benchmarks_id ON run_benchmarks (benchmark_id);",
+    // 2: machine identity and tags, generated from the record (so every writer, of any version
+    // from this one on, fills them; the rows already stored are filled as the columns are made).
+    "ALTER TABLE runs
+        ADD COLUMN machine_id TEXT GENERATED ALWAYS AS (record::jsonb -> 'machine' ->> 'machine_id') STORED,
+        ADD COLUMN tags JSONB GENERATED ALWAYS AS (
+            CASE WHEN jsonb_typeof(record::jsonb -> 'tags') = 'object'
+                  AND record::jsonb -> 'tags' <> '{}'::jsonb
+                 THEN record::jsonb -> 'tags' END) STORED;
+    CREATE INDEX runs_machine_id ON runs (machine_id, started_at);
+    CREATE INDEX runs_tags ON runs USING gin (tags);",
 ];
 
 /// The advisory lock taken while the schema is checked and upgraded ("OSGa").
@@ -593,6 +603,8 @@ fn newer(version: u32) -> anyhow::Error {
 
 pub struct Pg {
     client: RefCell<postgres::Client>,
+    /// The schema version of the database (a reader does not upgrade it).
+    version: u32,
     /// Whether the session is encrypted, as the server reports it ([`tls::read_back`]).
     transport: String,
     /// Inside [`Pg::in_transaction`]: writes join that transaction.
@@ -643,6 +655,7 @@ impl Pg {
         }
         Ok(Pg {
             client: RefCell::new(client),
+            version: MIGRATIONS.len() as u32,
             transport,
             in_tx: Cell::new(false),
         })
@@ -660,8 +673,9 @@ impl Pg {
             Kind::Ours(v) if v as usize > MIGRATIONS.len() => Err(newer(v)),
             // Made by a writer that has not finished creating the tables yet.
             Kind::Ours(0) => Ok(None),
-            Kind::Ours(_) => Ok(Some(Pg {
+            Kind::Ours(v) => Ok(Some(Pg {
                 client: RefCell::new(client),
+                version: v,
                 transport,
                 in_tx: Cell::new(false),
             })),
@@ -808,13 +822,45 @@ impl Pg {
         self.write(record, json, None)
     }
 
+    /// Store a run only if no run with its id is there: concurrent callers for one id take a
+    /// transaction lock on it in turn, so exactly one stores it. True when this call did (then
+    /// read back).
+    pub fn insert_new(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<bool> {
+        let id = record.run_id.to_string();
+        let added = self.in_transaction(|| {
+            {
+                let mut c = self.client.borrow_mut();
+                c.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                    &[&id],
+                )?;
+                if c.query_opt("SELECT 1 FROM runs WHERE run_id = $1::text::uuid", &[&id])?
+                    .is_some()
+                {
+                    return Ok(false);
+                }
+            }
+            self.write(record, json, Some(origin))
+        })?;
+        if added && !self.in_tx.get() {
+            self.read_back(&id, json)?;
+        }
+        Ok(added)
+    }
+
     pub fn list(&self) -> Result<Vec<RunRow>> {
-        let rows = self.client.borrow_mut().query(
+        // Schema version 1 (read, not upgraded) has no machine id and tag columns: from the
+        // records' JSONB.
+        let sql = if self.version >= 2 {
             "SELECT run_id::text, label, started, finished, complete, os, hostname, benchmarks,
-                    origin
-             FROM runs ORDER BY started_at, run_id",
-            &[],
-        )?;
+                    origin, machine_id, tags::text
+             FROM runs ORDER BY started_at, run_id"
+        } else {
+            "SELECT run_id::text, label, started, finished, complete, os, hostname, benchmarks,
+                    origin, doc -> 'machine' ->> 'machine_id', (doc -> 'tags')::text
+             FROM runs ORDER BY started_at, run_id"
+        };
+        let rows = self.client.borrow_mut().query(sql, &[])?;
         Ok(rows
             .iter()
             .map(|r| RunRow {
@@ -827,6 +873,8 @@ impl Pg {
                 hostname: r.get(6),
                 benchmarks: r.get::<_, i32>(7) as u32,
                 origin: r.get(8),
+                machine_id: r.get(9),
+                tags: super::tags_of_column(r.get::<_, Option<String>>(10).as_deref()),
             })
             .collect())
     }

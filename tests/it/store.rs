@@ -11,7 +11,7 @@ use osgauge::store::{self, ImportOutcome, Origin, Resolved, Store};
 
 fn records_round_trip_exactly(db: &Path, _dir: &Path) {
     let s = Store::open(db).unwrap();
-    assert_eq!(s.schema_version().unwrap(), 1);
+    assert_eq!(s.schema_version().unwrap(), 2);
     let a = fixture("cpu-a.json");
     s.save(&a, Origin::Measured).unwrap();
     let back = s.get(&a.run_id.to_string()).unwrap().unwrap();
