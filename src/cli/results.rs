@@ -85,9 +85,11 @@ fn store_err(e: anyhow::Error) -> CliError {
 pub enum ResultsCmd {
     /// List stored runs, oldest first
     #[command(
-        after_help = "Examples:\n  osgauge results list\n  osgauge results list --json\n  osgauge results list --machine host-a --since 30d\n  osgauge results list --label linux-6.18 --label win11 --status complete\n\nFilters: every one given must hold; a repeated --machine/--label matches any of its values.\nA machine is named by its recorded hostname."
+        after_help = "Examples:\n  osgauge results list\n  osgauge results list --json\n  osgauge results list --machine host-a --since 30d\n  osgauge results list --label linux-6.18 --label win11 --status complete\n  osgauge results list --where build=1042 --order-by tag:build\n\nFilters: every one given must hold; a repeated --machine/--label matches any of its values,\nrepeated --where all must hold. A machine is its machine id where recorded, else its hostname:\n--machine takes any hostname it had, or the start of its id."
     )]
     List {
+        /// Print the list as JSON: one object per run (run_id, label, started, finished,
+        /// complete, os, hostname, machine_id, tags, benchmarks, origin)
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -620,7 +622,8 @@ fn results_list(
                 serde_json::json!({
                     "run_id": r.run_id, "label": r.label, "started": r.started,
                     "finished": r.finished, "complete": r.complete, "os": r.os,
-                    "hostname": r.hostname, "benchmarks": r.benchmarks, "origin": r.origin,
+                    "hostname": r.hostname, "machine_id": r.machine_id, "tags": r.tags,
+                    "benchmarks": r.benchmarks, "origin": r.origin,
                 })
             })
             .collect();

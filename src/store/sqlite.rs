@@ -568,14 +568,15 @@ impl Sqlite {
     /// Every run, oldest first.
     pub fn list(&self) -> Result<Vec<RunRow>> {
         // A store of schema version 1 (opened read-only, so not upgraded) has no columns for
-        // machine ids and tags: its records made before them have none.
+        // machine ids and tags: read from the records (those made before them have none).
         let sql = if self.schema_version()? >= 2 {
             "SELECT run_id, label, started, finished, complete, os, hostname, benchmarks, origin,
                     machine_id, tags
              FROM runs ORDER BY started, run_id"
         } else {
             "SELECT run_id, label, started, finished, complete, os, hostname, benchmarks, origin,
-                    NULL, NULL
+                    json_extract(record, '$.machine.machine_id'),
+                    CASE json_type(record, '$.tags') WHEN 'object' THEN json_extract(record, '$.tags') END
              FROM runs ORDER BY started, run_id"
         };
         let mut stmt = self.conn.prepare(sql)?;

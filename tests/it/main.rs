@@ -21,6 +21,8 @@ mod cli;
 mod compare;
 mod exports;
 mod fleet;
+mod fleet_check;
+mod fleet_identity;
 mod fs;
 mod fuzz_parsers;
 mod interactivity;
