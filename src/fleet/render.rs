@@ -68,7 +68,13 @@ pub fn attribute_rows(f: &Fleet) -> Vec<(&'static str, Vec<String>)> {
                             v.push(&m.machine);
                         }
                     }
-                    format!("{}: {}", c.members.len(), v.join(", "))
+                    // A machine with several labels has a run of each in the group: count
+                    // machines as machines, and say how many runs when that differs.
+                    if c.members.len() == v.len() {
+                        format!("{}: {}", v.len(), v.join(", "))
+                    } else {
+                        format!("{} ({} runs): {}", v.len(), c.members.len(), v.join(", "))
+                    }
                 })
                 .collect(),
         ));

@@ -648,10 +648,32 @@ pub enum Resolved {
     NotFound,
 }
 
-/// The first 13 characters of a run id: for UUIDv7 the full millisecond timestamp, so distinct
-/// for runs started at different times.
+/// The first 13 characters of a run id: for UUIDv7 the millisecond timestamp, so distinct for
+/// runs started at different times — but two runs started in one millisecond share it: where
+/// several ids are shown together, use [`short_ids`].
 pub fn short_id(run_id: &str) -> &str {
     run_id.get(..13).unwrap_or(run_id)
+}
+
+/// Short forms of `ids` shown together: each the shortest prefix of at least 13 characters (not
+/// ending on a dash) that no other of `ids` starts with, so each resolves to its run (runs
+/// started in the same millisecond get longer prefixes, into the random part).
+pub fn short_ids(ids: &[&str]) -> Vec<String> {
+    ids.iter()
+        .map(|id| {
+            let mut n = 13.min(id.len());
+            loop {
+                while n < id.len() && id.as_bytes()[n - 1] == b'-' {
+                    n += 1;
+                }
+                let p = &id[..n];
+                if n >= id.len() || !ids.iter().any(|o| o != id && o.starts_with(p)) {
+                    return p.to_string();
+                }
+                n += 1;
+            }
+        })
+        .collect()
 }
 
 /// One run record read from a file, with its original JSON text.
@@ -783,4 +805,30 @@ pub fn check_imported(r: &RunRecord) -> std::result::Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_ids_are_unique_prefixes_even_within_one_millisecond() {
+        // Two runs of one millisecond (same 48-bit timestamp), one of another.
+        let a = "019ac1e2-3f4a-7b10-8c2d-aaaaaaaaaaaa";
+        let b = "019ac1e2-3f4a-7b10-9d3e-bbbbbbbbbbbb";
+        let c = "019ac1e2-3f4b-7000-8000-cccccccccccc";
+        let s = short_ids(&[a, b, c]);
+        assert_eq!(
+            s,
+            [
+                "019ac1e2-3f4a-7b10-8",
+                "019ac1e2-3f4a-7b10-9",
+                "019ac1e2-3f4b"
+            ]
+        );
+        for (id, p) in [a, b, c].iter().zip(&s) {
+            assert!(id.starts_with(p.as_str()) && !p.ends_with('-'));
+        }
+        assert_eq!(short_ids(&[a]), ["019ac1e2-3f4a"]);
+    }
 }
