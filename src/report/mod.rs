@@ -54,7 +54,7 @@ pub fn color(i: usize) -> (u8, u8, u8) {
     }
     let k = i - 2 * n;
     let hue = (k as f64 * 137.507_764) % 360.0;
-    let lightness = if k % 2 == 0 { 0.38 } else { 0.58 };
+    let lightness = if k.is_multiple_of(2) { 0.38 } else { 0.58 };
     hsl(hue, 0.7, lightness)
 }
 
