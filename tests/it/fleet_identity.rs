@@ -316,3 +316,64 @@ fn a_version_1_store_is_read_and_upgraded_with_ids_and_tags(store: &Path, dir: &
     assert_eq!(rows[2].tags.get("build").map(String::as_str), Some("8"));
     common::assert_consistent(store);
 }
+
+/// A measured run keeps its `--tag`s and its machine id (when this machine has one), in the
+/// record and in the store's columns; a malformed tag is refused before anything is measured.
+fn a_measured_run_keeps_its_tags_and_machine_id() {
+    let dir = common::with_test_sandbox(|s| s.path().to_path_buf());
+    let store = dir.join("m.sqlite");
+    let rec = dir.join("r.json");
+    common::osgauge_on(&store)
+        .args(common::TINY_MICRO)
+        .args([
+            "--quiet",
+            "--tag",
+            "build=1042",
+            "--tag",
+            "kernel_rev=v6.18-rc3-7-gabc",
+        ])
+        .arg("--export-json")
+        .arg(&rec)
+        .assert()
+        .success();
+    let r = common::read_json(&rec);
+    assert_eq!(r["tags"]["build"], "1042");
+    assert_eq!(r["tags"]["kernel_rev"], "v6.18-rc3-7-gabc");
+    let id = r["machine"]["machine_id"].as_str();
+    match id {
+        Some(id) => assert!(id.len() == 32 && id.chars().all(|c| c.is_ascii_hexdigit())),
+        // No OS machine id here: the record says why.
+        None => assert!(
+            r["machine"]["notes"]["machine_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("unsupported: "),
+            "{}",
+            r["machine"]["notes"]
+        ),
+    }
+    let rows = list(&store, &["--where", "build=1042"]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["machine_id"].as_str(), id);
+    assert_eq!(rows[0]["tags"]["kernel_rev"], "v6.18-rc3-7-gabc");
+    for bad in ["build", "=1", "a b=1", "build=1\u{1b}"] {
+        let out = common::osgauge_on(&store)
+            .args(common::TINY_MICRO)
+            .args(["--tag", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--tag"),
+            "{bad:?}"
+        );
+    }
+    let out = common::osgauge_on(&store)
+        .args(common::TINY_MICRO)
+        .args(["--tag", "a=1", "--tag", "a=2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(list(&store, &[]).len(), 1, "nothing measured or stored");
+}
+crate::register!(a_measured_run_keeps_its_tags_and_machine_id);
