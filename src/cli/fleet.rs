@@ -178,6 +178,7 @@ pub fn dispatch(a: FleetArgs) -> Result<i32, CliError> {
         );
     }
     let recs = records(&s, &chosen)?;
+    no_id_note(&machines, &chosen);
     let f = fleet::build(
         &recs,
         &machines,
@@ -221,6 +222,7 @@ fn history(a: HistoryArgs) -> Result<i32, CliError> {
         )));
     }
     let recs = records(&s, &matching)?;
+    no_id_note(&machines, &matching);
     let (bench, metric) = fleet::resolve_metric(&a.metric, &recs).map_err(CliError::Usage)?;
     let h = fleet::history(
         &recs,
@@ -262,6 +264,7 @@ fn check(a: CheckArgs) -> Result<i32, CliError> {
         )));
     }
     let recs = records(&s, &matching)?;
+    no_id_note(&machines, &matching);
     let opts = fleet::check::Options {
         history: a.history as usize,
         threshold: a.threshold,
@@ -286,4 +289,27 @@ fn check(a: CheckArgs) -> Result<i32, CliError> {
     } else {
         EXIT_OK
     })
+}
+
+/// Say which machines of `rows` have no machine id (known by hostname only), if any.
+fn no_id_note(machines: &Machines, rows: &[&crate::store::RunRow]) {
+    let mut names: Vec<String> = Vec::new();
+    for r in rows {
+        if let Some(m) = machines.of(&r.run_id)
+            && m.id.is_none()
+            && !names.contains(&m.name)
+        {
+            names.push(m.name.clone());
+        }
+    }
+    if !names.is_empty() {
+        crate::errln!(
+            "osgauge: note: no machine id recorded for {} (runs made before machine ids, or the OS's id unreadable: see `osgauge system show`): known by hostname only",
+            names
+                .iter()
+                .map(|n| crate::output::display_text(n, crate::output::LABEL_MAX_CHARS))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
 }

@@ -506,12 +506,22 @@ pub struct Column {
 impl Column {
     /// The distinct values of one attribute over the members, joined.
     pub fn attribute(&self, f: impl Fn(&Member) -> &str) -> String {
-        let mut v: Vec<&str> = Vec::new();
+        self.attribute_owned(|m| f(m).to_string())
+    }
+
+    /// [`Column::attribute`] of a value made from each member ("—" when every one is empty).
+    pub fn attribute_owned(&self, f: impl Fn(&Member) -> String) -> String {
+        let mut v: Vec<String> = Vec::new();
         for m in &self.members {
-            if !v.contains(&f(m)) {
-                v.push(f(m));
+            let x = f(m);
+            if !v.contains(&x) {
+                v.push(x);
             }
         }
+        if v.iter().all(String::is_empty) {
+            return "—".into();
+        }
+        v.retain(|x| !x.is_empty());
         v.join(" · ")
     }
 }

@@ -56,6 +56,26 @@ pub fn attribute_rows(f: &Fleet) -> Vec<(&'static str, Vec<String>)> {
         ("OS", attr(|m| m.os.as_str())),
         ("kernel", attr(|m| m.kernel.as_str())),
     ];
+    if f.columns
+        .iter()
+        .any(|c| c.members.iter().any(|m| !m.tags.is_empty()))
+    {
+        rows.push((
+            "tags",
+            f.columns
+                .iter()
+                .map(|c| {
+                    c.attribute_owned(|m| {
+                        m.tags
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                })
+                .collect(),
+        ));
+    }
     if f.group_by.is_some() {
         rows.push((
             "machines",

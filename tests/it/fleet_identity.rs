@@ -81,12 +81,14 @@ fn machines_are_known_by_their_id_not_their_hostname(store: &Path, dir: &Path) {
         run("old-name", None, "nightly", 0, &[]),
         run("old-name", Some(ID_R), "nightly", 3, &[]),
         run("new-name", Some(ID_R), "nightly", 4, &[]),
+        // A host whose OS id could not be read: known by hostname, and said so.
+        run("solo", None, "nightly", 5, &[]),
     ];
     import(store, dir, &runs);
     let id = |i: usize| runs[i].run_id.to_string();
     // The list carries the ids; --machine takes any hostname a machine had, or its id's start.
     let all = list(store, &[]);
-    assert_eq!(all.len(), 5);
+    assert_eq!(all.len(), 6);
     assert!(all.iter().any(|r| r["machine_id"] == ID_A));
     assert_eq!(
         ids(&list(store, &["--machine", "new-name"])),
@@ -118,7 +120,12 @@ fn machines_are_known_by_their_id_not_their_hostname(store: &Path, dir: &Path) {
         .iter()
         .map(|c| c["title"].as_str().unwrap())
         .collect();
-    assert_eq!(titles, ["ci [aaaaaaaa]", "ci [bbbbbbbb]", "new-name"]);
+    assert_eq!(
+        titles,
+        ["ci [aaaaaaaa]", "ci [bbbbbbbb]", "new-name", "solo"]
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no machine id recorded for solo ("), "{err}");
     assert_eq!(f["columns"][2]["members"][0]["run_id"], id(4));
     assert_eq!(f["columns"][2]["members"][0]["machine_id"], ID_R);
     let text = String::from_utf8_lossy(&out.stdout);
