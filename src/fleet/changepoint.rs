@@ -199,10 +199,16 @@ pub fn why_no_more(
         tail.iter().all(|&x| x > hi) || tail.iter().all(|&x| x < lo)
     });
     if let Some(t) = tail {
-        return format!(
-            "only {t} run(s) after a possible step (the last {t} are all outside the range of the {} before them); at least {m} are needed to test it",
-            seg.len() - t
-        );
+        let before = seg.len() - t;
+        return if t == 1 {
+            format!(
+                "only 1 run after a possible step (the last run is outside the range of the {before} before it); at least {m} are needed to test it"
+            )
+        } else {
+            format!(
+                "only {t} runs after a possible step (the last {t} are all outside the range of the {before} before them); at least {m} are needed to test it"
+            )
+        };
     }
     match rejected {
         Some(c) => format!(
@@ -358,7 +364,7 @@ mod tests {
         assert!(found.is_empty());
         let why = why_no_more(&z, 0, rejected.as_ref(), o);
         assert!(
-            why.starts_with("only 2 run(s) after a possible step"),
+            why.starts_with("only 2 runs after a possible step"),
             "{why}"
         );
         assert!(why.contains("at least 3 are needed"), "{why}");

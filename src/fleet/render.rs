@@ -99,17 +99,20 @@ pub fn attribute_rows(f: &Fleet) -> Vec<(&'static str, Vec<String>)> {
                 .collect(),
         ));
     } else {
+        let ids: Vec<&str> = f
+            .columns
+            .iter()
+            .map(|c| c.members[0].run_id.as_str())
+            .collect();
+        let short = crate::store::short_ids(&ids);
         rows.push((
             "run",
             f.columns
                 .iter()
-                .map(|c| {
+                .zip(short)
+                .map(|(c, id)| {
                     let m = &c.members[0];
-                    format!(
-                        "{}{}",
-                        crate::store::short_id(&m.run_id),
-                        if m.complete { "" } else { " (incomplete)" }
-                    )
+                    format!("{id}{}", if m.complete { "" } else { " (incomplete)" })
                 })
                 .collect(),
         ));
@@ -370,21 +373,29 @@ pub fn history_text(h: &History) -> String {
             }
         ));
         let tag = h.order.strip_prefix("tag:");
+        let ids: Vec<&str> = se.points.iter().map(|p| p.run_id.as_str()).collect();
+        let short = crate::store::short_ids(&ids);
+        let short_of = |id: &str| {
+            ids.iter()
+                .position(|x| *x == id)
+                .map(|i| short[i].clone())
+                .unwrap_or_else(|| crate::store::short_id(id).to_string())
+        };
         for (i, p) in se.points.iter().enumerate() {
             if let Some(c) = se.changes.iter().find(|c| c.index == i) {
                 s.push_str(&format!(
                     "  ── change point (p {}): segment median ×{} ; compare {} → {}: {}\n",
                     crate::units::sig(c.p),
                     crate::units::sig(c.segment_ratio),
-                    crate::store::short_id(&c.before),
-                    crate::store::short_id(&c.after),
+                    short_of(&c.before),
+                    short_of(&c.after),
                     change_verdict(c)
                 ));
             }
             s.push_str(&format!(
                 "  {}  {}  {:<24}  {}{}\n",
                 p.started.format("%Y-%m-%d %H:%M"),
-                crate::store::short_id(&p.run_id),
+                short[i],
                 match tag {
                     Some(k) => format!(
                         "{}={}",
@@ -519,7 +530,9 @@ pub fn check_text(c: &super::check::Check) -> String {
         None => t(&x.machine),
     };
     let mut too_few = Vec::new();
-    for se in &c.series {
+    let newest: Vec<&str> = c.series.iter().map(|x| x.newest.as_str()).collect();
+    let short = crate::store::short_ids(&newest);
+    for (se, short) in c.series.iter().zip(&short) {
         match &se.outcome {
             Outcome::TooFewRuns { runs, needed } => too_few.push(format!(
                 "  {}: {runs} run(s); a check needs at least {needed} (the newest and {} before it)",
@@ -538,7 +551,7 @@ pub fn check_text(c: &super::check::Check) -> String {
                 let head = format!(
                     "{}: newest run {} against the {} before it",
                     name(se),
-                    crate::store::short_id(&se.newest),
+                    short,
                     se.baseline.len()
                 );
                 let mut facts = vec![format!("{judged} metric(s) judged")];
