@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{PgServer, fixture};
+use common::fixture;
 use std::path::Path;
 
 /// `copied` and `already there` from a push's summary line.
@@ -77,8 +77,9 @@ fn pushes_add_up(target: &str, dir: &Path) {
     assert_eq!(rows.len(), 40);
 }
 
+#[cfg(unix)]
 fn concurrent_pushes_into_postgres_count_each_run_once() {
-    let Some(pg) = PgServer::start("push-counts") else {
+    let Some(pg) = common::PgServer::start("push-counts") else {
         return;
     };
     let db = pg.new_db();
@@ -86,6 +87,7 @@ fn concurrent_pushes_into_postgres_count_each_run_once() {
     pushes_add_up(&db, dir.path());
     common::assert_consistent(Path::new(&db));
 }
+#[cfg(unix)]
 crate::register!(concurrent_pushes_into_postgres_count_each_run_once.path("/usr/lib/postgresql"));
 
 fn concurrent_pushes_into_sqlite_count_each_run_once() {
