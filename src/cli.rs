@@ -423,6 +423,10 @@ pub struct RunOpts {
     /// control characters
     #[arg(long)]
     pub label: Option<String>,
+    /// A tag kept in the record, KEY=VALUE (repeat for several), e.g. --tag kernel_rev=abc123
+    /// --tag build=1042: `fleet` filters runs by it (--where) and orders them by it (--order-by)
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
     /// Write the full run record as JSON (schema osgauge.run/1); `-`: standard output (the tables then go to standard error)
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
@@ -581,6 +585,11 @@ impl RunOpts {
         ))
     }
 
+    /// The `--tag`s, checked (exit 2 for a malformed one).
+    fn tags(&self) -> Result<std::collections::BTreeMap<String, String>, CliError> {
+        crate::fleet::parse_tags(&self.tags).map_err(|e| CliError::Usage(format!("--tag: {e}")))
+    }
+
     /// Before running: the label is valid, every output can be written, and no two name the
     /// same file (exit 2). The label is checked here, not by clap, whose message would echo it raw.
     fn check_outputs(&self) -> Result<(), CliError> {
@@ -593,6 +602,7 @@ impl RunOpts {
         if let Some(l) = &self.label {
             crate::output::parse_label(l).map_err(|e| CliError::Usage(format!("--label: {e}")))?;
         }
+        self.tags()?;
         let mut all: Vec<(&str, &Path)> = Vec::new();
         for (format, path) in self.exports() {
             check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
@@ -1019,6 +1029,7 @@ fn run_plan_then(
     let plan = Plan {
         benchmarks,
         label: opts.label.clone(),
+        tags: opts.tags()?,
         config: Config {
             preset: preset.to_string(),
             selection,
@@ -1558,6 +1569,7 @@ fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     let plan = Plan {
         benchmarks,
         label: opts.label.clone(),
+        tags: opts.tags()?,
         config: Config {
             preset: "interactivity".into(),
             selection,

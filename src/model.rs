@@ -16,6 +16,10 @@ pub struct RunRecord {
     pub schema: String,
     pub run_id: Uuid,
     pub label: Option<String>,
+    /// The user's tags (`--tag KEY=VALUE`, e.g. a kernel git revision or a build id): what the
+    /// fleet view filters (`--where`) and orders (`--order-by`) runs by. Absent when none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tags: std::collections::BTreeMap<String, String>,
     pub started: DateTime<Utc>,
     pub finished: Option<DateTime<Utc>>,
     /// False when the run was interrupted before every planned benchmark finished.

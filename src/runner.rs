@@ -33,6 +33,8 @@ pub struct Plan {
     pub benchmarks: Vec<Box<dyn Benchmark>>,
     pub config: Config,
     pub label: Option<String>,
+    /// The user's tags (`--tag`), kept in the record.
+    pub tags: std::collections::BTreeMap<String, String>,
 }
 
 impl Plan {
@@ -173,6 +175,7 @@ pub fn execute_arms(
             schema: SCHEMA.to_string(),
             run_id: uuid::Uuid::now_v7(),
             label: label.clone(),
+            tags: plan.tags.clone(),
             started,
             finished: None,
             complete: false,
@@ -1297,6 +1300,7 @@ mod tests {
         Plan {
             benchmarks,
             label: Some("t".into()),
+            tags: Default::default(),
             config: Config {
                 preset: "custom".into(),
                 selection: vec![],

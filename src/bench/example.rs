@@ -96,6 +96,7 @@ mod tests {
         let plan = Plan {
             benchmarks: vec![Box::new(Example::new())],
             label: None,
+            tags: Default::default(),
             config: Config {
                 preset: "custom".into(),
                 selection: vec![],

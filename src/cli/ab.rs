@@ -143,6 +143,7 @@ pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
     let plan = crate::runner::Plan {
         benchmarks,
         label: None,
+        tags: opts.tags()?,
         config: crate::model::Config {
             preset: "ab".into(),
             selection: a.select.clone(),

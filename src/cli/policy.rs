@@ -210,6 +210,7 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
     let plan = crate::runner::Plan {
         benchmarks,
         label: opts.label.clone(),
+        tags: opts.tags()?,
         config: crate::model::Config {
             preset: "policy".into(),
             selection,

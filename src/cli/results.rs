@@ -95,9 +95,11 @@ pub(super) fn store_err(e: anyhow::Error) -> CliError {
 pub enum ResultsCmd {
     /// List stored runs, oldest first
     #[command(
-        after_help = "Examples:\n  osgauge results list\n  osgauge results list --json\n  osgauge results list --machine host-a --since 30d\n  osgauge results list --label linux-6.18 --label win11 --status complete\n\nFilters: every one given must hold; a repeated --machine/--label matches any of its values.\nA machine is named by its recorded hostname."
+        after_help = "Examples:\n  osgauge results list\n  osgauge results list --json\n  osgauge results list --machine host-a --since 30d\n  osgauge results list --label linux-6.18 --label win11 --status complete\n  osgauge results list --where build=1042 --order-by tag:build\n\nFilters: every one given must hold; a repeated --machine/--label matches any of its values,\nrepeated --where all must hold. A machine is its machine id where recorded, else its hostname:\n--machine takes any hostname it had, or the start of its id."
     )]
     List {
+        /// Print the list as JSON: one object per run (run_id, label, started, finished,
+        /// complete, os, hostname, machine_id, tags, benchmarks, origin)
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -308,8 +310,9 @@ fn results_list(
         }
         return Ok(EXIT_OK);
     };
-    let all = s.list()?.len();
-    let rows = super::select::filter_rows(s.list()?, filter)?;
+    let every = s.list()?;
+    let all = every.len();
+    let rows = super::select::filter_rows(every.clone(), filter)?;
     if json {
         let v: Vec<_> = rows
             .iter()
@@ -317,7 +320,8 @@ fn results_list(
                 serde_json::json!({
                     "run_id": r.run_id, "label": r.label, "started": r.started,
                     "finished": r.finished, "complete": r.complete, "os": r.os,
-                    "hostname": r.hostname, "benchmarks": r.benchmarks, "origin": r.origin,
+                    "hostname": r.hostname, "machine_id": r.machine_id, "tags": r.tags,
+                    "benchmarks": r.benchmarks, "origin": r.origin,
                 })
             })
             .collect();
@@ -337,13 +341,13 @@ fn results_list(
         // nothing to compare: listed apart, after the runs that measured something.
         let (measured, empty) = split_unmeasured(&rows);
         if !measured.is_empty() {
-            crate::out!("{}", list_text(&measured));
+            crate::out!("{}", list_text(&measured, &every));
         }
         if !empty.is_empty() {
             crate::outln!(
                 "\nEnded before a benchmark finished (killed; nothing measured; `results delete`):"
             );
-            crate::out!("{}", list_text(&empty));
+            crate::out!("{}", list_text(&empty, &every));
         }
         if filter.is_empty() {
             crate::outln!("{} run(s) in {}", rows.len(), s.path().display());
@@ -576,7 +580,8 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
         );
         b
     });
-    let (mut copied, mut same, mut updated, mut conflicts) = (0usize, 0usize, 0usize, Vec::new());
+    let (mut copied, mut same, mut updated, mut replaced, mut conflicts) =
+        (0usize, 0usize, 0usize, 0usize, Vec::new());
     let mut written: Vec<(String, String)> = Vec::new();
     for id in &ids {
         let (text, origin) = src
@@ -589,30 +594,39 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
         } else {
             Origin::Measured
         };
-        let there = dst.get_json(id)?;
         let equal = |t: &str| {
             t == text
                 || serde_json::from_str::<serde_json::Value>(t).ok()
                     == serde_json::from_str::<serde_json::Value>(&text).ok()
         };
-        match there {
-            Some(t) if equal(&t) => same += 1,
-            Some(t) => {
-                let incomplete = serde_json::from_str::<RunRecord>(&t)
-                    .map(|r| !r.complete)
-                    .unwrap_or(false);
-                if incomplete || replace {
-                    dst.put_text(&record, &text, origin)?;
-                    written.push((id.clone(), text));
-                    updated += 1;
-                } else {
-                    conflicts.push(id.clone());
+        // Stored only if absent, in one step: of several pushes of the same run at once, one
+        // copies it and the others find it there (so the counts add up to the runs).
+        if dst.get_json(id)?.is_none() && dst.put_new(&record, &text, origin)? {
+            written.push((id.clone(), text));
+            copied += 1;
+        } else {
+            match dst.get_json(id)? {
+                Some(t) if equal(&t) => same += 1,
+                there => {
+                    let incomplete = there
+                        .as_deref()
+                        .and_then(|t| serde_json::from_str::<RunRecord>(t).ok())
+                        .is_some_and(|r| !r.complete);
+                    if incomplete || replace || there.is_none() {
+                        dst.put_text(&record, &text, origin)?;
+                        written.push((id.clone(), text));
+                        if incomplete {
+                            updated += 1;
+                        } else if there.is_none() {
+                            // Deleted meanwhile: copied again.
+                            copied += 1;
+                        } else {
+                            replaced += 1;
+                        }
+                    } else {
+                        conflicts.push(id.clone());
+                    }
                 }
-            }
-            None => {
-                dst.put_text(&record, &text, origin)?;
-                written.push((id.clone(), text));
-                copied += 1;
             }
         }
         if let Some(b) = &bar {
@@ -642,8 +656,13 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
     for id in ids.iter().filter(|id| !conflicts.contains(id)) {
         store::pending::settled(src.path(), id, dst.path());
     }
+    let replaced_text = if replace {
+        format!(", {replaced} replaced (different there, --replace)")
+    } else {
+        String::new()
+    };
     crate::outln!(
-        "{} run(s) from {} to {}: {copied} copied, {updated} updated (incomplete there), {same} already there, {} conflicting",
+        "{} run(s) from {} to {}: {copied} copied, {updated} updated (incomplete there){replaced_text}, {same} already there, {} conflicting",
         ids.len(),
         src.path().display(),
         dst.path().display(),
@@ -672,12 +691,13 @@ fn confirm_delete(s: &Store, ids: &[String]) -> Result<bool, CliError> {
             ids.len()
         )));
     }
-    let rows: Vec<store::RunRow> = s
-        .list()?
-        .into_iter()
+    let every = s.list()?;
+    let rows: Vec<store::RunRow> = every
+        .iter()
         .filter(|r| ids.contains(&r.run_id))
+        .cloned()
         .collect();
-    crate::output::stdout::eprint(&list_text(&rows));
+    crate::output::stdout::eprint(&list_text(&rows, &every));
     crate::output::stdout::eprint(&format!("Delete {} run(s)? [y/N] ", ids.len()));
     let mut answer = String::new();
     std::io::stdin()
@@ -737,7 +757,9 @@ fn split_unmeasured(rows: &[store::RunRow]) -> (Vec<store::RunRow>, Vec<store::R
         .partition(|r| r.complete || r.benchmarks > 0)
 }
 
-fn list_text(rows: &[store::RunRow]) -> String {
+/// The table of `rows`, their ids as short as they can be while unique among `all` (the store's
+/// runs, so each short id resolves to its run).
+fn list_text(rows: &[store::RunRow], all: &[store::RunRow]) -> String {
     let mut table = vec![[
         "id".to_string(),
         "started (UTC)".into(),
@@ -748,12 +770,19 @@ fn list_text(rows: &[store::RunRow]) -> String {
         "state".into(),
         "origin".into(),
     ]];
+    let ids: Vec<&str> = all.iter().map(|r| r.run_id.as_str()).collect();
+    let short: std::collections::HashMap<&str, String> =
+        ids.iter().copied().zip(store::short_ids(&ids)).collect();
     for r in rows {
+        let id = short
+            .get(r.run_id.as_str())
+            .cloned()
+            .unwrap_or_else(|| short_id(&r.run_id).to_string());
         let started = chrono::DateTime::parse_from_rfc3339(&r.started)
             .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
             .unwrap_or_else(|_| r.started.clone());
         table.push([
-            short_id(&r.run_id).to_string(),
+            id,
             started,
             r.label
                 .as_deref()
@@ -884,6 +913,16 @@ pub(crate) fn learn_history(
     crate::compare::NoiseHistory::learn(&recs)
 }
 
+/// Whether `p` is a SQLite database (its header), e.g. a result store given where a record
+/// file was expected.
+fn is_sqlite_file(p: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
+}
+
 /// Resolve compare/report arguments into named records: files first, else stored runs.
 pub(crate) fn load_runs(
     keys: &[String],
@@ -894,6 +933,14 @@ pub(crate) fn load_runs(
     for k in keys {
         let p = Path::new(k);
         if p.is_file() {
+            if is_sqlite_file(p) {
+                return Err(CliError::Usage(format!(
+                    "{} is a result store (a SQLite file), not a run record: give it as --store and name the runs in it, e.g. `osgauge compare --store {} RUN1 RUN2` (RUN: a label, run id or id prefix; `osgauge results list --store {}` lists them)",
+                    display_text(k, 200),
+                    display_text(k, 200),
+                    display_text(k, 200)
+                )));
+            }
             let recs = store::read_records(p).map_err(|e| CliError::Usage(format!("{e:#}")))?;
             let stem = p
                 .file_stem()
@@ -901,10 +948,12 @@ pub(crate) fn load_runs(
                 .unwrap_or_else(|| k.clone());
             let many = recs.len() > 1;
             for r in recs {
+                // A run is named by its label, as a stored run is; the file name only for a
+                // record without one.
                 let name = match (&r.label, many) {
-                    (Some(l), true) => l.clone(),
-                    (_, true) => format!("{stem}:{}", short_id(&r.run_id.to_string())),
-                    _ => stem.clone(),
+                    (Some(l), _) => l.clone(),
+                    (None, true) => format!("{stem}:{}", short_id(&r.run_id.to_string())),
+                    (None, false) => stem.clone(),
                 };
                 out.push((name, r));
             }
@@ -1029,6 +1078,8 @@ mod tests {
             complete,
             os: "linux".into(),
             hostname: None,
+            machine_id: None,
+            tags: Default::default(),
             benchmarks,
             origin: "local".into(),
         };

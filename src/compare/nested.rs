@@ -137,11 +137,28 @@ impl NoiseHistory {
                     .push(r);
             }
         }
+        let groups: Vec<(&str, &[&RunRecord])> = groups
+            .iter()
+            .map(|((m, _), v)| (m.as_str(), v.as_slice()))
+            .collect();
+        Self::from_groups(&groups)
+    }
+
+    /// The between-invocation noise of one series of invocations (every record one invocation of
+    /// the same system, whatever their labels or kernels say), kept under `machine`: the noise a
+    /// new invocation of that series is judged against (`osgauge fleet check`).
+    pub fn learn_series(machine: &str, records: &[RunRecord]) -> NoiseHistory {
+        let recs: Vec<&RunRecord> = records.iter().collect();
+        Self::from_groups(&[(machine, recs.as_slice())])
+    }
+
+    /// Per group (machine key, its invocations of one label), pooled per machine and metric.
+    fn from_groups(groups: &[(&str, &[&RunRecord])]) -> NoiseHistory {
         // machine → metric → (ss_log, ss_lin, df, invocations, all positive so far)
         let mut acc: BTreeMap<String, BTreeMap<String, Sums>> = BTreeMap::new();
-        for ((machine, _), recs) in groups.iter().filter(|(_, v)| v.len() >= 2) {
+        for (machine, recs) in groups.iter().filter(|(_, v)| v.len() >= 2) {
             let mut per_metric: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
-            for r in recs {
+            for r in recs.iter() {
                 for b in &r.benchmarks {
                     for m in &b.metrics {
                         let v = per_run(m);
@@ -168,7 +185,7 @@ impl NoiseHistory {
                     0.0
                 };
                 let e = acc
-                    .entry(machine.clone())
+                    .entry(machine.to_string())
                     .or_default()
                     .entry(key)
                     .or_insert((0.0, 0.0, 0.0, 0, true));

@@ -131,9 +131,16 @@ fn shuffle(rng: &mut ChaCha8Rng, xs: &mut [f64]) {
 /// Change points of `series` by E-Divisive means, in index order. A series with a non-finite
 /// value has none (nothing to say about it).
 pub fn e_divisive(series: &[f64], opts: Options) -> Vec<ChangePoint> {
+    search(series, opts).0
+}
+
+/// [`e_divisive`], and the candidate that ended the search: the likeliest further split, with
+/// its p ≥ α (None when no segment was long enough to split).
+pub fn search(series: &[f64], opts: Options) -> (Vec<ChangePoint>, Option<ChangePoint>) {
     if series.iter().any(|x| !x.is_finite()) {
-        return Vec::new();
+        return (Vec::new(), None);
     }
+    let mut rejected = None;
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut bounds = vec![0, series.len()];
     let mut found = Vec::new();
@@ -153,6 +160,7 @@ pub fn e_divisive(series: &[f64], opts: Options) -> Vec<ChangePoint> {
         }
         let p = (1 + at_least) as f64 / (1 + opts.permutations) as f64;
         if p >= opts.alpha {
+            rejected = Some(ChangePoint { index, q, p });
             break;
         }
         found.push(ChangePoint { index, q, p });
@@ -160,7 +168,66 @@ pub fn e_divisive(series: &[f64], opts: Options) -> Vec<ChangePoint> {
         bounds.insert(at, index);
     }
     found.sort_by_key(|c| c.index);
-    found
+    (found, rejected)
+}
+
+/// Why a series has no (further) change point, in words, for a person: too few points; a
+/// possible step too near the end to test (its last points all beyond the range of the rest of
+/// the last segment); or the likeliest split and its p. `last_start`: where the last segment
+/// (after the last change point found) starts.
+pub fn why_no_more(
+    series: &[f64],
+    last_start: usize,
+    rejected: Option<&ChangePoint>,
+    opts: Options,
+) -> String {
+    let m = opts.min_size.max(2);
+    let n = series.len();
+    if n < 2 * m {
+        return format!(
+            "only {n} run(s); a change point needs at least {} ({m} on either side)",
+            2 * m
+        );
+    }
+    let seg = &series[last_start.min(n)..];
+    // The longest tail (shorter than `m`) whose every point is beyond the range of the points
+    // before it in the segment.
+    let tail = (1..m).rev().filter(|&t| seg.len() >= t + m).find(|&t| {
+        let (head, tail) = seg.split_at(seg.len() - t);
+        let lo = head.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = head.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        tail.iter().all(|&x| x > hi) || tail.iter().all(|&x| x < lo)
+    });
+    if let Some(t) = tail {
+        let before = seg.len() - t;
+        return if t == 1 {
+            format!(
+                "only 1 run after a possible step (the last run is outside the range of the {before} before it); at least {m} are needed to test it"
+            )
+        } else {
+            format!(
+                "only {t} runs after a possible step (the last {t} are all outside the range of the {before} before them); at least {m} are needed to test it"
+            )
+        };
+    }
+    match rejected {
+        Some(c) => format!(
+            "the likeliest step, before run {} of {n}, is not significant (p = {} ≥ α = {}){}",
+            c.index + 1,
+            crate::units::sig(c.p),
+            opts.alpha,
+            if n - c.index < 2 * m || c.index < 2 * m {
+                format!(
+                    "; with {} run(s) before it and {} after, more runs on the shorter side would tell",
+                    c.index,
+                    n - c.index
+                )
+            } else {
+                String::new()
+            }
+        ),
+        None => format!("no segment is long enough to split ({m} runs on either side)"),
+    }
 }
 
 #[cfg(test)]
@@ -280,6 +347,33 @@ mod tests {
         // α = 0.01 per series: 1.2 expected of 120; 6 or more would mean the test is not at α.
         assert!(flat <= 5, "{flat} false alarms in {n}");
         assert!(f20 > n / 2, "a +20 % step found in {f20} of {n}");
+    }
+
+    #[test]
+    fn why_there_is_no_change_point_is_said() {
+        let o = Options::default();
+        assert_eq!(
+            why_no_more(&[1.0, 2.0, 3.0], 0, None, o),
+            "only 3 run(s); a change point needs at least 6 (3 on either side)"
+        );
+        // A step two runs before the end: too recent to test.
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut z = noisy(&mut rng, 12, 100.0, 0.02);
+        z.extend([150.0, 151.0]);
+        let (found, rejected) = search(&z, o);
+        assert!(found.is_empty());
+        let why = why_no_more(&z, 0, rejected.as_ref(), o);
+        assert!(
+            why.starts_with("only 2 runs after a possible step"),
+            "{why}"
+        );
+        assert!(why.contains("at least 3 are needed"), "{why}");
+        // Flat noise: the likeliest split and its p.
+        let z = noisy(&mut rng, 20, 100.0, 0.10);
+        let (found, rejected) = search(&z, o);
+        assert!(found.is_empty());
+        let why = why_no_more(&z, 0, rejected.as_ref(), o);
+        assert!(why.contains("is not significant (p = "), "{why}");
     }
 
     #[test]

@@ -12,11 +12,18 @@
 //! * [`history`]: one metric over time, per machine, with change points by E-Divisive means
 //!   ([`changepoint`]) and the `compare` verdict between the runs on either side.
 //!
-//! A machine is named by its recorded hostname (the record has no other machine identity); a
-//! record without one is "(no hostname)".
+//! A machine is its recorded machine id, else its hostname ([`identity`]); it is shown by the
+//! hostname of its newest run (a record without one is "(no hostname)"). Runs are in time order,
+//! or in the natural order of a tag's values ([`Order`]).
 
 pub mod changepoint;
+pub mod check;
+pub mod identity;
 pub mod render;
+
+pub use identity::{MachineInfo, Machines};
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Serialize;
@@ -44,7 +51,7 @@ pub fn machine_name(hostname: Option<&str>) -> String {
 /// entries does (an empty list matches everything).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunFilter {
-    /// Hostnames.
+    /// Machines: a hostname, a shown name or a machine id prefix ([`MachineInfo::is_named`]).
     pub machines: Vec<String>,
     pub labels: Vec<String>,
     /// Started at or after.
@@ -52,6 +59,10 @@ pub struct RunFilter {
     /// Started before.
     pub until: Option<DateTime<Utc>>,
     pub status: Option<Status>,
+    /// Tags every run must carry with these values (`--where KEY=VALUE`).
+    pub tags: Vec<(String, String)>,
+    /// A tag every run must carry, whatever its value (ordering by it: `--order-by tag:KEY`).
+    pub has_tag: Option<String>,
 }
 
 /// A run's state.
@@ -77,9 +88,34 @@ impl Status {
 }
 
 impl RunFilter {
+    /// Whether `row` matches, its machine known by `row` alone (see [`RunFilter::apply`]).
     pub fn matches(&self, row: &RunRow) -> bool {
-        let machine = machine_name(row.hostname.as_deref());
-        if !self.machines.is_empty() && !self.machines.contains(&machine) {
+        self.matches_in(row, &Machines::of_rows(std::slice::from_ref(row)))
+    }
+
+    /// Whether `row` matches, its machine as `machines` knows it.
+    pub fn matches_in(&self, row: &RunRow, machines: &Machines) -> bool {
+        if !self.machines.is_empty() {
+            let named = match machines.of(&row.run_id) {
+                Some(m) => self.machines.iter().any(|w| m.is_named(w)),
+                None => self
+                    .machines
+                    .contains(&machine_name(row.hostname.as_deref())),
+            };
+            if !named {
+                return false;
+            }
+        }
+        if !self
+            .tags
+            .iter()
+            .all(|(k, v)| row.tags.get(k).is_some_and(|x| x == v))
+        {
+            return false;
+        }
+        if let Some(k) = &self.has_tag
+            && !row.tags.contains_key(k)
+        {
             return false;
         }
         if !self.labels.is_empty() && !row.label.as_ref().is_some_and(|l| self.labels.contains(l)) {
@@ -110,6 +146,12 @@ impl RunFilter {
         if !self.labels.is_empty() {
             parts.push(format!("label {}", self.labels.join(" or ")));
         }
+        for (k, v) in &self.tags {
+            parts.push(format!("tag {k}={v}"));
+        }
+        if let Some(k) = &self.has_tag {
+            parts.push(format!("with tag {k}"));
+        }
         if let Some(t) = self.since {
             parts.push(format!(
                 "started at or after {}",
@@ -134,10 +176,66 @@ impl RunFilter {
         }
     }
 
-    /// The rows that match, in their order.
+    /// The rows that match, in their order; each run's machine as all of `rows` make it known
+    /// (a renamed host is one machine under any of its names).
     pub fn apply<'a>(&self, rows: &'a [RunRow]) -> Vec<&'a RunRow> {
-        rows.iter().filter(|r| self.matches(r)).collect()
+        let machines = Machines::of_rows(rows);
+        rows.iter()
+            .filter(|r| self.matches_in(r, &machines))
+            .collect()
     }
+}
+
+/// Longest tag key and value, in characters.
+pub const TAG_KEY_MAX: usize = 64;
+pub const TAG_VALUE_MAX: usize = 200;
+
+/// `KEY=VALUE` as `--tag` and `--where` take it: a key of 1 to 64 letters, digits and `_.-`,
+/// a value of at most 200 characters without control characters (may be empty).
+pub fn parse_tag(s: &str) -> Result<(String, String), String> {
+    let Some((k, v)) = s.split_once('=') else {
+        return Err(format!(
+            "'{}' is not KEY=VALUE (e.g. kernel_rev=6.18-rc3-12-gabc123)",
+            crate::output::display_text(s, 60)
+        ));
+    };
+    if k.is_empty()
+        || k.chars().count() > TAG_KEY_MAX
+        || !k
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    {
+        return Err(format!(
+            "tag key '{}' must be 1 to {TAG_KEY_MAX} letters, digits, '_', '.' or '-'",
+            crate::output::display_text(k, 60)
+        ));
+    }
+    if let Some(c) = v.chars().find(|&c| c.is_control()) {
+        return Err(format!(
+            "the value of tag '{k}' must not contain control characters (found {})",
+            c.escape_unicode()
+        ));
+    }
+    let n = v.chars().count();
+    if n > TAG_VALUE_MAX {
+        return Err(format!(
+            "the value of tag '{k}' has at most {TAG_VALUE_MAX} characters (this one has {n})"
+        ));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// Tags from repeated `--tag KEY=VALUE`: each parsed, a key given twice refused.
+pub fn parse_tags(args: &[String]) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for a in args {
+        let (k, v) = parse_tag(a)?;
+        if out.contains_key(&k) {
+            return Err(format!("tag '{k}' is given twice"));
+        }
+        out.insert(k, v);
+    }
+    Ok(out)
 }
 
 /// A point in time for `--since`/`--until`: an age back from `now` (`30d`, `12h`, `2w`, `90m`,
@@ -173,29 +271,128 @@ fn time_error(s: &str) -> String {
     )
 }
 
-/// The fleet's default selection: of `rows` (already filtered), the newest run of each
-/// (machine, label) pair, ordered by machine then label.
-pub fn latest_per_machine_label<'a>(rows: &[&'a RunRow]) -> Vec<&'a RunRow> {
+/// The order runs are put in: by start time, or by the value of a tag (natural order: numbers
+/// inside the values compare as numbers, so build 99 < build 100 and 6.9 < 6.18; ties by start
+/// time).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Order {
+    #[default]
+    Started,
+    Tag(String),
+}
+
+impl Order {
+    /// `started`, `tag:KEY`, or a tag key alone.
+    pub fn parse(s: &str) -> Result<Order, String> {
+        let s = s.trim();
+        if s == "started" {
+            return Ok(Order::Started);
+        }
+        let key = s.strip_prefix("tag:").unwrap_or(s);
+        parse_tag(&format!("{key}="))
+            .map(|(k, _)| Order::Tag(k))
+            .map_err(|_| {
+                format!(
+                    "'{}' is not an order: give `started` or a tag key (tag:KEY)",
+                    crate::output::display_text(s, 60)
+                )
+            })
+    }
+
+    /// How the order is written (`started`, `tag:KEY`).
+    pub fn as_text(&self) -> String {
+        match self {
+            Order::Started => "started".into(),
+            Order::Tag(k) => format!("tag:{k}"),
+        }
+    }
+
+    /// Compare two runs by (tags, start time, run id).
+    pub fn cmp(
+        &self,
+        a: (&BTreeMap<String, String>, &str, &str),
+        b: (&BTreeMap<String, String>, &str, &str),
+    ) -> std::cmp::Ordering {
+        let by_tag = match self {
+            Order::Started => std::cmp::Ordering::Equal,
+            Order::Tag(k) => match (a.0.get(k), b.0.get(k)) {
+                (Some(x), Some(y)) => natural_cmp(x, y),
+                (x, y) => x.is_some().cmp(&y.is_some()),
+            },
+        };
+        by_tag.then_with(|| (a.1, a.2).cmp(&(b.1, b.2)))
+    }
+
+    fn rows(&self, a: &RunRow, b: &RunRow) -> std::cmp::Ordering {
+        self.cmp(
+            (&a.tags, &a.started, &a.run_id),
+            (&b.tags, &b.started, &b.run_id),
+        )
+    }
+
+    fn records(&self, a: &RunRecord, b: &RunRecord) -> std::cmp::Ordering {
+        let (sa, sb) = (a.started.to_rfc3339(), b.started.to_rfc3339());
+        let (ia, ib) = (a.run_id.to_string(), b.run_id.to_string());
+        self.cmp((&a.tags, &sa, &ia), (&b.tags, &sb, &ib))
+    }
+}
+
+/// Natural order of two texts: runs of digits compare as numbers, the rest as text.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let mut digit = None;
+        for (i, c) in s.char_indices() {
+            let d = c.is_ascii_digit();
+            if digit.is_some_and(|x| x != d) {
+                out.push((digit.unwrap(), &s[start..i]));
+                start = i;
+            }
+            digit = Some(d);
+        }
+        if let Some(d) = digit {
+            out.push((d, &s[start..]));
+        }
+        out
+    }
+    let (ca, cb) = (chunks(a), chunks(b));
+    for (x, y) in ca.iter().zip(&cb) {
+        let o = match (x, y) {
+            ((true, p), (true, q)) => {
+                let (p, q) = (p.trim_start_matches('0'), q.trim_start_matches('0'));
+                p.len().cmp(&q.len()).then_with(|| p.cmp(q))
+            }
+            ((_, p), (_, q)) => p.cmp(q),
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    ca.len().cmp(&cb.len()).then_with(|| a.cmp(b))
+}
+
+/// The fleet's default selection: of `rows` (already filtered), the last run in `order` of
+/// each (machine, label) pair — the newest, by default —, ordered by machine then label.
+pub fn latest_per_machine_label<'a>(
+    rows: &[&'a RunRow],
+    machines: &Machines,
+    order: &Order,
+) -> Vec<&'a RunRow> {
+    let key = |r: &RunRow| (machines.index(&r.run_id), r.label.clone());
     let mut best: Vec<&RunRow> = Vec::new();
     for &r in rows {
-        let key = (machine_name(r.hostname.as_deref()), r.label.clone());
-        match best
-            .iter_mut()
-            .find(|b| (machine_name(b.hostname.as_deref()), b.label.clone()) == key)
-        {
+        match best.iter_mut().find(|b| key(b) == key(r)) {
             Some(b) => {
-                if (r.started.as_str(), r.run_id.as_str()) > (b.started.as_str(), b.run_id.as_str())
-                {
+                if order.rows(r, b).is_gt() {
                     *b = r;
                 }
             }
             None => best.push(r),
         }
     }
-    best.sort_by(|a, b| {
-        (machine_name(a.hostname.as_deref()), &a.label)
-            .cmp(&(machine_name(b.hostname.as_deref()), &b.label))
-    });
+    let name = |r: &RunRow| machines.name(&r.run_id, r.hostname.as_deref());
+    best.sort_by(|a, b| (name(a), &a.label).cmp(&(name(b), &b.label)));
     best
 }
 
@@ -252,8 +449,12 @@ fn os_text(r: &RunRecord) -> String {
 /// One selected run: the machine it ran on and the attributes shown as header rows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Member {
+    /// The machine as shown ([`identity`]).
     pub machine: String,
+    /// Its stable id, when recorded.
+    pub machine_id: Option<String>,
     pub label: Option<String>,
+    pub tags: BTreeMap<String, String>,
     pub run_id: String,
     pub started: DateTime<Utc>,
     pub complete: bool,
@@ -265,7 +466,8 @@ pub struct Member {
 }
 
 impl Member {
-    pub fn of(r: &RunRecord) -> Member {
+    /// `r` as a member, its machine shown as `machine`.
+    pub fn of(r: &RunRecord, machine: String) -> Member {
         let c = &r.machine.cpu;
         let cores = match (c.logical_cpus, c.physical_cores) {
             (Some(l), Some(p)) if l != p => format!("{l} ({p} cores)"),
@@ -274,8 +476,10 @@ impl Member {
             (None, None) => "—".into(),
         };
         Member {
-            machine: machine_name(r.machine.hostname.as_deref()),
+            machine,
+            machine_id: r.machine.machine_id.clone(),
             label: r.label.clone(),
+            tags: r.tags.clone(),
             run_id: r.run_id.to_string(),
             started: r.started,
             complete: r.complete,
@@ -302,12 +506,22 @@ pub struct Column {
 impl Column {
     /// The distinct values of one attribute over the members, joined.
     pub fn attribute(&self, f: impl Fn(&Member) -> &str) -> String {
-        let mut v: Vec<&str> = Vec::new();
+        self.attribute_owned(|m| f(m).to_string())
+    }
+
+    /// [`Column::attribute`] of a value made from each member ("—" when every one is empty).
+    pub fn attribute_owned(&self, f: impl Fn(&Member) -> String) -> String {
+        let mut v: Vec<String> = Vec::new();
         for m in &self.members {
-            if !v.contains(&f(m)) {
-                v.push(f(m));
+            let x = f(m);
+            if !v.contains(&x) {
+                v.push(x);
             }
         }
+        if v.iter().all(String::is_empty) {
+            return "—".into();
+        }
+        v.retain(|x| !x.is_empty());
         v.join(" · ")
     }
 }
@@ -361,11 +575,21 @@ pub struct Fleet {
 }
 
 /// The rule [`latest_per_machine_label`] applies, as help and every output state it.
-pub const SELECTION_RULE: &str = "of the runs matching the filters (complete runs only unless --status says otherwise), the newest run of each machine (hostname) and label";
+pub const SELECTION_RULE: &str = "of the runs matching the filters (complete runs only unless --status says otherwise), the newest run of each machine (machine id, else hostname) and label";
 
 /// The selection as the fleet table states it: the rule and the filters applied.
-pub fn selection_text(filter: &RunFilter) -> String {
-    format!("{SELECTION_RULE} (filters: {})", filter.describe())
+pub fn selection_text(filter: &RunFilter, order: &Order) -> String {
+    match order {
+        Order::Started => format!("{SELECTION_RULE} (filters: {})", filter.describe()),
+        Order::Tag(k) => format!(
+            "{} (filters: {})",
+            SELECTION_RULE.replace(
+                "the newest run",
+                &format!("the run with the highest tag {k}")
+            ),
+            filter.describe()
+        ),
+    }
 }
 
 fn cell_of(m: &MetricResult) -> Option<Cell> {
@@ -426,7 +650,14 @@ fn best_of(cells: &[Option<Cell>], better: Better) -> Option<usize> {
 
 /// Build the fleet table of `runs` (each a selected run), grouped when `group_by` says so.
 /// Columns follow the order of `runs` (groups: in order of first member).
-pub fn build(runs: &[RunRecord], group_by: Option<GroupBy>, selection: &str) -> Fleet {
+pub fn build(
+    runs: &[RunRecord],
+    machines: &Machines,
+    group_by: Option<GroupBy>,
+    selection: &str,
+) -> Fleet {
+    let name_of =
+        |r: &RunRecord| machines.name(&r.run_id.to_string(), r.machine.hostname.as_deref());
     // Columns: indices of runs in each.
     let mut cols: Vec<(String, Vec<usize>)> = Vec::new();
     let labels: Vec<&Option<String>> = {
@@ -442,7 +673,7 @@ pub fn build(runs: &[RunRecord], group_by: Option<GroupBy>, selection: &str) -> 
         let title = match group_by {
             Some(g) => format!("{} {}", g.as_str(), g.key(r)),
             None => {
-                let m = machine_name(r.machine.hostname.as_deref());
+                let m = name_of(r);
                 match (&r.label, labels.len() > 1) {
                     (Some(l), true) => format!("{m} · {l}"),
                     _ => m,
@@ -551,7 +782,10 @@ pub fn build(runs: &[RunRecord], group_by: Option<GroupBy>, selection: &str) -> 
             .into_iter()
             .map(|(title, idx)| Column {
                 title,
-                members: idx.iter().map(|&i| Member::of(&runs[i])).collect(),
+                members: idx
+                    .iter()
+                    .map(|&i| Member::of(&runs[i], name_of(&runs[i])))
+                    .collect(),
             })
             .collect(),
         suites,
@@ -593,6 +827,7 @@ pub fn resolve_metric(spec: &str, records: &[RunRecord]) -> Result<(String, Stri
 pub struct Point {
     pub run_id: String,
     pub label: Option<String>,
+    pub tags: BTreeMap<String, String>,
     pub started: DateTime<Utc>,
     pub complete: bool,
     pub center: f64,
@@ -626,9 +861,15 @@ pub struct Change {
 /// One machine's series of one metric.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Series {
+    /// The machine as shown ([`identity`]).
     pub machine: String,
+    /// Its stable id, when recorded.
+    pub machine_id: Option<String>,
     pub points: Vec<Point>,
     pub changes: Vec<Change>,
+    /// Why there is no (further) change point: too few runs, a step too recent to test, or the
+    /// likeliest split and its p ([`changepoint::why_no_more`]).
+    pub no_more_changes: String,
     /// Runs of this machine that had no figure for the metric (left out of the series).
     pub skipped: usize,
 }
@@ -642,31 +883,53 @@ pub struct History {
     pub unit: Unit,
     pub better: Better,
     pub method: changepoint::Options,
+    /// The order of each series: `started` or `tag:KEY`.
+    pub order: String,
     pub series: Vec<Series>,
 }
 
-/// The history of `bench`/`metric` over `records` (any machines; one series per machine, runs in
-/// time order), with change points by E-Divisive means over each series' medians.
-pub fn history(
-    records: &[RunRecord],
-    bench: &str,
-    metric: &str,
-    opts: changepoint::Options,
-) -> History {
-    let mut by_machine: Vec<(String, Vec<&RunRecord>)> = Vec::new();
+/// The runs of `records` per machine (as `machines` knows them), each machine's in `order`,
+/// machines by shown name: (machine, its runs).
+pub fn per_machine<'a>(
+    records: &'a [RunRecord],
+    machines: &Machines,
+    order: &Order,
+) -> Vec<(MachineInfo, Vec<&'a RunRecord>)> {
+    let mut by_machine: Vec<(MachineInfo, Vec<&RunRecord>)> = Vec::new();
     for r in records {
-        let m = machine_name(r.machine.hostname.as_deref());
+        let id = r.run_id.to_string();
+        let m = machines.of(&id).cloned().unwrap_or_else(|| MachineInfo {
+            id: r.machine.machine_id.clone(),
+            name: machine_name(r.machine.hostname.as_deref()),
+            hostnames: vec![machine_name(r.machine.hostname.as_deref())],
+        });
         match by_machine.iter_mut().find(|(x, _)| *x == m) {
             Some((_, v)) => v.push(r),
             None => by_machine.push((m, vec![r])),
         }
     }
-    by_machine.sort_by(|a, b| a.0.cmp(&b.0));
+    by_machine.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    for (_, v) in &mut by_machine {
+        v.sort_by(|a, b| order.records(a, b));
+    }
+    by_machine
+}
+
+/// The history of `bench`/`metric` over `records` (any machines; one series per machine, as
+/// `machines` knows them, runs in `order`), with change points by E-Divisive means over each
+/// series' medians.
+pub fn history(
+    records: &[RunRecord],
+    bench: &str,
+    metric: &str,
+    opts: changepoint::Options,
+    machines: &Machines,
+    order: &Order,
+) -> History {
     let mut unit = Unit::Count;
     let mut better = Better::Lower;
     let mut series = Vec::new();
-    for (machine, mut recs) in by_machine {
-        recs.sort_by_key(|r| (r.started, r.run_id));
+    for (machine, recs) in per_machine(records, machines, order) {
         let mut points = Vec::new();
         let mut used: Vec<&RunRecord> = Vec::new();
         let mut skipped = 0;
@@ -681,6 +944,7 @@ pub fn history(
                     points.push(Point {
                         run_id: r.run_id.to_string(),
                         label: r.label.clone(),
+                        tags: r.tags.clone(),
                         started: r.started,
                         complete: r.complete,
                         center: s.center,
@@ -694,7 +958,13 @@ pub fn history(
             }
         }
         let values: Vec<f64> = points.iter().map(|p| p.center).collect();
-        let cps = changepoint::e_divisive(&values, opts);
+        let (cps, rejected) = changepoint::search(&values, opts);
+        let no_more_changes = changepoint::why_no_more(
+            &values,
+            cps.last().map_or(0, |c| c.index),
+            rejected.as_ref(),
+            opts,
+        );
         let mut bounds: Vec<usize> = vec![0];
         bounds.extend(cps.iter().map(|c| c.index));
         bounds.push(values.len());
@@ -740,9 +1010,11 @@ pub fn history(
             })
             .collect();
         series.push(Series {
-            machine,
+            machine: machine.name,
+            machine_id: machine.id,
             points,
             changes,
+            no_more_changes,
             skipped,
         });
     }
@@ -753,6 +1025,7 @@ pub fn history(
         unit,
         better,
         method: opts,
+        order: order.as_text(),
         series,
     }
 }
@@ -770,6 +1043,8 @@ mod tests {
             complete,
             os: "linux".into(),
             hostname: Some(host.into()),
+            machine_id: None,
+            tags: Default::default(),
             benchmarks: 1,
             origin: "imported".into(),
         }
@@ -859,10 +1134,11 @@ mod tests {
             row("5", "a", "x", "2026-11-01T00:00:00Z", true),
         ];
         let all: Vec<&RunRow> = rows.iter().collect();
-        let ids: Vec<&str> = latest_per_machine_label(&all)
-            .iter()
-            .map(|r| r.run_id.as_str())
-            .collect();
+        let ids: Vec<&str> =
+            latest_per_machine_label(&all, &Machines::of_rows(&rows), &Order::Started)
+                .iter()
+                .map(|r| r.run_id.as_str())
+                .collect();
         assert_eq!(ids, ["2", "3", "4"]);
     }
 

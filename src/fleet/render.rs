@@ -15,6 +15,11 @@ fn t(s: &str) -> String {
     display_text(s, LABEL_MAX_CHARS)
 }
 
+/// A sentence of ours (may quote record text): control characters escaped, not cut.
+fn t_long(s: &str) -> String {
+    display_text(s, 1000)
+}
+
 /// `lo–hi` in the metric's unit, the unit written once when both ends share it.
 pub fn span_text(lo: f64, hi: f64, unit: Unit) -> String {
     let (a, b) = (format_value(lo, unit), format_value(hi, unit));
@@ -51,6 +56,26 @@ pub fn attribute_rows(f: &Fleet) -> Vec<(&'static str, Vec<String>)> {
         ("OS", attr(|m| m.os.as_str())),
         ("kernel", attr(|m| m.kernel.as_str())),
     ];
+    if f.columns
+        .iter()
+        .any(|c| c.members.iter().any(|m| !m.tags.is_empty()))
+    {
+        rows.push((
+            "tags",
+            f.columns
+                .iter()
+                .map(|c| {
+                    c.attribute_owned(|m| {
+                        m.tags
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                })
+                .collect(),
+        ));
+    }
     if f.group_by.is_some() {
         rows.push((
             "machines",
@@ -63,22 +88,31 @@ pub fn attribute_rows(f: &Fleet) -> Vec<(&'static str, Vec<String>)> {
                             v.push(&m.machine);
                         }
                     }
-                    format!("{}: {}", c.members.len(), v.join(", "))
+                    // A machine with several labels has a run of each in the group: count
+                    // machines as machines, and say how many runs when that differs.
+                    if c.members.len() == v.len() {
+                        format!("{}: {}", v.len(), v.join(", "))
+                    } else {
+                        format!("{} ({} runs): {}", v.len(), c.members.len(), v.join(", "))
+                    }
                 })
                 .collect(),
         ));
     } else {
+        let ids: Vec<&str> = f
+            .columns
+            .iter()
+            .map(|c| c.members[0].run_id.as_str())
+            .collect();
+        let short = crate::store::short_ids(&ids);
         rows.push((
             "run",
             f.columns
                 .iter()
-                .map(|c| {
+                .zip(short)
+                .map(|(c, id)| {
                     let m = &c.members[0];
-                    format!(
-                        "{}{}",
-                        crate::store::short_id(&m.run_id),
-                        if m.complete { "" } else { " (incomplete)" }
-                    )
+                    format!("{id}{}", if m.complete { "" } else { " (incomplete)" })
                 })
                 .collect(),
         ));
@@ -316,11 +350,16 @@ fn change_verdict(c: &super::Change) -> String {
 /// The terminal history: per machine, one line per run, change points marked between runs.
 pub fn history_text(h: &History) -> String {
     let mut s = format!(
-        "{} {}{} — {} machine(s)\n",
+        "{} {}{} — {} machine(s){}\n",
         t(&h.benchmark),
         t(&h.metric),
         direction_mark(h.better),
-        h.series.len()
+        h.series.len(),
+        if h.order == "started" {
+            String::new()
+        } else {
+            format!(", runs in the order of {}", t(&h.order))
+        }
     );
     for se in &h.series {
         s.push_str(&format!(
@@ -333,28 +372,52 @@ pub fn history_text(h: &History) -> String {
                 String::new()
             }
         ));
+        let tag = h.order.strip_prefix("tag:");
+        let ids: Vec<&str> = se.points.iter().map(|p| p.run_id.as_str()).collect();
+        let short = crate::store::short_ids(&ids);
+        let short_of = |id: &str| {
+            ids.iter()
+                .position(|x| *x == id)
+                .map(|i| short[i].clone())
+                .unwrap_or_else(|| crate::store::short_id(id).to_string())
+        };
         for (i, p) in se.points.iter().enumerate() {
             if let Some(c) = se.changes.iter().find(|c| c.index == i) {
                 s.push_str(&format!(
                     "  ── change point (p {}): segment median ×{} ; compare {} → {}: {}\n",
                     crate::units::sig(c.p),
                     crate::units::sig(c.segment_ratio),
-                    crate::store::short_id(&c.before),
-                    crate::store::short_id(&c.after),
+                    short_of(&c.before),
+                    short_of(&c.after),
                     change_verdict(c)
                 ));
             }
             s.push_str(&format!(
                 "  {}  {}  {:<24}  {}{}\n",
                 p.started.format("%Y-%m-%d %H:%M"),
-                crate::store::short_id(&p.run_id),
-                t(p.label.as_deref().unwrap_or("—")),
+                short[i],
+                match tag {
+                    Some(k) => format!(
+                        "{}={}",
+                        t(k),
+                        t(p.tags.get(k).map(String::as_str).unwrap_or("—"))
+                    ),
+                    None => t(p.label.as_deref().unwrap_or("—")),
+                },
                 point_text(p, h.unit),
                 if p.complete { "" } else { " (incomplete)" }
             ));
         }
         if se.changes.is_empty() {
-            s.push_str("  no change point\n");
+            s.push_str(&format!(
+                "  no change point: {}\n",
+                t_long(&se.no_more_changes)
+            ));
+        } else {
+            s.push_str(&format!(
+                "  no further change point: {}\n",
+                t_long(&se.no_more_changes)
+            ));
         }
     }
     s.push('\n');
@@ -454,6 +517,101 @@ pub fn history_csv(h: &History) -> anyhow::Result<String> {
 /// JSON of a history (schema `osgauge.history/1`).
 pub fn history_json(h: &History) -> anyhow::Result<String> {
     let mut s = serde_json::to_string_pretty(h)?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// The terminal text of `fleet check`: per series, its verdict; regressions first in detail.
+pub fn check_text(c: &super::check::Check) -> String {
+    use super::check::Outcome;
+    let mut s = String::new();
+    let name = |x: &super::check::SeriesCheck| match &x.label {
+        Some(l) => format!("{} · {}", t(&x.machine), t(l)),
+        None => t(&x.machine),
+    };
+    let mut too_few = Vec::new();
+    let newest: Vec<&str> = c.series.iter().map(|x| x.newest.as_str()).collect();
+    let short = crate::store::short_ids(&newest);
+    for (se, short) in c.series.iter().zip(&short) {
+        match &se.outcome {
+            Outcome::TooFewRuns { runs, needed } => too_few.push(format!(
+                "  {}: {runs} run(s); a check needs at least {needed} (the newest and {} before it)",
+                name(se),
+                needed - 1
+            )),
+            Outcome::Checked {
+                judged,
+                regressions,
+                below_threshold,
+                better,
+                drift,
+                unknown,
+                detectable,
+            } => {
+                let head = format!(
+                    "{}: newest run {} against the {} before it",
+                    name(se),
+                    short,
+                    se.baseline.len()
+                );
+                let mut facts = vec![format!("{judged} metric(s) judged")];
+                if *better > 0 {
+                    facts.push(format!("{better} better"));
+                }
+                if *below_threshold > 0 {
+                    facts.push(format!("{below_threshold} worse below the threshold"));
+                }
+                if *drift > 0 {
+                    facts.push(format!("{drift} explained by the machine's drift"));
+                }
+                if *unknown > 0 {
+                    facts.push(format!("{unknown} without a noise estimate"));
+                }
+                if let Some(d) = detectable {
+                    facts.push(format!(
+                        "changes of about ±{} could be detected",
+                        crate::compare::render::pct_abs(*d)
+                    ));
+                }
+                if regressions.is_empty() {
+                    s.push_str(&format!("ok      {head}: no regression ({})\n", facts.join(", ")));
+                } else {
+                    s.push_str(&format!(
+                        "REGRESSION  {head}: {} regression(s) ({})\n",
+                        regressions.len(),
+                        facts.join(", ")
+                    ));
+                    for r in regressions {
+                        s.push_str(&format!("    {}\n", t_long(&r.text)));
+                    }
+                }
+            }
+        }
+    }
+    if !too_few.is_empty() {
+        s.push_str(&format!(
+            "\nNot checked ({} series with too few runs):\n{}\n",
+            too_few.len(),
+            too_few.join("\n")
+        ));
+    }
+    s.push_str(&format!(
+        "\n{} series checked, {} with a regression, {} with too few runs. Runs: {}; order: {}. Each newest run against the runs before it (at most {}), every run one invocation: `osgauge compare`'s rule (Welch's t over invocations with the history's own between-invocation noise, Benjamini-Hochberg, ±{} noise band, the drift reference); a regression is a worse verdict of at least {}.\n",
+        c.checked(),
+        c.regressed(),
+        too_few.len(),
+        t_long(&c.selection),
+        t(&c.order),
+        c.options.history,
+        crate::compare::render::pct_abs(c.options.noise),
+        crate::compare::render::pct_abs(c.options.threshold),
+    ));
+    s
+}
+
+/// JSON of `fleet check` (schema `osgauge.fleet-check/1`).
+pub fn check_json(c: &super::check::Check) -> anyhow::Result<String> {
+    let mut s = serde_json::to_string_pretty(c)?;
     s.push('\n');
     Ok(s)
 }

@@ -59,6 +59,33 @@ fn mounts() -> Vec<MountEntry> {
         .unwrap_or_default()
 }
 
+/// This machine's id ([`crate::system::machine_id_of`] of `/etc/machine-id`, else D-Bus's copy
+/// `/var/lib/dbus/machine-id`), or why there is none (noted as `machine_id`).
+fn machine_id(notes: &mut Notes) -> Option<String> {
+    let mut why = Vec::new();
+    for p in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
+        match fs::read_to_string(p) {
+            Ok(t) => match crate::system::machine_id_of(&t) {
+                Some(id) => {
+                    note(notes, "machine_id", format!("keyed hash of {p}"));
+                    return Some(id);
+                }
+                None => why.push(format!("{p} holds no id ('{}')", t.trim())),
+            },
+            Err(e) => why.push(format!("{p}: {e}")),
+        }
+    }
+    note(
+        notes,
+        "machine_id",
+        format!(
+            "unsupported: {}; runs of this machine are known by hostname only",
+            why.join("; ")
+        ),
+    );
+    None
+}
+
 /// Static facts about this machine.
 pub fn machine() -> Machine {
     let mut notes = Notes::new();
@@ -120,6 +147,7 @@ pub fn machine() -> Machine {
         kernel_release: uts.as_ref().and_then(|u| u.release.clone()),
         kernel_version: uts.as_ref().and_then(|u| u.version.clone()),
         hostname: uts.as_ref().and_then(|u| u.nodename.clone()),
+        machine_id: machine_id(&mut notes),
         cpu: cpu(&cpuinfo, &mut notes),
         caches: caches(&mut notes),
         memory_total_bytes,

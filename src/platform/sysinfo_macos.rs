@@ -82,6 +82,37 @@ fn cache_sharing() -> Vec<u64> {
         .unwrap_or_default()
 }
 
+/// This machine's id: [`crate::system::machine_id_of`] the hardware UUID (IOPlatformUUID, as
+/// `gethostuuid` returns it), or None with the reason noted as `machine_id`.
+fn machine_id(notes: &mut Notes) -> Option<String> {
+    let mut uuid = [0u8; 16];
+    let wait = libc::timespec {
+        tv_sec: 5,
+        tv_nsec: 0,
+    };
+    // SAFETY: a 16-byte buffer, as uuid_t is; a valid timespec.
+    let rc = unsafe { libc::gethostuuid(uuid.as_mut_ptr(), &wait) };
+    let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+    match (rc, crate::system::machine_id_of(&hex)) {
+        (0, Some(id)) => {
+            note(
+                notes,
+                &["machine_id"],
+                "keyed hash of IOPlatformUUID (gethostuuid)",
+            );
+            Some(id)
+        }
+        _ => {
+            let why = format!(
+                "unsupported: gethostuuid failed ({}); runs of this machine are known by hostname only",
+                std::io::Error::last_os_error()
+            );
+            note(notes, &["machine_id"], &why);
+            None
+        }
+    }
+}
+
 /// Static facts about this machine.
 pub fn machine() -> Machine {
     let mut notes = Notes::new();
@@ -174,6 +205,7 @@ pub fn machine() -> Machine {
         kernel_release: sysctl_string("kern.osrelease"),
         kernel_version: sysctl_string("kern.version"),
         hostname: sysctl_string("kern.hostname"),
+        machine_id: machine_id(&mut notes),
         cpu,
         caches,
         memory_total_bytes: nz(sysctl_u64("hw.memsize")),

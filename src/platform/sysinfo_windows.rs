@@ -14,7 +14,7 @@ use windows_sys::Win32::Security::{
     GetTokenInformation, TOKEN_ELEVATION, TOKEN_QUERY, TokenElevation,
 };
 use windows_sys::Win32::System::Registry::{
-    HKEY_LOCAL_MACHINE, RRF_RT_REG_DWORD, RRF_RT_REG_SZ, RegGetValueW,
+    HKEY_LOCAL_MACHINE, RRF_RT_REG_DWORD, RRF_RT_REG_SZ, RRF_SUBKEY_WOW6464KEY, RegGetValueW,
 };
 use windows_sys::Win32::System::SystemInformation::{
     ComputerNameDnsHostname, GetComputerNameExW, GetLogicalProcessorInformationEx, GetSystemInfo,
@@ -41,6 +41,11 @@ fn wide(s: &str) -> Vec<u16> {
 
 /// A REG_SZ value under HKEY_LOCAL_MACHINE.
 fn reg_string(subkey: &str, value: &str) -> Option<String> {
+    reg_string_flags(subkey, value, RRF_RT_REG_SZ).ok()
+}
+
+/// A REG_SZ value under HKEY_LOCAL_MACHINE with RegGetValueW `flags`; Err(the error code).
+fn reg_string_flags(subkey: &str, value: &str, flags: u32) -> Result<String, u32> {
     let (k, v) = (wide(subkey), wide(value));
     let mut buf = [0u16; 512];
     let mut size = std::mem::size_of_val(&buf) as u32;
@@ -50,19 +55,57 @@ fn reg_string(subkey: &str, value: &str) -> Option<String> {
             HKEY_LOCAL_MACHINE,
             k.as_ptr(),
             v.as_ptr(),
-            RRF_RT_REG_SZ,
+            flags,
             std::ptr::null_mut(),
             buf.as_mut_ptr().cast(),
             &mut size,
         )
     };
     if rc != 0 {
-        return None;
+        return Err(rc);
     }
     let n = (size as usize / 2).min(buf.len());
     let s = String::from_utf16_lossy(&buf[..n]);
     let s = s.trim_end_matches('\0').trim().to_string();
-    (!s.is_empty()).then_some(s)
+    if s.is_empty() { Err(0) } else { Ok(s) }
+}
+
+/// This machine's id: [`crate::system::machine_id_of`] the registry's MachineGuid (read from the
+/// 64-bit view, which a 32-bit process would otherwise miss), or None with the reason noted as
+/// `machine_id`.
+fn machine_id(notes: &mut Notes) -> Option<String> {
+    let key = "SOFTWARE\\Microsoft\\Cryptography";
+    match reg_string_flags(key, "MachineGuid", RRF_RT_REG_SZ | RRF_SUBKEY_WOW6464KEY) {
+        Ok(g) => match crate::system::machine_id_of(&g) {
+            Some(id) => {
+                note(
+                    notes,
+                    &["machine_id"],
+                    "keyed hash of HKLM\\SOFTWARE\\Microsoft\\Cryptography MachineGuid",
+                );
+                Some(id)
+            }
+            None => {
+                note(
+                    notes,
+                    &["machine_id"],
+                    "unsupported: MachineGuid holds no id; runs of this machine are known by hostname only",
+                );
+                None
+            }
+        },
+        Err(code) => {
+            note(
+                notes,
+                &["machine_id"],
+                &format!(
+                    "unsupported: MachineGuid unreadable ({}); runs of this machine are known by hostname only",
+                    std::io::Error::from_raw_os_error(code as i32)
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// A REG_DWORD value under HKEY_LOCAL_MACHINE.
@@ -357,6 +400,7 @@ pub fn machine() -> Machine {
         kernel_release: version.map(|(a, b, c)| format!("{a}.{b}.{c}")),
         kernel_version,
         hostname: hostname().or_else(|| std::env::var("COMPUTERNAME").ok()),
+        machine_id: machine_id(&mut notes),
         cpu,
         caches: topo.caches,
         memory_total_bytes: memory_status().map(|m| m.ullTotalPhys),

@@ -20,7 +20,7 @@ use crate::units::{Unit, format_value};
 pub const EMBED_ID: &str = "osgauge-fleet";
 
 fn page(title: &str, body: Markup, json: &str) -> String {
-    html! {
+    let page = html! {
         (DOCTYPE) "\n"
         html lang="en" {
             "\n"
@@ -45,7 +45,8 @@ fn page(title: &str, body: Markup, json: &str) -> String {
             } "\n"
         } "\n"
     }
-    .into_string()
+    .into_string();
+    super::visible_controls(page)
 }
 
 const FLEET_CSS: &str = "

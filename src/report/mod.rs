@@ -39,8 +39,61 @@ pub const PALETTE: &[(u8, u8, u8)] = &[
     (0, 0, 0),
 ];
 
+/// The colour of run (or column) `i`: the palette for the first eight; the palette lightened
+/// halfway to white for the next eight; then hues a golden angle apart at two lightnesses. No
+/// two of the first several hundred are the same (a 12-machine chart has 12 colours).
 pub fn color(i: usize) -> (u8, u8, u8) {
-    PALETTE[i % PALETTE.len()]
+    let n = PALETTE.len();
+    if i < n {
+        return PALETTE[i];
+    }
+    if i < 2 * n {
+        let (r, g, b) = PALETTE[i - n];
+        let light = |c: u8| ((u16::from(c) + 255) / 2) as u8;
+        return (light(r), light(g), light(b));
+    }
+    let k = i - 2 * n;
+    let hue = (k as f64 * 137.507_764) % 360.0;
+    let lightness = if k.is_multiple_of(2) { 0.38 } else { 0.58 };
+    hsl(hue, 0.7, lightness)
+}
+
+/// HSL (hue in degrees, saturation and lightness 0..1) as RGB.
+fn hsl(h: f64, s: f64, l: f64) -> (u8, u8, u8) {
+    let c = (1.0 - (2.0 * l - 1.0).abs()) * s;
+    let hp = h / 60.0;
+    let x = c * (1.0 - (hp % 2.0 - 1.0).abs());
+    let (r, g, b) = match hp as u32 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let m = l - c / 2.0;
+    let to = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
+    (to(r), to(g), to(b))
+}
+
+/// `html` with every C0 control character but tab, line feed and carriage return shown as its
+/// Unicode control picture (ESC as ␛): record text (an imported hostname, a label) may hold them,
+/// and HTML has no place for them — escaping `<>&"` does not cover them. The embedded JSON holds
+/// none raw (JSON writes them as \u escapes), so the records still read back as they were.
+pub fn visible_controls(html: String) -> String {
+    if !html
+        .chars()
+        .any(|c| c.is_ascii_control() && !matches!(c, '\t' | '\n' | '\r' | '\x7f'))
+    {
+        return html;
+    }
+    html.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' | '\x7f' => c,
+            c if c.is_ascii_control() => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+            c => c,
+        })
+        .collect()
 }
 
 fn css_color(i: usize) -> String {
@@ -227,7 +280,7 @@ pub fn render_groups(
         }
         "\n"
     };
-    Ok(page.into_string())
+    Ok(visible_controls(page.into_string()))
 }
 
 pub(super) fn figures(figs: &[Figure]) -> Markup {
@@ -659,3 +712,17 @@ details{margin:6px 0}
 summary{cursor:pointer;color:var(--muted)}
 footer{margin-top:30px}
 ";
+
+#[cfg(test)]
+mod color_tests {
+    #[test]
+    fn colours_do_not_repeat_after_eight() {
+        let cs: Vec<(u8, u8, u8)> = (0..300).map(super::color).collect();
+        for i in 0..cs.len() {
+            for j in 0..i {
+                assert_ne!(cs[i], cs[j], "colours {j} and {i}");
+            }
+        }
+        assert_eq!(super::color(0), super::PALETTE[0]);
+    }
+}

@@ -67,8 +67,24 @@ pub struct RunRow {
     pub complete: bool,
     pub os: String,
     pub hostname: Option<String>,
+    /// The machine's stable id (`machine.machine_id`), when recorded.
+    pub machine_id: Option<String>,
+    /// The run's tags (`tags`).
+    pub tags: std::collections::BTreeMap<String, String>,
     pub benchmarks: u32,
     pub origin: String,
+}
+
+/// Tags as a store column holds them (a JSON object; NULL or anything else: none).
+pub fn tags_of_column(text: Option<&str>) -> std::collections::BTreeMap<String, String> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default()
+}
+
+/// A record's tags as a store column holds them: a JSON object, NULL when there are none.
+pub fn tags_column(record: &RunRecord) -> Option<String> {
+    (!record.tags.is_empty())
+        .then(|| serde_json::to_string(&record.tags).expect("a map of strings"))
 }
 
 /// What happened on [`Store::import`].
@@ -468,6 +484,16 @@ impl Store {
         )
     }
 
+    /// Store `text` (a record's JSON, parsing to `record`) with `origin` only if no run with its
+    /// id is stored yet, atomically (of concurrent copies of one run, one stores it), then read
+    /// it back. False when a run with that id was already there (nothing written).
+    pub fn put_new(&self, record: &RunRecord, text: &str, origin: Origin) -> Result<bool> {
+        self.ctx(&format!("writing run {} to", record.run_id), {
+            refuse_nul(record, text)
+                .and_then(|()| on_backend!(self, b => b.insert_new(record, text, origin)))
+        })
+    }
+
     /// Wrap an error of an operation on this store with its path and a hint.
     fn ctx<T>(&self, doing: &str, r: Result<T>) -> Result<T> {
         r.map_err(|e| wrap(&self.path, doing, e))
@@ -644,10 +670,32 @@ pub enum Resolved {
     NotFound,
 }
 
-/// The first 13 characters of a run id: for UUIDv7 the full millisecond timestamp, so distinct
-/// for runs started at different times.
+/// The first 13 characters of a run id: for UUIDv7 the millisecond timestamp, so distinct for
+/// runs started at different times — but two runs started in one millisecond share it: where
+/// several ids are shown together, use [`short_ids`].
 pub fn short_id(run_id: &str) -> &str {
     run_id.get(..13).unwrap_or(run_id)
+}
+
+/// Short forms of `ids` shown together: each the shortest prefix of at least 13 characters (not
+/// ending on a dash) that no other of `ids` starts with, so each resolves to its run (runs
+/// started in the same millisecond get longer prefixes, into the random part).
+pub fn short_ids(ids: &[&str]) -> Vec<String> {
+    ids.iter()
+        .map(|id| {
+            let mut n = 13.min(id.len());
+            loop {
+                while n < id.len() && id.as_bytes()[n - 1] == b'-' {
+                    n += 1;
+                }
+                let p = &id[..n];
+                if n >= id.len() || !ids.iter().any(|o| o != id && o.starts_with(p)) {
+                    return p.to_string();
+                }
+                n += 1;
+            }
+        })
+        .collect()
 }
 
 /// One run record read from a file, with its original JSON text.
@@ -779,4 +827,30 @@ pub fn check_imported(r: &RunRecord) -> std::result::Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_ids_are_unique_prefixes_even_within_one_millisecond() {
+        // Two runs of one millisecond (same 48-bit timestamp), one of another.
+        let a = "019ac1e2-3f4a-7b10-8c2d-aaaaaaaaaaaa";
+        let b = "019ac1e2-3f4a-7b10-9d3e-bbbbbbbbbbbb";
+        let c = "019ac1e2-3f4b-7000-8000-cccccccccccc";
+        let s = short_ids(&[a, b, c]);
+        assert_eq!(
+            s,
+            [
+                "019ac1e2-3f4a-7b10-8",
+                "019ac1e2-3f4a-7b10-9",
+                "019ac1e2-3f4b"
+            ]
+        );
+        for (id, p) in [a, b, c].iter().zip(&s) {
+            assert!(id.starts_with(p.as_str()) && !p.ends_with('-'));
+        }
+        assert_eq!(short_ids(&[a]), ["019ac1e2-3f4a"]);
+    }
 }

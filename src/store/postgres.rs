@@ -78,7 +78,17 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, position)
     );
     CREATE INDEX run_benchmarks_id ON run_benchmarks (benchmark_id);",
-    // 2: who stored each row, and row-level security so that roles other than the tables' owner
+    // 2: machine identity and tags, generated from the record (so every writer, of any version
+    // from this one on, fills them; the rows already stored are filled as the columns are made).
+    "ALTER TABLE runs
+        ADD COLUMN machine_id TEXT GENERATED ALWAYS AS (record::jsonb -> 'machine' ->> 'machine_id') STORED,
+        ADD COLUMN tags JSONB GENERATED ALWAYS AS (
+            CASE WHEN jsonb_typeof(record::jsonb -> 'tags') = 'object'
+                  AND record::jsonb -> 'tags' <> '{}'::jsonb
+                 THEN record::jsonb -> 'tags' END) STORED;
+    CREATE INDEX runs_machine_id ON runs (machine_id, started_at);
+    CREATE INDEX runs_tags ON runs USING gin (tags);",
+    // 3: who stored each row, and row-level security so that roles other than the tables' owner
     // (the writer and reader roles of [`ROLES_SQL`]) read every run but change or delete only
     // the runs they stored. The owner is not subject to the policies.
     "ALTER TABLE runs ADD COLUMN stored_by TEXT NOT NULL DEFAULT current_user;
@@ -103,7 +113,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 /// The roles of a shared store, for its owner to run once the store exists (`osgauge fleet
 /// roles` prints it): `osgauge_reader` reads every run; `osgauge_writer` reads every run, adds
-/// runs, and updates or deletes only the runs it stored (row-level security, schema version 2).
+/// runs, and updates or deletes only the runs it stored (row-level security, schema version 3).
 /// Login roles are made members of one of them.
 pub const ROLES_SQL: &str = "\
 -- osgauge: the reader and writer roles of a shared result store.
@@ -113,8 +123,8 @@ pub const ROLES_SQL: &str = "\
 DO $$
 BEGIN
   IF to_regclass('osgauge_schema') IS NULL
-     OR (SELECT version FROM osgauge_schema LIMIT 1) < 2 THEN
-    RAISE EXCEPTION 'no osgauge result store of schema version 2 or later in this database: run osgauge once with --store URL as the owner first';
+     OR (SELECT version FROM osgauge_schema LIMIT 1) < 3 THEN
+    RAISE EXCEPTION 'no osgauge result store of schema version 3 or later in this database: run osgauge once with --store URL as the owner first';
   END IF;
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'osgauge_reader') THEN
     CREATE ROLE osgauge_reader NOLOGIN;
@@ -694,6 +704,8 @@ pub struct RefusedDelete(pub String);
 
 pub struct Pg {
     client: RefCell<postgres::Client>,
+    /// The schema version of the database (a reader does not upgrade it).
+    version: u32,
     /// Whether the session is encrypted, as the server reports it ([`tls::read_back`]).
     transport: String,
     /// Inside [`Pg::in_transaction`]: writes join that transaction.
@@ -744,6 +756,7 @@ impl Pg {
         }
         Ok(Pg {
             client: RefCell::new(client),
+            version: MIGRATIONS.len() as u32,
             transport,
             in_tx: Cell::new(false),
         })
@@ -761,8 +774,9 @@ impl Pg {
             Kind::Ours(v) if v as usize > MIGRATIONS.len() => Err(newer(v)),
             // Made by a writer that has not finished creating the tables yet.
             Kind::Ours(0) => Ok(None),
-            Kind::Ours(_) => Ok(Some(Pg {
+            Kind::Ours(v) => Ok(Some(Pg {
                 client: RefCell::new(client),
+                version: v,
                 transport,
                 in_tx: Cell::new(false),
             })),
@@ -909,13 +923,45 @@ impl Pg {
         self.write(record, json, None)
     }
 
+    /// Store a run only if no run with its id is there: concurrent callers for one id take a
+    /// transaction lock on it in turn, so exactly one stores it. True when this call did (then
+    /// read back).
+    pub fn insert_new(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<bool> {
+        let id = record.run_id.to_string();
+        let added = self.in_transaction(|| {
+            {
+                let mut c = self.client.borrow_mut();
+                c.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                    &[&id],
+                )?;
+                if c.query_opt("SELECT 1 FROM runs WHERE run_id = $1::text::uuid", &[&id])?
+                    .is_some()
+                {
+                    return Ok(false);
+                }
+            }
+            self.write(record, json, Some(origin))
+        })?;
+        if added && !self.in_tx.get() {
+            self.read_back(&id, json)?;
+        }
+        Ok(added)
+    }
+
     pub fn list(&self) -> Result<Vec<RunRow>> {
-        let rows = self.client.borrow_mut().query(
+        // Schema version 1 (read, not upgraded) has no machine id and tag columns: from the
+        // records' JSONB.
+        let sql = if self.version >= 2 {
             "SELECT run_id::text, label, started, finished, complete, os, hostname, benchmarks,
-                    origin
-             FROM runs ORDER BY started_at, run_id",
-            &[],
-        )?;
+                    origin, machine_id, tags::text
+             FROM runs ORDER BY started_at, run_id"
+        } else {
+            "SELECT run_id::text, label, started, finished, complete, os, hostname, benchmarks,
+                    origin, doc -> 'machine' ->> 'machine_id', (doc -> 'tags')::text
+             FROM runs ORDER BY started_at, run_id"
+        };
+        let rows = self.client.borrow_mut().query(sql, &[])?;
         Ok(rows
             .iter()
             .map(|r| RunRow {
@@ -928,6 +974,8 @@ impl Pg {
                 hostname: r.get(6),
                 benchmarks: r.get::<_, i32>(7) as u32,
                 origin: r.get(8),
+                machine_id: r.get(9),
+                tags: super::tags_of_column(r.get::<_, Option<String>>(10).as_deref()),
             })
             .collect())
     }

@@ -45,8 +45,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, pa
 use super::{APPLICATION_ID, NotAStore, Origin, RunRow, StoreError, Trouble};
 use crate::model::RunRecord;
 
-/// The columns of the `runs` table, in order (used to recognise stores made before the
-/// application id was set).
+/// The columns of the `runs` table as schema version 1 made them, in order (used to recognise
+/// stores made before the application id was set, which are all version 1).
 const RUNS_COLUMNS: &[&str] = &[
     "run_id",
     "label",
@@ -85,6 +85,15 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX runs_label ON runs(label);
     CREATE INDEX runs_started ON runs(started);",
+    // 2: machine identity and tags, as columns (filled from the records already stored).
+    "ALTER TABLE runs ADD COLUMN machine_id TEXT;
+    ALTER TABLE runs ADD COLUMN tags TEXT;
+    UPDATE runs SET machine_id = json_extract(record, '$.machine.machine_id'),
+                    tags = CASE WHEN json_type(record, '$.tags') = 'object'
+                                 AND json_extract(record, '$.tags') <> '{}'
+                                THEN json_extract(record, '$.tags') END
+        WHERE json_valid(record);
+    CREATE INDEX runs_machine_id ON runs(machine_id, started);",
 ];
 
 /// Whether an error is SQLite's "database is busy/locked" (another connection holds a lock).
@@ -200,7 +209,7 @@ fn identify(conn: &Connection) -> rusqlite::Result<Kind> {
             "it is a SQLite database that osgauge did not make (no tables, no osgauge mark)".into(),
         ));
     }
-    if tables == ["runs"] && (1..=MIGRATIONS.len() as u32).contains(&version) {
+    if tables == ["runs"] && version == 1 {
         let cols: Vec<String> = conn
             .prepare("SELECT name FROM pragma_table_info('runs') ORDER BY cid")?
             .query_map([], |r| r.get(0))?
@@ -457,7 +466,8 @@ impl Sqlite {
         {
             let n = self.conn.execute(
                 "UPDATE runs SET label = ?2, started = ?3, finished = ?4, complete = ?5, os = ?6,
-                    hostname = ?7, benchmarks = ?8, stored_at = ?9, record = ?10
+                    hostname = ?7, benchmarks = ?8, stored_at = ?9, record = ?10,
+                    machine_id = ?11, tags = ?12
                  WHERE run_id = ?1",
                 params![
                     id,
@@ -470,6 +480,8 @@ impl Sqlite {
                     record.benchmarks.len() as u32,
                     chrono::Utc::now().to_rfc3339(),
                     json,
+                    record.machine.machine_id,
+                    super::tags_column(record),
                 ],
             );
             match n {
@@ -497,13 +509,14 @@ impl Sqlite {
         let id = record.run_id.to_string();
         self.conn.execute(
             "INSERT INTO runs (run_id, label, started, finished, complete, os, hostname, benchmarks,
-                               origin, stored_at, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                               origin, stored_at, record, machine_id, tags)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
              ON CONFLICT(run_id) DO UPDATE SET
                 label = excluded.label, started = excluded.started, finished = excluded.finished,
                 complete = excluded.complete, os = excluded.os, hostname = excluded.hostname,
                 benchmarks = excluded.benchmarks, origin = excluded.origin,
-                stored_at = excluded.stored_at, record = excluded.record",
+                stored_at = excluded.stored_at, record = excluded.record,
+                machine_id = excluded.machine_id, tags = excluded.tags",
             params![
                 id,
                 record.label,
@@ -516,17 +529,60 @@ impl Sqlite {
                 origin.as_str(),
                 chrono::Utc::now().to_rfc3339(),
                 json,
+                record.machine.machine_id,
+                super::tags_column(record),
             ],
         )?;
         self.read_back(&id, json)
     }
 
+    /// Store a run only if no run with its id is there (one statement: of two writers, one
+    /// stores it). True when this call stored it (then read back).
+    pub fn insert_new(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<bool> {
+        let id = record.run_id.to_string();
+        let n = self.conn.execute(
+            "INSERT INTO runs (run_id, label, started, finished, complete, os, hostname, benchmarks,
+                               origin, stored_at, record, machine_id, tags)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+             ON CONFLICT(run_id) DO NOTHING",
+            params![
+                id,
+                record.label,
+                record.started.to_rfc3339(),
+                record.finished.map(|f| f.to_rfc3339()),
+                record.complete,
+                record.machine.os,
+                record.machine.hostname,
+                record.benchmarks.len() as u32,
+                origin.as_str(),
+                chrono::Utc::now().to_rfc3339(),
+                json,
+                record.machine.machine_id,
+                super::tags_column(record),
+            ],
+        )?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.read_back(&id, json)?;
+        Ok(true)
+    }
+
     /// Every run, oldest first.
     pub fn list(&self) -> Result<Vec<RunRow>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT run_id, label, started, finished, complete, os, hostname, benchmarks, origin
-             FROM runs ORDER BY started, run_id",
-        )?;
+        // A store of schema version 1 (opened read-only, so not upgraded) has no columns for
+        // machine ids and tags: read from the records (those made before them have none).
+        let sql = if self.schema_version()? >= 2 {
+            "SELECT run_id, label, started, finished, complete, os, hostname, benchmarks, origin,
+                    machine_id, tags
+             FROM runs ORDER BY started, run_id"
+        } else {
+            "SELECT run_id, label, started, finished, complete, os, hostname, benchmarks, origin,
+                    json_extract(record, '$.machine.machine_id'),
+                    CASE json_type(record, '$.tags') WHEN 'object' THEN json_extract(record, '$.tags') END
+             FROM runs ORDER BY started, run_id"
+        };
+        let mut stmt = self.conn.prepare(sql)?;
         let rows = stmt
             .query_map([], |r| {
                 Ok(RunRow {
@@ -539,6 +595,8 @@ impl Sqlite {
                     hostname: r.get(6)?,
                     benchmarks: r.get(7)?,
                     origin: r.get(8)?,
+                    machine_id: r.get(9)?,
+                    tags: super::tags_of_column(r.get::<_, Option<String>>(10)?.as_deref()),
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -31,6 +31,32 @@ pub use render::{format_bytes, format_cpu_list, render_findings, render_text};
 /// Why a field is unknown (or where a value came from), keyed by field name.
 pub type Notes = BTreeMap<String, String>;
 
+/// The machine id recorded for an OS machine id `raw` (any case, dashes ignored): HMAC-SHA-256
+/// keyed by it over an application string, the first 16 bytes in hex — an application-specific
+/// id as systemd recommends (`sd_id128_get_machine_app_specific`): stable, unique, and not the
+/// OS's id (which may be used elsewhere as a secret). None when `raw` holds no hex digits or
+/// only zeros (an unset id).
+pub fn machine_id_of(raw: &str) -> Option<String> {
+    use hmac::{Hmac, KeyInit, Mac};
+    let norm: String = raw
+        .trim()
+        .chars()
+        .filter(|c| *c != '-')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if norm.is_empty()
+        || !norm.chars().all(|c| c.is_ascii_hexdigit())
+        || norm.chars().all(|c| c == '0')
+    {
+        return None;
+    }
+    let mut m = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(norm.as_bytes())
+        .expect("HMAC takes any key");
+    m.update(b"osgauge machine identity v1");
+    let out = m.finalize().into_bytes();
+    Some(out[..16].iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Static facts about the machine. Cheap to collect (< 50 ms).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
@@ -48,6 +74,13 @@ pub struct Machine {
     /// `uname -v`.
     pub kernel_version: Option<String>,
     pub hostname: Option<String>,
+    /// This machine's stable identity: 32 hex digits, a keyed hash ([`machine_id_of`]) of the
+    /// OS's own machine id (Linux `/etc/machine-id`, macOS IOPlatformUUID, Windows MachineGuid),
+    /// so the OS's id itself is never recorded. Unlike the hostname it survives a rename, and
+    /// containers or clones that share a hostname keep apart. None (with `notes.machine_id`
+    /// saying why) where it cannot be read: the fleet view then names the machine by hostname.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
     pub cpu: Cpu,
     /// Caches seen by CPU 0, in sysfs order (L1d, L1i, L2, L3 ...).
     pub caches: Vec<Cache>,
@@ -348,4 +381,33 @@ pub struct Finding {
     pub message: String,
     /// What the user could do about it (never done by osgauge).
     pub fix: Option<String>,
+}
+
+#[cfg(test)]
+mod machine_id_tests {
+    use super::machine_id_of;
+
+    #[test]
+    fn the_recorded_id_is_a_stable_keyed_hash_never_the_os_id() {
+        let raw = "4c4c4544003a3910804bb2c04f4e4b32";
+        let id = machine_id_of(raw).unwrap();
+        assert_eq!(id.len(), 32);
+        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(id, raw);
+        // Case, dashes and surrounding white space do not matter (a UUID as macOS and Windows
+        // write it, the bare hex of /etc/machine-id).
+        assert_eq!(
+            machine_id_of(" 4C4C4544-003A-3910-804B-B2C04F4E4B32\n").as_deref(),
+            Some(id.as_str())
+        );
+        assert_ne!(machine_id_of("4c4c4544003a3910804bb2c04f4e4b33"), Some(id));
+        for unset in [
+            "",
+            "uninitialized",
+            "00000000-0000-0000-0000-000000000000",
+            "xyz",
+        ] {
+            assert_eq!(machine_id_of(unset), None, "{unset:?}");
+        }
+    }
 }

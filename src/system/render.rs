@@ -149,6 +149,7 @@ fn identity_rows(s: &mut Section, m: &Machine) {
     s.opt("kernel", kernel, "kernel");
     s.row("arch", m.arch.clone());
     s.opt("hostname", m.hostname.clone(), "hostname");
+    s.opt("machine id", m.machine_id.clone(), "machine_id");
 }
 
 /// `parts` joined with ", ", or None when there are none.

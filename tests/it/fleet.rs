@@ -311,6 +311,15 @@ fn fleet_groups_by_kernel_with_a_median_of_medians(store: &Path, _dir: &Path) {
     assert_eq!(cell["range"][1].as_f64().unwrap(), b.max(c));
     assert!(cell["ci95"].is_null());
     assert_eq!(row["cells"][1]["n"], 1);
+    // By OS, every label: host-a has a run of two labels in the one group — three machines,
+    // four runs, not "4 machines".
+    let out = common::osgauge_on(store)
+        .args(["fleet", "--group-by", "os"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("3 (4 runs): "), "{text}");
+    assert!(!text.contains(" 4: "), "{text}");
 }
 
 fn fleet_reads_a_store_and_never_creates_or_changes_one() {

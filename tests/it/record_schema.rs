@@ -123,13 +123,18 @@ fn fleet_and_history_exports_match_their_schemas() {
         r.started += chrono::Duration::minutes(i as i64);
         recs.push(r);
     }
-    // A history with a step on host-c (12 runs: with fewer, no split can reach α = 0.01 by
+    // A history with a step on host-c (12 runs before the last: with fewer, no split can reach α = 0.01 by
     // permutation — 9 runs have only C(9,4) = 126 ways to split 5 + 4).
-    for i in 0..12 {
+    // And a 13th, twice as slow again: `fleet check` calls it a regression.
+    for i in 0..13 {
         let mut r = slowed(
             &fixture("cpu-10runs.json"),
             "cpu/null_syscall",
-            if i < 6 { 1.0 } else { 1.5 },
+            match i {
+                0..6 => 1.0,
+                12 => 3.0,
+                _ => 1.5,
+            },
         );
         r.machine.hostname = Some("host-c".into());
         r.started += chrono::Duration::hours(i + 1);
@@ -181,6 +186,30 @@ fn fleet_and_history_exports_match_their_schemas() {
     assert!(
         !h["series"][2]["changes"].as_array().unwrap().is_empty(),
         "the history has a change point, so its shape is checked too"
+    );
+    // fleet check: host-c's newest run (twice as slow as the 5 before it) — a regression; the
+    // other series too few runs: both outcomes' shapes.
+    let cj = dir.join("c.json");
+    osgauge()
+        .args(["fleet", "check", "--history", "5", "--export-json"])
+        .arg(&cj)
+        .assert()
+        .code(3);
+    let c = read(&cj);
+    assert_valid(
+        &schema("osgauge.fleet-check-1.schema.json"),
+        &c,
+        "fleet check --export-json",
+    );
+    let states: Vec<&str> = c["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["outcome"]["state"].as_str().unwrap())
+        .collect();
+    assert!(
+        states.contains(&"checked") && states.contains(&"too_few_runs"),
+        "{states:?}"
     );
 }
 crate::register!(fleet_and_history_exports_match_their_schemas);

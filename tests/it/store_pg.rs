@@ -454,7 +454,11 @@ fn push_and_pull_between_any_two_stores_are_idempotent() {
     assert!(err.contains("stored differently"), "{err}");
     let (c, out, _) = run(&["results", "push", "--store", &a, "--to", &b, "--replace"]);
     assert_eq!(c, Some(0));
-    assert!(out.contains("1 updated"), "{out}");
+    // A complete run replaced is said to be replaced, not "updated (incomplete there)".
+    assert!(
+        out.contains("0 updated (incomplete there), 1 replaced (different there, --replace)"),
+        "{out}"
+    );
     // A store is not copied onto itself.
     let (c, _, err) = run(&["results", "push", "--store", &a, "--to", &a]);
     assert_eq!(c, Some(2), "{err}");
