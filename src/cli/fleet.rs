@@ -259,7 +259,7 @@ fn check(a: CheckArgs) -> Result<i32, CliError> {
     let Some(s) = a.store.open_read()? else {
         return Err(CliError::Usage(format!(
             "no result store at {} (nothing to check)",
-            crate::store::redact_url(&a.store.path()?.display().to_string())
+            crate::store::shown(&a.store.path()?)
         )));
     };
     let rows = s.list()?;

@@ -102,6 +102,11 @@ fn the_password_is_in_no_output_row_or_export_and_a_mistyped_url_is_refused() {
         );
         run(
             &mut outputs,
+            "fleet check (empty)",
+            &["fleet", "check", "--store", u],
+        );
+        run(
+            &mut outputs,
             "results list (empty)",
             &["results", "list", "--store", u],
         );
@@ -196,6 +201,7 @@ fn the_password_is_in_no_output_row_or_export_and_a_mistyped_url_is_refused() {
                 &hist_html,
             ],
         ),
+        ("fleet check", vec!["fleet", "check", "--store", &url]),
         (
             "results pull",
             vec!["results", "pull", "--store", &local, "--from", &url],
@@ -211,7 +217,7 @@ fn the_password_is_in_no_output_row_or_export_and_a_mistyped_url_is_refused() {
         );
     }
     // The commands meant to work did (a grep of empty outputs proves nothing).
-    for (what, r) in &outputs[6..] {
+    for (what, r) in &outputs[8..] {
         assert!(r.status.success(), "{what}: {}", text(r).1);
     }
     let files = files_under(dir.path());
