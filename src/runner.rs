@@ -1115,7 +1115,7 @@ mod tests {
         // Every run measured it, or none did: nothing to add.
         assert_eq!(too_few_measured(5, 5, None), None);
         assert_eq!(too_few_measured(0, 15, Some("x")), None);
-        // One run in fifteen (the UDP service demand of issue 29) is not a median.
+        // One run in fifteen (as the UDP service demand can be) is not a median.
         let w = too_few_measured(1, 15, Some("below the counters' resolution")).unwrap();
         assert!(
             w.starts_with("only 1 of 15 runs measured it (a figure needs at least 8")

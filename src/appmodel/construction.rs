@@ -3,7 +3,7 @@
 //! published figure) rather than one this machine *measured*. A synthetic application that spins
 //! for exactly the profile's `app_cpu_s` agrees with a CPU prediction made of that same figure
 //! whatever the OS costs are; such a check proves nothing about the measurements and must not
-//! count (issue 25). Pure.
+//! count. Pure.
 
 use serde::Serialize;
 

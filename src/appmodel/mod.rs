@@ -1,4 +1,4 @@
-//! Application model: "which OS suits my application?" (issue 15; thesis seed 003, chapters 3,
+//! Application model: "which OS suits my application?" (thesis seed 003, chapters 3,
 //! 5, 6). A profile (per-unit demand, target rate, QoS limits, weighted requirements) × per-run
 //! inputs read from stored benchmark results (or a published-figures file) → service demand per
 //! resource, utilisations, maximum rate and bottleneck, QoS pass/fail, a 1–5 score table with a

@@ -1,5 +1,5 @@
 //! `osgauge model check <profile> [RUN]`: the application model against a real application
-//! osgauge did not write (issue 25). The profile names the application (`app.check`, see
+//! osgauge did not write. The profile names the application (`app.check`, see
 //! [`apps::Kind`]) and states its per-unit demands from first principles; the prediction comes
 //! from a stored run's suite figures (the same inputs `osgauge model` uses — never from probes);
 //! the application is driven at rising offered rates and flat out, each step measured with the

@@ -4,7 +4,7 @@
 //! switches), run at rising offered rates and then flat out, measuring the achieved rate and this
 //! process's CPU utilisation. The prediction it is judged against is made from a stored run's
 //! suite figures (`--inputs RUN`, else the newest complete stored run) — the inputs a user's
-//! `osgauge model` reads (issue 25). Probes (`probe.rs`) that repeat the app's own operations
+//! `osgauge model` reads. Probes (`probe.rs`) that repeat the app's own operations
 //! give a second prediction, shown beside as a diagnostic and never judged; without a stored
 //! run nothing is judged. A law whose prediction is over half stated figures (the profile's own
 //! `app_cpu_s`, assumed copy counts) agrees by construction and is not counted. Every buffer whose bytes the model counts as memory
