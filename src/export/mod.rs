@@ -421,6 +421,7 @@ mod tests {
             let dev = libc::makedev(1, 3);
             // SAFETY: a valid NUL-terminated path.
             assert_eq!(
+                // SAFETY: a valid NUL-terminated path; mknod only creates a device node there.
                 unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, dev) },
                 0
             );

@@ -417,6 +417,7 @@ mod imp {
         // SAFETY: zeroed statx is valid output space; the path is NUL-terminated.
         let mut s: libc::statx = unsafe { std::mem::zeroed() };
         let rc =
+            // SAFETY: `c` is NUL-terminated and `s` is a local statx, valid for writes.
             unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_DIOALIGN, &mut s) };
         if rc != 0 || s.stx_mask & libc::STATX_DIOALIGN == 0 {
             return None;
