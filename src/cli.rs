@@ -1123,7 +1123,18 @@ fn execute_and_keep(
     let record = execute(plan, cancel, &mut |ev| {
         store.on_event(&ev);
         match ev {
-            Event::Started { .. } => {}
+            Event::Started { record, .. } => {
+                // The machine as the run starts: other work there slows every benchmark.
+                if !opts.quiet
+                    && let Some(busy) =
+                        crate::system::busy_now(&record.machine, &record.environment.start)
+                {
+                    progress.note(&format!(
+                        "osgauge: other work is using the CPUs ({busy}): expect this run to \
+                         take longer than estimated, and its figures to include that work"
+                    ));
+                }
+            }
             Event::RunStarted { info, round, .. } => {
                 current_round = round;
                 progress.start(round, &info.id);
