@@ -153,7 +153,7 @@ pub fn udp_test(
     let until = Instant::now() + duration;
     let cap = crate::cpucost::extend_until(until, ctx.run_time, ctx.deadline, ctx.runs_left);
     let mut more = || meter.peek().is_ok_and(|c| c.wants_more_until(cap));
-    let extend = (extend_cost && !ctx.warmup).then(|| Extension {
+    let extend = (extend_cost && !ctx.warmup).then_some(Extension {
         cap,
         more: &mut more,
     });
