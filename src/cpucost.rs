@@ -319,6 +319,27 @@ impl CpuCost {
             && floor > 0.0
             && self.net_cpu_s < EXTEND_MARGIN * floor
     }
+
+    /// Whether the net CPU could still reach the floor if the same work went on for `left_s`
+    /// more seconds at the rate seen so far, counted generously (the net so far plus two counter
+    /// steps, which the counters may not have taken yet). A window that cannot is not extended:
+    /// going on to the cap would only spend time on a cost that stays below the resolution (a
+    /// UDP stream at its default rate: 73 ms of the 200 ms needed after 1.1 s).
+    pub fn could_reach_floor(&self, left_s: f64) -> bool {
+        let wall = self.test.wall_s;
+        if wall <= 0.0 {
+            return true;
+        }
+        let generous = self.net_cpu_s.max(0.0) + 2.0 * self.resolution_cpu_s;
+        generous / wall * (wall + left_s.max(0.0)) >= self.floor_cpu_s()
+    }
+
+    /// [`Self::wants_more`], and [`Self::could_reach_floor`] by `cap`: whether to extend the
+    /// window now.
+    pub fn wants_more_until(&self, cap: std::time::Instant) -> bool {
+        let left = cap.saturating_duration_since(std::time::Instant::now());
+        self.wants_more() && self.could_reach_floor(left.as_secs_f64())
+    }
 }
 
 /// A net system cost above this many times what is known to explain it (this process's own CPU,
@@ -515,8 +536,9 @@ pub fn method() -> String {
          machine) the other end's process explain is flagged with the figures; a window with \
          less net CPU than 12.5 counter steps is extended over more of the same work (TCP \
          streams send on, paced UDP streams send on at their rate; file passes repeat, except \
-         at the quick preset) for up to 10 × the run time (at least 1 s), and one still under \
-         10 steps is not measured; system counters: {}; this process's own CPU beside it: {}",
+         at the quick preset) for up to 10 × the run time (at least 1 s) — unless its rate so \
+         far (plus two steps) shows that even the cap cannot reach 10 steps — and one still \
+         under 10 steps is not measured; system counters: {}; this process's own CPU beside it: {}",
         cputime::SYSTEM_CPU_SOURCE,
         cputime::PROCESS_CPU_SOURCE
     )
@@ -659,6 +681,32 @@ mod tests {
         v.as_object_mut().unwrap().remove("resolution_cpu_s");
         let back: CpuCost = serde_json::from_value(v).unwrap();
         assert_eq!(back.resolution_cpu_s, 0.0);
+    }
+
+    /// A window is extended only while the rate seen so far (counted generously: two counter
+    /// steps more) could bring the net CPU to the floor by the cap.
+    #[test]
+    fn a_window_that_cannot_reach_the_floor_by_its_cap_is_not_extended() {
+        // 2 CPUs in 10 ms steps: floor 200 ms; the test window so far 1 s long.
+        let cost = |net: f64| {
+            CpuCost::from_windows(w(0.5, 0.0, 1.0, 0.0), w(1.0, net, 2.0, 0.0))
+                .with_resolution(0.01)
+        };
+        // 50 ms so far (90 ms generously): 180 ms by 1 s more, 270 ms by 2 s more.
+        assert!(!cost(0.05).could_reach_floor(1.0));
+        assert!(cost(0.05).could_reach_floor(2.0));
+        // 100 ms so far: 210 ms by half a second more.
+        assert!(cost(0.1).could_reach_floor(0.5));
+        // The cap reached: nothing more to gain.
+        let now = std::time::Instant::now();
+        assert!(!cost(0.1).wants_more_until(now));
+        assert!(cost(0.1).wants_more_until(now + std::time::Duration::from_secs(2)));
+        // Nothing seen yet (no wall time): no projection, the window may go on.
+        assert!(
+            CpuCost::from_windows(w(0.5, 0.0, 1.0, 0.0), w(0.0, 0.0, 0.0, 0.0))
+                .with_resolution(0.01)
+                .could_reach_floor(0.0)
+        );
     }
 
     #[test]

@@ -432,6 +432,15 @@ impl<'p> Track<'p> {
             .map_or(min_runs, |a| a.max_runs.max(min_runs))
     }
 
+    /// Its warm-up runs: the plan's, or none for a benchmark that warms itself in every run.
+    fn warmups(&self, plan: &Plan) -> u32 {
+        if self.bench.warms_itself() {
+            0
+        } else {
+            plan.config.warmup_runs
+        }
+    }
+
     fn begun(&self) -> bool {
         self.attempts > 0
     }
@@ -442,7 +451,7 @@ impl<'p> Track<'p> {
             return false;
         }
         if round == 0 {
-            return self.attempts < plan.config.warmup_runs;
+            return self.attempts < self.warmups(plan);
         }
         (self.outputs.len() as u32) < Self::max_runs(plan)
     }
@@ -450,7 +459,7 @@ impl<'p> Track<'p> {
     /// Its runs of `round`: every warm-up run in round 0, else one measured run.
     fn step(&mut self, plan: &Plan, timing: &TimingCalibration, cancel: &AtomicBool, round: u32) {
         let n = if round == 0 {
-            plan.config.warmup_runs.saturating_sub(self.attempts)
+            self.warmups(plan).saturating_sub(self.attempts)
         } else {
             1
         };
@@ -491,7 +500,7 @@ impl<'p> Track<'p> {
         } else {
             self.outputs.len() as u32
         };
-        let total = plan.config.warmup_runs + Self::max_runs(plan);
+        let total = self.warmups(plan) + Self::max_runs(plan);
         let ctx = RunContext::new(run_index, warmup, plan.run_time(), deadline, timing, cancel)
             .with_runs_left(total.saturating_sub(self.attempts));
         self.attempts += 1;
@@ -584,7 +593,7 @@ pub fn run_benchmark(
     cancel: &AtomicBool,
 ) -> BenchmarkResult {
     let mut t = Track::new(bench);
-    let mut round = if plan.config.warmup_runs > 0 { 0 } else { 1 };
+    let mut round = if t.warmups(plan) > 0 { 0 } else { 1 };
     while t.active(plan, round) && !cancel.load(Ordering::Relaxed) {
         t.step(plan, timing, cancel, round);
         round += 1;
@@ -1871,6 +1880,49 @@ mod tests {
         assert_eq!(again.config.schedule.unwrap().rounds, sched.rounds);
         let other = execute(seeded(plan(three(), 6, 10), 43, None), &cancel, &mut |_| {});
         assert_ne!(other.config.schedule.unwrap().rounds, sched.rounds);
+    }
+
+    /// A benchmark that warms itself in every run.
+    struct SelfWarming(Box<dyn Benchmark>);
+
+    impl Benchmark for SelfWarming {
+        fn info(&self) -> &Info {
+            self.0.info()
+        }
+        fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+            self.0.run(ctx)
+        }
+        fn warms_itself(&self) -> bool {
+            true
+        }
+    }
+
+    /// A benchmark whose every run warms itself takes no warm-up run, alone or in rounds, and
+    /// still its measured runs; the others keep theirs.
+    #[test]
+    fn a_benchmark_that_warms_itself_takes_no_warmup_run() {
+        let cold = |ctx: &RunContext| {
+            if ctx.warmup {
+                return Err(BenchError::failed("a warm-up run was taken"));
+            }
+            Ok(RunOutput::default().metric("t", vec![1.0 + ctx.run_index as f64]))
+        };
+        let cancel = AtomicBool::new(false);
+        let p = plan(vec![Box::new(SelfWarming(fake("test/self", cold)))], 4, 10);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert_eq!(r.metrics[0].runs.len(), 4);
+        let mut b = three();
+        b.push(Box::new(SelfWarming(fake("test/self", cold))));
+        let r = execute(seeded(plan(b, 3, 10), 5, None), &cancel, &mut |_| {});
+        let sched = r.config.schedule.clone().unwrap();
+        assert_eq!(sched.rounds.len(), 4, "a warm-up round and 3 measured");
+        assert!(!sched.rounds[0].iter().any(|id| id == "test/self"));
+        assert!(sched.rounds[1..].iter().all(|o| o.len() == 4));
+        for b in &r.benchmarks {
+            assert!(b.error.is_none(), "{}: {:?}", b.id, b.error);
+            assert_eq!(b.metrics[0].runs.len(), 3, "{}", b.id);
+        }
     }
 
     #[test]

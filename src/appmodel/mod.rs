@@ -8,6 +8,7 @@
 pub mod calc;
 pub mod check;
 pub mod construction;
+pub mod examples;
 pub mod inputs;
 pub mod profile;
 pub mod published;

@@ -364,9 +364,8 @@ pub const MAX_WEIGHT: f64 = 10_000.0;
 impl Profile {
     /// Read and validate a profile file.
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
-        let src = std::fs::read_to_string(path)
-            .map_err(|e| ProfileError(format!("{}: {e}", path.display())))?;
-        let mut p = Profile::parse(&path.display().to_string(), &src)?;
+        let (src, name) = super::examples::read(path).map_err(ProfileError)?;
+        let mut p = Profile::parse(&name, &src)?;
         if let Some(i) = &p.inputs {
             let base = path.parent().unwrap_or(Path::new("."));
             p.inputs = Some(base.join(i));

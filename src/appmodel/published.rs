@@ -105,9 +105,8 @@ pub struct RawCheckOut {
 }
 
 pub fn load(path: &Path) -> Result<Published, ProfileError> {
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| ProfileError(format!("{}: {e}", path.display())))?;
-    parse(&path.display().to_string(), &src)
+    let (src, name) = super::examples::read(path).map_err(ProfileError)?;
+    parse(&name, &src)
 }
 
 pub fn parse(file: &str, src: &str) -> Result<Published, ProfileError> {

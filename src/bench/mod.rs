@@ -59,6 +59,12 @@ pub trait Benchmark: Send + Sync {
         let _ = runs;
         Map::new()
     }
+    /// Whether every run warms up on its own before it measures (it discards what a warm-up run
+    /// would): the harness's warm-up runs would only repeat that, and are not taken for it. Its
+    /// method says so.
+    fn warms_itself(&self) -> bool {
+        false
+    }
     /// Wall time the whole benchmark (warm-up and runs) is expected to take, s: from what it will
     /// do — its timed windows, set-up, calibration, extensions. For the up-front estimate and the
     /// progress bar's ETA only; never part of a result. The default suits a benchmark that

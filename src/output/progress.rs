@@ -124,6 +124,14 @@ impl Progress {
         }
     }
 
+    /// A line for the person watching, printed above the bar (or as a line without one).
+    pub fn note(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.suspend(|| crate::errln!("{line}")),
+            None => crate::errln!("{line}"),
+        }
+    }
+
     pub fn done(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();

@@ -70,9 +70,76 @@ pub(super) fn house_legend<'a, 'b: 'a, CT: plotters::coord::CoordTranslate>(
     labels
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
-        .label_font((FONT, 14))
+        .label_font((FONT, 16))
         .draw()
         .map_err(pe)
+}
+
+/// The report's legend beside the plot: `root` split into the plot's area (returned) and a strip
+/// on the right with one key per series — its line and label at the house font size — so the
+/// legend covers no data however the series run. Keys wrap into further columns when the chart
+/// is too short for one; the strip takes at most a third of the width, and keys beyond it are
+/// counted in a last line ("… 12 more") rather than drawn off the chart.
+pub(super) fn legend_beside<'b>(
+    root: &DrawingArea<SVGBackend<'b>, Shift>,
+    keys: &[(String, ShapeStyle)],
+) -> Result<DrawingArea<SVGBackend<'b>, Shift>> {
+    const ROW: i32 = 24;
+    // ~9 px per character of 16 px sans-serif; a 28 px key line and gaps take 48 px.
+    const CHAR_W: u32 = 9;
+    const KEY_W: u32 = 48;
+    let (w, h) = root.dim_in_pixel();
+    if keys.is_empty() {
+        return Ok(root.clone());
+    }
+    let max_strip = w / 3;
+    let rows = ((h as i32 - 2 * ROW) / ROW).max(1) as usize;
+    let longest = keys.iter().map(|k| k.0.chars().count()).max().unwrap_or(0) as u32;
+    let col_w = (longest * CHAR_W + KEY_W).min(max_strip);
+    let max_cols = (max_strip / col_w).max(1) as usize;
+    let cols = keys.len().div_ceil(rows).min(max_cols);
+    let room = rows * cols;
+    // All keys, or room for one line fewer and that line saying how many are left out.
+    let shown = if keys.len() > room {
+        room - 1
+    } else {
+        keys.len()
+    };
+    let (plot, side) = root.split_horizontally(w - col_w * cols as u32);
+    let font = TextStyle::from((FONT, 16).into_font()).pos(plotters::style::text_anchor::Pos::new(
+        plotters::style::text_anchor::HPos::Left,
+        plotters::style::text_anchor::VPos::Center,
+    ));
+    let fit = ((col_w - KEY_W) / CHAR_W) as usize;
+    let at = |i: usize| {
+        (
+            8 + (i / rows) as i32 * col_w as i32,
+            ROW + (i % rows) as i32 * ROW,
+        )
+    };
+    for (i, (label, style)) in keys.iter().take(shown).enumerate() {
+        let (x, y) = at(i);
+        let text = if label.chars().count() > fit {
+            let head: String = label.chars().take(fit.saturating_sub(1)).collect();
+            format!("{head}…")
+        } else {
+            label.clone()
+        };
+        side.draw(&PathElement::new(vec![(x, y), (x + 28, y)], *style))
+            .map_err(pe)?;
+        side.draw(&Text::new(text, (x + 36, y), font.clone()))
+            .map_err(pe)?;
+    }
+    if shown < keys.len() {
+        let (x, y) = at(shown);
+        side.draw(&Text::new(
+            format!("… {} more", keys.len() - shown),
+            (x + 36, y),
+            font.clone(),
+        ))
+        .map_err(pe)?;
+    }
+    Ok(plot)
 }
 
 /// Bar `i` of `nruns` in category `c` of a grouped bar chart: its x extent.
@@ -739,6 +806,65 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
 mod tests {
     use super::*;
     use crate::model::BenchmarkResult;
+
+    /// The x and font size of every `<text>` whose content is `label` in `svg`.
+    fn texts(svg: &str, label: &str) -> Vec<(f64, String)> {
+        svg.match_indices(&format!(">\n{label}\n</text>"))
+            .map(|(at, _)| {
+                let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+                let attr = |name: &str| {
+                    let v = tag.split(&format!(" {name}=\"")).nth(1).unwrap();
+                    v[..v.find('"').unwrap()].to_string()
+                };
+                (attr("x").parse().unwrap(), attr("font-size"))
+            })
+            .collect()
+    }
+
+    /// The legend is drawn beside the plot, so it covers no data (fs/read_latency's legend
+    /// covered the points at 2–4 MiB), every key at the house font size; many keys wrap into
+    /// columns that stay inside the chart.
+    #[test]
+    fn the_legend_sits_beside_the_plot_not_over_it() {
+        for n in [2usize, 40] {
+            let keys: Vec<(String, ShapeStyle)> = (0..n)
+                .map(|i| (format!("run{i}: random_block"), rgb(i).stroke_width(2)))
+                .collect();
+            let mut plot_w = 0;
+            let svg = svg_chart((1260, 420), |root| {
+                let plot = legend_beside(root, &keys)?;
+                plot_w = plot.dim_in_pixel().0;
+                Ok(())
+            })
+            .unwrap();
+            assert!((840..1260).contains(&plot_w), "{n} keys: plot {plot_w} px");
+            // The size plotters writes for the house font (16 px), as on the axes' labels.
+            let house = svg_chart((100, 40), |root| {
+                root.draw(&Text::new("x", (0, 0), (FONT, 16))).map_err(pe)
+            })
+            .unwrap();
+            let house = texts(&house, "x")[0].1.clone();
+            let drawn: Vec<&(String, ShapeStyle)> = keys
+                .iter()
+                .filter(|(label, _)| {
+                    let t = texts(&svg, label);
+                    for (x, size) in &t {
+                        assert!(*x > plot_w as f64 && *x < 1260.0 - 100.0, "{label} at {x}");
+                        assert_eq!(*size, house, "{label}: the house font size");
+                    }
+                    t.len() == 1
+                })
+                .collect();
+            if drawn.len() < n {
+                // The rest are counted, inside the chart too.
+                let more = format!("… {} more", n - drawn.len());
+                let t = texts(&svg, &more);
+                assert_eq!(t.len(), 1, "{more}");
+                assert!(t[0].0 > plot_w as f64 && t[0].0 < 1260.0 - 100.0);
+            }
+            assert!(drawn.len() >= n.min(10), "{n} keys: {} drawn", drawn.len());
+        }
+    }
 
     /// A log axis always has numbers to read: within one decade (fs/read_latency's 40–150 µs),
     /// around 1 (a forest plot's ratios), over several decades, and narrower than one digit.

@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow};
 use maud::{Markup, html};
 use plotters::prelude::*;
 
-use super::charts::{FONT, bar_x, chart_on, house_legend, house_mesh, pe, rgb, svg_chart};
+use super::charts::{FONT, bar_x, chart_on, house_mesh, legend_beside, pe, rgb, svg_chart};
 use super::{Figure, figures, legend};
 use crate::model::{MetricResult, RunRecord};
 use crate::units::{Unit, format_value};
@@ -46,11 +46,17 @@ fn log_log(
         return Err(anyhow!("no points"));
     }
     svg_chart((1260, 420), |root| {
-        let mut chart = chart_on(root, 10, 40, 95)
+        let style = |c: usize, dashed: bool| rgb(c).stroke_width(if dashed { 1 } else { 2 });
+        let keys: Vec<(String, ShapeStyle)> = series
+            .iter()
+            .map(|(label, c, dashed, _)| (label.clone(), style(*c, *dashed)))
+            .collect();
+        // The legend beside the plot, so it covers no point.
+        let plot = legend_beside(root, &keys)?;
+        let mut chart = chart_on(&plot, 10, 40, 95)
             .build_cartesian_2d(
                 (xmin - 0.3)..(xmax + 0.3).max(xmin + 1.0),
-                // Room above the data for the legend (upper left), so it covers no point.
-                super::charts::LogAxis(ymin / 1.5, ymax * 4.0),
+                super::charts::LogAxis(ymin / 1.5, ymax * 1.5),
             )
             .map_err(pe)?;
         let yfmt = |y: &f64| format_value(*y, Unit::Nanoseconds);
@@ -61,18 +67,15 @@ fn log_log(
             .y_desc(y_desc)
             .draw()
             .map_err(pe)?;
-        for (label, c, dashed, p) in series {
-            let style = rgb(*c).stroke_width(if *dashed { 1 } else { 2 });
+        for (_, c, dashed, p) in series {
             chart
-                .draw_series(LineSeries::new(p.clone(), style))
-                .map_err(pe)?
-                .label(label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+                .draw_series(LineSeries::new(p.clone(), style(*c, *dashed)))
+                .map_err(pe)?;
             chart
                 .draw_series(p.iter().map(|q| Circle::new(*q, 3, rgb(*c).filled())))
                 .map_err(pe)?;
         }
-        house_legend(&mut chart, Some(SeriesLabelPosition::UpperLeft))
+        Ok(())
     })
 }
 

@@ -46,7 +46,14 @@ fn histogram_figure(name: &str, b: &BenchmarkResult) -> Result<Option<Figure>> {
     let xmax = all.iter().map(|p| p.0).fold(1.0, f64::max) * 1.5;
     let ymax = all.iter().map(|p| p.1).fold(1.0, f64::max) * 2.0;
     let svg = svg_chart((1260, 360), |root| {
-        let mut chart = chart_on(root, 10, 40, 80)
+        let keys: Vec<(String, ShapeStyle)> = cols
+            .iter()
+            .enumerate()
+            .map(|(i, (cpu, _))| (cpu.clone(), rgb(i).stroke_width(2)))
+            .collect();
+        // The legend beside the plot (the house font; it covers no data).
+        let plot = super::charts::legend_beside(root, &keys)?;
+        let mut chart = chart_on(&plot, 10, 40, 80)
             .build_cartesian_2d(
                 super::charts::LogAxis(0.5, xmax),
                 super::charts::LogAxis(0.8, ymax),
@@ -59,17 +66,11 @@ fn histogram_figure(name: &str, b: &BenchmarkResult) -> Result<Option<Figure>> {
             .y_desc("wake-ups (log scale)")
             .draw()
             .map_err(pe)?;
-        for (i, ((cpu, _), p)) in cols.iter().zip(&pts).enumerate() {
+        for (i, p) in pts.iter().enumerate() {
             chart
                 .draw_series(LineSeries::new(p.clone(), rgb(i).stroke_width(1)))
-                .map_err(pe)?
-                .label(cpu.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], rgb(i).stroke_width(2))
-                });
+                .map_err(pe)?;
         }
-        // The report's legend (its font and frame), as on every other chart.
-        super::charts::house_legend(&mut chart, None)?;
         Ok(())
     })?;
     let over: u64 = cols.iter().map(|(_, c)| c.overflows).sum();

@@ -703,11 +703,11 @@ tr.geo td{font-weight:600;background:var(--head)}
 td.same{color:var(--muted)}
 .legend span{display:inline-block;margin-right:16px}
 .legend i,.sw{display:inline-block;width:12px;height:12px;margin-right:5px;vertical-align:-1px;border-radius:2px}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(600px,1fr));gap:12px}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:12px;align-items:start}
 figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:6px 8px}
 figure.wide{grid-column:1/-1}
 figcaption{font-weight:600;font-size:13px;margin-bottom:2px}
-figure svg{width:100%;height:auto;display:block}
+figure svg{max-width:100%;height:auto;display:block}
 details{margin:6px 0}
 summary{cursor:pointer;color:var(--muted)}
 footer{margin-top:30px}

@@ -248,7 +248,7 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
                     "{name} · {w}: time per policy/processes — stacked user (blue) + system (orange) CPU time of all processes, wall = makespan (grey); medians, 95 % CI whiskers"
                 ),
                 svg: bars(&cats, &stacked, &beside, div, unit)?,
-                wide: true,
+                wide: cats.len() > 4,
             });
             if get("voluntary").iter().any(Option::is_some) {
                 let beside: Series = vec![
@@ -260,7 +260,7 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
                         "{name} · {w}: context switches of all processes — involuntary (red), voluntary (green); medians, 95 % CI whiskers"
                     ),
                     svg: bars(&cats, &Vec::new(), &beside, 1.0, "switches")?,
-                    wide: true,
+                    wide: cats.len() > 4,
                 });
             } else if get("switches").iter().any(Option::is_some) {
                 // macOS and Windows give a total only (the split is unsupported there).
@@ -270,7 +270,7 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
                         "{name} · {w}: context switches of all processes — total (this OS gives no voluntary/involuntary split); medians, 95 % CI whiskers"
                     ),
                     svg: bars(&cats, &Vec::new(), &beside, 1.0, "switches")?,
-                    wide: true,
+                    wide: cats.len() > 4,
                 });
             }
             let dist: Vec<Option<[f64; 5]>> = mine
@@ -291,7 +291,7 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
                         "{name} · {w}: turnaround distribution per process — line min…max, box p50…p90, red p99 (medians over runs)"
                     ),
                     svg: distribution(&cats, &dist)?,
-                    wide: true,
+                    wide: cats.len() > 4,
                 });
             }
         }

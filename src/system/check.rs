@@ -213,6 +213,35 @@ fn topology(c: &Ctx, out: &mut Vec<Finding>) {
     }
 }
 
+/// Other work using the CPUs as a run starts, in words ("100 % busy over 200 ms, load average
+/// 4.31 on 2 CPUs"), or None when the machine was quiet: the CPUs busier than [`BUSY_PCT`] over
+/// the environment's sampling window, or — where the OS gives no window — a load average above
+/// half the CPUs. (A load average alone is not enough where the window was quiet: it decays for
+/// minutes after a previous run ended.)
+pub fn busy_now(m: &Machine, e: &Environment) -> Option<String> {
+    let cpus = m.cpu.logical_cpus.unwrap_or(1).max(1);
+    let load = e.load_avg.as_ref().map(|l| l.one);
+    let window = e
+        .cpu_time
+        .as_ref()
+        .and_then(|c| Some((c.window_busy_pct?, c.window_ms?)));
+    let busy = match window {
+        Some((b, _)) => b > BUSY_PCT,
+        None => load.is_some_and(|l| l > 0.5 * cpus as f64),
+    };
+    if !busy {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if let Some((b, ms)) = window {
+        parts.push(format!("{b:.0} % busy over {ms:.0} ms"));
+    }
+    if let Some(l) = load {
+        parts.push(format!("load average {l:.2} on {cpus} CPUs"));
+    }
+    Some(parts.join(", "))
+}
+
 /// Other activity on the machine: load, busy time, CPU pressure, steal, free memory.
 fn activity(c: &Ctx, out: &mut Vec<Finding>) {
     use Level::{Info, Warning};
@@ -738,6 +767,28 @@ mod tests {
         let mut e = quiet_env();
         e.cpu_pressure.as_mut().unwrap().some_avg10 = 12.0;
         assert!(topics(&check(&linux_machine(), &e), Level::Warning).contains(&"cpu_pressure"));
+    }
+
+    /// The start-of-run note that the run will take longer: said when other work kept the CPUs
+    /// busy in the sampling window, not for a load average a previous run left behind.
+    #[test]
+    fn busy_now_is_the_window_not_a_decaying_load_average() {
+        let m = linux_machine();
+        assert_eq!(busy_now(&m, &quiet_env()), None);
+        let mut e = quiet_env();
+        e.load_avg.as_mut().unwrap().one = 1.2; // left by the run before; the window is idle
+        assert_eq!(busy_now(&m, &e), None);
+        e.cpu_time.as_mut().unwrap().window_busy_pct = Some(100.0);
+        let said = busy_now(&m, &e).unwrap();
+        assert!(said.contains("100 % busy over 200 ms"), "{said}");
+        assert!(said.contains("load average 1.20 on 8 CPUs"), "{said}");
+        // No window (an OS without one): a load average above half the CPUs.
+        let mut e = quiet_env();
+        e.cpu_time = None;
+        e.load_avg.as_mut().unwrap().one = 4.5;
+        assert_eq!(busy_now(&m, &e).unwrap(), "load average 4.50 on 8 CPUs");
+        e.load_avg.as_mut().unwrap().one = 3.5;
+        assert_eq!(busy_now(&m, &e), None);
     }
 
     #[test]

@@ -232,7 +232,7 @@ impl Bandwidth {
         };
         let mut passes = 1;
         loop {
-            let more = meter.peek().is_ok_and(|c| c.wants_more());
+            let more = meter.peek().is_ok_and(|c| c.wants_more_until(until));
             if !more || Instant::now() >= until {
                 // The window ends here; the idle window after it follows.
                 return Ok((meter.stop(), moved, passes));

@@ -264,7 +264,8 @@ impl Bandwidth {
              thread reads the clock itself); value = bytes counted / pass time. Bytes counted, STREAM's convention: read + written (read N, write N, write_nt N, \
              copy 2N, triad 3N); write-allocate traffic not counted; copy tools count copied bytes \
              once. The first pass of each kernel is discarded; then passes for an equal share of \
-             the run time (at least 3). Results are checked (read checksum, copied and triad \
+             the run time (at least 3); no harness warm-up run (each run faults in its own arrays \
+             and discards each kernel's first pass, all a warm-up run would do). Results are checked (read checksum, copied and triad \
              values) so no kernel can be optimised away; non-temporal stores use explicit \
              intrinsics ({nt}).",
             names.join(", "),
@@ -461,8 +462,13 @@ impl Benchmark for Bandwidth {
         m
     }
 
+    /// Every run first-touches its arrays and discards each kernel's first pass.
+    fn warms_itself(&self) -> bool {
+        true
+    }
+
     /// Each run faults in its arrays, then times every kernel at least 4 passes (1 discarded)
-    /// or for its share of the run time.
+    /// or for its share of the run time; no warm-up runs ([`Self::warms_itself`]).
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
         let (bytes, _) = self.array_bytes();
         let all = (bytes * self.arrays()) as f64;
@@ -473,7 +479,7 @@ impl Benchmark for Bandwidth {
                 4.0 * (bytes * k.arrays_counted()) as f64 / super::ASSUMED_BANDWIDTH_BYTES_PER_S
             })
             .sum();
-        e.all_runs()
+        f64::from(e.runs)
             * (e.run_time.as_secs_f64().max(passes)
                 + all / super::FAULT_IN_BYTES_PER_S
                 + crate::bench::DEFAULT_SETUP_S)

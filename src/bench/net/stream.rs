@@ -226,7 +226,9 @@ impl Benchmark for Stream {
                     std::thread::sleep((until - now).min(Duration::from_millis(50)));
                     continue;
                 }
-                if now >= cap || ctx.check().is_err() || !meter.peek().is_ok_and(|c| c.wants_more())
+                if now >= cap
+                    || ctx.check().is_err()
+                    || !meter.peek().is_ok_and(|c| c.wants_more_until(cap))
                 {
                     break;
                 }

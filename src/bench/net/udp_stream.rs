@@ -151,9 +151,10 @@ pub fn udp_test(
         .restart()
         .map_err(|e| BenchError::os("CPU counters", e))?;
     let until = Instant::now() + duration;
-    let mut more = || meter.peek().is_ok_and(|c| c.wants_more());
-    let extend = (extend_cost && !ctx.warmup).then(|| Extension {
-        cap: crate::cpucost::extend_until(until, ctx.run_time, ctx.deadline, ctx.runs_left),
+    let cap = crate::cpucost::extend_until(until, ctx.run_time, ctx.deadline, ctx.runs_left);
+    let mut more = || meter.peek().is_ok_and(|c| c.wants_more_until(cap));
+    let extend = (extend_cost && !ctx.warmup).then_some(Extension {
+        cap,
         more: &mut more,
     });
     let sent = send_paced(to, size, rate_bps, duration, ctx, extend)?;
