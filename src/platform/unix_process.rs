@@ -291,6 +291,7 @@ pub fn fork_exec_wait(program: &ExecProgram) -> io::Result<()> {
     // were valid before fork and stay valid in the child's copy of memory.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
+        // SAFETY: in the forked child: execve and _exit only, with pointers built before fork.
         unsafe {
             libc::execve(program.c_path.as_ptr(), argv.as_ptr(), envp.as_ptr());
             libc::_exit(127);
@@ -349,7 +350,7 @@ fn child_echo_loop(rfd: RawFd, wfd: RawFd) -> ! {
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY (whole block): raw system calls on the child's own fds with valid buffers.
+    // SAFETY: (whole block) raw system calls on the child's own fds with valid buffers.
     unsafe {
         loop {
             if libc::poll(&mut p, 1, -1) < 0 {

@@ -368,11 +368,13 @@ struct Arrays {
 }
 // SAFETY: workers access disjoint ranges, separated in time from the coordinator by barriers.
 unsafe impl Send for Arrays {}
+// SAFETY: as for Send: disjoint ranges per worker, barriers between phases.
 unsafe impl Sync for Arrays {}
 
 impl Arrays {
     /// SAFETY: caller guarantees `r` is in bounds of each array and no one else touches it now.
     unsafe fn slice(p: *mut f64, r: &std::ops::Range<usize>) -> &'static mut [f64] {
+        // SAFETY: the caller's guarantee (see above): `r` is in bounds and this thread owns it now.
         unsafe { std::slice::from_raw_parts_mut(p.add(r.start), r.len()) }
     }
 }
@@ -620,6 +622,7 @@ fn spot_check(
     let check = |p: *mut f64, want: f64, name: &str| -> Result<(), BenchError> {
         for r in ranges {
             for i in [r.start, r.start + r.len() / 2, r.end - 1] {
+                // SAFETY: `i` lies in `r`, in bounds of the array `p` points to; the workers have joined.
                 let v = unsafe { p.add(i).read_volatile() };
                 if v != want {
                     return Err(BenchError::failed(format!(

@@ -781,6 +781,7 @@ mod tests {
     fn cycle_len(buf: &[usize], start: *const usize, limit: usize) -> usize {
         let mut p = start;
         for k in 1..=limit {
+            // SAFETY: `buf` is a closed pointer cycle built by the test; `p` points into it.
             p = unsafe { chase(p, 1) };
             if p == start {
                 return k;
@@ -803,6 +804,7 @@ mod tests {
                 let idx = (p as usize - base as usize) / (step * 8);
                 assert!(!seen[idx], "element {idx} visited twice (n={n})");
                 seen[idx] = true;
+                // SAFETY: `buf` is a closed pointer cycle built by the test; `p` points into it.
                 p = unsafe { chase(p, 1) };
             }
             assert_eq!(p, base, "n={n}: not back at the start after n loads");
@@ -831,6 +833,7 @@ mod tests {
         let base = buf.as_ptr();
         // After k loads we are at element k mod n (remainder and unrolled paths both).
         for k in [1u64, 7, 8, 9, 37, 100] {
+            // SAFETY: `buf` is a closed pointer cycle built by the test; `p` points into it.
             let p = unsafe { chase(base, k) };
             assert_eq!(p, base.wrapping_add((k as usize % n) * 4), "k={k}");
         }
