@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use serde_json::{Map, Value};
 
+use crate::bench::latency::idle_wakeup;
 use crate::bench::{Benchmark, Info, RunOutput};
 use crate::harness::RunContext;
 use rand::SeedableRng;
@@ -323,9 +324,9 @@ pub fn execute_arms(
         record.complete = !interrupted
             && record.benchmarks.len() + usize::from(reference.is_some()) == plan.benchmarks.len();
     }
-    let idle_exit_after = (!interrupted && records.iter().any(needs_idle_exit))
+    let idle_exit_after = (!interrupted && records.iter().any(idle_wakeup::needs_idle_exit))
         .then(|| {
-            crate::bench::latency::idle_wakeup::quick_measure(IDLE_EXIT_AFTER)
+            idle_wakeup::quick_measure(idle_wakeup::IDLE_EXIT_AFTER)
                 .ok()
                 .map(|m| m.2)
         })
@@ -379,18 +380,6 @@ fn round_order(tracks: &[Track], plan: &Plan, round: u32, reference: Option<usiz
 /// A fresh random seed for the run order (recorded; `--seed` repeats an order).
 pub fn new_seed() -> u64 {
     rand::random::<u64>() >> 11
-}
-
-/// How long the idle-exit cost is measured after a run that has wake-up figures but no
-/// latency/idle_wakeup of its own.
-const IDLE_EXIT_AFTER: std::time::Duration = std::time::Duration::from_millis(400);
-
-/// The record holds a figure an idle exit can dominate but no latency/idle_wakeup result.
-fn needs_idle_exit(record: &RunRecord) -> bool {
-    record.benchmark("latency/idle_wakeup").is_none()
-        && WAKEUP_BOUND
-            .iter()
-            .any(|(b, _)| record.benchmark(b).is_some_and(|r| r.error.is_none()))
 }
 
 /// One benchmark's way through the rounds: its warm-up and measured runs so far, the time they
@@ -1018,60 +1007,6 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// The figures an idle wake-up can dominate: (benchmark, metric) of wake-up and round-trip
-/// latencies.
-const WAKEUP_BOUND: &[(&str, &str)] = &[
-    ("net/tcp_rtt_64b", "rtt_p50_us"),
-    ("net/tcp_rtt_1b", "rtt_p50_us"),
-    ("latency/wakeup", "latency"),
-    ("interactivity/audio/none", "latency"),
-    ("interactivity/video/none", "latency"),
-];
-
-/// When waking an idle CPU (latency/idle_wakeup's `idle_exit`) is at least a quarter of a
-/// wake-up or round-trip figure of the same run, say so: those figures then measure mostly the
-/// idle exit (on a VM, the host's halt exit), and can be lower under load than idle. Without
-/// latency/idle_wakeup in the record, `after` is the idle exit measured briefly after the run.
-pub fn idle_wakeup_note(record: &RunRecord, after: Option<f64>) -> Option<String> {
-    let center_ns = |b: &str, m: &str| -> Option<f64> {
-        let m = record.benchmark(b)?.metrics.iter().find(|x| x.name == m)?;
-        let c = m.summary.as_ref()?.center;
-        Some(match m.unit {
-            crate::units::Unit::Microseconds => c * 1e3,
-            _ => c,
-        })
-    };
-    let (exit, source) = match center_ns("latency/idle_wakeup", "idle_exit") {
-        Some(x) => (x, "latency/idle_wakeup idle_exit".to_string()),
-        None => (
-            after?,
-            format!(
-                "measured for {} ms after the run",
-                IDLE_EXIT_AFTER.as_millis()
-            ),
-        ),
-    };
-    if exit <= 0.0 {
-        return None;
-    }
-    let hit: Vec<String> = WAKEUP_BOUND
-        .iter()
-        .filter_map(|(b, m)| {
-            let v = center_ns(b, m)?;
-            (v > 0.0 && exit >= 0.25 * v).then(|| format!("{b} ({:.0} %)", 100.0 * exit / v))
-        })
-        .collect();
-    (!hit.is_empty()).then(|| {
-        format!(
-            "idle wake-up: waking an idle CPU costs {} here ({source}), at least a quarter \
-             of {}: these figures largely measure leaving an idle state (on a VM, \
-             the host's halt exit) and can be lower under load than on an idle machine",
-            crate::units::format_time_ns(exit),
-            hit.join(", ")
-        )
-    })
-}
-
 /// Run-wide warnings in plain language.
 fn run_warnings(
     record: &RunRecord,
@@ -1097,7 +1032,7 @@ fn run_warnings(
             w.push(format!("{}: {}", f.topic, f.message));
         }
     }
-    if let Some(n) = idle_wakeup_note(record, idle_exit_after) {
+    if let Some(n) = idle_wakeup::idle_wakeup_note(record, idle_exit_after) {
         w.push(n);
     }
     let failed: Vec<_> = record
@@ -1180,6 +1115,7 @@ mod tests {
 
     #[test]
     fn an_idle_exit_that_dominates_a_wakeup_figure_is_said() {
+        use crate::bench::latency::idle_wakeup::{idle_wakeup_note, needs_idle_exit};
         let p = plan(
             vec![
                 fake("latency/idle_wakeup", |_| {

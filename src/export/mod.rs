@@ -419,9 +419,8 @@ mod tests {
             let c = std::ffi::CString::new(node.as_os_str().as_encoded_bytes()).unwrap();
             // The null device, 1:3 on Linux; this test only relies on it accepting writes.
             let dev = libc::makedev(1, 3);
-            // SAFETY: a valid NUL-terminated path.
             assert_eq!(
-                // SAFETY: a valid NUL-terminated path; mknod only creates a device node there.
+                // SAFETY: a valid NUL-terminated path.
                 unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, dev) },
                 0
             );

@@ -105,7 +105,7 @@ mod imp {
     pub fn children_cpu_ns() -> io::Result<u64> {
         // SAFETY: a zeroed rusage is valid output space.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: getrusage writes into the local `ru`, valid for writes.
+        // SAFETY: `ru` is a local, valid output space for getrusage.
         if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
             return Err(io::Error::last_os_error());
         }

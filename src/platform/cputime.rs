@@ -146,7 +146,7 @@ fn rusage_self_ns() -> io::Result<u64> {
 fn rusage_ns(who: libc::c_int) -> io::Result<u64> {
     // SAFETY: zeroed rusage is valid output space.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes into the local `ru`, valid for writes.
+    // SAFETY: `ru` is a local, valid output space for getrusage.
     if unsafe { libc::getrusage(who, &mut ru) } != 0 {
         return Err(io::Error::last_os_error());
     }

@@ -416,8 +416,8 @@ mod imp {
         let c = cpath(path).ok()?;
         // SAFETY: zeroed statx is valid output space; the path is NUL-terminated.
         let mut s: libc::statx = unsafe { std::mem::zeroed() };
+        // SAFETY: `s` is valid output space and `c` a NUL-terminated path.
         let rc =
-            // SAFETY: `c` is NUL-terminated and `s` is a local statx, valid for writes.
             unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_DIOALIGN, &mut s) };
         if rc != 0 || s.stx_mask & libc::STATX_DIOALIGN == 0 {
             return None;

@@ -520,7 +520,7 @@ fn statfs_magic(path: &Path) -> Option<u64> {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statfs is plain old data; `c` is a valid NUL-terminated path.
     let mut s: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is NUL-terminated and `s` is a local statfs, valid for writes.
+    // SAFETY: `s` is valid output space and `c` a NUL-terminated path.
     if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
         return None;
     }
@@ -654,7 +654,7 @@ pub fn environment() -> Environment {
             None
         }
     };
-    // SAFETY: geteuid has no preconditions and cannot fail.
+    // SAFETY: geteuid takes no arguments and cannot fail.
     let geteuid = unsafe { libc::geteuid() };
     let mut realtime = rt_limits(&mounts);
     let is_root = Some(geteuid == 0);
@@ -722,7 +722,7 @@ pub fn environment() -> Environment {
         timer_slack_ns: timer_slack(),
         affinity: affinity(),
         realtime,
-        // SAFETY: getuid has no preconditions and cannot fail.
+        // SAFETY: getuid takes no arguments and cannot fail.
         uid: Some(unsafe { libc::getuid() }),
         is_root,
         notes,
@@ -815,13 +815,13 @@ fn affinity() -> Option<Vec<u32>> {
     // SAFETY: cpu_set_t is a plain bit set; the kernel writes at most its size.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: the kernel writes at most `size` bytes into the local `set`.
+    // SAFETY: `set` is a local cpu_set_t of `size` bytes.
     if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
         return None;
     }
     Some(
         (0..size * 8)
-            // SAFETY: CPU_ISSET reads bit `i` of `set`; `i` < size * 8 is within the set.
+            // SAFETY: `i` < CPU_SETSIZE and `set` is initialised.
             .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
             .map(|i| i as u32)
             .collect(),
@@ -834,12 +834,12 @@ fn try_realtime() -> Result<(), i32> {
     // SAFETY: sched_param is plain old data; pid 0 means the calling thread on Linux.
     let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
     param.sched_priority = 1;
-    // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+    // SAFETY: `param` is a valid sched_param; pid 0 is this thread.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
         return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
     }
     param.sched_priority = 0;
-    // SAFETY: as above: back to SCHED_OTHER with a valid sched_param.
+    // SAFETY: as above; restores this thread's normal policy.
     unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
     Ok(())
 }
@@ -861,7 +861,7 @@ fn errno_name(errno: i32) -> String {
 fn rt_limits(mounts: &[MountEntry]) -> Realtime {
     // SAFETY: rlimit is plain old data.
     let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
-    // SAFETY: getrlimit writes into the local `rl`, valid for writes.
+    // SAFETY: `rl` is a local, valid output space for getrlimit.
     let have_rl = unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut rl) } == 0;
     let cap_eff = read("/proc/self/status").and_then(|t| parse::parse_status_hex(&t, "CapEff"));
     let cgroup_rt_runtime_us = cgroup_dirs(mounts)

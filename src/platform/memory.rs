@@ -221,7 +221,7 @@ mod unix_common {
     pub fn rusage(who: libc::c_int) -> io::Result<super::FaultCounts> {
         // SAFETY: zeroed rusage is valid; the pointer is to a local.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: getrusage writes into the local `ru`, valid for writes.
+        // SAFETY: `ru` is a local, valid output space for getrusage.
         if unsafe { libc::getrusage(who, &mut ru) } != 0 {
             return Err(io::Error::last_os_error());
         }

@@ -198,7 +198,7 @@ mod unix_children {
                 let mut status = 0;
                 // SAFETY: zeroed rusage is valid; out pointers are valid.
                 let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-                // SAFETY: wait4 writes into the local `status` and `ru`, both valid for writes.
+                // SAFETY: `status` and `ru` are locals, valid output space for wait4.
                 let pid = unsafe { libc::wait4(-g, &mut status, libc::WNOHANG, &mut ru) };
                 if pid == 0 {
                     break;
@@ -267,7 +267,7 @@ mod unix_children {
     pub fn own_usage() -> io::Result<ChildUsage> {
         // SAFETY: zeroed rusage is valid; valid out pointer.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: getrusage writes into the local `ru`, valid for writes.
+        // SAFETY: `ru` is a local, valid output space for getrusage.
         if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -293,7 +293,7 @@ mod unix_children {
     pub fn process_limit() -> Option<u64> {
         // SAFETY: valid out pointer.
         let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
-        // SAFETY: getrlimit writes into the local `r`, valid for writes.
+        // SAFETY: `r` is a local, valid output space for getrlimit.
         if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut r) } != 0 {
             return None;
         }

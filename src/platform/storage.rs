@@ -40,7 +40,7 @@ mod imp {
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
         // SAFETY: a zeroed statfs is valid output space; the path is NUL-terminated.
         let mut s: libc::statfs = unsafe { std::mem::zeroed() };
-        // SAFETY: `c` is NUL-terminated and `s` is a local statfs, valid for writes.
+        // SAFETY: `s` is valid output space and `c` a NUL-terminated path.
         if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
             return Err(io::Error::last_os_error());
         }

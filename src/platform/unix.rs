@@ -142,7 +142,7 @@ pub fn terminate_with_parent(parent: u32) -> io::Result<()> {
         if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: getppid has no preconditions and cannot fail.
+        // SAFETY: getppid takes no arguments and cannot fail.
         if unsafe { libc::getppid() } as u32 != parent {
             return Err(io::Error::other("the parent process is gone"));
         }
@@ -199,7 +199,7 @@ pub struct Uname {
 pub fn uname() -> Option<Uname> {
     // SAFETY: utsname is plain old data; uname fills it and returns 0 on success.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: uname writes into the local `u`, valid for writes.
+    // SAFETY: `u` is a local, valid output space for uname.
     if unsafe { libc::uname(&mut u) } != 0 {
         return None;
     }

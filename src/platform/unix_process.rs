@@ -291,8 +291,7 @@ pub fn fork_exec_wait(program: &ExecProgram) -> io::Result<()> {
     // were valid before fork and stay valid in the child's copy of memory.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        // SAFETY: execve with pointers built before fork (valid in the child's copy of memory),
-        // then _exit should it return: both async-signal-safe.
+        // SAFETY: in the forked child: execve and _exit only, with pointers built before fork.
         unsafe {
             libc::execve(program.c_path.as_ptr(), argv.as_ptr(), envp.as_ptr());
             libc::_exit(127);
@@ -351,7 +350,7 @@ fn child_echo_loop(rfd: RawFd, wfd: RawFd) -> ! {
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: (the whole block) raw system calls on the child's own fds with valid buffers.
+    // SAFETY: (whole block) raw system calls on the child's own fds with valid buffers.
     unsafe {
         loop {
             if libc::poll(&mut p, 1, -1) < 0 {

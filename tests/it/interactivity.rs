@@ -313,10 +313,10 @@ fn fifo_hog_moves_audio_latency_by_the_expected_amount() {
     let cpu = {
         // SAFETY: zeroed cpu_set_t, valid size.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: the kernel writes at most the given size into the local `set`.
+        // SAFETY: `set` is a local cpu_set_t of the size passed.
         unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
         (0..1024)
-            // SAFETY: CPU_ISSET reads bit `c` (< 1024, the set's size in bits) of `set`.
+            // SAFETY: `c` < CPU_SETSIZE and `set` is initialised.
             .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
             .unwrap()
     };

@@ -208,7 +208,7 @@ fn serve_logs_sessions_and_stops_on_ctrl_c() {
     c.bye();
     let log = lines.next().unwrap().unwrap();
     assert!(log.contains("authenticated; tests: none"), "{log}");
-    // SAFETY: kill with a valid signal on our own child's pid.
+    // SAFETY: kill with a child's pid and a signal number; no memory is passed.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
@@ -259,7 +259,7 @@ fn a_token_file_readable_by_others_is_warned_about() {
         std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).unwrap();
         let (_, _lines, mut child) =
             start_serve(dir.path(), &["--token-file", token.to_str().unwrap()]);
-        // SAFETY: kill with a valid signal on our own child's pid.
+        // SAFETY: kill with a child's pid and a signal number; no memory is passed.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let mut err = String::new();
         child
@@ -312,7 +312,7 @@ fn a_peer_limit_that_ends_a_test_is_named_on_both_sides() {
         log.contains("byte limit") && log.contains("--max-bytes"),
         "server: {log}"
     );
-    // SAFETY: kill with a valid signal on our own child's pid.
+    // SAFETY: kill takes a pid and a signal number; no memory is passed.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     child.wait().unwrap();
 }
@@ -356,7 +356,7 @@ fn serve_new_token_writes_a_private_random_token() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&f).unwrap().trim(), t);
     let (_, _lines, mut child) = start_serve(dir.path(), &["--token-file", f.to_str().unwrap()]);
-    // SAFETY: kill with a valid signal on our own child's pid.
+    // SAFETY: kill takes a pid and a signal number; no memory is passed.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let mut err = String::new();
     child
@@ -413,7 +413,7 @@ fn failed_authentications_are_logged_once_per_address_and_interval() {
     }
     // Give the last sessions' lines time to be written, then stop and read them all.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    // SAFETY: kill with a valid signal on our own child's pid.
+    // SAFETY: kill takes a pid and a signal number; no memory is passed.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let logged: Vec<String> = lines
         .map_while(Result::ok)
@@ -450,7 +450,7 @@ fn a_busy_peer_fails_the_run_with_fail_on_error() {
         .output()
         .unwrap();
     drop(silent);
-    // SAFETY: kill with a valid signal on our own child's pid.
+    // SAFETY: kill takes a pid and a signal number; no memory is passed.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     child.wait().unwrap();
     assert_eq!(

@@ -51,7 +51,7 @@ mod linux {
     }
 
     fn serve_in_a_namespace_client_outside() {
-        // SAFETY: geteuid has no preconditions and cannot fail.
+        // SAFETY: geteuid takes no arguments and cannot fail.
         if unsafe { libc::geteuid() } != 0 {
             return not_run(NAME, "needs root to create a network namespace");
         }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::{Facts, place_thread};
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::model::{BenchError, RunRecord};
 use crate::platform::clock::now_ns;
 use crate::platform::sched::{Policy, SchedRequest};
 use crate::units::{Better, Unit};
@@ -322,6 +322,72 @@ fn idle_exit_note(runs: &[RunOutput]) -> Option<String> {
              than on a busy one: leaving an idle state costs nothing measurable here (no deep \
              idle state, idle polling, or within the runs' spread); not a measurement error",
             exits.len()
+        )
+    })
+}
+
+/// How long the idle-exit cost is measured after a run that has wake-up figures but no
+/// latency/idle_wakeup of its own.
+pub const IDLE_EXIT_AFTER: std::time::Duration = std::time::Duration::from_millis(400);
+
+/// The record holds a figure an idle exit can dominate but no latency/idle_wakeup result.
+pub fn needs_idle_exit(record: &RunRecord) -> bool {
+    record.benchmark("latency/idle_wakeup").is_none()
+        && WAKEUP_BOUND
+            .iter()
+            .any(|(b, _)| record.benchmark(b).is_some_and(|r| r.error.is_none()))
+}
+
+/// The figures an idle wake-up can dominate: (benchmark, metric) of wake-up and round-trip
+/// latencies.
+const WAKEUP_BOUND: &[(&str, &str)] = &[
+    ("net/tcp_rtt_64b", "rtt_p50_us"),
+    ("net/tcp_rtt_1b", "rtt_p50_us"),
+    ("latency/wakeup", "latency"),
+    ("interactivity/audio/none", "latency"),
+    ("interactivity/video/none", "latency"),
+];
+
+/// When waking an idle CPU (latency/idle_wakeup's `idle_exit`) is at least a quarter of a
+/// wake-up or round-trip figure of the same run, say so: those figures then measure mostly the
+/// idle exit (on a VM, the host's halt exit), and can be lower under load than idle. Without
+/// latency/idle_wakeup in the record, `after` is the idle exit measured briefly after the run.
+pub fn idle_wakeup_note(record: &RunRecord, after: Option<f64>) -> Option<String> {
+    let center_ns = |b: &str, m: &str| -> Option<f64> {
+        let m = record.benchmark(b)?.metrics.iter().find(|x| x.name == m)?;
+        let c = m.summary.as_ref()?.center;
+        Some(match m.unit {
+            crate::units::Unit::Microseconds => c * 1e3,
+            _ => c,
+        })
+    };
+    let (exit, source) = match center_ns("latency/idle_wakeup", "idle_exit") {
+        Some(x) => (x, "latency/idle_wakeup idle_exit".to_string()),
+        None => (
+            after?,
+            format!(
+                "measured for {} ms after the run",
+                IDLE_EXIT_AFTER.as_millis()
+            ),
+        ),
+    };
+    if exit <= 0.0 {
+        return None;
+    }
+    let hit: Vec<String> = WAKEUP_BOUND
+        .iter()
+        .filter_map(|(b, m)| {
+            let v = center_ns(b, m)?;
+            (v > 0.0 && exit >= 0.25 * v).then(|| format!("{b} ({:.0} %)", 100.0 * exit / v))
+        })
+        .collect();
+    (!hit.is_empty()).then(|| {
+        format!(
+            "idle wake-up: waking an idle CPU costs {} here ({source}), at least a quarter \
+             of {}: these figures largely measure leaving an idle state (on a VM, \
+             the host's halt exit) and can be lower under load than on an idle machine",
+            crate::units::format_time_ns(exit),
+            hit.join(", ")
         )
     })
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::{Benchmark, RunOutput};
+use super::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::platform::clock;
@@ -142,6 +142,31 @@ pub fn cell_title(title: String, load: LoadKind) -> String {
     match load {
         LoadKind::None => title,
         l => format!("{title}, beside the {} load", l.name()),
+    }
+}
+
+/// A latency cell's [`Info`] (`latency/wakeup`, `latency/noise`, with or without a load beside
+/// it): its id and title name the load; beside a load it also says what the load is in its
+/// method and measures the load's CPU share.
+pub fn cell_info(
+    base: &str,
+    title: String,
+    method: String,
+    mut metrics: Vec<MetricSpec>,
+    load: LoadKind,
+) -> Info {
+    let method = if load == LoadKind::None {
+        method
+    } else {
+        metrics.push(crate::workload::beside::LOAD_CPU);
+        method + LOAD_METHOD
+    };
+    Info {
+        id: cell_id(base, load),
+        suite: "latency",
+        title: cell_title(title, load),
+        method,
+        metrics,
     }
 }
 

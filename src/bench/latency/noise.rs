@@ -5,8 +5,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    LatencyOptions, cell_id, cell_title, cpu_metric, load_params, on_each_cpu, place_thread,
-    start_load, stop_load, thread_facts,
+    LatencyOptions, cell_info, cpu_metric, load_params, on_each_cpu, place_thread, start_load,
+    stop_load, thread_facts,
 };
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
@@ -156,18 +156,11 @@ impl Noise {
                 description: "the largest gap of this CPU's loop",
             });
         }
-        if load != LoadKind::None {
-            metrics.push(crate::workload::beside::LOAD_CPU);
-        }
         Noise {
-            info: Info {
-                id: cell_id("latency/noise", load),
-                suite: "latency",
-                title: cell_title(
-                    "OS noise per CPU (busy loop reading the clock)".into(),
-                    load,
-                ),
-                method: format!(
+            info: cell_info(
+                "latency/noise",
+                "OS noise per CPU (busy loop reading the clock)".into(),
+                format!(
                     "osnoise's measurement, portable: one thread per measured CPU, pinned and read \
                      back with the asked policy (a refused policy fails the benchmark), spins \
                      reading the monotonic clock for the run time. A gap between two consecutive \
@@ -182,16 +175,12 @@ impl Noise {
                      interrupts per second (/proc/interrupts) and the thread's preemptions per \
                      second (involuntary switches) where the OS gives them — interrupts that \
                      land while the loop is preempted, or cost less than the threshold, make no \
-                     gap of their own.{}",
+                     gap of their own.",
                     opts.noise_threshold_ns,
-                    if load == LoadKind::None {
-                        ""
-                    } else {
-                        super::LOAD_METHOD
-                    }
                 ),
                 metrics,
-            },
+                load,
+            ),
             opts: opts.clone(),
             cpus: cpus.to_vec(),
             load,

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    Facts, LatencyOptions, cell_id, cell_title, cpu_metric, load_params, on_each_cpu, place_thread,
+    Facts, LatencyOptions, cell_id, cell_info, cpu_metric, load_params, on_each_cpu, place_thread,
     start_load, stop_load, thread_facts,
 };
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
@@ -105,30 +105,23 @@ impl Wakeup {
                 description: "wake-up latency of the thread pinned to this CPU (per run: p50, p99, p99.9, max in the record)",
             });
         }
-        if load != LoadKind::None {
-            metrics.push(crate::workload::beside::LOAD_CPU);
-        }
         let interval = opts.interval;
         Wakeup {
-            info: Info {
-                id: cell_id("latency/wakeup", load),
-                suite: "latency",
-                title: cell_title(
-                    format!(
-                        "Timer wake-up latency per CPU ({} period){}",
-                        crate::units::format_time_ns(interval.as_nanos() as f64),
-                        match opts.attribute_ns {
-                            Some(a) => format!(
-                                ", traced for attribution (spikes ≥ {}): tracing costs, see \
+            info: cell_info(
+                "latency/wakeup",
+                format!(
+                    "Timer wake-up latency per CPU ({} period){}",
+                    crate::units::format_time_ns(interval.as_nanos() as f64),
+                    match opts.attribute_ns {
+                        Some(a) => format!(
+                            ", traced for attribution (spikes ≥ {}): tracing costs, see \
                              latency/wakeup_untraced",
-                                crate::units::format_time_ns(a as f64)
-                            ),
-                            None => String::new(),
-                        }
-                    ),
-                    load,
+                            crate::units::format_time_ns(a as f64)
+                        ),
+                        None => String::new(),
+                    }
                 ),
-                method: format!(
+                format!(
                     "cyclictest's measurement: one thread per measured CPU (--cpus, default every \
                      CPU the run may use), pinned and read back, with the asked policy, priority \
                      and nice applied and read back (a refused policy fails the benchmark) and \
@@ -145,17 +138,12 @@ impl Wakeup {
                      rather than measuring them twice. Per run: every latency of all CPUs \
                      (latency: the run's median is its p50), the run's p99, p99.9 and max, \
                      overflows at or above {} µs, and per CPU its own latencies. Runs are the \
-                     unit of the CI.{}",
-                    opts.timer_slack_ns,
-                    opts.histogram_limit_us,
-                    if load == LoadKind::None {
-                        ""
-                    } else {
-                        super::LOAD_METHOD
-                    }
+                     unit of the CI.",
+                    opts.timer_slack_ns, opts.histogram_limit_us,
                 ),
                 metrics,
-            },
+                load,
+            ),
             opts: opts.clone(),
             cpus: cpus.to_vec(),
             load,

@@ -369,14 +369,13 @@ struct Arrays {
 }
 // SAFETY: workers access disjoint ranges, separated in time from the coordinator by barriers.
 unsafe impl Send for Arrays {}
-// SAFETY: Sync: the same disjoint, barrier-separated access as Send above.
+// SAFETY: as for Send: disjoint ranges per worker, barriers between phases.
 unsafe impl Sync for Arrays {}
 
 impl Arrays {
     /// SAFETY: caller guarantees `r` is in bounds of each array and no one else touches it now.
     unsafe fn slice(p: *mut f64, r: &std::ops::Range<usize>) -> &'static mut [f64] {
-        // SAFETY: the caller guarantees `r` lies within the array `p` points to and that nothing
-        // else touches that range while the slice lives (this function's contract).
+        // SAFETY: the caller's guarantee (see above): `r` is in bounds and this thread owns it now.
         unsafe { std::slice::from_raw_parts_mut(p.add(r.start), r.len()) }
     }
 }
@@ -629,8 +628,7 @@ fn spot_check(
     let check = |p: *mut f64, want: f64, name: &str| -> Result<(), BenchError> {
         for r in ranges {
             for i in [r.start, r.start + r.len() / 2, r.end - 1] {
-                // SAFETY: `i` lies within `r`, a range of the arrays `p` points to, and the workers
-                // no longer touch them (past the stop barrier, as said above).
+                // SAFETY: `i` lies in `r`, in bounds of the array `p` points to; the workers have joined.
                 let v = unsafe { p.add(i).read_volatile() };
                 if v != want {
                     return Err(BenchError::failed(format!(

@@ -781,8 +781,7 @@ mod tests {
     fn cycle_len(buf: &[usize], start: *const usize, limit: usize) -> usize {
         let mut p = start;
         for k in 1..=limit {
-            // SAFETY: `p` starts in `buf` and every element of `buf` holds a pointer into `buf`
-            // (a cycle), so each load stays within the buffer.
+            // SAFETY: `buf` is a closed pointer cycle built by the test; `p` points into it.
             p = unsafe { chase(p, 1) };
             if p == start {
                 return k;
@@ -805,7 +804,7 @@ mod tests {
                 let idx = (p as usize - base as usize) / (step * 8);
                 assert!(!seen[idx], "element {idx} visited twice (n={n})");
                 seen[idx] = true;
-                // SAFETY: as above: every element of the cycle points into `buf`.
+                // SAFETY: `buf` is a closed pointer cycle built by the test; `p` points into it.
                 p = unsafe { chase(p, 1) };
             }
             assert_eq!(p, base, "n={n}: not back at the start after n loads");
@@ -834,7 +833,7 @@ mod tests {
         let base = buf.as_ptr();
         // After k loads we are at element k mod n (remainder and unrolled paths both).
         for k in [1u64, 7, 8, 9, 37, 100] {
-            // SAFETY: `base` is `buf`'s first element and the cycle stays within `buf`.
+            // SAFETY: `buf` is a closed pointer cycle built by the test; `p` points into it.
             let p = unsafe { chase(base, k) };
             assert_eq!(p, base.wrapping_add((k as usize % n) * 4), "k={k}");
         }

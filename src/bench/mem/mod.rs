@@ -265,7 +265,7 @@ pub struct AlignedBuf<T: Zeroable> {
 
 // SAFETY: owned memory, like a Box<[T]>.
 unsafe impl<T: Zeroable + Send> Send for AlignedBuf<T> {}
-// SAFETY: Sync: shared references give only shared access to the owned elements, as for Box<[T]>.
+// SAFETY: the buffer owns its memory; shared access gives only `&[T]`, and `T: Sync`.
 unsafe impl<T: Zeroable + Sync> Sync for AlignedBuf<T> {}
 
 impl<T: Zeroable> AlignedBuf<T> {

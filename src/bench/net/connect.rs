@@ -106,35 +106,12 @@ impl Benchmark for Connect {
         let allowed = tw_to_peer
             .as_ref()
             .map_or(MAX_PER_RUN, |&n| connections_allowed(ports, n));
-        let mut setup = Vec::new();
-        let mut teardown = Vec::new();
         let cpu0 = crate::platform::cputime::process_cpu_ns();
-        let start = Instant::now();
-        let mut err = None;
-        while (start.elapsed() < ctx.run_time || setup.len() < MIN_PER_RUN)
-            && setup.len() < allowed.max(MIN_PER_RUN)
-        {
-            if let Err(e) = ctx.check() {
-                err = Some(e);
-                break;
-            }
-            let t0 = Instant::now();
-            // A plain blocking connect (socket + connect in one call): a non-blocking connect with
-            // a poll, as connect_timeout does, fails under Wine when the peer closes at once.
-            let s = match std::net::TcpStream::connect(addr) {
-                Ok(s) => s,
-                Err(e) => {
-                    err = Some(BenchError::os("connect", e));
-                    break;
-                }
-            };
-            let t1 = Instant::now();
-            let _ = s.shutdown(Shutdown::Write);
-            drop(s);
-            let t2 = Instant::now();
-            setup.push(t1.duration_since(t0).as_nanos() as f64 / 1e3);
-            teardown.push(t2.duration_since(t1).as_nanos() as f64 / 1e3);
-        }
+        let Timed {
+            mut setup,
+            mut teardown,
+            err,
+        } = connect_loop(ctx, addr, allowed);
         peer.client.note_connections(setup.len() as u64);
         let report = peer.client.finish(0, 0).map_err(peer.err("connect"));
         // After finish: the in-process peer has accepted and closed every connection.
@@ -171,18 +148,13 @@ impl Benchmark for Connect {
                  ports that were free)"
             ));
         }
-        out = match tw_to_peer {
-            Ok(n) => out.fact("time_wait_to_peer_before", n),
-            Err(e) => out.fact("time_wait_to_peer_before", format!("not counted: {e}")),
-        };
-        out = match tw_before {
-            Ok(n) => out.fact("time_wait_before", n),
-            Err(e) => out.fact("time_wait_before", format!("not counted: {e}")),
-        };
-        out = match crate::platform::net::time_wait_count() {
-            Ok(n) => out.fact("time_wait_after", n),
-            Err(e) => out.fact("time_wait_after", format!("not counted: {e}")),
-        };
+        out = count_fact(out, "time_wait_to_peer_before", tw_to_peer);
+        out = count_fact(out, "time_wait_before", tw_before);
+        out = count_fact(
+            out,
+            "time_wait_after",
+            crate::platform::net::time_wait_count(),
+        );
         out = out
             .metric("setup_p50_us", vec![percentile(&setup, 50.0)])
             .metric("setup_p99_us", vec![percentile(&setup, 99.0)])
@@ -191,6 +163,60 @@ impl Benchmark for Connect {
             Ok(us) => out.metric("process_cpu_us_per_connection", vec![us]),
             Err(why) => out.not_measured("process_cpu_us_per_connection", why),
         })
+    }
+}
+
+/// One run's timed connections: set-up (connect) and teardown (shutdown + close) times, µs, and
+/// what stopped the loop early (cancel, deadline, a failed connect).
+struct Timed {
+    setup: Vec<f64>,
+    teardown: Vec<f64>,
+    err: Option<BenchError>,
+}
+
+/// Connect and close until the run time is up (at least [`MIN_PER_RUN`], at most `allowed`
+/// connections), timing each.
+fn connect_loop(ctx: &RunContext, addr: std::net::SocketAddr, allowed: usize) -> Timed {
+    let mut setup = Vec::new();
+    let mut teardown = Vec::new();
+    let start = Instant::now();
+    let mut err = None;
+    while (start.elapsed() < ctx.run_time || setup.len() < MIN_PER_RUN)
+        && setup.len() < allowed.max(MIN_PER_RUN)
+    {
+        if let Err(e) = ctx.check() {
+            err = Some(e);
+            break;
+        }
+        let t0 = Instant::now();
+        // A plain blocking connect (socket + connect in one call): a non-blocking connect with
+        // a poll, as connect_timeout does, fails under Wine when the peer closes at once.
+        let s = match std::net::TcpStream::connect(addr) {
+            Ok(s) => s,
+            Err(e) => {
+                err = Some(BenchError::os("connect", e));
+                break;
+            }
+        };
+        let t1 = Instant::now();
+        let _ = s.shutdown(Shutdown::Write);
+        drop(s);
+        let t2 = Instant::now();
+        setup.push(t1.duration_since(t0).as_nanos() as f64 / 1e3);
+        teardown.push(t2.duration_since(t1).as_nanos() as f64 / 1e3);
+    }
+    Timed {
+        setup,
+        teardown,
+        err,
+    }
+}
+
+/// A count as a fact, or why it was not counted.
+fn count_fact(out: RunOutput, name: &str, n: std::io::Result<u64>) -> RunOutput {
+    match n {
+        Ok(n) => out.fact(name, n),
+        Err(e) => out.fact(name, format!("not counted: {e}")),
     }
 }
 

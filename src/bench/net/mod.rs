@@ -80,6 +80,17 @@ impl NetOptions {
     pub fn udp_rate(&self) -> u64 {
         self.rate_bps.unwrap_or(DEFAULT_UDP_RATE)
     }
+    /// Wall time of a stream benchmark (TCP or UDP) with a CPU-cost window: every run measures
+    /// for `run_time` after two idle baselines (this end's and the peer's).
+    pub fn stream_estimate_s(&self, e: &super::Estimate) -> f64 {
+        e.timed(super::DEFAULT_SETUP_S) + e.all_runs() * 2.0 * self.idle().as_secs_f64()
+    }
+}
+
+/// Beyond [`NetOptions::stream_estimate_s`]: every measured run's stream sent on to the CPU-cost
+/// window's cap ([`crate::cpucost::max_extension`]).
+pub fn stream_extension_s(e: &super::Estimate) -> f64 {
+    f64::from(e.runs) * crate::cpucost::max_extension(e.run_time).as_secs_f64()
 }
 
 pub fn benchmarks(opts: &NetOptions) -> Vec<Box<dyn Benchmark>> {

@@ -154,13 +154,11 @@ impl Benchmark for Stream {
     /// Each run: the idle windows before and after the stream (both ends idle together), the
     /// measuring time and its set-up.
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
-        e.timed(crate::bench::DEFAULT_SETUP_S) + e.all_runs() * 2.0 * self.opts.idle().as_secs_f64()
+        self.opts.stream_estimate_s(e)
     }
 
-    /// Every measured run's stream sent on to the CPU-cost window's cap
-    /// ([`crate::cpucost::max_extension`]).
     fn estimate_extension_s(&self, e: &crate::bench::Estimate) -> f64 {
-        f64::from(e.runs) * crate::cpucost::max_extension(e.run_time).as_secs_f64()
+        super::stream_extension_s(e)
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
@@ -198,68 +196,10 @@ impl Benchmark for Stream {
         }
         let (sndbuf, _) = crate::platform::net::tcp_buffers(&conns[0])
             .map_err(|e| BenchError::os("getsockopt", e))?;
-        let stop = AtomicBool::new(false);
         let t0 = Instant::now();
-        let results: Vec<Result<Sent, BenchError>> = std::thread::scope(|s| {
-            let hs: Vec<_> = conns
-                .into_iter()
-                .map(|c| {
-                    let stop = &stop;
-                    s.spawn(move || send_while(c, stop, ctx, bound))
-                })
-                .collect();
-            // The measuring time, then on while this side's CPU cost is still below the
-            // counters' resolution (bounded): the service demand is then measured, not dropped.
-            let until = t0 + ctx.run_time;
-            let cap = if ctx.warmup {
-                until
-            } else {
-                crate::cpucost::extend_until(until, ctx.run_time, ctx.deadline, ctx.runs_left)
-            };
-            loop {
-                // A sender that ended early (an error, an interrupt) ends the others.
-                if hs.iter().any(|h| h.is_finished()) {
-                    break;
-                }
-                let now = Instant::now();
-                if now < until {
-                    std::thread::sleep((until - now).min(Duration::from_millis(50)));
-                    continue;
-                }
-                if now >= cap
-                    || ctx.check().is_err()
-                    || !meter.peek().is_ok_and(|c| c.wants_more_until(cap))
-                {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            stop.store(true, Ordering::Relaxed);
-            hs.into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(BenchError::failed("sender panicked")))
-                })
-                .collect()
-        });
+        let results = send_all(conns, ctx, bound, &meter, t0);
         let send_s = t0.elapsed().as_secs_f64();
-        let mut sent = 0;
-        let mut tx_thread_ns: Result<u64, String> = Ok(0);
-        let mut failed = None;
-        for r in results {
-            match r {
-                Ok(n) => {
-                    sent += n.bytes;
-                    tx_thread_ns = match (tx_thread_ns, n.thread_cpu_ns) {
-                        (Ok(a), Ok(b)) => Ok(a + b),
-                        (Err(e), _) | (_, Err(e)) => Err(e),
-                    };
-                }
-                Err(e) => {
-                    failed.get_or_insert(e);
-                }
-            }
-        }
+        let (sent, tx_thread_ns, failed) = tally(results);
         // Let the peer read what is still in flight, then end this side's window; its idle
         // window after the test overlaps the peer's (which starts at finish).
         std::thread::sleep(Duration::from_millis(20));
@@ -351,6 +291,83 @@ fn with_thread_cpu(
 /// `ns` of CPU over `bytes` → µs per KiB.
 fn us_per_kib(ns: f64, bytes: u64) -> f64 {
     ns / 1e3 / (bytes as f64 / 1024.0)
+}
+
+/// Every connection's sender thread for the measuring time, then on while this side's CPU cost
+/// is still below the counters' resolution (bounded); each sender's bytes and own CPU.
+fn send_all(
+    conns: Vec<TcpStream>,
+    ctx: &RunContext,
+    bound: crate::platform::wait::Bound,
+    meter: &CpuMeter,
+    t0: Instant,
+) -> Vec<Result<Sent, BenchError>> {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = conns
+            .into_iter()
+            .map(|c| {
+                let stop = &stop;
+                s.spawn(move || send_while(c, stop, ctx, bound))
+            })
+            .collect();
+        // The measuring time, then on while this side's CPU cost is still below the
+        // counters' resolution (bounded): the service demand is then measured, not dropped.
+        let until = t0 + ctx.run_time;
+        let cap = if ctx.warmup {
+            until
+        } else {
+            crate::cpucost::extend_until(until, ctx.run_time, ctx.deadline, ctx.runs_left)
+        };
+        loop {
+            // A sender that ended early (an error, an interrupt) ends the others.
+            if hs.iter().any(|h| h.is_finished()) {
+                break;
+            }
+            let now = Instant::now();
+            if now < until {
+                std::thread::sleep((until - now).min(Duration::from_millis(50)));
+                continue;
+            }
+            if now >= cap
+                || ctx.check().is_err()
+                || !meter.peek().is_ok_and(|c| c.wants_more_until(cap))
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(BenchError::failed("sender panicked")))
+            })
+            .collect()
+    })
+}
+
+/// The senders' outcome: bytes sent by all, their own CPU summed (Err: a clock failed), and the
+/// first error (the run then fails).
+fn tally(results: Vec<Result<Sent, BenchError>>) -> (u64, Result<u64, String>, Option<BenchError>) {
+    let mut sent = 0;
+    let mut tx_thread_ns: Result<u64, String> = Ok(0);
+    let mut failed = None;
+    for r in results {
+        match r {
+            Ok(n) => {
+                sent += n.bytes;
+                tx_thread_ns = match (tx_thread_ns, n.thread_cpu_ns) {
+                    (Ok(a), Ok(b)) => Ok(a + b),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                };
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    (sent, tx_thread_ns, failed)
 }
 
 /// What one sending thread did.

@@ -285,13 +285,11 @@ impl Benchmark for UdpStream {
     /// Each run: the idle windows before and after the stream (both ends idle together), the
     /// measuring time and its set-up.
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
-        e.timed(crate::bench::DEFAULT_SETUP_S) + e.all_runs() * 2.0 * self.opts.idle().as_secs_f64()
+        self.opts.stream_estimate_s(e)
     }
 
-    /// Every measured run's stream sent on to the CPU-cost window's cap
-    /// ([`crate::cpucost::max_extension`]).
     fn estimate_extension_s(&self, e: &crate::bench::Estimate) -> f64 {
-        f64::from(e.runs) * crate::cpucost::max_extension(e.run_time).as_secs_f64()
+        super::stream_extension_s(e)
     }
 
     fn params(&self) -> serde_json::Map<String, serde_json::Value> {

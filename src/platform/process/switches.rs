@@ -110,7 +110,7 @@ mod imp {
     fn rusage(who: libc::c_int) -> Result<u64, String> {
         // SAFETY: zeroed rusage is valid; valid out pointer.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: getrusage writes into the local `ru`, valid for writes.
+        // SAFETY: `ru` is a local, valid output space for getrusage.
         if unsafe { libc::getrusage(who, &mut ru) } != 0 {
             return Err(format!("getrusage: {}", std::io::Error::last_os_error()));
         }
