@@ -594,11 +594,7 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
         } else {
             Origin::Measured
         };
-        let equal = |t: &str| {
-            t == text
-                || serde_json::from_str::<serde_json::Value>(t).ok()
-                    == serde_json::from_str::<serde_json::Value>(&text).ok()
-        };
+        let equal = |t: &str| store::same_record_text(t, &text);
         // Stored only if absent, in one step: of several pushes of the same run at once, one
         // copies it and the others find it there (so the counts add up to the runs).
         if dst.get_json(id)?.is_none() && dst.put_new(&record, &text, origin)? {

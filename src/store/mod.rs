@@ -298,6 +298,14 @@ pub fn is_connect_error(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.is::<ConnectError>())
 }
 
+/// Whether two stored texts of one run are the same record: byte-equal, or equal as JSON (a
+/// store may keep the text reformatted). What `results push/pull` and a pending upload compare.
+pub fn same_record_text(a: &str, b: &str) -> bool {
+    a == b
+        || serde_json::from_str::<serde_json::Value>(a).ok()
+            == serde_json::from_str::<serde_json::Value>(b).ok()
+}
+
 /// Whether `e` is the store's refusal of a file that is not an osgauge store, or of a location
 /// that looks like a URL and is not a supported one.
 pub fn is_not_a_store(e: &anyhow::Error) -> bool {

@@ -98,11 +98,7 @@ pub fn upload(local: &Store, target: &Path, run_id: &str) -> Result<Uploaded> {
         Origin::Measured
     };
     let dst = Store::open(target)?;
-    let same = |t: &str| {
-        t == text
-            || serde_json::from_str::<serde_json::Value>(t).ok()
-                == serde_json::from_str::<serde_json::Value>(&text).ok()
-    };
+    let same = |t: &str| super::same_record_text(t, &text);
     match dst.get_json(run_id)? {
         Some(t) if same(&t) => return Ok(Uploaded::AlreadyThere),
         Some(t)
