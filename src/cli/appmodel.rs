@@ -57,7 +57,42 @@ pub struct ModelArgs {
     pub quick: bool,
 }
 
-pub const AFTER_HELP: &str = "Examples:\n  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n  osgauge model examples/imaging-pipeline.toml --export-html m.html  no runs: the newest stored run\n  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n  osgauge model validate examples/audio-workstation.toml --export-json v.json\n  osgauge model validate examples/imaging-pipeline.toml --inputs linux-6.18   also predict from a run\n  osgauge model validate examples/memory-bound-check.toml          memory traffic: the CPU floor and range\n  osgauge model check examples/real-nginx-static.toml linux-6.18    a real application vs a stored run\n  osgauge model check examples/real-iperf3-to-disk.toml --measure   … vs a fresh standard-preset run\n  osgauge model check examples/real-nginx-static.toml --measure --rounds 3   3 interleaved rounds, median\n  osgauge model check examples/real-nginx-static.toml --measure --quick     inputs at 5 runs × 100 ms\n\nThe examples' profiles are built in: a path examples/NAME.toml that does not exist here reads the\nbuilt-in copy (a file that exists always wins), so these run from any directory.\n\nThe model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\nnetwork, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\nU_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\nsuites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\nand the maximum rate is then an upper bound. A core that copies is a busy core: the application's\nCPU per unit is never below its memory traffic at one core's copy rate (mem/bandwidth_1t; the\npart in app_mem_triad_mb at its triad rate), and with every core copying at once it grows to its\nshare of mem/bandwidth_all (shown as a range). Exit codes: 0 ok; 2 bad profile or usage; 1 failure.\n\n`model validate` runs a synthetic application doing the profile's per-unit work (loopback TCP,\na temp file, memory copies through rings of 4 × the last-level cache, compute, frame copies,\na pipe ping-pong for the context switches) at rising rates and flat out, and compares it with\na prediction from fresh probes; --export-json/--export-markdown/--export-html write the\nprediction, every step and the verdict. Exit codes of validate: 0 when the maximum rate and the\nCPU per unit agree within 15 %, or when the machine was shared (\"not judged\"); 1 when a quiet\nmachine's measurement disagrees (the verdict names the law or input that is off) or on failure;\n2 bad profile or usage; 130/143 interrupted.";
+pub const AFTER_HELP: &str = concat!(
+    "Examples:\n",
+    "  osgauge model examples/imaging-pipeline.toml linux-6.18 win11     prediction per run, side by side\n",
+    "  osgauge model examples/imaging-pipeline.toml run.json --export-html m.html\n",
+    "  osgauge model examples/imaging-pipeline.toml --export-html m.html  no runs: the newest stored run\n",
+    "  osgauge model examples/thesis-2009.toml                            the thesis's own published inputs\n",
+    "  osgauge model validate examples/imaging-pipeline.toml              run the synthetic app, compare\n",
+    "  osgauge model validate examples/audio-workstation.toml --export-json v.json\n",
+    "  osgauge model validate examples/imaging-pipeline.toml --inputs linux-6.18   also predict from a run\n",
+    "  osgauge model validate examples/memory-bound-check.toml          memory traffic: the CPU floor and range\n",
+    "  osgauge model check examples/real-nginx-static.toml linux-6.18    a real application vs a stored run\n",
+    "  osgauge model check examples/real-iperf3-to-disk.toml --measure   … vs a fresh standard-preset run\n",
+    "  osgauge model check examples/real-nginx-static.toml --measure --rounds 3   3 interleaved rounds, median\n",
+    "  osgauge model check examples/real-nginx-static.toml --measure --quick     inputs at 5 runs × 100 ms\n",
+    "\n",
+    "The examples' profiles are built in: a path examples/NAME.toml that does not exist here reads the\n",
+    "built-in copy (a file that exists always wins), so these run from any directory.\n",
+    "\n",
+    "The model (operational laws): per unit, demand D_r on each resource (CPU, memory bandwidth, disk,\n",
+    "network, display) from the profile × the per-MB costs measured in a run; S_r = D_r / C_r;\n",
+    "U_r = F_r + X·S_r; X_max = min (1 − F_r)/S_r. Inputs come from the mem, proc, net, fs and frame\n",
+    "suites (`src/appmodel/inputs.rs` names the benchmark and metric of each); a missing one is listed\n",
+    "and the maximum rate is then an upper bound. A core that copies is a busy core: the application's\n",
+    "CPU per unit is never below its memory traffic at one core's copy rate (mem/bandwidth_1t; the\n",
+    "part in app_mem_triad_mb at its triad rate), and with every core copying at once it grows to its\n",
+    "share of mem/bandwidth_all (shown as a range). Exit codes: 0 ok; 2 bad profile or usage; 1 failure.\n",
+    "\n",
+    "`model validate` runs a synthetic application doing the profile's per-unit work (loopback TCP,\n",
+    "a temp file, memory copies through rings of 4 × the last-level cache, compute, frame copies,\n",
+    "a pipe ping-pong for the context switches) at rising rates and flat out, and compares it with\n",
+    "a prediction from fresh probes; --export-json/--export-markdown/--export-html write the\n",
+    "prediction, every step and the verdict. Exit codes of validate: 0 when the maximum rate and the\n",
+    "CPU per unit agree within 15 %, or when the machine was shared (\"not judged\"); 1 when a quiet\n",
+    "machine's measurement disagrees (the verdict names the law or input that is off) or on failure;\n",
+    "2 bad profile or usage; 130/143 interrupted.",
+);
 
 pub fn dispatch(a: ModelArgs) -> Result<i32, CliError> {
     if a.profile != "check" && (a.measure || a.rounds.is_some() || a.quick) {
