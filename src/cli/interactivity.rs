@@ -1,7 +1,15 @@
 //! `osgauge interactivity`: its arguments, the plan of cells (task × load), the scheduling
 //! settings each task asks for, and the run.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::run::{execute_and_keep, print_warnings, runs_text};
 use super::*;
+use crate::model::Config;
+use crate::runner::Plan;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableFormat {

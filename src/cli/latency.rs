@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
-use super::{
-    CliError, CpuList, Preset, RunOpts, parse_cpu_list, parse_run_time, run_plan, thread_policy,
-};
+use super::run::run_plan;
+use super::{CliError, CpuList, Preset, RunOpts, parse_cpu_list, parse_run_time, thread_policy};
 use crate::bench::latency::{LatencyOptions, cell_id};
 use crate::bench::registry::SuiteOptions;
 use crate::platform::sched::{Policy, SchedRequest};
@@ -274,7 +273,7 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
     if let Some(p) = &histogram {
         opts.check_outputs_with(&[("--histogram", p)])?;
     }
-    super::run_plan_then(
+    super::run::run_plan_then(
         "latency",
         Preset::Standard,
         select,

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{CliError, RunOpts, execute_and_keep, parse_duration, parse_slice, print_warnings};
+use super::run::{execute_and_keep, print_warnings};
+use super::{CliError, RunOpts, parse_duration, parse_slice};
 use crate::bench::policy::work::WorkKind;
 use crate::platform::sched::{self, Policy, SchedRequest};
 
@@ -231,7 +232,7 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
         works.len(),
         specs.len(),
         procs.len(),
-        super::runs_text(&plan)
+        super::run::runs_text(&plan)
     );
     let mut sig_written: Result<(), CliError> = Ok(());
     let code = execute_and_keep(plan, &opts, &preface, |record| {
