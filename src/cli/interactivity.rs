@@ -336,7 +336,7 @@ pub(super) fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         &runs_text(&plan),
         duration,
     );
-    execute_and_keep(plan, &opts, &preface, |record| {
+    execute_and_keep(plan, &opts, &preface, Vec::new(), |record| {
         match a.format {
             TableFormat::Table => crate::out!("{}", ia::table::render(record)),
             TableFormat::Interbench => crate::out!("{}", ia::table::render_interbench(record)),

@@ -15,6 +15,7 @@ mod fs;
 mod interactivity;
 mod latency;
 mod list;
+mod outputs;
 mod parse;
 pub mod policy;
 mod results;

@@ -7,18 +7,17 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use super::outputs::{FileOutput, Outputs};
 use super::{
-    CliError, EXIT_BENCH_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_WARN, FsOpts, Preset, StoreOpts,
-    interrupt_flag, parse_ci_width, parse_max_size, parse_run_time, parse_timeout, serve, sink,
-    split_duration,
+    CliError, FsOpts, Preset, StoreOpts, interrupt_flag, parse_ci_width, parse_max_size,
+    parse_run_time, parse_timeout, serve, split_duration,
 };
 use crate::bench::Benchmark;
 use crate::bench::mem::{MemOptions, Part, Threads};
 use crate::bench::registry::{SuiteOptions, suites, suites_with};
-use crate::export::{Format, check_writable, write_atomic};
+use crate::export::check_writable;
 use crate::model::{Config, RunRecord};
-use crate::output::progress::Progress;
-use crate::runner::{Event, Plan};
+use crate::runner::Plan;
 
 #[derive(Args, Debug, Clone)]
 pub struct RunOpts {
@@ -201,13 +200,15 @@ impl RunOpts {
             crate::output::parse_label(l).map_err(|e| CliError::Usage(format!("--label: {e}")))?;
         }
         self.tags()?;
+        // The exports as the run writes them; --export-html's path is checked when the store
+        // opens (`StoreSink::open`), as it always was.
+        let exports = super::outputs::exports(self);
         let mut all: Vec<(&str, &Path)> = Vec::new();
-        for (format, path) in self.exports() {
-            check_writable(path).map_err(|e| CliError::Usage(format!("{}: {e}", format.flag())))?;
-            all.push((format.flag(), path));
-        }
-        if let Some(p) = &self.store.export_html {
-            all.push(("--export-html", p));
+        for f in &exports {
+            if !f.is_html() {
+                check_writable(&f.path).map_err(|e| CliError::Usage(format!("{}: {e}", f.flag)))?;
+            }
+            all.push((f.flag, &f.path));
         }
         for &(flag, path) in extra {
             check_writable(path).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
@@ -224,17 +225,6 @@ impl RunOpts {
             all.push(("the result store", p));
         }
         crate::export::check_distinct(&all).map_err(CliError::Usage)
-    }
-
-    pub(super) fn exports(&self) -> Vec<(Format, &Path)> {
-        [
-            (Format::Json, &self.export_json),
-            (Format::Csv, &self.export_csv),
-            (Format::Markdown, &self.export_markdown),
-        ]
-        .into_iter()
-        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-        .collect()
     }
 }
 
@@ -389,17 +379,26 @@ pub(super) fn run_plan(
     opts: RunOpts,
     suite_opts: &SuiteOptions,
 ) -> Result<i32, CliError> {
-    run_plan_then(preset, defaults, selection, opts, suite_opts, |_| Ok(()))
+    run_plan_then(
+        preset,
+        defaults,
+        selection,
+        opts,
+        suite_opts,
+        Vec::new(),
+        |_| {},
+    )
 }
 
-/// [`run_plan`], then `after(record)` once the results are printed (a command's own exports).
+/// [`run_plan`] with a command's `own` files, and `after(record)` printed after the results.
 pub(super) fn run_plan_then(
     preset: &str,
     defaults: Preset,
     selection: Vec<String>,
     opts: RunOpts,
     suite_opts: &SuiteOptions,
-    after: impl FnOnce(&RunRecord) -> Result<(), CliError>,
+    own: Vec<FileOutput>,
+    after: impl FnOnce(&RunRecord),
 ) -> Result<i32, CliError> {
     let benchmarks = select_with(&selection, suite_opts).map_err(CliError::Usage)?;
     opts.check_outputs()?;
@@ -454,13 +453,10 @@ pub(super) fn run_plan_then(
         plan.benchmarks.len() - 1,
         runs_text(&plan)
     );
-    let mut after_result = Ok(());
-    let code = execute_and_keep(plan, &opts, &preface, |record| {
+    execute_and_keep(plan, &opts, &preface, own, |record| {
         print_record(record, opts.quiet, opts.verbose);
-        after_result = after(record);
-    })?;
-    after_result?;
-    Ok(code)
+        after(record);
+    })
 }
 
 /// A benchmark's default time bound before CPU-cost extensions, s: ten times its planned
@@ -484,174 +480,50 @@ pub(super) fn runs_text(plan: &Plan) -> String {
 }
 
 /// Run a plan with a progress bar and Ctrl-C handling, storing each benchmark as it finishes;
-/// then `print` the results, finish the stored run and write the exports. Exit code: 130 when
-/// interrupted, else 0 (failed benchmarks are in the record).
+/// then `print` the results, write the command's `own` files, finish the stored run and write the
+/// exports ([`Outputs`]). Exit code: 130 when interrupted, else 0 (failed benchmarks are in the
+/// record).
 pub(super) fn execute_and_keep(
     plan: Plan,
     opts: &RunOpts,
     preface: &str,
+    own: Vec<FileOutput>,
     print: impl FnOnce(&RunRecord),
 ) -> Result<i32, CliError> {
-    let mut store = sink::StoreSink::open(&opts.store, opts.quiet)?;
-    let history = store.history(&plan.benchmarks, &plan.config);
-    let (estimates, from_history) = crate::runner::estimates_with_history(&plan, &history);
-    let estimate: f64 = crate::runner::RUN_OVERHEAD_S + estimates.iter().sum::<f64>();
-    if !opts.quiet {
-        let basis = if from_history == 0 {
-            String::new()
-        } else {
-            format!(
-                " ({from_history} of {} benchmark(s) timed by earlier runs on this store)",
-                estimates.len()
-            )
-        };
-        // Extensions only where no earlier run timed the benchmark (its time includes them).
-        let extra = if from_history == 0 {
-            plan.estimate_extension_s()
-        } else {
-            0.0
-        };
-        let upto = if extra >= 1.0 {
-            format!(
-                " (up to {} if the CPU-cost windows extend to their cap)",
-                crate::output::progress::format_secs(estimate + extra)
-            )
-        } else {
-            String::new()
-        };
-        crate::errln!(
-            "osgauge: {preface}, about {}{}{upto}{basis}",
-            crate::output::progress::format_secs(estimate),
-            if plan.config.adaptive.is_some() {
-                " at the fewest runs"
-            } else {
-                ""
-            }
-        );
-    }
+    let mut outputs = Outputs::open(opts, print, own)?;
+    outputs.announce(&plan, preface);
     let cancel = interrupt_flag();
     // Load files that killed osgauge processes left behind (default folder, and the old-style
     // files in the working directory).
     let cwd = std::env::current_dir().unwrap_or_default();
     crate::workload::load::remove_stale(&crate::workload::load::default_load_base(), &[&cwd]);
-    let mut progress = Progress::new(
-        estimates,
-        plan.config.runs,
-        plan.config.warmup_runs,
-        !opts.quiet,
-    );
-    let warmup = plan.config.warmup_runs;
-    let started = std::time::Instant::now();
-    let mut round_runs = 0usize;
-    let mut current_round = 0u32;
-    // --store-required: the first write the store could not take ends the run at the next
-    // round (the reason goes into each cut benchmark's record).
-    let store_stop: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
-    let required = opts.store.store_required;
+    outputs.start(&plan);
+    let outputs = std::cell::RefCell::new(outputs);
     let label = plan.label.clone();
     let records = crate::runner::execute_arms(
         plan,
         &[label],
-        &mut |_, _| match store_stop.borrow().as_ref() {
-            Some(why) => Err(why.clone()),
+        &mut |_, _| match outputs.borrow().stop_reason() {
+            Some(why) => Err(why.to_string()),
             None => Ok(()),
         },
         cancel,
-        &mut |ev| {
-            store.on_event(&ev);
-            if required && store.write_failed() && store_stop.borrow().is_none() {
-                *store_stop.borrow_mut() = Some(
-                    "stopped by --store-required: the result store could not take the run"
-                        .to_string(),
-                );
-            }
-            match ev {
-                Event::Started { record, .. } => {
-                    // The machine as the run starts: other work there slows every benchmark.
-                    if !opts.quiet
-                        && let Some(busy) =
-                            crate::system::busy_now(&record.machine, &record.environment.start)
-                    {
-                        progress.note(&format!(
-                            "osgauge: other work is using the CPUs ({busy}): expect this run to \
-                             take longer than estimated, and its figures to include that work"
-                        ));
-                    }
-                }
-                Event::RunStarted { info, round, .. } => {
-                    current_round = round;
-                    progress.start(round, &info.id);
-                }
-                Event::RunFinished { index, .. } => {
-                    round_runs += 1;
-                    progress.finish_run(index, current_round, warmup);
-                }
-                Event::RoundFinished { round, .. } => {
-                    progress.finish_round(round, round_runs);
-                    round_runs = 0;
-                }
-            }
-        },
+        &mut |ev| outputs.borrow_mut().event(&ev),
     );
     let record = match records {
         Ok(mut v) | Err((_, mut v)) => v.pop().expect("one arm"),
     };
-    let stopped_by_store = store_stop.borrow().clone();
-    progress.done();
-    print(&record);
-    if !opts.quiet {
-        crate::errln!(
-            "osgauge: took {} (estimated {})",
-            crate::output::progress::format_secs(started.elapsed().as_secs_f64()),
-            crate::output::progress::format_secs(estimate)
-        );
-    }
-    // A run the store could not keep is still exported (it is in memory), then exits 1. Every
-    // export is attempted, whatever became of the store or of the other exports.
-    let stored = store.finish(&record);
-    let mut outputs = write_exports(&record, opts);
-    outputs.push(store.export_html(&record));
-    let (written, failed): (Vec<_>, Vec<_>) = outputs.into_iter().partition(|o| o.is_ok());
-    let written: Vec<String> = written
-        .into_iter()
-        .filter_map(Result::ok)
-        .flatten()
-        .collect();
-    let failed: Vec<String> = failed.into_iter().filter_map(Result::err).collect();
-    for f in &failed {
-        crate::errln!("osgauge: error: {f}");
-    }
-    if !stored && !store.kept_locally() {
-        crate::errln!(
-            "osgauge: {}",
-            if written.is_empty() {
-                "every measured result is only in the output above".to_string()
-            } else {
-                format!(
-                    "every measured result is in the output above and in {}",
-                    written.join(", ")
-                )
-            }
-        );
-    }
-    if let Some(why) = &stopped_by_store {
-        crate::errln!("osgauge: error: the run was {why} (the warning above says why)");
-    }
+    let kept = outputs.into_inner().write_all(&record);
     let failures = opts.fail_on_error.then(|| failures(&record)).flatten();
     if let Some(why) = &failures {
         crate::errln!("osgauge: --fail-on-error: {why}");
     }
     // A signal that ended the run, or an export it cut short, gives its exit code.
-    let interrupted = cancel.load(Ordering::Relaxed);
-    Ok(if interrupted && (!record.complete || !failed.is_empty()) {
-        crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED)
-    } else if !stored || !failed.is_empty() || stopped_by_store.is_some() {
-        EXIT_WARN
-    } else if failures.is_some() {
-        EXIT_BENCH_FAILED
-    } else {
-        EXIT_OK
-    })
+    kept.exit_code(
+        cancel.load(Ordering::Relaxed),
+        record.complete,
+        failures.is_some(),
+    )
 }
 
 /// What `--fail-on-error` fails on: benchmarks that failed or reached their time bound, or a run
@@ -749,23 +621,6 @@ pub(super) fn print_warnings(record: &RunRecord, quiet: bool, verbose: bool) {
             }
         }
     }
-}
-
-/// Write every export of `opts`, each on its own: one that fails (a full disk, a FIFO nobody
-/// reads) does not stop the others. Per export: Ok(the path written) or Err(one line naming the
-/// option, the path and why it was not written).
-fn write_exports(record: &RunRecord, opts: &RunOpts) -> Vec<Result<Option<String>, String>> {
-    opts.exports()
-        .into_iter()
-        .map(|(format, path)| {
-            format
-                .render(record)
-                .map_err(|e| format!("{e:#}"))
-                .and_then(|text| write_atomic(path, text.as_bytes()).map_err(|e| e.to_string()))
-                .map(|()| Some(crate::export::display_output(path)))
-                .map_err(|e| crate::export::failure(format.flag(), path, &e))
-        })
-        .collect()
 }
 
 #[cfg(test)]
