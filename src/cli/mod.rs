@@ -15,6 +15,7 @@ mod fs;
 mod interactivity;
 mod latency;
 mod list;
+mod micro;
 mod outputs;
 mod parse;
 pub mod policy;
@@ -27,11 +28,11 @@ mod system;
 pub use fs::FsOpts;
 pub use interactivity::*;
 pub use list::{HARNESS_METHOD, list_text};
+pub use micro::{MemOpts, MemPart, SuiteArgs};
 pub use parse::*;
 pub use results::{CompareArgs, ReportArgs, ResultsCmd, StoreOpts, parse_percent};
 pub use run::{
-    DEFAULT_MAX_RUNS, MemOpts, MemPart, RunOpts, default_bound_s, failures, pick_suites, select,
-    select_with,
+    DEFAULT_MAX_RUNS, RunOpts, default_bound_s, failures, pick_suites, select, select_with,
 };
 
 /// Exit codes.
@@ -86,13 +87,9 @@ pub enum Command {
         select: Vec<String>,
         #[command(flatten)]
         opts: RunOpts,
+        // Each suite's own options (micro.rs).
         #[command(flatten)]
-        mem: MemOpts,
-        // Boxed: the suite option groups would make every Command as large as this variant.
-        #[command(flatten)]
-        net: Box<serve::NetOpts>,
-        #[command(flatten)]
-        fs: Box<FsOpts>,
+        suites: SuiteArgs,
     },
     /// A/B on one machine: two settings switched by commands, alternated round by round in
     /// random order, judged on paired differences (the machine's drift cancels)
@@ -272,10 +269,8 @@ fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Micro {
             select,
             opts,
-            mem,
-            net,
-            fs,
-        } => run::run_micro(select, opts, &mem, &net, &fs),
+            suites,
+        } => run::run_micro(select, opts, &suites),
         Command::Echo => match crate::platform::serve_echo() {
             Ok(()) => Ok(EXIT_OK),
             Err(e) => Err(CliError::Other(anyhow::Error::new(e).context("echo"))),

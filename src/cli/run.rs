@@ -5,15 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::outputs::{FileOutput, Outputs};
 use super::{
-    CliError, FsOpts, Preset, StoreOpts, interrupt_flag, parse_ci_width, parse_max_size,
-    parse_run_time, parse_timeout, serve, split_duration,
+    CliError, Preset, StoreOpts, SuiteArgs, interrupt_flag, parse_ci_width, parse_run_time,
+    parse_timeout,
 };
 use crate::bench::Benchmark;
-use crate::bench::mem::{MemOptions, Part, Threads};
 use crate::bench::registry::{SuiteOptions, suites, suites_with};
 use crate::export::check_writable;
 use crate::model::{Config, RunRecord};
@@ -94,54 +93,6 @@ impl RunOpts {
             reference: Some(crate::bench::reference::ID.to_string()),
         };
         (benchmarks, schedule)
-    }
-}
-
-/// Options of the mem suite (`osgauge micro mem …`).
-#[derive(Args, Debug, Clone, Default)]
-pub struct MemOpts {
-    /// mem suite: only these parts, comma-separated (latency, bandwidth, page-faults)
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "PART")]
-    pub only: Vec<MemPart>,
-    /// mem and fs suites. mem: largest latency working set and largest bandwidth footprint (all arrays), e.g. 256MiB, 1GiB [default: max(512MiB, 4× last-level cache) for latency, 4× LLC per array for bandwidth; never over 25 % of available memory]. fs: bandwidth bytes per thread [64MiB] and the cache-size sweep's cap [256MiB]
-    #[arg(long, value_parser = parse_max_size, value_name = "SIZE")]
-    pub max_size: Option<u64>,
-    /// mem and fs suites: bandwidth thread counts, comma-separated numbers and/or 'all' [default: mem 1, powers of two below the CPU count, all; fs 1,2,3]
-    #[arg(long, value_delimiter = ',', value_parser = crate::bench::mem::parse_threads, value_name = "N|all")]
-    pub threads: Vec<Threads>,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemPart {
-    Latency,
-    Bandwidth,
-    PageFaults,
-}
-
-impl MemOpts {
-    pub(super) fn is_set(&self) -> bool {
-        !self.only.is_empty() || self.max_size.is_some() || !self.threads.is_empty()
-    }
-
-    /// Validated mem-suite options.
-    pub(super) fn to_options(&self) -> Result<MemOptions, String> {
-        if !self.threads.is_empty() {
-            crate::bench::mem::validate_threads(&self.threads)?;
-        }
-        Ok(MemOptions {
-            only: self
-                .only
-                .iter()
-                .map(|p| match p {
-                    MemPart::Latency => Part::Latency,
-                    MemPart::Bandwidth => Part::Bandwidth,
-                    MemPart::PageFaults => Part::PageFaults,
-                })
-                .collect(),
-            max_size: self.max_size,
-            threads: (!self.threads.is_empty()).then(|| self.threads.clone()),
-            quick: false,
-        })
     }
 }
 
@@ -232,20 +183,9 @@ impl RunOpts {
 pub(super) fn run_preset(preset: Preset, suite: &[String], opts: RunOpts) -> Result<i32, CliError> {
     let all = pick_suites(suite).map_err(CliError::Usage)?;
     // The quick preset builds suites in their lighter configuration.
-    let suite_opts = SuiteOptions {
-        mem: match preset {
-            Preset::Quick => MemOptions::quick(),
-            Preset::Standard => MemOptions::default(),
-        },
-        net: match preset {
-            Preset::Quick => crate::bench::net::NetOptions::quick(),
-            Preset::Standard => crate::bench::net::NetOptions::default(),
-        },
-        fs: match preset {
-            Preset::Quick => crate::bench::fs::FsOptions::quick(),
-            Preset::Standard => Default::default(),
-        },
-        latency: Default::default(),
+    let suite_opts = match preset {
+        Preset::Quick => SuiteOptions::quick(),
+        Preset::Standard => SuiteOptions::default(),
     };
     run_plan(preset_name(preset), preset, all, opts, &suite_opts)
 }
@@ -255,54 +195,9 @@ pub(super) fn run_preset(preset: Preset, suite: &[String], opts: RunOpts) -> Res
 pub(super) fn run_micro(
     select: Vec<String>,
     mut opts: RunOpts,
-    mem: &MemOpts,
-    net: &serve::NetOpts,
-    fs: &FsOpts,
+    suites: &SuiteArgs,
 ) -> Result<i32, CliError> {
-    let picks = |suite: &str| {
-        select
-            .iter()
-            .any(|s| s == suite || s.starts_with(&format!("{suite}/")))
-    };
-    let (wants_mem, wants_fs) = (picks("mem"), picks("fs"));
-    if net.is_set() && !picks("net") {
-        return Err(CliError::Usage(
-            "--peer, --token-file, --rate, --size and --duration apply to the net suite: select `net` or a net/… id"
-                .into(),
-        ));
-    }
-    // --duration is a total, as in every command: split into the runs (micro's default 10).
-    if let Some(d) = net.duration {
-        let runs = opts.runs_plan(10)?.0;
-        opts.run_time = Some(split_duration(
-            d,
-            runs,
-            "per net benchmark",
-            Duration::from_millis(1),
-        )?);
-    }
-    let mem_only = !mem.only.is_empty();
-    if (mem_only || (mem.is_set() && !wants_fs)) && !wants_mem {
-        return Err(CliError::Usage(
-            "--only applies to the mem suite, --max-size and --threads to the mem and fs suites: select `mem`/`fs` or one of their ids"
-                .into(),
-        ));
-    }
-    if fs.is_set() && !wants_fs {
-        return Err(CliError::Usage(
-            "--dir, --sizes and --pattern apply to the fs suite: select `fs` or an fs/… id".into(),
-        ));
-    }
-    let suite_opts = SuiteOptions {
-        mem: if wants_mem {
-            mem.to_options().map_err(CliError::Usage)?
-        } else {
-            MemOptions::default()
-        },
-        net: net.to_options()?,
-        fs: fs.to_options(mem).map_err(CliError::Usage)?,
-        latency: Default::default(),
-    };
+    let suite_opts = suites.suite_options(&select, &mut opts)?;
     run_plan("custom", Preset::Standard, select, opts, &suite_opts)
 }
 
@@ -626,8 +521,6 @@ pub(super) fn print_warnings(record: &RunRecord, quiet: bool, verbose: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command, dispatch};
-    use clap::Parser;
 
     /// The default bound covers three times the longest benchmark's own estimate (a busy machine
     /// took twice mem/bandwidth's quiet 17 s and lost it to the old 32 s bound), never less than
@@ -655,51 +548,6 @@ mod tests {
                 .unwrap()
                 .contains("unknown suite or benchmark 'nosuch'")
         );
-    }
-
-    #[test]
-    fn mem_options_parse_and_reject_bad_values() {
-        let ok = Cli::try_parse_from([
-            "osgauge",
-            "micro",
-            "mem",
-            "--only",
-            "latency,page-faults",
-            "--max-size",
-            "256MiB",
-            "--threads",
-            "1,all",
-        ])
-        .unwrap();
-        let Command::Micro { mem, .. } = ok.command else {
-            panic!("not micro")
-        };
-        assert_eq!(mem.only, vec![MemPart::Latency, MemPart::PageFaults]);
-        assert_eq!(mem.max_size, Some(256 << 20));
-        assert_eq!(mem.threads, vec![Threads::N(1), Threads::All]);
-        let o = mem.to_options().unwrap();
-        assert_eq!(o.only, vec![Part::Latency, Part::PageFaults]);
-        for bad in [
-            &["--only", "cache"][..],
-            &["--max-size", "1KiB"],
-            &["--max-size", "huge"],
-            &["--threads", "0"],
-            &["--threads", "two"],
-        ] {
-            let mut args = vec!["osgauge", "micro", "mem"];
-            args.extend_from_slice(bad);
-            let e = Cli::try_parse_from(args).unwrap_err();
-            assert!(e.use_stderr(), "{bad:?} accepted");
-        }
-        // More threads than CPUs: rejected when validated (exit 2 in dispatch).
-        let too_many = MemOpts {
-            threads: vec![Threads::N(100_000)],
-            ..Default::default()
-        };
-        assert!(too_many.to_options().is_err());
-        // mem options without the mem suite are a usage error.
-        let cli = Cli::try_parse_from(["osgauge", "micro", "cpu", "--threads", "1"]).unwrap();
-        assert!(matches!(dispatch(cli), Err(CliError::Usage(_))));
     }
 
     #[test]
