@@ -1,5 +1,8 @@
-//! Command line: argument definitions (clap derive), validation into a plan, and dispatch.
-//! Usage errors print one line on stderr and exit with code 2; nothing is half-written.
+//! Command line: the top-level argument definitions (clap derive), the exit codes, and dispatch
+//! to one file per command (`run.rs`: run and micro, with `micro.rs` the suites' options and
+//! `outputs.rs` the outputs of a run; `list.rs`, `system.rs`, `latency.rs`, `interactivity.rs`,
+//! `policy.rs`, `results.rs`, `ab.rs`, `fleet.rs`, `serve.rs`, `appmodel.rs`). Usage errors print
+//! one line on stderr and exit with code 2; nothing is half-written.
 
 use std::sync::atomic::AtomicBool;
 
