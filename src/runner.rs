@@ -1685,12 +1685,7 @@ mod tests {
     fn every_benchmark_estimates_a_finite_time_at_least_its_fixed_windows() {
         use crate::bench::Estimate;
         use crate::bench::registry::{SuiteOptions, suites_with};
-        let quick = SuiteOptions {
-            mem: crate::bench::mem::MemOptions::quick(),
-            net: crate::bench::net::NetOptions::quick(),
-            fs: crate::bench::fs::FsOptions::quick(),
-            latency: Default::default(),
-        };
+        let quick = SuiteOptions::quick();
         let e = Estimate {
             runs: 5,
             warmup: 1,
