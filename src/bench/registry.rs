@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 
+use crate::model::RunRecord;
+
 use super::{Benchmark, Headlines, cpu, frame, fs, interactivity, latency, mem, net, policy, proc};
 
 pub struct Suite {
@@ -13,8 +15,15 @@ pub struct Suite {
     pub description: &'static str,
     /// The figures the summary of a run shows first for this suite.
     pub headlines: Headlines,
+    /// What the suite says about a run once every benchmark has run, whichever suites ran.
+    pub notes: Option<RunNotes>,
     pub benchmarks: Vec<Box<dyn Benchmark>>,
 }
+
+/// A suite's notes on a run, added to its warnings once every benchmark has run: one per record
+/// (an A/B run has one record per setting), None where it has nothing to say. The suite may
+/// measure once more for them after the run, not when `interrupted`.
+pub type RunNotes = fn(records: &[RunRecord], interrupted: bool) -> Vec<Option<String>>;
 
 /// Options that change how suites are built (the quick preset's lighter configurations and
 /// suite-specific `micro` options).
@@ -38,54 +47,63 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             name: "cpu",
             description: cpu::DESCRIPTION,
             headlines: cpu::HEADLINES,
+            notes: None,
             benchmarks: cpu::benchmarks(),
         },
         Suite {
             name: "proc",
             description: proc::DESCRIPTION,
             headlines: proc::HEADLINES,
+            notes: None,
             benchmarks: proc::benchmarks(),
         },
         Suite {
             name: "mem",
             description: mem::DESCRIPTION,
             headlines: mem::HEADLINES,
+            notes: None,
             benchmarks: mem::benchmarks(&opts.mem),
         },
         Suite {
             name: "net",
             description: net::DESCRIPTION,
             headlines: net::HEADLINES,
+            notes: None,
             benchmarks: net::benchmarks(&opts.net),
         },
         Suite {
             name: "fs",
             description: fs::DESCRIPTION,
             headlines: fs::HEADLINES,
+            notes: None,
             benchmarks: fs::benchmarks(&opts.fs),
         },
         Suite {
             name: "frame",
             description: frame::DESCRIPTION,
             headlines: frame::HEADLINES,
+            notes: None,
             benchmarks: frame::benchmarks(),
         },
         Suite {
             name: "latency",
             description: latency::DESCRIPTION,
             headlines: latency::HEADLINES,
+            notes: Some(latency::idle_wakeup::run_notes),
             benchmarks: latency::benchmarks(&opts.latency),
         },
         Suite {
             name: "interactivity",
             description: interactivity::DESCRIPTION,
             headlines: interactivity::HEADLINES,
+            notes: None,
             benchmarks: interactivity::quick_benchmarks(),
         },
         Suite {
             name: "policy",
             description: policy::DESCRIPTION,
             headlines: policy::HEADLINES,
+            notes: None,
             benchmarks: policy::quick_benchmarks(),
         },
     ]
@@ -98,6 +116,17 @@ pub fn headlines() -> Vec<(&'static str, Headlines)> {
         .into_iter()
         .map(|s| (s.name, s.headlines))
         .collect()
+}
+
+/// Each record's notes from every suite ([`Suite::notes`]), in suite order.
+pub fn run_notes(records: &[RunRecord], interrupted: bool) -> Vec<Vec<String>> {
+    let mut out = vec![Vec::new(); records.len()];
+    for notes in suites().iter().filter_map(|s| s.notes) {
+        for (o, n) in out.iter_mut().zip(notes(records, interrupted)) {
+            o.extend(n);
+        }
+    }
+    out
 }
 
 /// Everything dead osgauge processes left: their temp files and folders of every kind, the file
@@ -255,6 +284,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// One list of notes per record, from the suites that declare notes (the latency suite:
+    /// the idle exit); a record without wake-up figures gets none (and needs no measuring).
+    #[test]
+    fn run_notes_are_one_list_per_record() {
+        let with_notes: Vec<&str> = suites()
+            .iter()
+            .filter(|s| s.notes.is_some())
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(with_notes, ["latency"]);
+        let r: RunRecord =
+            serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap();
+        assert!(!latency::idle_wakeup::needs_idle_exit(&r));
+        assert_eq!(
+            run_notes(&[r.clone(), r], false),
+            [Vec::<String>::new(), Vec::new()]
+        );
     }
 
     #[test]
