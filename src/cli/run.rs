@@ -449,7 +449,10 @@ pub fn failures(record: &RunRecord) -> Option<String> {
 }
 
 fn print_record(record: &RunRecord, quiet: bool, verbose: bool) {
-    crate::out!("{}", crate::output::summary::render_summary(record));
+    crate::out!(
+        "{}",
+        crate::output::summary::render_summary(record, &crate::bench::registry::headlines())
+    );
     crate::out!("{}", crate::output::render_tables(record));
     if let Some(line) = reference_line(record) {
         crate::outln!("{line}");

@@ -7,12 +7,25 @@
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "File system: cache-bypassed read latency (size sweep), file-cache size, contention, disk bandwidth with CPU cost, a streaming writer, a network-to-disk relay, create/delete, fsync";
 
+/// The figures the summary of a run shows first for this suite, in this order.
+pub const HEADLINES: Headlines = Headlines::Listed(&[
+    Headline::new(
+        "fs/read_latency",
+        "random_block_*",
+        "random 4 KiB read, uncached",
+    ),
+    Headline::new("fs/seq_read_t1", "mb_per_s", "sequential read, 1 thread"),
+    Headline::new("fs/seq_write_t1", "mb_per_s", "sequential write, 1 thread"),
+    Headline::new("fs/fsync", "write_fsync", "write + fsync"),
+]);
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::Benchmark;
+use super::{Headline, Headlines};
 use crate::model::BenchError;
 use crate::platform::fs::{self as pfs, FsInfo};
 
