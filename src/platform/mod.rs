@@ -88,12 +88,10 @@ compile_error!("osgauge supports Linux, macOS and Windows; this OS has no platfo
 
 // Processes, threads and pipes (the `proc` suite): Linux uses the shared Unix code directly; macOS
 // re-exports the parts of it that are valid there and stubs the rest; Windows stubs everything.
-#[cfg(unix)]
-mod unix_process;
 #[cfg(not(target_os = "linux"))]
 use os as process_os;
 #[cfg(target_os = "linux")]
-use unix_process as process_os;
+use process::proc_suite_unix as process_os;
 
 /// Name the calling thread (`name` cut to 15 bytes, the Linux limit), so that a trace, `top -H`
 /// or a spike's attribution tells osgauge's own threads and load processes apart ("load

@@ -7,6 +7,11 @@
 use std::io;
 
 mod switches;
+
+/// Process, pipe and poll helpers of the `proc` suite shared by the Unix-like targets (re-exported
+/// through the platform module's portable functions).
+#[cfg(unix)]
+pub(super) mod proc_suite_unix;
 pub use switches::{
     OWN_SWITCHES_METHOD, OwnSwitches, command_switches, own_switches, parse_status,
     split_unsupported, under_wine,
