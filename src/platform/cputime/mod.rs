@@ -5,6 +5,26 @@
 
 use std::io;
 
+// Each OS's counters in its own file (`os` is this OS's); Linux and macOS share the Unix rusage
+// and CLK_TCK helpers.
+#[cfg(unix)]
+mod unix;
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as os;
+
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(target_os = "macos")]
+use macos as os;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as os;
+
 /// Cumulative CPU time of all CPUs together since boot.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SystemCpu {
@@ -25,25 +45,25 @@ pub struct SystemCpu {
 }
 
 /// What [`system_cpu`] reads on this OS (for the record).
-pub const SYSTEM_CPU_SOURCE: &str = imp::SYSTEM_CPU_SOURCE;
+pub const SYSTEM_CPU_SOURCE: &str = os::SYSTEM_CPU_SOURCE;
 
 /// What [`process_cpu_ns`] reads on this OS (for the record).
-pub const PROCESS_CPU_SOURCE: &str = imp::PROCESS_CPU_SOURCE;
+pub const PROCESS_CPU_SOURCE: &str = os::PROCESS_CPU_SOURCE;
 
 /// Every CPU's cumulative busy and total time.
 pub fn system_cpu() -> io::Result<SystemCpu> {
-    imp::system_cpu()
+    os::system_cpu()
 }
 
 /// How coarsely [`system_cpu`] counts, per CPU, in seconds: one counter step. A difference of two
 /// readings can be off by up to one step per CPU.
 pub fn system_cpu_resolution_s() -> f64 {
-    imp::system_cpu_resolution_s()
+    os::system_cpu_resolution_s()
 }
 
 /// This process's cumulative user + system CPU time (all its threads), ns.
 pub fn process_cpu_ns() -> io::Result<u64> {
-    imp::process_cpu_ns()
+    os::process_cpu_ns()
 }
 
 /// How finely a process's CPU time is split between user and system time, in seconds, and how
@@ -51,7 +71,7 @@ pub fn process_cpu_ns() -> io::Result<u64> {
 /// to user or system time and scales the precise total by that split, so a user or system time
 /// below one tick is noise; macOS accounts at every switch; Windows charges per clock interrupt.
 pub fn user_sys_split_resolution() -> (f64, String) {
-    imp_split::resolution()
+    os::user_sys_split_resolution()
 }
 
 /// The kernel tick rate (Hz) nearest to a measured jiffies rate, when it is within 15 % of one
@@ -71,103 +91,10 @@ pub fn parse_timer_list_jiffies(text: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-#[cfg(target_os = "linux")]
-mod imp_split {
-    use std::sync::OnceLock;
-    use std::time::{Duration, Instant};
-
-    fn jiffies() -> Option<u64> {
-        super::parse_timer_list_jiffies(&std::fs::read_to_string("/proc/timer_list").ok()?)
-    }
-
-    /// The tick, measured once: jiffies over 100 ms (/proc/timer_list, root only); else USER_HZ,
-    /// the coarsest tick Linux is built with (10 ms), which overstates a finer tick.
-    pub fn resolution() -> (f64, String) {
-        static R: OnceLock<(f64, String)> = OnceLock::new();
-        R.get_or_init(|| {
-            let t0 = Instant::now();
-            let measured = (|| {
-                let a = jiffies()?;
-                std::thread::sleep(Duration::from_millis(100));
-                let b = jiffies()?;
-                super::snap_hz(b.saturating_sub(a) as f64 / t0.elapsed().as_secs_f64())
-            })();
-            match measured {
-                Some(hz) => (
-                    1.0 / hz as f64,
-                    format!("one scheduler tick ({hz} Hz, jiffies in /proc/timer_list)"),
-                ),
-                None => (
-                    super::clk_tck_step_s(),
-                    "one USER_HZ tick (the kernel's own tick not readable: /proc/timer_list \
-                     needs root)"
-                        .into(),
-                ),
-            }
-        })
-        .clone()
-    }
-}
-
-#[cfg(target_os = "macos")]
-mod imp_split {
-    pub fn resolution() -> (f64, String) {
-        (
-            1e-6,
-            "1 µs (rusage user/system times are accounted at every switch)".into(),
-        )
-    }
-}
-
-#[cfg(windows)]
-mod imp_split {
-    pub fn resolution() -> (f64, String) {
-        (
-            0.015_625,
-            "one clock interrupt (15.625 ms: process times are charged per interrupt)".into(),
-        )
-    }
-}
-
-/// One CLK_TCK tick in seconds (the unit of /proc/stat and host_statistics).
-#[cfg(unix)]
-fn clk_tck_step_s() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
-    1.0 / hz as f64
-}
-
-#[cfg(unix)]
-fn rusage_self_ns() -> io::Result<u64> {
-    rusage_ns(libc::RUSAGE_SELF)
-}
-
-#[cfg(unix)]
-fn rusage_ns(who: libc::c_int) -> io::Result<u64> {
-    // SAFETY: zeroed rusage is valid output space.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a local, valid output space for getrusage.
-    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    Ok(tv(ru.ru_utime) + tv(ru.ru_stime))
-}
-
 /// This process's CPU time plus that of its children it has reaped (getrusage SELF + CHILDREN),
 /// ns: what a test's own work, including the loads it started and waited for, used. Unix only.
 pub fn own_and_reaped_children_cpu_ns() -> io::Result<u64> {
-    #[cfg(unix)]
-    {
-        Ok(rusage_ns(libc::RUSAGE_SELF)? + rusage_ns(libc::RUSAGE_CHILDREN)?)
-    }
-    #[cfg(not(unix))]
-    {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "no reaped-children CPU time on this OS",
-        ))
-    }
+    os::own_and_reaped_children_cpu_ns()
 }
 
 /// Cumulative (busy, total) ns from `cpus` × the time since boot less the idle (+ iowait) and
@@ -179,210 +106,19 @@ pub fn busy_from_idle(cpus: u64, boot_ns: u64, idle_ns: u64, steal_ns: u64) -> (
     (total.saturating_sub(idle_ns), total)
 }
 
-#[cfg(target_os = "linux")]
-mod imp {
-    use super::SystemCpu;
-    use std::io;
-
-    pub const SYSTEM_CPU_SOURCE: &str = "/proc/stat aggregate cpu line: busy = online CPUs × \
-        CLOCK_BOOTTIME − idle − iowait − steal (the kernel measures idle time exactly on a \
-        tickless kernel; its user/system/irq figures are sampled at ticks, and a paced stream \
-        that wakes in step with the tick is over- or under-counted there), USER_HZ ticks; \
-        irq+softirq and steal beside it";
-    pub const PROCESS_CPU_SOURCE: &str = "getrusage(RUSAGE_SELF) user + system";
-
-    pub fn system_cpu() -> io::Result<SystemCpu> {
-        let text = std::fs::read_to_string("/proc/stat")?;
-        let st = crate::system::parse::parse_proc_stat(&text)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "/proc/stat: no cpu line"))?;
-        let c = st.cpu;
-        let (irq, steal) = (c.irq + c.softirq, c.steal);
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a valid out pointer.
-        if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let boot_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        let ns = 1_000_000_000 / hz;
-        let (busy_ns, total_ns) =
-            super::busy_from_idle(st.cpus, boot_ns, (c.idle + c.iowait) * ns, steal * ns);
-        Ok(SystemCpu {
-            busy_ns,
-            total_ns,
-            irq_ns: Some(irq * ns),
-            steal_ns: Some(steal * ns),
-        })
-    }
-
-    pub fn process_cpu_ns() -> io::Result<u64> {
-        super::rusage_self_ns()
-    }
-
-    pub fn system_cpu_resolution_s() -> f64 {
-        super::clk_tck_step_s()
-    }
-}
-
-#[cfg(target_os = "macos")]
-mod imp {
-    use super::SystemCpu;
-    use std::io;
-
-    pub const SYSTEM_CPU_SOURCE: &str = "host_statistics(HOST_CPU_LOAD_INFO) user+system+nice \
-        busy, idle; CLK_TCK ticks";
-    pub const PROCESS_CPU_SOURCE: &str = "getrusage(RUSAGE_SELF) user + system";
-
-    const HOST_CPU_LOAD_INFO: i32 = 3;
-    const CPU_STATE_USER: usize = 0;
-    const CPU_STATE_SYSTEM: usize = 1;
-    const CPU_STATE_IDLE: usize = 2;
-    const CPU_STATE_NICE: usize = 3;
-
-    // Declared here (libc marks its mach declarations deprecated in favour of the mach2 crate).
-    unsafe extern "C" {
-        fn mach_host_self() -> u32;
-        fn host_statistics(host: u32, flavor: i32, info: *mut i32, count: *mut u32) -> i32;
-    }
-
-    pub fn system_cpu() -> io::Result<SystemCpu> {
-        let mut ticks = [0u32; 4];
-        let mut count = 4u32;
-        // SAFETY: 4 naturals of output space, count says so.
-        let kr = unsafe {
-            host_statistics(
-                mach_host_self(),
-                HOST_CPU_LOAD_INFO,
-                ticks.as_mut_ptr().cast(),
-                &mut count,
-            )
-        };
-        if kr != 0 {
-            return Err(io::Error::other(format!(
-                "host_statistics(HOST_CPU_LOAD_INFO) failed: kern_return {kr}"
-            )));
-        }
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        let ns = 1_000_000_000 / hz;
-        let busy = ticks[CPU_STATE_USER] as u64
-            + ticks[CPU_STATE_SYSTEM] as u64
-            + ticks[CPU_STATE_NICE] as u64;
-        let idle = ticks[CPU_STATE_IDLE] as u64;
-        Ok(SystemCpu {
-            busy_ns: busy * ns,
-            total_ns: (busy + idle) * ns,
-            irq_ns: None,
-            steal_ns: None,
-        })
-    }
-
-    pub fn process_cpu_ns() -> io::Result<u64> {
-        super::rusage_self_ns()
-    }
-
-    pub fn system_cpu_resolution_s() -> f64 {
-        super::clk_tck_step_s()
-    }
-}
-
-#[cfg(windows)]
-mod imp {
-    use super::SystemCpu;
-    use std::io;
-    use windows_sys::Win32::Foundation::FILETIME;
-    use windows_sys::Win32::System::Threading::{
-        GetCurrentProcess, GetProcessTimes, GetSystemTimes,
-    };
-
-    pub const SYSTEM_CPU_SOURCE: &str =
-        "GetSystemTimes (kernel + user busy, idle; kernel time includes idle and is net of it)";
-    pub const PROCESS_CPU_SOURCE: &str = "GetProcessTimes kernel + user";
-
-    fn ft(t: FILETIME) -> u64 {
-        ((t.dwHighDateTime as u64) << 32 | t.dwLowDateTime as u64) * 100
-    }
-
-    pub fn system_cpu() -> io::Result<SystemCpu> {
-        let z = FILETIME {
-            dwLowDateTime: 0,
-            dwHighDateTime: 0,
-        };
-        let (mut idle, mut kernel, mut user) = (z, z, z);
-        // SAFETY: valid out pointers.
-        if unsafe { GetSystemTimes(&mut idle, &mut kernel, &mut user) } == 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let (idle, kernel, user) = (ft(idle), ft(kernel), ft(user));
-        let total = kernel + user;
-        Ok(SystemCpu {
-            busy_ns: total.saturating_sub(idle),
-            total_ns: total,
-            irq_ns: None,
-            steal_ns: None,
-        })
-    }
-
-    pub fn process_cpu_ns() -> io::Result<u64> {
-        let z = FILETIME {
-            dwLowDateTime: 0,
-            dwHighDateTime: 0,
-        };
-        let (mut c, mut e, mut k, mut u) = (z, z, z, z);
-        // SAFETY: pseudo handle of this process, valid out pointers.
-        if unsafe { GetProcessTimes(GetCurrentProcess(), &mut c, &mut e, &mut k, &mut u) } == 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(ft(k) + ft(u))
-    }
-
-    /// GetSystemTimes counts in 100 ns units but accrues busy time per clock interrupt: the
-    /// default interval, 15.625 ms (64 Hz), is its step.
-    pub fn system_cpu_resolution_s() -> f64 {
-        0.015_625
-    }
-}
-
 // ------------------------------------------------------------------------------------------------
 /// Host steal of each of `cpus` since boot, ns, and its resolution (one USER_HZ tick of
 /// `/proc/stat`), ns; Err(why) where steal is not applicable (not a virtual machine) or not
 /// measurable (other OS, unreadable).
 pub fn cpu_steal_ns(cpus: &[usize]) -> Result<(Vec<u64>, u64), String> {
-    if super::cpuid::cpuid().hypervisor_flag == Some(false) {
+    if crate::platform::cpuid::cpuid().hypervisor_flag == Some(false) {
         return Err(
             "not applicable: not a virtual machine (the CPUID hypervisor flag is clear), no host \
              can steal time"
                 .into(),
         );
     }
-    #[cfg(target_os = "linux")]
-    {
-        let text = std::fs::read_to_string("/proc/stat")
-            .map_err(|e| format!("not measurable: /proc/stat: {e}"))?;
-        let m = crate::system::parse::per_cpu_steal_ticks(&text);
-        let tick_ns = (clk_tck_step_s() * 1e9).round() as u64;
-        let v = cpus
-            .iter()
-            .map(|c| {
-                m.get(c)
-                    .map(|t| t * tick_ns)
-                    .ok_or_else(|| format!("not measurable: /proc/stat has no cpu{c} line"))
-            })
-            .collect::<Result<Vec<u64>, String>>()?;
-        Ok((v, tick_ns))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = cpus;
-        Err(format!(
-            "not measurable on {}: the OS reports no per-CPU steal",
-            super::OS_NAME
-        ))
-    }
+    os::cpu_steal_ns(cpus)
 }
 
 /// Ok where the scheduler's task clock leaves host steal out, so a task's wall time on a CPU
@@ -391,43 +127,7 @@ pub fn cpu_steal_ns(cpus: &[usize]) -> Result<(Vec<u64>, u64), String> {
 /// kernel cannot change under it), after the timed windows that ask.
 pub fn task_clock_excludes_steal() -> Result<(), String> {
     static R: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    R.get_or_init(read_task_clock_excludes_steal).clone()
-}
-
-fn read_task_clock_excludes_steal() -> Result<(), String> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::io::Read;
-        const OPT: &str = "CONFIG_PARAVIRT_TIME_ACCOUNTING";
-        let gz = std::fs::read("/proc/config.gz").ok().and_then(|b| {
-            let mut s = String::new();
-            flate2::read::GzDecoder::new(&b[..])
-                .read_to_string(&mut s)
-                .ok()
-                .map(|_| s)
-        });
-        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let boot = format!("/boot/config-{}", release.trim());
-        let Some(config) = gz.or_else(|| std::fs::read_to_string(&boot).ok()) else {
-            return Err(format!(
-                "the kernel config is not readable (no /proc/config.gz, no {boot}): whether the \
-                 task clock leaves steal out is unknown"
-            ));
-        };
-        match crate::system::parse::kernel_config_value(&config, OPT) {
-            Some("y") => Ok(()),
-            _ => Err(format!(
-                "this kernel has no {OPT}: its task clock counts host steal as the task's run time"
-            )),
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        Err(format!(
-            "unsupported on {}: the split reads Linux scheduler events",
-            super::OS_NAME
-        ))
-    }
+    R.get_or_init(os::read_task_clock_excludes_steal).clone()
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -446,41 +146,7 @@ pub struct BusySample {
 /// Load average, CPU pressure and steal, where the OS has them (Linux: /proc/loadavg,
 /// /proc/pressure/cpu, /proc/stat; macOS: getloadavg; Windows: none).
 pub fn busy_sample() -> BusySample {
-    #[cfg(target_os = "linux")]
-    {
-        use crate::system::parse;
-        let read = |p: &str| std::fs::read_to_string(p).ok();
-        let loadavg1 = read("/proc/loadavg")
-            .and_then(|s| parse::parse_loadavg(&s))
-            .map(|l| l.one);
-        let cpu_some_total_us =
-            read("/proc/pressure/cpu").and_then(|s| parse::psi_some_total_us(&s));
-        let cpu = read("/proc/stat")
-            .and_then(|s| parse::parse_proc_stat(&s))
-            .map(|p| p.cpu);
-        // Guest time is already counted in user/nice: total() leaves it out.
-        let (steal_ticks, total_ticks) = (cpu.map(|c| c.steal), cpu.map(|c| c.total()));
-        BusySample {
-            loadavg1,
-            cpu_some_total_us,
-            steal_ticks,
-            total_ticks,
-        }
-    }
-    #[cfg(target_os = "macos")]
-    {
-        let mut l = [0f64; 3];
-        // SAFETY: buffer of 3 doubles.
-        let ok = unsafe { libc::getloadavg(l.as_mut_ptr(), 3) } == 3;
-        BusySample {
-            loadavg1: ok.then_some(l[0]),
-            ..Default::default()
-        }
-    }
-    #[cfg(windows)]
-    {
-        BusySample::default()
-    }
+    os::busy_sample()
 }
 
 #[cfg(test)]
