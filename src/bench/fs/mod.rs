@@ -30,6 +30,7 @@ pub mod fsync;
 pub mod metadata;
 pub mod pages;
 pub mod read_latency;
+pub mod stream_common;
 pub mod stream_from_tcp;
 pub mod stream_write;
 pub mod workdir;

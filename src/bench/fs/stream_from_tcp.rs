@@ -27,7 +27,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::stream_write::{CALL, Opened, Plan, with_cpu_cost, with_thread_cpu};
+use super::stream_common::{CALL, Opened, Plan, with_cpu_cost, with_thread_cpu};
 use super::{FsOptions, MIB, io_err, size_name};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::CpuMeter;
@@ -479,7 +479,7 @@ mod tests {
     #[test]
     fn the_relay_streams_the_same_plan_as_the_streaming_writer() {
         let o = FsOptions {
-            max_size: Some(3 * super::super::stream_write::DEFAULT_BYTES + 1),
+            max_size: Some(3 * super::super::stream_common::DEFAULT_BYTES + 1),
             ..Default::default()
         };
         let r = StreamFromTcp::new(&o);
