@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::{FsOptions, MIB, io_err, size_name, workdir};
 use crate::bench::RunOutput;
+use crate::cpucost::CpuMeter;
 use crate::model::BenchError;
 
 /// Bytes per write call: 128 KiB, the block `iperf3` writes (its default TCP length) and the
@@ -15,6 +16,38 @@ pub const CALL: u64 = 128 << 10;
 /// The part of the stream whose writer's CPU is measured, at the standard preset and the quick one.
 pub const DEFAULT_BYTES: u64 = 1 << 30;
 pub const QUICK_BYTES: u64 = 64 * MIB;
+
+/// One long stream benchmark's setup, the same for both: its plan, the directory its file is
+/// written in, and the idle baseline the system-wide CPU meter takes on each side.
+pub struct Stream {
+    pub parent: std::path::PathBuf,
+    pub plan: Plan,
+    pub idle: Duration,
+}
+
+impl Stream {
+    pub fn new(o: &FsOptions) -> Stream {
+        Stream {
+            parent: o.parent(),
+            plan: Plan::new(o),
+            idle: Duration::from_millis(if o.quick { 30 } else { 200 }),
+        }
+    }
+
+    pub fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        self.plan.estimate_s(self.idle, e)
+    }
+
+    /// The run's prologue: the work directory and the stream's file, fitted to the free space.
+    pub fn open(&self) -> Result<Opened, BenchError> {
+        self.plan.open(&self.parent)
+    }
+
+    /// The system-wide CPU meter, started (its idle baseline first).
+    pub fn meter(&self) -> std::io::Result<CpuMeter> {
+        CpuMeter::start(self.idle)
+    }
+}
 
 /// A long stream's sizes: a lead of as many bytes as the OS lets build up before its background
 /// writeback starts (so the measured part runs with its writeback alongside), then the measured
@@ -160,6 +193,42 @@ pub struct Opened {
     pub bytes: u64,
     /// The warning when the stream was shortened to fit.
     pub reduced: Option<String>,
+}
+
+impl Opened {
+    /// The whole stream, lead and measured part, bytes.
+    pub fn total(&self) -> u64 {
+        self.lead + self.bytes
+    }
+
+    /// The run's epilogue, once the stream was written and fsynced in `wall` seconds: the file
+    /// closed and the meter stopped; `mb_per_s`, the benchmark's own figures (`own`),
+    /// `cpu_s_per_gb`; the warnings (stream shortened, memory state); the work directory removed.
+    pub fn finish(
+        self,
+        id: &str,
+        meter: std::io::Result<CpuMeter>,
+        wall: f64,
+        own: impl FnOnce(RunOutput) -> RunOutput,
+    ) -> RunOutput {
+        let total = self.total();
+        let Opened {
+            wd,
+            out,
+            file,
+            reduced,
+            ..
+        } = self;
+        drop(file);
+        let cost = meter.and_then(|m| m.stop());
+        let out = out.metric("mb_per_s", vec![total as f64 / wall / 1e6]);
+        let mut out = with_cpu_cost(own(out), id, cost, total);
+        out.warnings.extend(reduced);
+        out.warnings
+            .extend(super::memory_state_warning("every figure"));
+        drop(wd);
+        out
+    }
 }
 
 /// The system-wide CPU per GB of a stream of `total` bytes (`cpu_s_per_gb`), its facts and its

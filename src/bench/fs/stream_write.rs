@@ -11,12 +11,11 @@
 //! streaming writer's cost is measured at a streaming writer's call size.
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::stream_common::{CALL, Opened, Plan, with_cpu_cost, with_thread_cpu};
+use super::stream_common::{CALL, Stream, with_thread_cpu};
 use super::{FsOptions, MIB, io_err, size_name};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::cpucost::CpuMeter;
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::platform::clock::ThreadCpu;
@@ -24,13 +23,12 @@ use crate::units::{Better, Unit};
 
 pub struct StreamWrite {
     info: Info,
-    parent: std::path::PathBuf,
-    plan: Plan,
-    idle: Duration,
+    stream: Stream,
 }
 impl StreamWrite {
     pub fn new(o: &FsOptions) -> Self {
-        let plan = Plan::new(o);
+        let stream = Stream::new(o);
+        let plan = &stream.plan;
         let (lead, lead_why, bytes) = (plan.lead, &plan.lead_why, plan.bytes);
         StreamWrite {
             info: Info {
@@ -89,9 +87,7 @@ impl StreamWrite {
                     },
                 ],
             },
-            parent: o.parent(),
-            plan,
-            idle: Duration::from_millis(if o.quick { 30 } else { 200 }),
+            stream,
         }
     }
 }
@@ -102,26 +98,18 @@ impl Benchmark for StreamWrite {
     }
 
     fn params(&self) -> serde_json::Map<String, serde_json::Value> {
-        self.plan.params("call_bytes")
+        self.stream.plan.params("call_bytes")
     }
 
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
-        self.plan.estimate_s(self.idle, e)
+        self.stream.estimate_s(e)
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        let Opened {
-            wd,
-            mut out,
-            file: mut f,
-            path: p,
-            lead,
-            bytes,
-            reduced,
-        } = self.plan.open(&self.parent)?;
-        let total = lead + bytes;
+        let mut s = self.stream.open()?;
+        let (lead, bytes, total) = (s.lead, s.bytes, s.total());
         let buf = vec![0xa5u8; CALL as usize];
-        let meter = CpuMeter::start(self.idle);
+        let meter = self.stream.meter();
         let t0 = Instant::now();
         let mut cpu0 = ThreadCpu::start();
         let mut done = 0;
@@ -132,21 +120,16 @@ impl Benchmark for StreamWrite {
             if done == lead {
                 cpu0 = ThreadCpu::start();
             }
-            f.write_all(&buf).map_err(|e| io_err("write", &p, e))?;
+            s.file
+                .write_all(&buf)
+                .map_err(|e| io_err("write", &s.path, e))?;
             done += CALL;
         }
         let calls = cpu0.elapsed_ns();
-        f.sync_all().map_err(|e| io_err("fsync", &p, e))?;
+        s.file.sync_all().map_err(|e| io_err("fsync", &s.path, e))?;
         let wall = t0.elapsed().as_secs_f64();
-        drop(f);
-        let cost = meter.and_then(|m| m.stop());
-        out = out.metric("mb_per_s", vec![total as f64 / wall / 1e6]);
-        out = with_thread_cpu(out, "thread_cpu_s_per_gb", calls, bytes);
-        out = with_cpu_cost(out, &self.info.id, cost, total);
-        out.warnings.extend(reduced);
-        out.warnings
-            .extend(super::memory_state_warning("every figure"));
-        drop(wd);
-        Ok(out)
+        Ok(s.finish(&self.info.id, meter, wall, |out| {
+            with_thread_cpu(out, "thread_cpu_s_per_gb", calls, bytes)
+        }))
     }
 }
