@@ -68,19 +68,8 @@ pub mod sched;
 /// Children reaped with their usage and killed together, own usage and context switches, limits.
 pub mod process;
 
-// Machine and environment facts (the system record) have their own back end per OS.
-#[cfg(target_os = "linux")]
-pub mod linux_sysinfo;
-#[cfg(target_os = "linux")]
-pub use linux_sysinfo as sysinfo;
-#[cfg(target_os = "macos")]
-pub mod sysinfo_macos;
-#[cfg(target_os = "macos")]
-pub use sysinfo_macos as sysinfo;
-#[cfg(windows)]
-pub mod sysinfo_windows;
-#[cfg(windows)]
-pub use sysinfo_windows as sysinfo;
+/// Machine and environment facts (the system record), one back end per OS.
+pub mod sysinfo;
 
 // osgauge builds for Linux, macOS and Windows only: say so instead of failing on a missing `os`.
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
