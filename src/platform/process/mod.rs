@@ -8,8 +8,9 @@ use std::io;
 
 mod switches;
 
-/// Process, pipe and poll helpers of the `proc` suite shared by the Unix-like targets (re-exported
-/// through the platform module's portable functions).
+/// Processes, threads and pipes for the `proc` suite: the portable API (re-exported by the
+/// platform module), and the helpers the Unix-like targets share.
+pub(super) mod proc_suite;
 #[cfg(unix)]
 pub(super) mod proc_suite_unix;
 pub use switches::{
