@@ -43,8 +43,9 @@ pub mod fsync;
 pub mod metadata;
 pub mod pages;
 pub mod read_latency;
-pub mod relay;
-pub mod stream;
+pub mod stream_common;
+pub mod stream_from_tcp;
+pub mod stream_write;
 pub mod workdir;
 
 pub const KIB: u64 = 1 << 10;
@@ -105,8 +106,8 @@ pub fn benchmarks(o: &FsOptions) -> Vec<Box<dyn Benchmark>> {
         Box::new(cache_size::CacheSize::new(o)),
     ];
     v.extend(bandwidth::benchmarks(o));
-    v.push(Box::new(stream::StreamWrite::new(o)));
-    v.push(Box::new(relay::StreamFromTcp::new(o)));
+    v.push(Box::new(stream_write::StreamWrite::new(o)));
+    v.push(Box::new(stream_from_tcp::StreamFromTcp::new(o)));
     v.push(Box::new(metadata::CreateDelete::new(o)));
     v.push(Box::new(fsync::Fsync::new(o)));
     v
