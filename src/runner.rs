@@ -238,6 +238,13 @@ pub fn execute_arms(
             if cancel.load(Ordering::Relaxed) {
                 break 'rounds;
             }
+            // A setting switched between arms must not meet what a benchmark kept from a run
+            // under the other arm's setting.
+            if arms.len() > 1 {
+                for b in &plan.benchmarks {
+                    b.release();
+                }
+            }
             if let Err(e) = switch(a, round) {
                 failed = Some(e);
                 break 'rounds;
@@ -454,9 +461,13 @@ impl<'p> Track<'p> {
         };
         for _ in 0..n {
             if self.error.is_some() || cancel.load(Ordering::Relaxed) {
-                return;
+                break;
             }
             self.one_run(plan, timing, cancel, round);
+        }
+        // What it kept between runs goes as soon as it has no run left to take.
+        if !self.active(plan, round + 1) {
+            self.bench.release();
         }
     }
 
