@@ -982,4 +982,90 @@ mod tests {
             crate::model::ErrorKind::Timeout
         );
     }
+
+    fn small(threads: Threads) -> Bandwidth {
+        Bandwidth::new(
+            threads,
+            &MemOptions {
+                max_size: Some(3 << 20),
+                quick: true,
+                ..Default::default()
+            },
+        )
+    }
+
+    fn faulted(out: &RunOutput) -> bool {
+        out.facts["arrays_faulted_in"] == Value::Bool(true)
+    }
+
+    /// The arrays are faulted in by the benchmark's first run and kept for the next runs, which
+    /// time only their passes; the last run frees them.
+    #[test]
+    fn arrays_are_faulted_in_once_per_benchmark_not_per_run() {
+        let t = crate::bench::testutil::TestCtx::new();
+        for threads in [Threads::N(1), Threads::All] {
+            let b = small(threads);
+            let mut outs: Vec<RunOutput> = (0..4u32)
+                .rev()
+                .map(|left| {
+                    let ctx = t
+                        .ctx(Duration::from_millis(5), Duration::from_secs(60))
+                        .with_runs_left(left + 1);
+                    b.run(&ctx).unwrap()
+                })
+                .collect();
+            let fresh: Vec<bool> = outs.iter().map(faulted).collect();
+            assert_eq!(fresh, [true, false, false, false], "{threads:?}");
+            assert!(lock(&b.kept).is_none(), "the last run frees them");
+            // Every run still measures and checks: samples and the same array size.
+            for o in &outs {
+                assert!(o.samples[0].1.len() >= 3);
+                assert_eq!(o.facts["array_bytes"], outs[0].facts["array_bytes"]);
+            }
+            let derived = b.finish(&mut outs);
+            assert_eq!(derived["arrays_faulted_in_runs"], 1);
+            if cfg!(target_os = "linux") {
+                assert_eq!(
+                    outs[0].facts["arrays_not_inherited"],
+                    "madvise(MADV_DONTFORK)"
+                );
+            }
+        }
+    }
+
+    /// After `release` (the runner's: last run, error, ab arm switch) the next run faults
+    /// fresh arrays in; a run that fails leaves none kept.
+    #[test]
+    fn released_or_failed_arrays_are_not_reused() {
+        let t = crate::bench::testutil::TestCtx::new();
+        let b = small(Threads::N(1));
+        let ctx = t
+            .ctx(Duration::from_millis(5), Duration::from_secs(60))
+            .with_runs_left(5);
+        assert!(faulted(&b.run(&ctx).unwrap()));
+        assert!(!faulted(&b.run(&ctx).unwrap()));
+        b.release();
+        assert!(lock(&b.kept).is_none());
+        assert!(faulted(&b.run(&ctx).unwrap()));
+        let past = t
+            .ctx(Duration::from_millis(5), Duration::ZERO)
+            .with_runs_left(5);
+        assert!(b.run(&past).is_err());
+        assert!(lock(&b.kept).is_none());
+        assert!(faulted(&b.run(&ctx).unwrap()));
+        b.release();
+    }
+
+    #[test]
+    fn kept_arrays_stay_within_their_share_of_memory() {
+        let g = 1u64 << 30;
+        // This VM: 2 × 3.75 GiB kept, 9 GiB still available.
+        assert!(may_keep(4 * g, 0, Some(13 * g)));
+        assert!(may_keep(4 * g, 4 * g, Some(9 * g)));
+        // A third set would take more than half of what would be free without them.
+        assert!(!may_keep(4 * g, 8 * g, Some(5 * g)));
+        // Unknown available memory: one set at a time.
+        assert!(may_keep(4 * g, 0, None));
+        assert!(!may_keep(4 * g, 1, None));
+    }
 }
