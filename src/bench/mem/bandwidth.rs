@@ -381,13 +381,15 @@ impl Bandwidth {
              OS allows. The arrays are allocated and faulted in once per benchmark, each thread \
              first-touching its own share before any pass is timed (STREAM's initialisation), \
              and kept between the benchmark's runs, so each run times only its passes; they stay \
-             allocated while other benchmarks run between its runs, are freed after its last run \
-             (and before each `ab` arm switch), and are faulted in again by the next run where \
-             keeping them would hold more than {keep:.0} % of the memory available without the \
-             bandwidth benchmarks' arrays (run facts arrays_faulted_in, arrays_freed; params \
-             arrays_faulted_in_runs). Per pass, all threads start together (barrier); a pass \
-             lasts from the first thread's start to the last thread's end (each thread reads the \
-             clock itself); value = bytes counted / pass time. Bytes counted, STREAM's \
+             allocated while other benchmarks run between its runs (mapped straight from the OS \
+             and kept out of child processes, so that other benchmarks' forks do not copy their \
+             page tables; where the OS refuses that, they are not kept), are freed after its \
+             last run (and before each `ab` arm switch), and are faulted in again by the next \
+             run where keeping them would hold more than {keep:.0} % of the memory available \
+             without the bandwidth benchmarks' arrays (run facts arrays_faulted_in, \
+             arrays_not_inherited, arrays_freed; param arrays_faulted_in_runs). Per pass, all \
+             threads start together (barrier); a pass lasts from the first thread's start to the \
+             last thread's end (each thread reads the clock itself); value = bytes counted / pass time. Bytes counted, STREAM's \
              convention: read + written (read N, write N, write_nt N, copy 2N, triad 3N); \
              write-allocate traffic not counted; copy tools count copied bytes once. In every run \
              the first pass of each kernel is discarded; then passes for an equal share of the \
