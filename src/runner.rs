@@ -237,6 +237,13 @@ pub fn execute_arms(
             if cancel.load(Ordering::Relaxed) {
                 break 'rounds;
             }
+            // A setting switched between arms must not meet what a benchmark kept from a run
+            // under the other arm's setting.
+            if arms.len() > 1 {
+                for b in &plan.benchmarks {
+                    b.release();
+                }
+            }
             if let Err(e) = switch(a, round) {
                 failed = Some(e);
                 break 'rounds;
@@ -447,9 +454,13 @@ impl<'p> Track<'p> {
         };
         for _ in 0..n {
             if self.error.is_some() || cancel.load(Ordering::Relaxed) {
-                return;
+                break;
             }
             self.one_run(plan, timing, cancel, round);
+        }
+        // What it kept between runs goes as soon as it has no run left to take.
+        if !self.active(plan, round + 1) {
+            self.bench.release();
         }
     }
 
@@ -1897,5 +1908,88 @@ mod tests {
                 .iter()
                 .all(|o| !o.contains(&"test/bad".to_string()))
         );
+    }
+
+    /// A benchmark that logs its runs (with their arm's switch) and its releases.
+    struct Keeping {
+        inner: Box<dyn Benchmark>,
+        log: std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
+    }
+
+    impl Benchmark for Keeping {
+        fn info(&self) -> &Info {
+            self.inner.info()
+        }
+        fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+            self.log.lock().unwrap().push("run");
+            self.inner.run(ctx)
+        }
+        fn release(&self) {
+            self.log.lock().unwrap().push("release");
+        }
+    }
+
+    fn keeping(
+        behaviour: fn(&RunContext) -> Result<RunOutput, BenchError>,
+    ) -> (
+        Box<dyn Benchmark>,
+        std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
+    ) {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let b = Keeping {
+            inner: fake("test/keep", behaviour),
+            log: log.clone(),
+        };
+        (Box::new(b), log)
+    }
+
+    /// What a benchmark keeps between its runs is released once it has no run left: after its
+    /// last run, or its error; never between two runs it still takes.
+    #[test]
+    fn a_benchmark_is_released_after_its_last_run_or_its_error() {
+        let cancel = AtomicBool::new(false);
+        let (b, log) = keeping(|_| Ok(RunOutput::default().metric("t", vec![1.0])));
+        let p = plan(vec![b], 3, 10);
+        let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
+        assert!(r.error.is_none());
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["run", "run", "run", "run", "release"]
+        );
+        let (b, log) = keeping(|ctx| {
+            if ctx.run_index >= 1 && !ctx.warmup {
+                Err(BenchError::failed("broke"))
+            } else {
+                Ok(RunOutput::default().metric("t", vec![1.0]))
+            }
+        });
+        let mut benches = three();
+        benches.push(b);
+        let r = execute(seeded(plan(benches, 4, 10), 3, None), &cancel, &mut |_| {});
+        assert!(r.benchmark("test/keep").unwrap().error.is_some());
+        assert_eq!(*log.lock().unwrap(), ["run", "run", "run", "release"]);
+    }
+
+    /// With two arms (`ab`), nothing kept from a run under one arm's setting meets the other's:
+    /// every switch is preceded by a release.
+    #[test]
+    fn an_arm_switch_releases_what_benchmarks_kept() {
+        let cancel = AtomicBool::new(false);
+        let (b, log) = keeping(|_| Ok(RunOutput::default().metric("t", vec![1.0])));
+        let p = seeded(plan(vec![b], 3, 10), 9, None);
+        let switch_log = log.clone();
+        let mut switch = move |_: usize, _: u32| {
+            switch_log.lock().unwrap().push("switch");
+            Ok(())
+        };
+        let labels = [Some("a".to_string()), Some("b".to_string())];
+        execute_arms(p, &labels, &mut switch, &cancel, &mut |_| {}).unwrap();
+        let log = log.lock().unwrap();
+        assert_eq!(log.iter().filter(|x| **x == "switch").count(), 8);
+        for (k, x) in log.iter().enumerate() {
+            if *x == "switch" {
+                assert_eq!(log[k - 1], "release", "{log:?}");
+            }
+        }
     }
 }

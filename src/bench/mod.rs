@@ -68,6 +68,11 @@ pub trait Benchmark: Send + Sync {
     fn warms_itself(&self) -> bool {
         false
     }
+    /// Free what the benchmark keeps between its runs (e.g. arrays faulted in once): the runner
+    /// calls it when the benchmark will take no more runs (its last run, an error, the adaptive
+    /// rule's stop) and before an `ab` arm switch, so that no run meets state made under the
+    /// other arm's setting. A run after it starts afresh.
+    fn release(&self) {}
     /// Wall time the whole benchmark (warm-up and runs) is expected to take, s: from what it will
     /// do — its timed windows, set-up, calibration, extensions. For the up-front estimate and the
     /// progress bar's ETA only; never part of a result. The default suits a benchmark that

@@ -133,6 +133,12 @@ impl AnonMap {
     pub fn huge_pages(&self) -> io::Result<&'static str> {
         imp::huge_pages(self.ptr, self.len)
     }
+    /// Keep the mapping out of child processes: a fork then neither copies its page tables nor
+    /// shares its pages, so a large mapping held for long does not slow the process's forks.
+    /// Ok(description) when applied. A child must not touch it.
+    pub fn not_inherited(&self) -> io::Result<&'static str> {
+        imp::not_inherited(self.ptr, self.len)
+    }
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr
     }
@@ -344,6 +350,11 @@ mod imp {
         Ok("madvise(MADV_NOHUGEPAGE)")
     }
 
+    pub fn not_inherited(ptr: *mut u8, len: usize) -> io::Result<&'static str> {
+        u::advise(ptr, len, libc::MADV_DONTFORK)?;
+        Ok("madvise(MADV_DONTFORK)")
+    }
+
     pub fn advise_random(ptr: *mut u8, len: usize) -> io::Result<&'static str> {
         u::advise(ptr, len, libc::MADV_RANDOM)?;
         Ok("madvise(MADV_RANDOM): no read-ahead, no fault-around")
@@ -408,6 +419,14 @@ mod imp {
 
     pub fn no_huge_pages(_ptr: *mut u8, _len: usize) -> io::Result<&'static str> {
         Ok("none needed (macOS maps anonymous memory with base pages)")
+    }
+
+    pub fn not_inherited(ptr: *mut u8, len: usize) -> io::Result<&'static str> {
+        // SAFETY: the range is a live mapping of ours.
+        if unsafe { libc::minherit(ptr.cast(), len, libc::VM_INHERIT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok("minherit(VM_INHERIT_NONE)")
     }
 
     pub fn advise_random(ptr: *mut u8, len: usize) -> io::Result<&'static str> {
@@ -524,6 +543,9 @@ mod imp {
             "VirtualAlloc without MEM_LARGE_PAGES (Windows maps base pages unless large pages are \
             asked for at allocation)",
         )
+    }
+    pub fn not_inherited(_ptr: *mut u8, _len: usize) -> io::Result<&'static str> {
+        Ok("none needed (Windows creates processes without the parent's memory)")
     }
     pub fn advise_random(_ptr: *mut u8, _len: usize) -> io::Result<&'static str> {
         Err(unsupported("no read-ahead advice for mapped files"))

@@ -10,15 +10,16 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{AlignedBuf, MemOptions, Threads};
+use super::{MemOptions, Threads};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::harness::RunContext;
 use crate::model::BenchError;
+use crate::platform::memory::AnonMap;
 use crate::units::format_size;
 use crate::units::{Better, Unit};
 
@@ -234,6 +235,124 @@ pub struct Bandwidth {
     threads: Threads,
     kernels: Vec<Kernel>,
     max_size: Option<u64>,
+    /// Bytes per array and why, decided by the first run that allocates them: every run of the
+    /// benchmark measures the same arrays' size.
+    size: Mutex<Option<(u64, String)>>,
+    /// The arrays kept from the previous run, faulted in and holding known values.
+    kept: Mutex<Option<Held>>,
+}
+
+/// Share of the memory that would be available without them that the arrays all bandwidth
+/// benchmarks keep between their runs may take together (the rest is the other benchmarks').
+pub const KEEP_SHARE: f64 = 0.5;
+
+/// Bytes of arrays the bandwidth benchmarks of this process keep between their runs.
+static KEPT_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of arrays the bandwidth benchmarks of this process keep between their runs now.
+pub fn kept_bytes() -> u64 {
+    KEPT_BYTES.load(Ordering::Relaxed)
+}
+
+/// Whether a benchmark may keep its `own` bytes of arrays until its next run when the other
+/// bandwidth benchmarks keep `others` bytes and the OS says `available` bytes are available now
+/// (with all of them allocated): together they stay within [`KEEP_SHARE`] of what would be
+/// available without them. Available memory unknown: one benchmark's arrays at a time.
+pub fn may_keep(own: u64, others: u64, available: Option<u64>) -> bool {
+    match available {
+        Some(a) => (own + others) as f64 <= KEEP_SHARE * (a + own + others) as f64,
+        None => others == 0,
+    }
+}
+
+/// A run's arrays of `len` words each: fresh mappings (zero pages, not yet touched) or kept
+/// from an earlier run, with the values the kernels left in `a` and `c` (the next run's checks
+/// expect them). Mapped straight from the OS and kept out of child processes, so that holding
+/// them while other benchmarks fork does not make those forks copy their page tables.
+struct RunArrays {
+    a: AnonMap,
+    b: Option<AnonMap>,
+    c: Option<AnonMap>,
+    len: usize,
+    a_val: f64,
+    c_val: f64,
+    /// Not faulted in yet: the run first-touches them before its passes.
+    fresh: bool,
+    /// How they are kept out of child processes, or why not (then they are not kept between
+    /// runs).
+    not_inherited: Result<&'static str, String>,
+}
+
+impl RunArrays {
+    fn new(len: usize, n_arrays: u64) -> Result<RunArrays, BenchError> {
+        let map = || {
+            let m = AnonMap::new(len * 8).map_err(|e| crate::bench::os_err("mmap", e))?;
+            let kept_out = m.not_inherited().map_err(|e| e.to_string());
+            Ok::<_, BenchError>((m, kept_out))
+        };
+        let (a, mut not_inherited) = map()?;
+        let mut more = || -> Result<AnonMap, BenchError> {
+            let (m, kept_out) = map()?;
+            not_inherited = not_inherited.clone().and(kept_out);
+            Ok(m)
+        };
+        let b = if n_arrays >= 3 { Some(more()?) } else { None };
+        let c = if n_arrays >= 2 { Some(more()?) } else { None };
+        Ok(RunArrays {
+            a,
+            b,
+            c,
+            len,
+            a_val: 1.0,
+            c_val: 0.0,
+            fresh: true,
+            not_inherited,
+        })
+    }
+
+    fn bytes(&self) -> u64 {
+        let n = 1 + u64::from(self.b.is_some()) + u64::from(self.c.is_some());
+        n * self.len as u64 * 8
+    }
+
+    fn view(&mut self) -> Arrays {
+        let p = |x: Option<&mut AnonMap>| x.map_or(std::ptr::null_mut(), |x| x.as_mut_ptr().cast());
+        Arrays {
+            a: p(Some(&mut self.a)),
+            b: p(self.b.as_mut()),
+            c: p(self.c.as_mut()),
+        }
+    }
+}
+
+/// Arrays kept between runs, counted in [`KEPT_BYTES`] for as long as they are held.
+struct Held(Option<RunArrays>);
+
+impl Held {
+    fn new(arrays: RunArrays) -> Held {
+        KEPT_BYTES.fetch_add(arrays.bytes(), Ordering::Relaxed);
+        Held(Some(arrays))
+    }
+
+    fn take(mut self) -> Option<RunArrays> {
+        let arrays = self.0.take();
+        if let Some(x) = &arrays {
+            KEPT_BYTES.fetch_sub(x.bytes(), Ordering::Relaxed);
+        }
+        arrays
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(x) = &self.0 {
+            KEPT_BYTES.fetch_sub(x.bytes(), Ordering::Relaxed);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Bandwidth {
@@ -258,18 +377,29 @@ impl Bandwidth {
         let method = format!(
             "Kernels {}: over arrays of max(4× the last-level cache, 64 MiB) each (bounded by \
              --max-size for all arrays together and {share:.0} % of available memory), split \
-             into one contiguous share per thread; each thread first-touches its own share and \
-             is pinned to its own CPU where the OS allows. Per pass, all threads start together \
-             (barrier); a pass lasts from the first thread's start to the last thread's end (each \
-             thread reads the clock itself); value = bytes counted / pass time. Bytes counted, STREAM's convention: read + written (read N, write N, write_nt N, \
-             copy 2N, triad 3N); write-allocate traffic not counted; copy tools count copied bytes \
-             once. The first pass of each kernel is discarded; then passes for an equal share of \
-             the run time (at least 3); no harness warm-up run (each run faults in its own arrays \
-             and discards each kernel's first pass, all a warm-up run would do). Results are checked (read checksum, copied and triad \
-             values) so no kernel can be optimised away; non-temporal stores use explicit \
-             intrinsics ({nt}).",
+             into one contiguous share per thread; each thread is pinned to its own CPU where the \
+             OS allows. The arrays are allocated and faulted in once per benchmark, each thread \
+             first-touching its own share before any pass is timed (STREAM's initialisation), \
+             and kept between the benchmark's runs, so each run times only its passes; they stay \
+             allocated while other benchmarks run between its runs (mapped straight from the OS \
+             and kept out of child processes, so that other benchmarks' forks do not copy their \
+             page tables; where the OS refuses that, they are not kept), are freed after its \
+             last run (and before each `ab` arm switch), and are faulted in again by the next \
+             run where keeping them would hold more than {keep:.0} % of the memory available \
+             without the bandwidth benchmarks' arrays (run facts arrays_faulted_in, \
+             arrays_not_inherited, arrays_freed; param arrays_faulted_in_runs). Per pass, all \
+             threads start together (barrier); a pass lasts from the first thread's start to the \
+             last thread's end (each thread reads the clock itself); value = bytes counted / pass time. Bytes counted, STREAM's \
+             convention: read + written (read N, write N, write_nt N, copy 2N, triad 3N); \
+             write-allocate traffic not counted; copy tools count copied bytes once. In every run \
+             the first pass of each kernel is discarded; then passes for an equal share of the \
+             run time (at least 3); no harness warm-up run (the discarded passes and the first \
+             run's faulting are all a warm-up run would do). Results are checked (read checksum, \
+             copied and triad values) so no kernel can be optimised away; non-temporal stores \
+             use explicit intrinsics ({nt}).",
             names.join(", "),
             share = super::AVAILABLE_SHARE * 100.0,
+            keep = KEEP_SHARE * 100.0,
             nt = nt_support().map_or_else(|e| format!("unsupported: {e}"), str::to_string),
         );
         let metrics = kernels
@@ -292,6 +422,8 @@ impl Bandwidth {
             threads,
             kernels,
             max_size: opts.max_size,
+            size: Mutex::new(None),
+            kept: Mutex::new(None),
         }
     }
 
@@ -305,8 +437,16 @@ impl Bandwidth {
         }
     }
 
-    /// Bytes per array and why.
+    /// Bytes per array and why: as the first run decided, or as it would decide now.
     fn array_bytes(&self) -> (u64, String) {
+        if let Some(s) = lock(&self.size).clone() {
+            return s;
+        }
+        self.array_bytes_within(super::memory_budget())
+    }
+
+    /// Bytes per array and why, the memory budget for all arrays being `budget`.
+    fn array_bytes_within(&self, budget: Option<u64>) -> (u64, String) {
         let arrays = self.arrays();
         let want = super::llc_bytes().map_or(64 << 20, |l| (4 * l).max(64 << 20));
         let mut bytes = want;
@@ -317,7 +457,7 @@ impl Bandwidth {
             bytes = m / arrays;
             why = format!("--max-size {} over {arrays} arrays", format_size(m));
         }
-        if let Some(b) = super::memory_budget()
+        if let Some(b) = budget
             && bytes * arrays > b
         {
             bytes = b / arrays;
@@ -357,7 +497,7 @@ struct Shared {
     checksum: AtomicU64,
     /// Each worker's (start, end) of the current pass, taken by the worker itself so that a
     /// coordinator descheduled at the barrier cannot shorten the measured pass.
-    times: std::sync::Mutex<Vec<(Instant, Instant)>>,
+    times: Mutex<Vec<(Instant, Instant)>>,
 }
 
 /// Raw views of the arrays, shared by the workers (each touches only its own share).
@@ -429,12 +569,45 @@ fn worker(shared: &Shared, arr: Arrays, r: std::ops::Range<usize>, n_arrays: u64
             }
         }
         let t1 = Instant::now();
-        shared
-            .times
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((t0, t1));
+        lock(&shared.times).push((t0, t1));
         shared.end.wait();
+    }
+}
+
+/// The command that has the workers first-touch their shares.
+const CMD_FIRST_TOUCH: u8 = u8::MAX - 1;
+
+impl Shared {
+    fn new(threads: usize) -> Shared {
+        Shared {
+            cmd: AtomicU8::new(0),
+            start: Barrier::new(threads + 1),
+            end: Barrier::new(threads + 1),
+            checksum: AtomicU64::new(0),
+            times: Mutex::new(Vec::with_capacity(threads)),
+        }
+    }
+
+    /// One pass of `cmd` by every worker: from the first worker's start to the last one's end.
+    fn pass(&self, cmd: u8) -> Duration {
+        lock(&self.times).clear();
+        self.cmd.store(cmd, Ordering::Release);
+        self.start.wait();
+        self.end.wait();
+        let times = lock(&self.times);
+        match (
+            times.iter().map(|x| x.0).min(),
+            times.iter().map(|x| x.1).max(),
+        ) {
+            (Some(a), Some(b)) => b.duration_since(a),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Release the workers for good: every path out of a run's measuring must call it.
+    fn stop(&self) {
+        self.cmd.store(CMD_STOP, Ordering::Release);
+        self.start.wait();
     }
 }
 
@@ -461,13 +634,13 @@ impl Benchmark for Bandwidth {
         m
     }
 
-    /// Every run first-touches its arrays and discards each kernel's first pass.
+    /// Every run discards each kernel's first pass (and the first run faults the arrays in).
     fn warms_itself(&self) -> bool {
         true
     }
 
-    /// Each run faults in its arrays, then times every kernel at least 4 passes (1 discarded)
-    /// or for its share of the run time; no warm-up runs ([`Self::warms_itself`]).
+    /// The arrays are faulted in once, then every run times every kernel at least 4 passes (1
+    /// discarded) or for its share of the run time; no warm-up runs ([`Self::warms_itself`]).
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
         let (bytes, _) = self.array_bytes();
         let all = (bytes * self.arrays()) as f64;
@@ -478,16 +651,43 @@ impl Benchmark for Bandwidth {
                 4.0 * (bytes * k.arrays_counted()) as f64 / super::ASSUMED_BANDWIDTH_BYTES_PER_S
             })
             .sum();
-        f64::from(e.runs)
-            * (e.run_time.as_secs_f64().max(passes)
-                + all / super::FAULT_IN_BYTES_PER_S
-                + crate::bench::DEFAULT_SETUP_S)
+        f64::from(e.runs) * (e.run_time.as_secs_f64().max(passes) + crate::bench::DEFAULT_SETUP_S)
+            + all / super::FAULT_IN_BYTES_PER_S
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let t = self.thread_count();
-        let (bytes, _) = self.array_bytes();
-        let n_arrays = self.arrays();
+        let mut arrays = self.setup(t)?;
+        let fresh = arrays.fresh;
+        let measured = self.measure(ctx, &mut arrays, t);
+        self.assemble(ctx, arrays, measured, fresh, t)
+    }
+
+    /// How many of the runs faulted their arrays in (1 when they were kept between all runs).
+    fn finish(&self, runs: &mut [RunOutput]) -> serde_json::Map<String, Value> {
+        let faulted = runs
+            .iter()
+            .filter(|r| r.facts.get("arrays_faulted_in") == Some(&Value::Bool(true)))
+            .count();
+        let mut m = serde_json::Map::new();
+        m.insert("arrays_faulted_in_runs".into(), (faulted as u64).into());
+        m
+    }
+
+    fn release(&self) {
+        drop(lock(&self.kept).take());
+    }
+}
+
+impl Bandwidth {
+    /// Set-up: the arrays kept from the previous run, or new ones (not yet faulted in) of the
+    /// size the benchmark's first run decided.
+    fn setup(&self, t: usize) -> Result<RunArrays, BenchError> {
+        if let Some(kept) = lock(&self.kept).take().and_then(Held::take) {
+            return Ok(kept);
+        }
+        let (bytes, why) = self.array_bytes();
+        *lock(&self.size) = Some((bytes, why));
         let len = (bytes / 8) as usize;
         if len < 8 * t {
             return Err(BenchError::failed(format!(
@@ -495,43 +695,30 @@ impl Benchmark for Bandwidth {
                 format_size(bytes)
             )));
         }
-        let a = AlignedBuf::<f64>::new(len)?;
-        let b = if n_arrays >= 3 {
-            Some(AlignedBuf::<f64>::new(len)?)
-        } else {
-            None
-        };
-        let c = if n_arrays >= 2 {
-            Some(AlignedBuf::<f64>::new(len)?)
-        } else {
-            None
-        };
-        let arr = Arrays {
-            a: a.as_slice().as_ptr() as *mut f64,
-            b: b.as_ref()
-                .map_or(std::ptr::null_mut(), |x| x.as_slice().as_ptr() as *mut f64),
-            c: c.as_ref()
-                .map_or(std::ptr::null_mut(), |x| x.as_slice().as_ptr() as *mut f64),
-        };
-        let ranges = shares(len, t);
-        let counted: Vec<u64> = ranges.iter().map(|r| r.len() as u64 * 8).collect();
-        let total_words: u64 = ranges.iter().map(|r| r.len() as u64).sum();
-        let cpus = crate::platform::allowed_cpus().unwrap_or_default();
-        let shared = Arc::new(Shared {
-            cmd: AtomicU8::new(0),
-            start: Barrier::new(t + 1),
-            end: Barrier::new(t + 1),
-            checksum: AtomicU64::new(0),
-            times: std::sync::Mutex::new(Vec::with_capacity(t)),
-        });
-        let pin_results: Vec<Result<usize, String>> = Vec::new();
-        let pin_results = std::sync::Mutex::new(pin_results);
+        RunArrays::new(len, self.arrays())
+    }
 
-        let result = std::thread::scope(|s| -> Result<RunOutput, BenchError> {
+    /// Measure: one pinned worker per share; fresh arrays are first-touched in parallel, each
+    /// worker its own share, before any pass is timed; then every kernel's passes, and a spot
+    /// check that the writes happened. Returns the samples and each worker's pinning.
+    fn measure(
+        &self,
+        ctx: &RunContext,
+        arrays: &mut RunArrays,
+        t: usize,
+    ) -> Result<(RunOutput, Vec<Result<usize, String>>), BenchError> {
+        let arr = arrays.view();
+        let n_arrays = self.arrays();
+        let ranges = shares(arrays.len, t);
+        let words: u64 = ranges.iter().map(|r| r.len() as u64).sum();
+        let cpus = crate::platform::allowed_cpus().unwrap_or_default();
+        let shared = Shared::new(t);
+        let pins = Mutex::new(Vec::with_capacity(t));
+        let mut vals = (arrays.a_val, arrays.c_val);
+        let out = std::thread::scope(|s| {
             for (k, r) in ranges.iter().cloned().enumerate() {
-                let shared = Arc::clone(&shared);
+                let (shared, pins) = (&shared, &pins);
                 let cpu = cpus.get(k).copied();
-                let pins = &pin_results;
                 s.spawn(move || {
                     let pinned = match cpu {
                         Some(c) => crate::platform::pin_current_thread(c)
@@ -539,81 +726,109 @@ impl Benchmark for Bandwidth {
                             .map_err(|e| e.to_string()),
                         None => Err("more threads than allowed CPUs".to_string()),
                     };
-                    pins.lock().unwrap_or_else(|e| e.into_inner()).push(pinned);
-                    worker(&shared, arr, r, n_arrays);
+                    lock(pins).push(pinned);
+                    worker(shared, arr, r, n_arrays);
                 });
             }
-            // Every path below must release the workers: `stop` does it.
-            let stop = || {
-                shared.cmd.store(CMD_STOP, Ordering::Release);
-                shared.start.wait();
-            };
-            // One pass: from the first worker's start to the last worker's end.
-            let pass = |cmd: u8| -> Duration {
-                shared
-                    .times
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clear();
-                shared.cmd.store(cmd, Ordering::Release);
-                shared.start.wait();
-                shared.end.wait();
-                let times = shared.times.lock().unwrap_or_else(|e| e.into_inner());
-                match (
-                    times.iter().map(|x| x.0).min(),
-                    times.iter().map(|x| x.1).max(),
-                ) {
-                    (Some(a), Some(b)) => b.duration_since(a),
-                    _ => Duration::ZERO,
-                }
-            };
-            // First touch, in parallel, each thread its own share.
-            pass(u8::MAX - 1);
-            let budget = ctx.run_time / self.kernels.len() as u32;
-            let mut out = RunOutput::default();
-            let mut a_val = 1.0f64;
-            let mut c_val = 0.0f64;
-            for &k in &self.kernels {
-                let mut samples = Vec::new();
-                let bytes_counted = counted.iter().sum::<u64>() * k.arrays_counted();
-                let started = Instant::now();
-                let mut passes = 0u32;
-                while samples.len() < 3 || started.elapsed() < budget {
-                    if let Err(e) = ctx.check() {
-                        stop();
-                        return Err(e);
-                    }
-                    shared.checksum.store(0, Ordering::Relaxed);
-                    let d = pass(kernel_index(k));
-                    passes += 1;
-                    match k {
-                        Kernel::Read => {
-                            let want = total_words.wrapping_mul(a_val.to_bits());
-                            let got = shared.checksum.load(Ordering::Relaxed);
-                            if got != want {
-                                stop();
-                                return Err(BenchError::failed(format!(
-                                    "read checksum {got:#x} != expected {want:#x}"
-                                )));
-                            }
-                        }
-                        Kernel::Write | Kernel::WriteNt => a_val = 1.0,
-                        Kernel::Copy => c_val = a_val,
-                        Kernel::Triad => a_val = 2.0 + SCALAR * c_val,
-                    }
-                    if passes > 1 && d > Duration::ZERO {
-                        samples.push(bytes_counted as f64 / d.as_secs_f64());
-                    }
-                }
-                out = out.metric(k.name(), samples);
+            if arrays.fresh {
+                shared.pass(CMD_FIRST_TOUCH);
             }
-            stop();
-            spot_check(arr, &ranges, a_val, c_val)?;
-            Ok(out)
-        });
-        drop((a, b, c));
-        let pins = pin_results.into_inner().unwrap_or_else(|e| e.into_inner());
-        Ok(super::page_facts(self.facts(result?, &pins, t)))
+            let out = self.time_kernels(ctx, &shared, words, &mut vals);
+            shared.stop();
+            out
+        })?;
+        arrays.fresh = false;
+        spot_check(arr, &ranges, vals.0, vals.1)?;
+        (arrays.a_val, arrays.c_val) = vals;
+        let pins = pins.into_inner().unwrap_or_else(|e| e.into_inner());
+        Ok((out, pins))
+    }
+
+    /// Each kernel's passes over `words` words per array, for its share of the run time (at least
+    /// 3 after its discarded first pass), every result checked. `vals`: what `a` and `c` hold,
+    /// kept up to date.
+    fn time_kernels(
+        &self,
+        ctx: &RunContext,
+        shared: &Shared,
+        words: u64,
+        vals: &mut (f64, f64),
+    ) -> Result<RunOutput, BenchError> {
+        let budget = ctx.run_time / self.kernels.len() as u32;
+        let mut out = RunOutput::default();
+        for &k in &self.kernels {
+            let bytes_counted = words * 8 * k.arrays_counted();
+            let mut samples = Vec::new();
+            let started = Instant::now();
+            let mut passes = 0u32;
+            while samples.len() < 3 || started.elapsed() < budget {
+                ctx.check()?;
+                shared.checksum.store(0, Ordering::Relaxed);
+                let d = shared.pass(kernel_index(k));
+                passes += 1;
+                match k {
+                    Kernel::Read => {
+                        let want = words.wrapping_mul(vals.0.to_bits());
+                        let got = shared.checksum.load(Ordering::Relaxed);
+                        if got != want {
+                            return Err(BenchError::failed(format!(
+                                "read checksum {got:#x} != expected {want:#x}"
+                            )));
+                        }
+                    }
+                    Kernel::Write | Kernel::WriteNt => vals.0 = 1.0,
+                    Kernel::Copy => vals.1 = vals.0,
+                    Kernel::Triad => vals.0 = 2.0 + SCALAR * vals.1,
+                }
+                if passes > 1 && d > Duration::ZERO {
+                    samples.push(bytes_counted as f64 / d.as_secs_f64());
+                }
+            }
+            out = out.metric(k.name(), samples);
+        }
+        Ok(out)
+    }
+
+    /// Assemble the run's output: its facts beside the figures, and the arrays kept for the
+    /// benchmark's next run where it has one and memory allows (else freed here).
+    fn assemble(
+        &self,
+        ctx: &RunContext,
+        arrays: RunArrays,
+        measured: Result<(RunOutput, Vec<Result<usize, String>>), BenchError>,
+        fresh: bool,
+        t: usize,
+    ) -> Result<RunOutput, BenchError> {
+        // A run that failed leaves its arrays in no known state: they go with it.
+        let (out, pins) = measured?;
+        let mut out = self
+            .facts(out, &pins, t)
+            .fact("arrays_faulted_in", fresh)
+            .fact(
+                "arrays_not_inherited",
+                arrays
+                    .not_inherited
+                    .clone()
+                    .map_or_else(|e| format!("not applied: {e}"), str::to_string),
+            );
+        if ctx.runs_left > 1 && arrays.not_inherited.is_ok() {
+            let (own, others) = (arrays.bytes(), kept_bytes());
+            if may_keep(own, others, crate::platform::memory::available_bytes()) {
+                *lock(&self.kept) = Some(Held::new(arrays));
+            } else {
+                out = out.fact(
+                    "arrays_freed",
+                    format!(
+                        "keeping {} of arrays beside the {} other bandwidth benchmarks keep would \
+                         hold more than {:.0} % of the memory available without them",
+                        format_size(own),
+                        format_size(others),
+                        KEEP_SHARE * 100.0
+                    ),
+                );
+            }
+        }
+        Ok(super::page_facts(out))
     }
 }
 
@@ -690,6 +905,7 @@ impl Bandwidth {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::mem::AlignedBuf;
 
     #[test]
     fn kernels_compute_what_they_claim() {
@@ -767,5 +983,91 @@ mod tests {
             b.run(&ctx).unwrap_err().kind,
             crate::model::ErrorKind::Timeout
         );
+    }
+
+    fn small(threads: Threads) -> Bandwidth {
+        Bandwidth::new(
+            threads,
+            &MemOptions {
+                max_size: Some(3 << 20),
+                quick: true,
+                ..Default::default()
+            },
+        )
+    }
+
+    fn faulted(out: &RunOutput) -> bool {
+        out.facts["arrays_faulted_in"] == Value::Bool(true)
+    }
+
+    /// The arrays are faulted in by the benchmark's first run and kept for the next runs, which
+    /// time only their passes; the last run frees them.
+    #[test]
+    fn arrays_are_faulted_in_once_per_benchmark_not_per_run() {
+        let t = crate::bench::testutil::TestCtx::new();
+        for threads in [Threads::N(1), Threads::All] {
+            let b = small(threads);
+            let mut outs: Vec<RunOutput> = (0..4u32)
+                .rev()
+                .map(|left| {
+                    let ctx = t
+                        .ctx(Duration::from_millis(5), Duration::from_secs(60))
+                        .with_runs_left(left + 1);
+                    b.run(&ctx).unwrap()
+                })
+                .collect();
+            let fresh: Vec<bool> = outs.iter().map(faulted).collect();
+            assert_eq!(fresh, [true, false, false, false], "{threads:?}");
+            assert!(lock(&b.kept).is_none(), "the last run frees them");
+            // Every run still measures and checks: samples and the same array size.
+            for o in &outs {
+                assert!(o.samples[0].1.len() >= 3);
+                assert_eq!(o.facts["array_bytes"], outs[0].facts["array_bytes"]);
+            }
+            let derived = b.finish(&mut outs);
+            assert_eq!(derived["arrays_faulted_in_runs"], 1);
+            if cfg!(target_os = "linux") {
+                assert_eq!(
+                    outs[0].facts["arrays_not_inherited"],
+                    "madvise(MADV_DONTFORK)"
+                );
+            }
+        }
+    }
+
+    /// After `release` (the runner's: last run, error, ab arm switch) the next run faults
+    /// fresh arrays in; a run that fails leaves none kept.
+    #[test]
+    fn released_or_failed_arrays_are_not_reused() {
+        let t = crate::bench::testutil::TestCtx::new();
+        let b = small(Threads::N(1));
+        let ctx = t
+            .ctx(Duration::from_millis(5), Duration::from_secs(60))
+            .with_runs_left(5);
+        assert!(faulted(&b.run(&ctx).unwrap()));
+        assert!(!faulted(&b.run(&ctx).unwrap()));
+        b.release();
+        assert!(lock(&b.kept).is_none());
+        assert!(faulted(&b.run(&ctx).unwrap()));
+        let past = t
+            .ctx(Duration::from_millis(5), Duration::ZERO)
+            .with_runs_left(5);
+        assert!(b.run(&past).is_err());
+        assert!(lock(&b.kept).is_none());
+        assert!(faulted(&b.run(&ctx).unwrap()));
+        b.release();
+    }
+
+    #[test]
+    fn kept_arrays_stay_within_their_share_of_memory() {
+        let g = 1u64 << 30;
+        // This VM: 2 × 3.75 GiB kept, 9 GiB still available.
+        assert!(may_keep(4 * g, 0, Some(13 * g)));
+        assert!(may_keep(4 * g, 4 * g, Some(9 * g)));
+        // A third set would take more than half of what would be free without them.
+        assert!(!may_keep(4 * g, 8 * g, Some(5 * g)));
+        // Unknown available memory: one set at a time.
+        assert!(may_keep(4 * g, 0, None));
+        assert!(!may_keep(4 * g, 1, None));
     }
 }

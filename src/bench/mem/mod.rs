@@ -240,9 +240,12 @@ pub fn llc_bytes() -> Option<u64> {
     data_caches().iter().filter_map(|c| c.size_bytes).max()
 }
 
-/// Largest total the suite may allocate: a share of available memory (None when unknown).
+/// Largest total the suite may allocate: a share of available memory (None when unknown). The
+/// arrays the bandwidth benchmarks keep between their runs count as available (they would be
+/// free were they not kept), so a benchmark's size does not depend on which ran before it.
 pub fn memory_budget() -> Option<u64> {
-    crate::platform::memory::available_bytes().map(|a| (a as f64 * AVAILABLE_SHARE) as u64)
+    let kept = bandwidth::kept_bytes();
+    crate::platform::memory::available_bytes().map(|a| ((a + kept) as f64 * AVAILABLE_SHARE) as u64)
 }
 
 /// Page size and THP mode, as facts for every mem benchmark.
