@@ -13,6 +13,7 @@ mod switches;
 pub(super) mod proc_suite;
 #[cfg(unix)]
 pub(super) mod proc_suite_unix;
+
 pub use switches::{
     OWN_SWITCHES_METHOD, OwnSwitches, command_switches, own_switches, parse_status,
     split_unsupported, under_wine,
@@ -20,8 +21,6 @@ pub use switches::{
 
 pub use imp::{ChildSet, kill_group, process_limit, user_process_count};
 
-/// The executable osgauge starts its own children from (load processes, policy-study children):
-/// `OSGAUGE_EXE` if set (tests), else this executable.
 /// How each thread's CPU of another process is read ([`threads_cpu_ns`]).
 pub const THREADS_CPU_METHOD: &str =
     "/proc/PID/task/TID/schedstat (each thread's time on a CPU, ns), sampled every 20 ms";
@@ -56,6 +55,8 @@ pub fn threads_cpu_ns(pid: u32) -> io::Result<Vec<(u32, u64)>> {
     }
 }
 
+/// The executable osgauge starts its own children from (load processes, policy-study children):
+/// `OSGAUGE_EXE` if set (tests), else this executable.
 pub fn osgauge_exe() -> io::Result<std::path::PathBuf> {
     match std::env::var_os("OSGAUGE_EXE") {
         Some(p) => Ok(std::path::PathBuf::from(p)),
