@@ -13,15 +13,14 @@ mod switches;
 pub(super) mod proc_suite;
 #[cfg(unix)]
 pub(super) mod proc_suite_unix;
+
 pub use switches::{
     OWN_SWITCHES_METHOD, OwnSwitches, command_switches, own_switches, parse_status,
     split_unsupported, under_wine,
 };
 
-pub use imp::{ChildSet, kill_group, process_limit, user_process_count};
+pub use os::{ChildSet, kill_group, process_limit, user_process_count};
 
-/// The executable osgauge starts its own children from (load processes, policy-study children):
-/// `OSGAUGE_EXE` if set (tests), else this executable.
 /// How each thread's CPU of another process is read ([`threads_cpu_ns`]).
 pub const THREADS_CPU_METHOD: &str =
     "/proc/PID/task/TID/schedstat (each thread's time on a CPU, ns), sampled every 20 ms";
@@ -56,6 +55,8 @@ pub fn threads_cpu_ns(pid: u32) -> io::Result<Vec<(u32, u64)>> {
     }
 }
 
+/// The executable osgauge starts its own children from (load processes, policy-study children):
+/// `OSGAUGE_EXE` if set (tests), else this executable.
 pub fn osgauge_exe() -> io::Result<std::path::PathBuf> {
     match std::env::var_os("OSGAUGE_EXE") {
         Some(p) => Ok(std::path::PathBuf::from(p)),
@@ -137,16 +138,16 @@ pub struct ChildUsage {
 
 /// How the per-process figures are obtained, for `Info::method`.
 pub fn usage_method() -> &'static str {
-    imp::USAGE_METHOD
+    os::USAGE_METHOD
 }
 
 /// The calling process's own usage so far (a child reports it at its release, so that start-up
 /// before the release is left out of its figures).
 pub fn own_usage() -> io::Result<ChildUsage> {
-    imp::own_usage()
+    os::own_usage()
 }
 
-// Each OS's child sets, usage and limits in its own file (`imp` is this OS's); Linux and macOS
+// Each OS's child sets, usage and limits in its own file (`os` is this OS's); Linux and macOS
 // share the Unix process-group and wait4 code.
 #[cfg(unix)]
 mod unix;
@@ -154,17 +155,17 @@ mod unix;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
-use linux as imp;
+use linux as os;
 
 #[cfg(target_os = "macos")]
 mod macos;
 #[cfg(target_os = "macos")]
-use macos as imp;
+use macos as os;
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-use windows as imp;
+use windows as os;
 
 #[cfg(test)]
 mod tests {
