@@ -150,8 +150,9 @@ impl Bandwidth {
                      each with its own file of up to {} (less if half the free space minus 1 GiB \
                      is smaller), released by a barrier, {verb} it sequentially in 4 MiB blocks. \
                      Twice per run: with the platform's one cache bypass (mb_per_s) and through \
-                     the OS cache (mb_per_s_buffered). {} Time = barrier release to the last \
-                     thread's end. CPU cost: {}. The I/O threads' own CPU \
+                     the OS cache (mb_per_s_buffered). {} Time = the first thread's start at \
+                     the barrier's release to the last thread's file closed, each read by the \
+                     thread itself. CPU cost: {}. The I/O threads' own CPU \
                      (thread_cpu_s_per_gb[_buffered]): each thread's CPU clock ({}) from the \
                      barrier's release to its file closed, summed over threads, over the timed \
                      pass; not measured when under {} steps of that clock per thread.{}",
@@ -453,7 +454,7 @@ impl Bandwidth {
     ) -> Result<Pass, BenchError> {
         let barrier = Barrier::new(files.len() + 1);
         let dir = self.dir;
-        let (t, results) = std::thread::scope(|s| {
+        let results = std::thread::scope(|s| {
             let hs: Vec<_> = files
                 .iter()
                 .map(|p| {
@@ -463,29 +464,32 @@ impl Bandwidth {
                 .collect();
             barrier.wait();
             released();
-            let t0 = Instant::now();
-            let r: Vec<_> = hs
-                .into_iter()
+            hs.into_iter()
                 .map(|h| {
                     h.join()
                         .unwrap_or_else(|_| Err(std::io::Error::other("thread panicked")))
                 })
-                .collect();
-            (t0.elapsed().as_secs_f64(), r)
+                .collect::<Vec<_>>()
         });
         let mut pass = Pass {
             bytes: 0,
-            wall_s: t,
+            wall_s: 0.0,
             thread_cpu_ns: Ok(0),
             calls_cpu_ns: Ok(0),
         };
         let add = |sum: Result<u64, String>, one: Result<u64, String>| Ok(sum? + one?);
+        let mut span: Option<(Instant, Instant)> = None;
         for r in results {
             let m = r.map_err(|e| BenchError::os("sequential I/O", e))?;
             pass.bytes += m.bytes;
             pass.thread_cpu_ns = add(pass.thread_cpu_ns, m.cpu_ns);
             pass.calls_cpu_ns = add(pass.calls_cpu_ns, m.calls_cpu_ns);
+            span = Some(match span {
+                None => (m.started, m.ended),
+                Some((a, b)) => (a.min(m.started), b.max(m.ended)),
+            });
         }
+        pass.wall_s = span.map_or(0.0, |(a, b)| (b - a).as_secs_f64());
         Ok(pass)
     }
 }
@@ -504,7 +508,8 @@ struct Setup {
 struct Pass {
     /// Bytes moved, all threads.
     bytes: u64,
-    /// Barrier release to the last thread's end.
+    /// The first thread's start after the barrier to the last thread's end (each read by the
+    /// thread itself).
     wall_s: f64,
     /// The threads' own CPU (their thread CPU clocks, barrier release to file closed), summed;
     /// Err: why a clock could not be read.
@@ -563,6 +568,9 @@ fn one_thread(
     }
     let mut buf = AlignedBuf::new(BLOCK as usize, align, 0xa5);
     barrier.wait();
+    // The pass's wall time is read by the threads themselves: the thread that released them may
+    // be descheduled (or restarting the CPU meter) while they already move data.
+    let started = Instant::now();
     let cpu0 = crate::platform::clock::ThreadCpu::start();
     let mut file = file;
     let mut done = 0;
@@ -580,7 +588,10 @@ fn one_thread(
         file.sync_all()?;
     }
     drop(file);
+    let ended = Instant::now();
     Ok(Moved {
+        started,
+        ended,
         bytes: done,
         cpu_ns: cpu0.elapsed_ns(),
         calls_cpu_ns: calls,
@@ -589,6 +600,10 @@ fn one_thread(
 
 /// What one thread moved and its own CPU (Err: why its CPU clock could not be read).
 struct Moved {
+    /// Read by the thread as the barrier let it go.
+    started: Instant,
+    /// Read by the thread after its file was closed.
+    ended: Instant,
     bytes: u64,
     /// Barrier release to its file closed (fsync and close included).
     cpu_ns: Result<u64, String>,
