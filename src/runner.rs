@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use serde_json::{Map, Value};
 
-use crate::bench::latency::idle_wakeup;
 use crate::bench::{Benchmark, Info, RunOutput};
 use crate::harness::RunContext;
 use rand::SeedableRng;
@@ -340,15 +339,9 @@ pub fn execute_arms(
         record.complete = !interrupted
             && record.benchmarks.len() + usize::from(reference.is_some()) == plan.benchmarks.len();
     }
-    let idle_exit_after = (!interrupted && records.iter().any(idle_wakeup::needs_idle_exit))
-        .then(|| {
-            idle_wakeup::quick_measure(idle_wakeup::IDLE_EXIT_AFTER)
-                .ok()
-                .map(|m| m.2)
-        })
-        .flatten();
-    for r in records.iter_mut() {
-        r.warnings = run_warnings(r, interrupted, idle_exit_after);
+    let notes = crate::bench::registry::run_notes(&records, interrupted);
+    for (r, notes) in records.iter_mut().zip(notes) {
+        r.warnings = run_warnings(r, interrupted, notes);
     }
     match failed {
         Some(e) => Err((e, records)),
@@ -1028,11 +1021,7 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Run-wide warnings in plain language.
-fn run_warnings(
-    record: &RunRecord,
-    interrupted: bool,
-    idle_exit_after: Option<f64>,
-) -> Vec<String> {
+fn run_warnings(record: &RunRecord, interrupted: bool, suite_notes: Vec<String>) -> Vec<String> {
     let mut w = Vec::new();
     if interrupted {
         w.push("interrupted: the run is incomplete; finished benchmarks are kept".to_string());
@@ -1052,9 +1041,9 @@ fn run_warnings(
             w.push(format!("{}: {}", f.topic, f.message));
         }
     }
-    if let Some(n) = idle_wakeup::idle_wakeup_note(record, idle_exit_after) {
-        w.push(n);
-    }
+    // What the suites say about the run (the latency suite: an idle exit that dominates
+    // wake-up figures).
+    w.extend(suite_notes);
     let failed: Vec<_> = record
         .benchmarks
         .iter()
@@ -1705,12 +1694,7 @@ mod tests {
     fn every_benchmark_estimates_a_finite_time_at_least_its_fixed_windows() {
         use crate::bench::Estimate;
         use crate::bench::registry::{SuiteOptions, suites_with};
-        let quick = SuiteOptions {
-            mem: crate::bench::mem::MemOptions::quick(),
-            net: crate::bench::net::NetOptions::quick(),
-            fs: crate::bench::fs::FsOptions::quick(),
-            latency: Default::default(),
-        };
+        let quick = SuiteOptions::quick();
         let e = Estimate {
             runs: 5,
             warmup: 1,

@@ -1,4 +1,4 @@
-//! The model's inputs per run, in ONE mapping table ([`SPECS`]): each input's key, unit, and the
+//! The model's inputs per run, in ONE mapping table ([`specs`]): each input's key, unit, and the
 //! benchmark id and metric it is read from (the across-run centre: median of per-run medians), or
 //! where else it comes from (the machine record, a stated copy-count assumption, the profile, or a
 //! published-figures file). An input a run lacks is listed as missing with the reason — never
@@ -110,8 +110,199 @@ use Dir::{Higher as H, Lower as L};
 /// µs per KiB → CPU-seconds per MB (10^6 B): × 10^6/1024 KiB per MB × 10^-6 s per µs.
 const US_PER_KIB_TO_S_PER_MB: f64 = 1.0 / 1024.0;
 
-/// THE mapping table.
-pub const SPECS: &[Spec] = &[
+/// THE mapping table: `SPECS_BEFORE_SEQ_FILE`, the sequential file inputs (`SEQ_FILE`) and
+/// `SPECS_AFTER_SEQ_FILE`, in this order. Built once.
+pub fn specs() -> &'static [Spec] {
+    static SPECS: std::sync::LazyLock<Vec<Spec>> = std::sync::LazyLock::new(|| {
+        let seq_file = SEQ_FILE
+            .iter()
+            .flat_map(|row| SEQ_FILE_THREADS.map(|n| row.spec(n)));
+        SPECS_BEFORE_SEQ_FILE
+            .iter()
+            .copied()
+            .chain(seq_file)
+            .chain(SPECS_AFTER_SEQ_FILE.iter().copied())
+            .collect()
+    });
+    &SPECS
+}
+
+/// A figure of the sequential file benchmarks (`fs/seq_{write,read}_t{n}`: files written or read
+/// by n threads, the OS cache bypassed or not).
+#[derive(Debug, Clone, Copy)]
+enum SeqFigure {
+    /// MB/s.
+    Rate,
+    /// System CPU per MB.
+    Cpu,
+    /// The I/O threads' own CPU per MB (thread CPU clocks).
+    ThreadCpu,
+}
+
+impl SeqFigure {
+    /// Its part of the input key (`Demand::disk_key`'s `what`).
+    fn key(self) -> &'static str {
+        match self {
+            SeqFigure::Rate => "mb_s",
+            SeqFigure::Cpu => "cpu_s_per_mb",
+            SeqFigure::ThreadCpu => "thread_cpu_s_per_mb",
+        }
+    }
+
+    /// The benchmark's metric (cache bypassed; `_buffered` appended through the OS cache).
+    fn metric(self) -> &'static str {
+        match self {
+            SeqFigure::Rate => "mb_per_s",
+            SeqFigure::Cpu => "cpu_s_per_gb",
+            SeqFigure::ThreadCpu => "thread_cpu_s_per_gb",
+        }
+    }
+
+    /// Input unit, which way is better, and the metric's scale to it (CPU-s per GB → per MB).
+    fn unit(self) -> (&'static str, Dir, f64) {
+        match self {
+            SeqFigure::Rate => ("MB/s", H, 1.0),
+            SeqFigure::Cpu | SeqFigure::ThreadCpu => ("CPU-s/MB", L, 1e-3),
+        }
+    }
+}
+
+/// One row of [`SEQ_FILE`].
+struct SeqFile {
+    /// "write" or "read".
+    dir: &'static str,
+    figure: SeqFigure,
+    /// Through the OS cache (the `_buffered` key and metric), else cache bypassed.
+    buffered: bool,
+    /// The description; `{threads}` becomes "1 thread", "2 threads", …, `{n}` the thread count.
+    what: &'static str,
+}
+
+impl SeqFile {
+    /// This row's input for `n` threads: `disk_{dir}_{figure}[_buffered]_t{n}`, read from
+    /// `fs/seq_{dir}_t{n}`.
+    fn spec(&self, n: u32) -> Spec {
+        // The table is built once per process (`specs`): its few generated texts live as long.
+        fn leak(s: String) -> &'static str {
+            Box::leak(s.into_boxed_str())
+        }
+        let buffered = if self.buffered { "_buffered" } else { "" };
+        let threads = if n == 1 {
+            "1 thread".to_string()
+        } else {
+            format!("{n} threads")
+        };
+        let (unit, better, scale) = self.figure.unit();
+        m(
+            leak(format!(
+                "disk_{}_{}{buffered}_t{n}",
+                self.dir,
+                self.figure.key()
+            )),
+            unit,
+            better,
+            leak(
+                self.what
+                    .replace("{threads}", &threads)
+                    .replace("{n}", &n.to_string()),
+            ),
+            leak(format!("fs/seq_{}_t{n}", self.dir)),
+            leak(format!("{}{buffered}", self.figure.metric())),
+            scale,
+        )
+    }
+}
+
+/// Thread counts of the sequential file benchmarks that are inputs.
+const SEQ_FILE_THREADS: [u32; 3] = [1, 2, 3];
+
+/// The sequential file benchmarks' figures that are inputs, each for every count of
+/// [`SEQ_FILE_THREADS`] (in that order, one row after the other).
+const SEQ_FILE: &[SeqFile] = &[
+    SeqFile {
+        dir: "write",
+        figure: SeqFigure::Rate,
+        buffered: false,
+        what: "sequential write bandwidth, {threads}",
+    },
+    SeqFile {
+        dir: "read",
+        figure: SeqFigure::Rate,
+        buffered: false,
+        what: "sequential read bandwidth, {threads}",
+    },
+    SeqFile {
+        dir: "write",
+        figure: SeqFigure::Cpu,
+        buffered: false,
+        what: "system CPU per MB written, {threads}",
+    },
+    SeqFile {
+        dir: "read",
+        figure: SeqFigure::Cpu,
+        buffered: false,
+        what: "system CPU per MB read, {threads}",
+    },
+    SeqFile {
+        dir: "write",
+        figure: SeqFigure::Rate,
+        buffered: true,
+        what: "sequential write bandwidth through the OS cache (fsync and close included), {n} \
+               thread(s)",
+    },
+    SeqFile {
+        dir: "write",
+        figure: SeqFigure::Cpu,
+        buffered: true,
+        what: "system CPU per MB written through the OS cache (writeback and fsync included), {n} \
+               thread(s)",
+    },
+    SeqFile {
+        dir: "read",
+        figure: SeqFigure::Rate,
+        buffered: true,
+        what: "sequential read bandwidth through the OS cache (its cache dropped first), {n} \
+               thread(s)",
+    },
+    SeqFile {
+        dir: "read",
+        figure: SeqFigure::Cpu,
+        buffered: true,
+        what: "system CPU per MB read through the OS cache (from the device into the cache), {n} \
+               thread(s)",
+    },
+    SeqFile {
+        dir: "write",
+        figure: SeqFigure::ThreadCpu,
+        buffered: false,
+        what: "the I/O threads' own CPU per MB written, cache bypassed, {n} thread(s) (thread CPU \
+               clocks; a serial stage's cost)",
+    },
+    SeqFile {
+        dir: "write",
+        figure: SeqFigure::ThreadCpu,
+        buffered: true,
+        what: "the I/O threads' own CPU per MB written, through the OS cache, {n} thread(s) \
+               (thread CPU clocks; a serial stage's cost)",
+    },
+    SeqFile {
+        dir: "read",
+        figure: SeqFigure::ThreadCpu,
+        buffered: false,
+        what: "the I/O threads' own CPU per MB read, cache bypassed, {n} thread(s) (thread CPU \
+               clocks; a serial stage's cost)",
+    },
+    SeqFile {
+        dir: "read",
+        figure: SeqFigure::ThreadCpu,
+        buffered: true,
+        what: "the I/O threads' own CPU per MB read, through the OS cache, {n} thread(s) (thread \
+               CPU clocks; a serial stage's cost)",
+    },
+];
+
+/// THE mapping table's entries before the sequential file inputs ([`SEQ_FILE`]).
+const SPECS_BEFORE_SEQ_FILE: &[Spec] = &[
     m(
         "mem_bw_mb_s",
         "MB/s",
@@ -266,342 +457,10 @@ pub const SPECS: &[Spec] = &[
         "process_cpu_us_per_connection",
         1e-6,
     ),
-    m(
-        "disk_write_mb_s_t1",
-        "MB/s",
-        H,
-        "sequential write bandwidth, 1 thread",
-        "fs/seq_write_t1",
-        "mb_per_s",
-        1.0,
-    ),
-    m(
-        "disk_write_mb_s_t2",
-        "MB/s",
-        H,
-        "sequential write bandwidth, 2 threads",
-        "fs/seq_write_t2",
-        "mb_per_s",
-        1.0,
-    ),
-    m(
-        "disk_write_mb_s_t3",
-        "MB/s",
-        H,
-        "sequential write bandwidth, 3 threads",
-        "fs/seq_write_t3",
-        "mb_per_s",
-        1.0,
-    ),
-    m(
-        "disk_read_mb_s_t1",
-        "MB/s",
-        H,
-        "sequential read bandwidth, 1 thread",
-        "fs/seq_read_t1",
-        "mb_per_s",
-        1.0,
-    ),
-    m(
-        "disk_read_mb_s_t2",
-        "MB/s",
-        H,
-        "sequential read bandwidth, 2 threads",
-        "fs/seq_read_t2",
-        "mb_per_s",
-        1.0,
-    ),
-    m(
-        "disk_read_mb_s_t3",
-        "MB/s",
-        H,
-        "sequential read bandwidth, 3 threads",
-        "fs/seq_read_t3",
-        "mb_per_s",
-        1.0,
-    ),
-    m(
-        "disk_write_cpu_s_per_mb_t1",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB written, 1 thread",
-        "fs/seq_write_t1",
-        "cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_write_cpu_s_per_mb_t2",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB written, 2 threads",
-        "fs/seq_write_t2",
-        "cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_write_cpu_s_per_mb_t3",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB written, 3 threads",
-        "fs/seq_write_t3",
-        "cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_read_cpu_s_per_mb_t1",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB read, 1 thread",
-        "fs/seq_read_t1",
-        "cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_read_cpu_s_per_mb_t2",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB read, 2 threads",
-        "fs/seq_read_t2",
-        "cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_read_cpu_s_per_mb_t3",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB read, 3 threads",
-        "fs/seq_read_t3",
-        "cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_write_mb_s_buffered_t1",
-        "MB/s",
-        H,
-        "sequential write bandwidth through the OS cache (fsync and close included), 1 thread(s)",
-        "fs/seq_write_t1",
-        "mb_per_s_buffered",
-        1.0,
-    ),
-    m(
-        "disk_write_mb_s_buffered_t2",
-        "MB/s",
-        H,
-        "sequential write bandwidth through the OS cache (fsync and close included), 2 thread(s)",
-        "fs/seq_write_t2",
-        "mb_per_s_buffered",
-        1.0,
-    ),
-    m(
-        "disk_write_mb_s_buffered_t3",
-        "MB/s",
-        H,
-        "sequential write bandwidth through the OS cache (fsync and close included), 3 thread(s)",
-        "fs/seq_write_t3",
-        "mb_per_s_buffered",
-        1.0,
-    ),
-    m(
-        "disk_write_cpu_s_per_mb_buffered_t1",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB written through the OS cache (writeback and fsync included), 1 thread(s)",
-        "fs/seq_write_t1",
-        "cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_write_cpu_s_per_mb_buffered_t2",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB written through the OS cache (writeback and fsync included), 2 thread(s)",
-        "fs/seq_write_t2",
-        "cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_write_cpu_s_per_mb_buffered_t3",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB written through the OS cache (writeback and fsync included), 3 thread(s)",
-        "fs/seq_write_t3",
-        "cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_read_mb_s_buffered_t1",
-        "MB/s",
-        H,
-        "sequential read bandwidth through the OS cache (its cache dropped first), 1 thread(s)",
-        "fs/seq_read_t1",
-        "mb_per_s_buffered",
-        1.0,
-    ),
-    m(
-        "disk_read_mb_s_buffered_t2",
-        "MB/s",
-        H,
-        "sequential read bandwidth through the OS cache (its cache dropped first), 2 thread(s)",
-        "fs/seq_read_t2",
-        "mb_per_s_buffered",
-        1.0,
-    ),
-    m(
-        "disk_read_mb_s_buffered_t3",
-        "MB/s",
-        H,
-        "sequential read bandwidth through the OS cache (its cache dropped first), 3 thread(s)",
-        "fs/seq_read_t3",
-        "mb_per_s_buffered",
-        1.0,
-    ),
-    m(
-        "disk_read_cpu_s_per_mb_buffered_t1",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB read through the OS cache (from the device into the cache), 1 thread(s)",
-        "fs/seq_read_t1",
-        "cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_read_cpu_s_per_mb_buffered_t2",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB read through the OS cache (from the device into the cache), 2 thread(s)",
-        "fs/seq_read_t2",
-        "cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_read_cpu_s_per_mb_buffered_t3",
-        "CPU-s/MB",
-        L,
-        "system CPU per MB read through the OS cache (from the device into the cache), 3 thread(s)",
-        "fs/seq_read_t3",
-        "cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_write_thread_cpu_s_per_mb_t1",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB written, cache bypassed, 1 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_write_t1",
-        "thread_cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_write_thread_cpu_s_per_mb_t2",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB written, cache bypassed, 2 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_write_t2",
-        "thread_cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_write_thread_cpu_s_per_mb_t3",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB written, cache bypassed, 3 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_write_t3",
-        "thread_cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_write_thread_cpu_s_per_mb_buffered_t1",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB written, through the OS cache, 1 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_write_t1",
-        "thread_cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_write_thread_cpu_s_per_mb_buffered_t2",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB written, through the OS cache, 2 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_write_t2",
-        "thread_cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_write_thread_cpu_s_per_mb_buffered_t3",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB written, through the OS cache, 3 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_write_t3",
-        "thread_cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_read_thread_cpu_s_per_mb_t1",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB read, cache bypassed, 1 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_read_t1",
-        "thread_cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_read_thread_cpu_s_per_mb_t2",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB read, cache bypassed, 2 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_read_t2",
-        "thread_cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_read_thread_cpu_s_per_mb_t3",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB read, cache bypassed, 3 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_read_t3",
-        "thread_cpu_s_per_gb",
-        1e-3,
-    ),
-    m(
-        "disk_read_thread_cpu_s_per_mb_buffered_t1",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB read, through the OS cache, 1 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_read_t1",
-        "thread_cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_read_thread_cpu_s_per_mb_buffered_t2",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB read, through the OS cache, 2 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_read_t2",
-        "thread_cpu_s_per_gb_buffered",
-        1e-3,
-    ),
-    m(
-        "disk_read_thread_cpu_s_per_mb_buffered_t3",
-        "CPU-s/MB",
-        L,
-        "the I/O threads' own CPU per MB read, through the OS cache, 3 thread(s) (thread CPU clocks; a \
-         serial stage's cost)",
-        "fs/seq_read_t3",
-        "thread_cpu_s_per_gb_buffered",
-        1e-3,
-    ),
+];
+
+/// THE mapping table's entries after the sequential file inputs ([`SEQ_FILE`]).
+const SPECS_AFTER_SEQ_FILE: &[Spec] = &[
     m(
         "disk_stream_write_mb_s",
         "MB/s",
@@ -779,7 +638,7 @@ pub const SPECS: &[Spec] = &[
 ];
 
 pub fn spec(key: &str) -> Option<&'static Spec> {
-    SPECS.iter().find(|s| s.key == key)
+    specs().iter().find(|s| s.key == key)
 }
 
 /// The label [`measure_command`]'s run is stored under.
@@ -804,7 +663,7 @@ pub fn measure_command(read: &BTreeSet<String>, inp: &Inputs) -> Option<String> 
         Source::Metric { bench, .. } => Some(bench),
         _ => None,
     };
-    let read_specs = || SPECS.iter().filter(|s| read.contains(s.key));
+    let read_specs = || specs().iter().filter(|s| read.contains(s.key));
     if !read_specs().any(|s| !inp.values.contains_key(s.key) && bench_of(s).is_some()) {
         return None;
     }
@@ -833,7 +692,7 @@ pub fn is_capacity_key(k: &str) -> bool {
     capacity_keys().contains(&k)
 }
 pub fn assumption_keys() -> Vec<&'static str> {
-    SPECS
+    specs()
         .iter()
         .filter(|s| matches!(s.source, Source::Assumed { .. }))
         .map(|s| s.key)
@@ -844,7 +703,7 @@ pub fn is_assumption_key(k: &str) -> bool {
 }
 /// Keys a weight may score.
 pub fn scorable_keys() -> Vec<&'static str> {
-    SPECS
+    specs()
         .iter()
         .filter(|s| !matches!(s.source, Source::Assumed { .. }))
         .map(|s| s.key)
@@ -902,10 +761,10 @@ impl Inputs {
     }
 }
 
-/// A run record's inputs, read through [`SPECS`].
+/// A run record's inputs, read through [`specs`].
 pub fn from_record(name: &str, r: &RunRecord) -> Inputs {
     let mut out = Inputs::new(name, r.machine.os.clone());
-    for s in SPECS {
+    for s in specs() {
         match s.source {
             Source::Metric {
                 bench,
@@ -980,10 +839,65 @@ fn metric_value(
 mod tests {
     use super::*;
 
+    /// The generated sequential file inputs are the ones written out by hand before (every
+    /// field), and the table's keys keep their order.
+    #[test]
+    fn the_generated_file_inputs_are_the_hand_written_ones_in_their_order() {
+        let before: Vec<&str> = include_str!("../../tests/fixtures/model-inputs-seq-file.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect();
+        let now: Vec<String> = specs()
+            .iter()
+            .filter_map(|s| match s.source {
+                Source::Metric {
+                    bench,
+                    metric,
+                    scale,
+                } if bench.starts_with("fs/seq_") => Some(format!(
+                    "{} | {} | {:?} | {} | {bench} | {metric} | {scale:?}",
+                    s.key, s.unit, s.better, s.what
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(now, before);
+        const KEYS_BEFORE: &str = "
+mem_bw_mb_s mem_bw_triad_mb_s mem_bw_1t_mb_s mem_bw_1t_triad_mb_s syscall_us ctx_switch_us
+cpus net_link_mb_s net_rx_cpu_s_per_mb_tcp net_tx_cpu_s_per_mb
+net_rx_thread_cpu_s_per_mb_tcp net_tx_thread_cpu_s_per_mb net_rx_cpu_s_per_mb_udp
+net_loss_pct net_jitter_p99_us net_rtt_p50_us net_conn_cpu_s disk_write_mb_s_t1
+disk_write_mb_s_t2 disk_write_mb_s_t3 disk_read_mb_s_t1 disk_read_mb_s_t2 disk_read_mb_s_t3
+disk_write_cpu_s_per_mb_t1 disk_write_cpu_s_per_mb_t2 disk_write_cpu_s_per_mb_t3
+disk_read_cpu_s_per_mb_t1 disk_read_cpu_s_per_mb_t2 disk_read_cpu_s_per_mb_t3
+disk_write_mb_s_buffered_t1 disk_write_mb_s_buffered_t2 disk_write_mb_s_buffered_t3
+disk_write_cpu_s_per_mb_buffered_t1 disk_write_cpu_s_per_mb_buffered_t2
+disk_write_cpu_s_per_mb_buffered_t3 disk_read_mb_s_buffered_t1 disk_read_mb_s_buffered_t2
+disk_read_mb_s_buffered_t3 disk_read_cpu_s_per_mb_buffered_t1
+disk_read_cpu_s_per_mb_buffered_t2 disk_read_cpu_s_per_mb_buffered_t3
+disk_write_thread_cpu_s_per_mb_t1 disk_write_thread_cpu_s_per_mb_t2
+disk_write_thread_cpu_s_per_mb_t3 disk_write_thread_cpu_s_per_mb_buffered_t1
+disk_write_thread_cpu_s_per_mb_buffered_t2 disk_write_thread_cpu_s_per_mb_buffered_t3
+disk_read_thread_cpu_s_per_mb_t1 disk_read_thread_cpu_s_per_mb_t2
+disk_read_thread_cpu_s_per_mb_t3 disk_read_thread_cpu_s_per_mb_buffered_t1
+disk_read_thread_cpu_s_per_mb_buffered_t2 disk_read_thread_cpu_s_per_mb_buffered_t3
+disk_stream_write_mb_s disk_stream_write_cpu_s_per_mb disk_stream_write_thread_cpu_s_per_mb
+disk_relay_mb_s disk_relay_cpu_s_per_mb disk_relay_thread_cpu_s_per_mb
+frame_copy_cpu_s_per_mb_60fps_1mp frame_p99_dev_ms_60fps_1mp frame_late_pct_60fps_1mp
+frame_copy_cpu_s_per_mb_25fps_5mp frame_p99_dev_ms_25fps_5mp frame_late_pct_25fps_5mp
+net_rx_mem_per_mb net_tx_mem_per_mb disk_write_mem_per_mb disk_read_mem_per_mb
+frame_mem_per_mb display_link_mb_s os_cpu_pct_per_unit os_mem_mb_per_unit disk_pct_per_unit
+display_pct_per_unit
+";
+        let keys: Vec<&str> = specs().iter().map(|s| s.key).collect();
+        let before: Vec<&str> = KEYS_BEFORE.split_whitespace().collect();
+        assert_eq!(keys, before);
+    }
+
     #[test]
     fn table_keys_unique_and_metric_sources_named() {
         let mut seen = std::collections::HashSet::new();
-        for s in SPECS {
+        for s in specs() {
             assert!(seen.insert(s.key), "duplicate {}", s.key);
             if let Source::Metric { bench, metric, .. } = s.source {
                 assert!(bench.contains('/') && !metric.is_empty());
@@ -1007,7 +921,7 @@ mod tests {
                 .flat_map(|s| &s.benchmarks)
                 .any(|b| b.info().id == id && b.info().metrics.iter().any(|m| m.name == name))
         };
-        for s in SPECS {
+        for s in specs() {
             if let Source::Metric {
                 bench, metric: m, ..
             } = s.source

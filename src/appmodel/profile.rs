@@ -76,7 +76,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::inputs::{self, Dir, Inputs, Origin, SPECS, Source, Value};
+use super::inputs::{self, Dir, Inputs, Origin, Source, Value};
 
 type Num = Option<Spanned<f64>>;
 
@@ -376,7 +376,7 @@ impl Profile {
     /// What the profile states into `inputs`: the copy-count assumptions (the profile's
     /// overrides first) for every key the source did not supply, and the stated capacities.
     pub fn apply_to(&self, inputs: &mut Inputs) {
-        for s in SPECS {
+        for s in inputs::specs() {
             if let Source::Assumed { default, why } = s.source
                 && !inputs.values.contains_key(s.key)
             {

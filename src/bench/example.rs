@@ -6,9 +6,10 @@
 //!   `mod.rs`. Nothing else changes: the runner, the record, `compare`, the exports and the report
 //!   read its `Info` (id, title, method, metrics with unit and direction).
 //! - **A new suite**: copy the smallest suite folder, `src/bench/cpu/` (a `mod.rs` with
-//!   `DESCRIPTION` and `benchmarks()`, one file per benchmark), add `pub mod <suite>;` to
-//!   `src/bench/mod.rs` and one `Suite` entry to `src/bench/registry.rs` (with its options in
-//!   `SuiteOptions` if it has any, and its leftovers of killed runs in `remove_leftovers`). A suite
+//!   `DESCRIPTION`, the figures a run's summary shows first (`HEADLINES`) and `benchmarks()`, one
+//!   file per benchmark), add `pub mod <suite>;` to `src/bench/mod.rs` and one `Suite` entry to
+//!   `src/bench/registry.rs` (with its options in `SuiteOptions` if it has any, its notes on a run
+//!   if it has any, and its leftovers of killed runs in `remove_leftovers`). A suite
 //!   imports no other suite: what two suites share lives in `crate::harness`, `crate::stats` or
 //!   `crate::platform`.
 //!

@@ -8,6 +8,9 @@ use serde_json::{Map, Value};
 use crate::harness::RunContext;
 pub use crate::harness::{MetricSpec, RunOutput, os_err};
 use crate::model::BenchError;
+// A suite declares its headline figures (its `HEADLINES`, beside its `DESCRIPTION`) in the
+// summary's vocabulary; the registry hands them to the summary.
+pub use crate::output::summary::{Headline, Headlines, Pick};
 
 /// What a thread that measures latency is called (`top -H`, a trace, a spike's attribution
 /// show it so, apart from the loads — "load compile" — and osgauge's other threads).

@@ -53,3 +53,27 @@ pub fn quick<T>(f: impl FnOnce(&RunContext) -> T) -> T {
 pub fn is_linux() -> bool {
     crate::platform::OS_NAME == "Linux"
 }
+
+/// A stored result of benchmark `id` with these metrics, each with its median (None: not
+/// measured), taken from a fixture's record (for tests of what a suite reads from results).
+pub fn result(id: &str, metrics: &[(&str, Option<f64>)]) -> crate::model::BenchmarkResult {
+    let record: crate::model::RunRecord =
+        serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap();
+    let mut b = record.benchmarks[0].clone();
+    let template = b.metrics[0].clone();
+    b.id = id.to_string();
+    b.suite = id.split('/').next().unwrap_or(id).to_string();
+    b.metrics = metrics
+        .iter()
+        .map(|(name, center)| {
+            let mut m = template.clone();
+            m.name = name.to_string();
+            match center {
+                Some(c) => m.summary.as_mut().unwrap().center = *c,
+                None => m.summary = None,
+            }
+            m
+        })
+        .collect();
+    b
+}

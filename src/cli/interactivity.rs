@@ -1,7 +1,15 @@
 //! `osgauge interactivity`: its arguments, the plan of cells (task × load), the scheduling
 //! settings each task asks for, and the run.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::run::{execute_and_keep, print_warnings, runs_text};
 use super::*;
+use crate::model::Config;
+use crate::runner::Plan;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableFormat {
@@ -328,7 +336,7 @@ pub(super) fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         &runs_text(&plan),
         duration,
     );
-    execute_and_keep(plan, &opts, &preface, |record| {
+    execute_and_keep(plan, &opts, &preface, Vec::new(), |record| {
         match a.format {
             TableFormat::Table => crate::out!("{}", ia::table::render(record)),
             TableFormat::Interbench => crate::out!("{}", ia::table::render_interbench(record)),

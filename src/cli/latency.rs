@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use super::{
-    CliError, CpuList, Preset, RunOpts, parse_cpu_list, parse_run_time, run_plan, thread_policy,
-};
+use super::outputs::FileOutput;
+use super::run::run_plan;
+use super::{CliError, CpuList, Preset, RunOpts, parse_cpu_list, parse_run_time, thread_policy};
 use crate::bench::latency::{LatencyOptions, cell_id};
 use crate::bench::registry::SuiteOptions;
 use crate::platform::sched::{Policy, SchedRequest};
@@ -269,17 +269,23 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
         latency: lo,
         ..Default::default()
     };
-    let limit = suite_opts.latency.histogram_limit_us;
-    let histogram = a.histogram.clone();
-    if let Some(p) = &histogram {
+    let mut own = Vec::new();
+    if let Some(p) = &a.histogram {
         opts.check_outputs_with(&[("--histogram", p)])?;
+        let id = cell_id("latency/wakeup", loads[0]);
+        own.push(FileOutput::histogram(
+            p,
+            id,
+            suite_opts.latency.histogram_limit_us,
+        ));
     }
-    super::run_plan_then(
+    super::run::run_plan_then(
         "latency",
         Preset::Standard,
         select,
         opts,
         &suite_opts,
+        own,
         |record| {
             for &load in &loads {
                 let Some(b) = record.benchmark(&cell_id("latency/wakeup", load)) else {
@@ -302,22 +308,6 @@ pub fn run_latency(a: LatencyArgs) -> Result<i32, CliError> {
                     crate::outln!("{l}");
                 }
             }
-            let Some(path) = &histogram else {
-                return Ok(());
-            };
-            let id = cell_id("latency/wakeup", loads[0]);
-            let text = record
-                .benchmark(&id)
-                .and_then(|b| crate::export::cyclictest::render(b, limit))
-                .ok_or_else(|| {
-                    CliError::Other(anyhow::anyhow!(
-                        "--histogram {}: {id} measured no wake-up to write",
-                        path.display()
-                    ))
-                })?;
-            std::fs::write(path, text).map_err(|e| {
-                CliError::Other(anyhow::anyhow!("--histogram {}: {e}", path.display()))
-            })
         },
     )
 }

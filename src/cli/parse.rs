@@ -1,6 +1,8 @@
 //! Value parsers and checks of the command line shared by several commands: durations, run
 //! times and time bounds, CPU lists, percentages, slices and real-time policies.
 
+use std::time::Duration;
+
 use super::*;
 
 /// `--policy` of a measuring thread (interactivity, latency, noise): the names of

@@ -1,12 +1,14 @@
 //! `osgauge policy`: the scheduling-policy study (see `crate::bench::policy`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 
-use super::{CliError, RunOpts, execute_and_keep, parse_duration, parse_slice, print_warnings};
+use super::outputs::FileOutput;
+use super::run::{execute_and_keep, print_warnings};
+use super::{CliError, RunOpts, parse_duration, parse_slice};
 use crate::bench::policy::work::WorkKind;
 use crate::platform::sched::{self, Policy, SchedRequest};
 
@@ -231,10 +233,14 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
         works.len(),
         specs.len(),
         procs.len(),
-        super::runs_text(&plan)
+        super::run::runs_text(&plan)
     );
-    let mut sig_written: Result<(), CliError> = Ok(());
-    let code = execute_and_keep(plan, &opts, &preface, |record| {
+    let own = sig_out
+        .as_deref()
+        .map(FileOutput::significance)
+        .into_iter()
+        .collect();
+    execute_and_keep(plan, &opts, &preface, own, |record| {
         crate::out!("{}", crate::output::render_tables(record));
         crate::outln!(
             "median of {} (95 % bootstrap CI). Method: `osgauge list --long`.",
@@ -251,31 +257,5 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
             }
         }
         print_warnings(record, opts.quiet, opts.verbose);
-        if let Some(p) = &sig_out {
-            sig_written = write_significance(p, record);
-        }
-    })?;
-    sig_written?;
-    Ok(code)
-}
-
-/// `--export-significance`: the pairwise rows of `record` as JSON, or CSV for a `.csv` path.
-fn write_significance(path: &Path, record: &crate::model::RunRecord) -> Result<(), CliError> {
-    let csv = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    let text = if csv {
-        crate::export::pairwise::to_csv(record)
-    } else {
-        crate::export::pairwise::to_json(record)
-    };
-    text.and_then(|t| {
-        crate::export::write_atomic(path, t.as_bytes()).map_err(|e| anyhow::anyhow!("{e}"))
-    })
-    .map_err(|e| {
-        CliError::Other(anyhow::anyhow!(
-            "--export-significance: writing {}: {e}",
-            path.display()
-        ))
     })
 }

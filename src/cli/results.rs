@@ -10,7 +10,7 @@ use super::{CliError, EXIT_OK, EXIT_REGRESSION};
 use crate::export::{check_writable, write_atomic};
 use crate::model::RunRecord;
 use crate::output::{LABEL_MAX_CHARS, display_text};
-use crate::store::{self, Origin, Resolved, Store, short_id};
+use crate::store::{self, Resolved, Store, short_id};
 
 /// Where runs are stored (shared by `run` and `micro`).
 #[derive(Args, Debug, Clone, Default)]
@@ -584,46 +584,18 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
         (0usize, 0usize, 0usize, 0usize, Vec::new());
     let mut written: Vec<(String, String)> = Vec::new();
     for id in &ids {
-        let (text, origin) = src
-            .get_row(id)?
+        let (record, text, origin) = store::copy::source_row(&src, id)?
             .ok_or_else(|| anyhow::anyhow!("run {id} disappeared from {}", src.path().display()))?;
-        let record: RunRecord = serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("stored run {id} is not a valid record: {e}"))?;
-        let origin = if origin == Origin::Imported.as_str() {
-            Origin::Imported
-        } else {
-            Origin::Measured
-        };
-        let equal = |t: &str| store::same_record_text(t, &text);
-        // Stored only if absent, in one step: of several pushes of the same run at once, one
-        // copies it and the others find it there (so the counts add up to the runs).
-        if dst.get_json(id)?.is_none() && dst.put_new(&record, &text, origin)? {
+        let done = store::copy::copy_run(&dst, &record, &text, origin, replace)?;
+        match done {
+            store::copy::Copied::New => copied += 1,
+            store::copy::Copied::Updated => updated += 1,
+            store::copy::Copied::Replaced => replaced += 1,
+            store::copy::Copied::Same => same += 1,
+            store::copy::Copied::Conflict => conflicts.push(id.clone()),
+        }
+        if done.written() {
             written.push((id.clone(), text));
-            copied += 1;
-        } else {
-            match dst.get_json(id)? {
-                Some(t) if equal(&t) => same += 1,
-                there => {
-                    let incomplete = there
-                        .as_deref()
-                        .and_then(|t| serde_json::from_str::<RunRecord>(t).ok())
-                        .is_some_and(|r| !r.complete);
-                    if incomplete || replace || there.is_none() {
-                        dst.put_text(&record, &text, origin)?;
-                        written.push((id.clone(), text));
-                        if incomplete {
-                            updated += 1;
-                        } else if there.is_none() {
-                            // Deleted meanwhile: copied again.
-                            copied += 1;
-                        } else {
-                            replaced += 1;
-                        }
-                    } else {
-                        conflicts.push(id.clone());
-                    }
-                }
-            }
         }
         if let Some(b) = &bar {
             b.inc(1);

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use super::CliError;
 use super::results::{StoreOpts, store_err, store_path};
-use crate::export::{check_writable, write_atomic};
+use crate::export::check_writable;
 use crate::model::RunRecord;
 use crate::runner::Event;
-use crate::store::{self, Origin, Store, short_id};
+use crate::store::{self, Origin, Store};
 
 /// The waits before each attempt to upload a run that went to the local store, before the
 /// command exits: about 7 s in all (a server restarting), plus the connection timeouts.
@@ -31,7 +31,6 @@ pub struct StoreSink {
     /// The first failed write.
     failed: Option<anyhow::Error>,
     quiet: bool,
-    export_html: Option<PathBuf>,
     /// The run's row exists (later writes update it, never re-create it).
     inserted: bool,
     /// The run was deleted from the store while measured: it is not written again.
@@ -52,7 +51,6 @@ impl StoreSink {
                 store: None,
                 failed: None,
                 quiet,
-                export_html: opts.export_html.clone(),
                 inserted: false,
                 deleted: false,
                 lost_server: None,
@@ -70,7 +68,6 @@ impl StoreSink {
             store: Some(store),
             failed: None,
             quiet,
-            export_html: opts.export_html.clone(),
             inserted: false,
             deleted: false,
             lost_server: None,
@@ -350,27 +347,6 @@ impl StoreSink {
             shell_word(&store::shown(server)),
         );
         false
-    }
-
-    /// The `--export-html` file, if one was asked for.
-    /// `--export-html`: a report of this one run. Ok(the path written, None when not asked) or
-    /// Err(one line saying it was not written and why).
-    pub fn export_html(&self, record: &RunRecord) -> Result<Option<String>, String> {
-        let Some(p) = &self.export_html else {
-            return Ok(None);
-        };
-        let name = record
-            .label
-            .clone()
-            .unwrap_or_else(|| short_id(&record.run_id.to_string()).to_string());
-        crate::report::render(
-            &[(name, record.clone())],
-            crate::compare::Options::default(),
-        )
-        .map_err(|e| format!("{e:#}"))
-        .and_then(|html| write_atomic(p, html.as_bytes()).map_err(|e| e.to_string()))
-        .map(|()| Some(crate::export::display_output(p)))
-        .map_err(|e| crate::export::failure("--export-html", p, &e))
     }
 }
 

@@ -74,12 +74,17 @@ pub struct NoiseHistory {
     pub machines: BTreeMap<String, BTreeMap<String, Learned>>,
 }
 
-/// What identifies "the same machine and system" for noise: host name, CPU model, OS and kernel.
+/// What identifies "the same machine and system" for noise: the machine's stable id (the host
+/// name for records made before there was one, or where the OS gives none — containers that
+/// share a host name are then not told apart), CPU model, OS and kernel.
 pub fn machine_key(r: &RunRecord) -> String {
     let m = &r.machine;
+    let who = match &m.machine_id {
+        Some(id) => format!("id:{id}"),
+        None => format!("host:{}", m.hostname.as_deref().unwrap_or("?")),
+    };
     format!(
-        "{}|{}|{}|{}",
-        m.hostname.as_deref().unwrap_or("?"),
+        "{who}|{}|{}|{}",
         m.cpu.model_name.as_deref().unwrap_or("?"),
         m.os,
         m.kernel_release.as_deref().unwrap_or("?")
@@ -642,6 +647,7 @@ mod tests {
             record("cal", "h2", 200.0),
         ];
         let h = NoiseHistory::learn(&recs);
+        assert!(recs.iter().all(|r| r.machine.machine_id.is_none()));
         let k1 = machine_key(&recs[0]);
         let k2 = machine_key(&recs[4]);
         let (b, m) = (
@@ -655,6 +661,25 @@ mod tests {
         let l2 = h.get(&k2, b, m).unwrap();
         assert!((l2.var_lin - 5000.0).abs() < 1e-9);
         assert!(l2.var_log.unwrap() > l1.var_log.unwrap());
+    }
+
+    #[test]
+    fn the_machine_id_not_the_host_name_says_which_machine_learned_the_noise() {
+        let with = |host: &str, id: Option<&str>| {
+            let mut r = record("cal", host, 100.0);
+            r.machine.machine_id = id.map(str::to_string);
+            r
+        };
+        // Containers sharing a host name are kept apart; a renamed host stays one machine.
+        let a = with("box", Some("aaaa"));
+        let b = with("box", Some("bbbb"));
+        let renamed = with("box-renamed", Some("aaaa"));
+        assert_ne!(machine_key(&a), machine_key(&b));
+        assert_eq!(machine_key(&a), machine_key(&renamed));
+        // Without an id, the host name (older records): never equal to an id's key.
+        let old = with("box", None);
+        assert_eq!(machine_key(&old), machine_key(&with("box", None)));
+        assert_ne!(machine_key(&old), machine_key(&a));
     }
 
     /// A/B on a drifting machine: each round's drift hits both arms, so the paired test finds a

@@ -9,59 +9,62 @@ use crate::units::{Better, format_value};
 use super::conditions::{brief_text, conditions, noisy};
 use super::display_text;
 
-/// A headline: benchmark id, the metric (a name; "" for the benchmark's first metric; or a prefix
-/// ending in `*` whose last measured match is taken: the largest size of a sweep), and its label
-/// (at most [`LABEL_W`] columns, so that a row fits 80).
-const HEADLINES: &[(&str, &str, &str)] = &[
-    ("cpu/null_syscall", "", "null system call"),
-    ("cpu/io_syscall", "", "1-byte read"),
-    ("proc/fork_exit", "", "fork + exit"),
-    ("proc/thread_create", "", "thread create + join"),
-    (
-        "proc/ctx_switch_thread_pinned",
-        "switch",
-        "context switch (threads, pinned)",
-    ),
-    ("mem/latency_random", "ram", "load latency, RAM"),
-    ("mem/bandwidth_1t", "copy", "copy bandwidth, 1 thread"),
-    ("mem/bandwidth_all", "copy", "copy bandwidth, all CPUs"),
-    ("net/tcp_rtt_64b", "rtt_p50_us", "TCP round trip 64 B, p50"),
-    ("net/tcp_stream", "throughput_gbit_s", "TCP stream"),
-    ("net/udp_stream", "jitter_p99_us", "UDP jitter p99"),
-    (
-        "fs/read_latency",
-        "random_block_*",
-        "random 4 KiB read, uncached",
-    ),
-    ("fs/seq_read_t1", "mb_per_s", "sequential read, 1 thread"),
-    ("fs/seq_write_t1", "mb_per_s", "sequential write, 1 thread"),
-    ("fs/fsync", "write_fsync", "write + fsync"),
-    (
-        "frame/pacing_60fps_1mp",
-        "period_dev_p99",
-        "60 fps: p99 period deviation",
-    ),
-    ("frame/pacing_60fps_1mp", "late_pct", "60 fps: frames late"),
-    ("latency/wakeup", "latency", "timer wake-up latency, p50"),
-    (
-        "latency/wakeup",
-        "latency_p99",
-        "timer wake-up latency, p99",
-    ),
-    ("latency/noise", "noise_pct", "OS noise (busy loop per CPU)"),
-    (
-        "latency/idle_wakeup",
-        "idle_exit",
-        "waking an idle CPU (idle − busy)",
-    ),
-];
+/// A headline figure a suite declares (in its `mod.rs`, read through the suite registry): one
+/// benchmark's metric and the label it is shown under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Headline {
+    /// The benchmark's id.
+    pub id: &'static str,
+    /// The metric: a name; "" for the benchmark's first metric; or a prefix ending in `*` whose
+    /// last measured match is taken (the largest size of a sweep).
+    pub metric: &'static str,
+    /// At most [`LABEL_W`] columns, so that a row fits 80.
+    pub label: &'static str,
+    /// The label when other work competed for the CPUs during the run and the figure includes
+    /// that work (see [`other_work_competed`]); None: the same label.
+    pub label_when_busy: Option<&'static str>,
+}
 
-/// What a headline measured when other work competed for the CPUs during the run: the figure
-/// includes that work, and its label says so.
-const LABELS_WHEN_BUSY: &[(&str, &str)] = &[(
-    "OS noise (busy loop per CPU)",
-    "noise incl. other processes",
-)];
+impl Headline {
+    pub const fn new(id: &'static str, metric: &'static str, label: &'static str) -> Headline {
+        Headline {
+            id,
+            metric,
+            label,
+            label_when_busy: None,
+        }
+    }
+
+    /// This headline, labelled `label` when other work competed for the CPUs.
+    pub const fn when_busy(self, label: &'static str) -> Headline {
+        Headline {
+            label_when_busy: Some(label),
+            ..self
+        }
+    }
+}
+
+/// One figure a suite picked from its results: the benchmark, its metric and the label.
+pub struct Pick<'a> {
+    pub bench: &'a BenchmarkResult,
+    pub metric: &'a MetricResult,
+    pub label: String,
+}
+
+/// How a suite chooses its headline figures.
+#[derive(Debug, Clone, Copy)]
+pub enum Headlines {
+    /// These figures, in this order; a suite none of whose listed figures is in the record
+    /// (or which lists none) shows the first measured figure of each benchmark.
+    Listed(&'static [Headline]),
+    /// A suite whose benchmarks are the cells of a matrix (ids not known up front) picks its
+    /// figures from its results (the record's order).
+    Picked(for<'a> fn(&[&'a BenchmarkResult]) -> Vec<Pick<'a>>),
+}
+
+/// Each suite's [`Headlines`], by suite name: what the summary's caller passes in (the suite
+/// registry's). A suite not in it shows the first measured figure of each benchmark.
+pub type SuiteHeadlines<'a> = &'a [(&'a str, Headlines)];
 
 /// Headline figures per suite at most (the policy and interactivity suites list cells).
 const MAX_PER_SUITE: usize = 6;
@@ -86,8 +89,12 @@ pub const MARKS: &[(char, &str)] = &[
 ];
 
 /// Per suite (record order) its headline figures, at most [`MAX_PER_SUITE`], and notes: how many
-/// more of the same kind the table holds, a suite this OS cannot run at all.
-pub fn headlines(record: &RunRecord) -> (Vec<(String, Vec<Figure>)>, Vec<String>) {
+/// more of the same kind the table holds, a suite this OS cannot run at all. `chosen`: each suite's
+/// headlines (the suite registry's).
+pub fn headlines(
+    record: &RunRecord,
+    chosen: SuiteHeadlines,
+) -> (Vec<(String, Vec<Figure>)>, Vec<String>) {
     let mut suites: Vec<(&str, Vec<&BenchmarkResult>)> = Vec::new();
     for b in &record.benchmarks {
         match suites.iter_mut().find(|(s, _)| *s == b.suite) {
@@ -98,7 +105,8 @@ pub fn headlines(record: &RunRecord) -> (Vec<(String, Vec<Figure>)>, Vec<String>
     let mut out = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     for (suite, benches) in &suites {
-        let mut figures = suite_figures(record, suite, benches);
+        let how = chosen.iter().find(|(s, _)| s == suite).map(|(_, h)| *h);
+        let mut figures = suite_figures(record, how, benches);
         let more = figures.len().saturating_sub(MAX_PER_SUITE);
         figures.truncate(MAX_PER_SUITE);
         if more > 0 {
@@ -122,10 +130,12 @@ pub fn headlines(record: &RunRecord) -> (Vec<(String, Vec<Figure>)>, Vec<String>
     (out, notes)
 }
 
+/// `label_when_busy`: the label instead when other work competed for the CPUs.
 fn figure(
     record: &RunRecord,
     b: &BenchmarkResult,
     label: String,
+    label_when_busy: Option<&str>,
     m: &MetricResult,
 ) -> Option<Figure> {
     let s = m.summary.as_ref()?;
@@ -144,8 +154,8 @@ fn figure(
         marks.push('?');
         value = format!("({value})");
     }
-    let label = match LABELS_WHEN_BUSY.iter().find(|(l, _)| *l == label) {
-        Some((_, busy)) if other_work_competed(record) => busy.to_string(),
+    let label = match label_when_busy {
+        Some(busy) if other_work_competed(record) => busy.to_string(),
         _ => label,
     };
     Some(Figure {
@@ -193,80 +203,44 @@ fn metric<'a>(b: &'a BenchmarkResult, name: &str) -> Option<&'a MetricResult> {
     }
 }
 
-/// The headline figures of one suite, in record order.
-fn suite_figures(record: &RunRecord, suite: &str, benches: &[&BenchmarkResult]) -> Vec<Figure> {
+/// The headline figures of one suite: as `how` lists or picks them; the first measured figure of
+/// each benchmark when it lists none that the record holds (or the suite has no headlines).
+fn suite_figures(
+    record: &RunRecord,
+    how: Option<Headlines>,
+    benches: &[&BenchmarkResult],
+) -> Vec<Figure> {
     let mut out = Vec::new();
-    match suite {
-        // Per task: its latency without load and under the load that hurt it most.
-        "interactivity" => {
-            let mut tasks: Vec<&str> = Vec::new();
-            for b in benches {
-                let task = b.id.split('/').nth(1).unwrap_or("");
-                if !tasks.contains(&task) {
-                    tasks.push(task);
-                }
+    match how {
+        Some(Headlines::Picked(pick)) => {
+            for p in pick(benches) {
+                out.extend(figure(record, p.bench, p.label, None, p.metric));
             }
-            for task in tasks {
-                let cells: Vec<(&str, &BenchmarkResult, &MetricResult)> = benches
-                    .iter()
-                    .filter(|b| b.id.split('/').nth(1) == Some(task))
-                    .filter_map(|b| {
-                        let load = b.id.split('/').nth(2).unwrap_or("");
-                        metric(b, "latency")
-                            .filter(|m| m.summary.is_some())
-                            .map(|m| (load, *b, m))
-                    })
-                    .collect();
-                if let Some((_, b, m)) = cells.iter().find(|(l, _, _)| *l == "none") {
-                    out.extend(figure(record, b, format!("{task} latency, no load"), m));
-                }
-                let worst = cells
-                    .iter()
-                    .filter(|(l, _, _)| *l != "none")
-                    .max_by(|a, b| {
-                        let c = |m: &MetricResult| m.summary.as_ref().map_or(0.0, |s| s.center);
-                        c(a.2).total_cmp(&c(b.2))
-                    });
-                if let Some((load, b, m)) = worst {
-                    out.extend(figure(
-                        record,
-                        b,
-                        format!("{task} latency, worst ({load})"),
-                        m,
-                    ));
-                }
-            }
+            return out;
         }
-        "policy" => {
-            for b in benches {
-                let cell = b.id.strip_prefix("policy/").unwrap_or(&b.id);
-                if let Some(m) = metric(b, "makespan") {
-                    out.extend(figure(record, b, format!("{cell}: makespan"), m));
-                }
-            }
-        }
-        _ => {
-            for (id, name, label) in HEADLINES {
-                if let Some(b) = benches.iter().find(|b| b.id == *id)
-                    && let Some(m) = metric(b, name)
+        Some(Headlines::Listed(list)) => {
+            for h in list {
+                if let Some(b) = benches.iter().find(|b| b.id == h.id)
+                    && let Some(m) = metric(b, h.metric)
                 {
-                    out.extend(figure(record, b, label.to_string(), m));
+                    out.extend(figure(record, b, h.label.to_string(), h.label_when_busy, m));
                 }
             }
-            // A suite without listed headlines (or a selection of other benchmarks): the first
-            // measured figure of each benchmark.
-            if out.is_empty() {
-                for b in benches {
-                    if let Some(m) = b.metrics.iter().find(|m| m.summary.is_some()) {
-                        let short = b.id.split_once('/').map_or(b.id.as_str(), |(_, n)| n);
-                        let label = if b.metrics.len() == 1 {
-                            short.to_string()
-                        } else {
-                            format!("{short}.{}", m.name)
-                        };
-                        out.extend(figure(record, b, label, m));
-                    }
-                }
+        }
+        None => {}
+    }
+    // A suite without listed headlines (or a selection of other benchmarks): the first measured
+    // figure of each benchmark.
+    if out.is_empty() {
+        for b in benches {
+            if let Some(m) = b.metrics.iter().find(|m| m.summary.is_some()) {
+                let short = b.id.split_once('/').map_or(b.id.as_str(), |(_, n)| n);
+                let label = if b.metrics.len() == 1 {
+                    short.to_string()
+                } else {
+                    format!("{short}.{}", m.name)
+                };
+                out.extend(figure(record, b, label, None, m));
             }
         }
     }
@@ -275,11 +249,12 @@ fn suite_figures(record: &RunRecord, suite: &str, benches: &[&BenchmarkResult]) 
 
 /// The summary block: headline figures per suite, then the verdict lines. Empty when the record
 /// holds one suite of at most [`MAX_PER_SUITE`] figures (the table is then short enough alone).
-pub fn render_summary(record: &RunRecord) -> String {
+/// `chosen`: each suite's headlines (the suite registry's).
+pub fn render_summary(record: &RunRecord, chosen: SuiteHeadlines) -> String {
     if !shows_summary(record) {
         return String::new();
     }
-    let (per_suite, notes) = headlines(record);
+    let (per_suite, notes) = headlines(record, chosen);
     let all: Vec<&Figure> = per_suite.iter().flat_map(|(_, f)| f).collect();
     let w = |f: fn(&Figure) -> usize| all.iter().map(|x| f(x)).max().unwrap_or(0);
     let (wl, wv) = (w(|f| super::width(&f.label)), w(|f| super::width(&f.value)));
@@ -445,6 +420,15 @@ pub fn shows_summary(record: &RunRecord) -> bool {
 mod tests {
     use super::*;
 
+    /// The fixture's suite (cpu) with two headlines.
+    const TEST_HEADLINES: SuiteHeadlines = &[(
+        "cpu",
+        Headlines::Listed(&[
+            Headline::new("cpu/null_syscall", "", "null system call"),
+            Headline::new("cpu/io_syscall", "", "1-byte read"),
+        ]),
+    )];
+
     fn fixture() -> RunRecord {
         serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap()
     }
@@ -530,7 +514,7 @@ mod tests {
         // One suite of few rows: no summary.
         r.benchmarks.truncate(1);
         r.benchmarks[0].metrics.truncate(1);
-        assert_eq!(render_summary(&r), "");
+        assert_eq!(render_summary(&r, TEST_HEADLINES), "");
         let mut r = fixture();
         r.warnings = vec!["load: noisy machine: load average 4.2".into()];
         for b in &mut r.benchmarks {
@@ -540,7 +524,7 @@ mod tests {
             "{}: run-to-run CV 15 % — noisy",
             r.benchmarks[1].metrics[0].name
         )];
-        let s = render_summary(&r);
+        let s = render_summary(&r, TEST_HEADLINES);
         assert!(s.starts_with("Summary — median [95 % CI] of 5 runs"), "{s}");
         let nul = r
             .benchmarks
@@ -601,7 +585,7 @@ mod tests {
         r.environment.start.cpu_time = None;
         r.environment.start.cpu_pressure = None;
         r.environment.end = None;
-        let s = render_summary(&r);
+        let s = render_summary(&r, TEST_HEADLINES);
         let row = |what: &str| s.lines().find(|l| l.contains(what)).unwrap().to_string();
         assert!(row("null system call").ends_with(" ~"), "{s}");
         let io = row("1-byte read");
@@ -624,7 +608,7 @@ mod tests {
             .get_or_insert_with(Default::default)
             .one = cpus * 3.0;
         assert!(other_work_competed(&r));
-        assert!(render_summary(&r).contains("other work competed for the CPUs"));
+        assert!(render_summary(&r, TEST_HEADLINES).contains("other work competed for the CPUs"));
     }
 
     #[test]
@@ -641,7 +625,7 @@ mod tests {
             "unsupported on TestOS: none",
         ));
         r.benchmarks.push(b);
-        let s = render_summary(&r);
+        let s = render_summary(&r, TEST_HEADLINES);
         assert!(
             s.contains("! other: unsupported here (unsupported on TestOS: none)"),
             "{s}"

@@ -49,8 +49,8 @@ pub fn pin_current_thread(_cpu: usize) -> io::Result<()> {
 // code; fork-based measurements are not offered (see FORK_REASON).
 
 #[cfg(test)]
-pub use super::unix_process::process_gone;
-pub use super::unix_process::{
+pub use super::process::proc_suite_unix::process_gone;
+pub use super::process::proc_suite_unix::{
     ExecProgram, PollPipe, posix_spawn_available, posix_spawn_wait, tiny_program,
 };
 

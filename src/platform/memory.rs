@@ -503,7 +503,7 @@ mod imp {
         Err("Windows has no transparent huge pages (large pages need SeLockMemoryPrivilege)".into())
     }
     pub fn available_bytes() -> Option<u64> {
-        crate::platform::sysinfo_windows::memory_status().map(|m| m.ullAvailPhys)
+        crate::platform::sysinfo::memory_status().map(|m| m.ullAvailPhys)
     }
     pub fn core_cycle_counter() -> Result<(), String> {
         Err(

@@ -3,9 +3,7 @@
 //! says "unsupported on <OS>: <reason>", which the runner records as `unsupported`.
 
 use std::io;
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 #[cfg(target_os = "linux")]
 mod linux;
@@ -68,32 +66,21 @@ pub mod sched;
 /// Children reaped with their usage and killed together, own usage and context switches, limits.
 pub mod process;
 
-// Machine and environment facts (the system record) have their own back end per OS.
-#[cfg(target_os = "linux")]
-pub mod linux_sysinfo;
-#[cfg(target_os = "linux")]
-pub use linux_sysinfo as sysinfo;
-#[cfg(target_os = "macos")]
-pub mod sysinfo_macos;
-#[cfg(target_os = "macos")]
-pub use sysinfo_macos as sysinfo;
-#[cfg(windows)]
-pub mod sysinfo_windows;
-#[cfg(windows)]
-pub use sysinfo_windows as sysinfo;
+/// Machine and environment facts (the system record), one back end per OS.
+pub mod sysinfo;
 
 // osgauge builds for Linux, macOS and Windows only: say so instead of failing on a missing `os`.
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 compile_error!("osgauge supports Linux, macOS and Windows; this OS has no platform back end");
 
-// Processes, threads and pipes (the `proc` suite): Linux uses the shared Unix code directly; macOS
-// re-exports the parts of it that are valid there and stubs the rest; Windows stubs everything.
-#[cfg(unix)]
-mod unix_process;
-#[cfg(not(target_os = "linux"))]
-use os as process_os;
-#[cfg(target_os = "linux")]
-use unix_process as process_os;
+// Processes, threads and pipes (the `proc` suite): the portable API, in `process/proc_suite.rs`.
+#[cfg(test)]
+pub use process::proc_suite::process_gone;
+pub use process::proc_suite::{
+    ECHO_SUBCOMMAND, EchoChild, ExecProgram, PollPipe, echo_child_available, fork_available,
+    fork_exec_wait, fork_exit_wait, posix_spawn_available, posix_spawn_wait, serve_echo,
+    tiny_program,
+};
 
 /// Name the calling thread (`name` cut to 15 bytes, the Linux limit), so that a trace, `top -H`
 /// or a spike's attribution tells osgauge's own threads and load processes apart ("load
@@ -321,180 +308,10 @@ pub fn current_thread_affinity() -> io::Result<Vec<usize>> {
     os::current_thread_affinity()
 }
 
-/// The tiny program the spawn benchmarks start (exits 0 at once, ignores its arguments), e.g.
-/// `/bin/true`. The caller checks that it exists.
-pub fn tiny_program() -> io::Result<&'static Path> {
-    process_os::tiny_program()
-}
-
-/// Ok where fork() may be used by this (multi-threaded) program; otherwise unsupported with the
-/// reason.
-pub fn fork_available() -> io::Result<()> {
-    process_os::fork_available()
-}
-
-/// Ok where posix_spawn() exists; otherwise unsupported with the reason.
-pub fn posix_spawn_available() -> io::Result<()> {
-    process_os::posix_spawn_available()
-}
-
-/// A program prepared for repeated starts by [`fork_exec_wait`] and [`posix_spawn_wait`]: argv =
-/// [path], empty environment, converted to C strings once so that a timed start allocates nothing.
-pub struct ExecProgram {
-    inner: process_os::ExecProgram,
-}
-
-impl ExecProgram {
-    pub fn new(path: &Path) -> io::Result<ExecProgram> {
-        Ok(ExecProgram {
-            inner: process_os::ExecProgram::new(path)?,
-        })
-    }
-
-    pub fn path(&self) -> &Path {
-        self.inner.path()
-    }
-}
-
-/// fork(); the child calls `_exit(0)` at once; the parent waits for it (waitpid). Errors unless
-/// the child exited normally with status 0 (the message gives the status).
-pub fn fork_exit_wait() -> io::Result<()> {
-    process_os::fork_exit_wait()
-}
-
-/// fork(); the child execs `program`; the parent waits for it. Errors unless the child exited
-/// normally with status 0 (status 127: the exec itself failed).
-pub fn fork_exec_wait(program: &ExecProgram) -> io::Result<()> {
-    process_os::fork_exec_wait(&program.inner)
-}
-
-/// posix_spawn(`program`), then wait for it. Errors unless it exited normally with status 0.
-pub fn posix_spawn_wait(program: &ExecProgram) -> io::Result<()> {
-    process_os::posix_spawn_wait(&program.inner)
-}
-
-/// The hidden subcommand (`osgauge __echo`) that makes the osgauge binary serve as the echo peer
-/// where the peer is a started program rather than a forked child (Windows).
-pub const ECHO_SUBCOMMAND: &str = "__echo";
-
-/// The echo peer's side, portable std: read 1 byte from stdin, write it to stdout and flush;
-/// return at end of input. Run by `osgauge __echo`.
-pub fn serve_echo() -> io::Result<()> {
-    use std::io::{Read, Write};
-    let mut input = io::stdin().lock();
-    let mut output = io::stdout().lock();
-    let mut b = [0u8; 1];
-    loop {
-        match input.read(&mut b) {
-            Ok(0) => return Ok(()),
-            Ok(_) => {
-                output.write_all(&b)?;
-                output.flush()?;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Ok where [`EchoChild`] can be started (Linux: fork; Windows: the osgauge binary is found);
-/// otherwise unsupported with the reason.
-pub fn echo_child_available() -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        process_os::fork_available()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        process_os::echo_child_available()
-    }
-}
-
-#[cfg(target_os = "linux")]
-const ECHO_DESCRIPTION: (&str, &str) = ("forked child process", "write(1 B) + poll + read(1 B)");
-#[cfg(not(target_os = "linux"))]
-const ECHO_DESCRIPTION: (&str, &str) = (process_os::ECHO_PEER, process_os::ECHO_OPS);
-
-/// A child process that echoes 1-byte tokens over two pipes (the process side of the
-/// context-switch benchmark), with the calling thread's CPU affinity; it exits when its input pipe
-/// closes. Linux: a forked child making only async-signal-safe calls. Windows: `osgauge __echo`
-/// started with CreateProcessW, its stdin/stdout anonymous pipes, given the calling thread's
-/// affinity with SetProcessAffinityMask. Dropping this kills and reaps the
-/// child if [`finish`](Self::finish) did not.
-pub struct EchoChild {
-    inner: process_os::EchoChild,
-}
-
-impl EchoChild {
-    pub fn start() -> io::Result<EchoChild> {
-        Ok(EchoChild {
-            inner: process_os::EchoChild::start()?,
-        })
-    }
-
-    /// What the peer is, for the record (e.g. "forked child process").
-    pub fn peer_description() -> &'static str {
-        ECHO_DESCRIPTION.0
-    }
-
-    /// The operations each side performs per token, for the record.
-    pub fn ops_description() -> &'static str {
-        ECHO_DESCRIPTION.1
-    }
-
-    /// The child's process id.
-    pub fn pid(&self) -> u32 {
-        self.inner.pid()
-    }
-
-    /// The child's CPU affinity, read back from the OS.
-    pub fn cpu_affinity(&self) -> io::Result<Vec<usize>> {
-        self.inner.cpu_affinity()
-    }
-
-    /// `n` round trips: write 1 byte, poll(POLLIN) with `timeout`, read the echo. The child does
-    /// the mirror image, so a round trip = 2 × (write + poll + read) + 2 context switches.
-    /// Errors of kind TimedOut when a reply does not come within `timeout`.
-    #[inline]
-    pub fn round_trips(&mut self, n: u64, timeout: Duration) -> io::Result<()> {
-        self.inner.round_trips(n, timeout)
-    }
-
-    /// Close the pipes, wait up to `grace` for the child to exit, require exit status 0; past
-    /// `grace` it is killed and reaped and TimedOut returned.
-    pub fn finish(self, grace: Duration) -> io::Result<()> {
-        self.inner.finish(grace)
-    }
-}
-
-/// One pipe used within one thread: `n` × (write 1 byte, poll(POLLIN) with `timeout`, read it) —
-/// the operations of one side of an [`EchoChild`] round trip, without blocking or switching.
-pub struct PollPipe {
-    inner: process_os::PollPipe,
-}
-
-impl PollPipe {
-    pub fn new() -> io::Result<PollPipe> {
-        Ok(PollPipe {
-            inner: process_os::PollPipe::new()?,
-        })
-    }
-
-    #[inline]
-    pub fn pairs(&mut self, n: u64, timeout: Duration) -> io::Result<()> {
-        self.inner.pairs(n, timeout)
-    }
-}
-
-/// Test helper: true when `pid` is neither a live process nor an unreaped child (zombie) of ours.
-#[cfg(test)]
-pub fn process_gone(pid: u32) -> bool {
-    process_os::process_gone(pid)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// A named thread shows under its name where the OS keeps one (Linux: its comm, what a
     /// trace and a spike's attribution print), cut to the 15 bytes Linux keeps.

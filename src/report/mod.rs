@@ -617,7 +617,8 @@ fn results_section(cmp: &Comparison) -> Markup {
 /// A single run's opening: per suite its headline figures with their 95 % CI (as on the
 /// terminal, `output::summary`), and the verdicts that change how to read them.
 fn run_summary(r: &RunRecord) -> Markup {
-    let (per_suite, notes) = crate::output::summary::headlines(r);
+    let (per_suite, notes) =
+        crate::output::summary::headlines(r, &crate::bench::registry::headlines());
     let verdicts: Vec<String> = crate::output::summary::verdicts(r)
         .into_iter()
         .chain(notes)

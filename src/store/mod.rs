@@ -21,6 +21,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::model::{RunRecord, SCHEMA};
 
+pub mod copy;
 pub mod location;
 pub mod pending;
 pub mod postgres;
@@ -200,6 +201,16 @@ pub struct StoreError {
 }
 
 /// Wrap `e` (unless it already names the store) with the path and a hint.
+/// The first five of `names`, comma-separated, with `, …` when there are more (a foreign
+/// database's tables in an error message).
+fn first_names(names: &[String]) -> String {
+    let mut list = names.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > 5 {
+        list.push_str(", …");
+    }
+    list
+}
+
 fn wrap(path: &Path, doing: &str, e: anyhow::Error) -> anyhow::Error {
     if e.chain().any(|c| {
         c.is::<StoreError>()
@@ -840,6 +851,15 @@ pub fn check_imported(r: &RunRecord) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_names_lists_five_and_says_when_there_are_more() {
+        let names = |n: usize| (1..=n).map(|i| format!("t{i}")).collect::<Vec<_>>();
+        assert_eq!(first_names(&names(0)), "");
+        assert_eq!(first_names(&names(2)), "t1, t2");
+        assert_eq!(first_names(&names(5)), "t1, t2, t3, t4, t5");
+        assert_eq!(first_names(&names(6)), "t1, t2, t3, t4, t5, …");
+    }
 
     #[test]
     fn short_ids_are_unique_prefixes_even_within_one_millisecond() {

@@ -13,8 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{Origin, Store, shown};
-use crate::model::RunRecord;
+use super::{Store, shown};
 
 /// The folder of markers beside the local store `local`.
 pub fn dir(local: &Path) -> PathBuf {
@@ -84,31 +83,17 @@ pub enum Uploaded {
 /// Copy run `run_id` from `local` to the store at `target` (opened for writing), then read it
 /// back through a fresh connection.
 pub fn upload(local: &Store, target: &Path, run_id: &str) -> Result<Uploaded> {
-    let Some((text, origin)) = local.get_row(run_id)? else {
+    let Some((record, text, origin)) = super::copy::source_row(local, run_id)? else {
         bail!(
             "run {run_id} is not in the local store {}",
             local.path().display()
         );
     };
-    let record: RunRecord = serde_json::from_str(&text)
-        .with_context(|| format!("stored run {run_id} is not a valid record"))?;
-    let origin = if origin == Origin::Imported.as_str() {
-        Origin::Imported
-    } else {
-        Origin::Measured
-    };
     let dst = Store::open(target)?;
-    let same = |t: &str| super::same_record_text(t, &text);
-    match dst.get_json(run_id)? {
-        Some(t) if same(&t) => return Ok(Uploaded::AlreadyThere),
-        Some(t)
-            if serde_json::from_str::<RunRecord>(&t)
-                .map(|r| r.complete)
-                .unwrap_or(true) =>
-        {
-            return Ok(Uploaded::Conflict);
-        }
-        _ => dst.put_text(&record, &text, origin)?,
+    match super::copy::copy_run(&dst, &record, &text, origin, false)? {
+        super::copy::Copied::Same => return Ok(Uploaded::AlreadyThere),
+        super::copy::Copied::Conflict => return Ok(Uploaded::Conflict),
+        _ => {}
     }
     let back = Store::open_read_only(dst.path())?
         .map(|r| r.get_json(run_id))

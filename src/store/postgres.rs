@@ -676,15 +676,7 @@ fn identify(client: &mut impl postgres::GenericClient) -> Result<Kind> {
             "its osgauge_schema table does not carry osgauge's mark".into(),
         ));
     }
-    let mut list = tables
-        .iter()
-        .take(5)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if tables.len() > 5 {
-        list.push_str(", …");
-    }
+    let list = super::first_names(&tables);
     Ok(Kind::Foreign(format!(
         "the database holds another application's tables ({list}) and no osgauge mark; give osgauge a database of its own"
     )))

@@ -218,15 +218,7 @@ fn identify(conn: &Connection) -> rusqlite::Result<Kind> {
             return Ok(Kind::Unmarked);
         }
     }
-    let mut list = tables
-        .iter()
-        .take(5)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if tables.len() > 5 {
-        list.push_str(", …");
-    }
+    let list = super::first_names(&tables);
     Ok(Kind::Foreign(format!(
         "it is another application's SQLite database (tables: {list})"
     )))
@@ -506,47 +498,49 @@ impl Sqlite {
     }
 
     pub fn save_text(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<()> {
-        let id = record.run_id.to_string();
-        self.conn.execute(
-            "INSERT INTO runs (run_id, label, started, finished, complete, os, hostname, benchmarks,
-                               origin, stored_at, record, machine_id, tags)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-             ON CONFLICT(run_id) DO UPDATE SET
+        self.insert(
+            record,
+            json,
+            origin,
+            "DO UPDATE SET
                 label = excluded.label, started = excluded.started, finished = excluded.finished,
                 complete = excluded.complete, os = excluded.os, hostname = excluded.hostname,
                 benchmarks = excluded.benchmarks, origin = excluded.origin,
                 stored_at = excluded.stored_at, record = excluded.record,
                 machine_id = excluded.machine_id, tags = excluded.tags",
-            params![
-                id,
-                record.label,
-                record.started.to_rfc3339(),
-                record.finished.map(|f| f.to_rfc3339()),
-                record.complete,
-                record.machine.os,
-                record.machine.hostname,
-                record.benchmarks.len() as u32,
-                origin.as_str(),
-                chrono::Utc::now().to_rfc3339(),
-                json,
-                record.machine.machine_id,
-                super::tags_column(record),
-            ],
         )?;
-        self.read_back(&id, json)
+        self.read_back(&record.run_id.to_string(), json)
     }
 
     /// Store a run only if no run with its id is there (one statement: of two writers, one
     /// stores it). True when this call stored it (then read back).
     pub fn insert_new(&self, record: &RunRecord, json: &str, origin: Origin) -> Result<bool> {
-        let id = record.run_id.to_string();
-        let n = self.conn.execute(
+        if self.insert(record, json, origin, "DO NOTHING")? == 0 {
+            return Ok(false);
+        }
+        self.read_back(&record.run_id.to_string(), json)?;
+        Ok(true)
+    }
+
+    /// One INSERT of a run's row, `on_conflict` saying what a run of the same id already there
+    /// gets (`DO UPDATE SET …` or `DO NOTHING`): the rows it changed.
+    fn insert(
+        &self,
+        record: &RunRecord,
+        json: &str,
+        origin: Origin,
+        on_conflict: &str,
+    ) -> Result<usize> {
+        let sql = format!(
             "INSERT INTO runs (run_id, label, started, finished, complete, os, hostname, benchmarks,
                                origin, stored_at, record, machine_id, tags)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-             ON CONFLICT(run_id) DO NOTHING",
+             ON CONFLICT(run_id) {on_conflict}"
+        );
+        Ok(self.conn.execute(
+            &sql,
             params![
-                id,
+                record.run_id.to_string(),
                 record.label,
                 record.started.to_rfc3339(),
                 record.finished.map(|f| f.to_rfc3339()),
@@ -560,12 +554,7 @@ impl Sqlite {
                 record.machine.machine_id,
                 super::tags_column(record),
             ],
-        )?;
-        if n == 0 {
-            return Ok(false);
-        }
-        self.read_back(&id, json)?;
-        Ok(true)
+        )?)
     }
 
     /// Every run, oldest first.

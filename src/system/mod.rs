@@ -12,8 +12,8 @@
 //! where it helps the record's `notes` map (field name → reason) says why.
 //!
 //! This module reads nothing from the OS. The records are read by the platform layer,
-//! `crate::platform::sysinfo::{machine, environment}` (`src/platform/linux_sysinfo.rs` on Linux,
-//! `sysinfo_macos.rs`, `sysinfo_windows.rs`; no other OS is built); the text parsers it uses are
+//! `crate::platform::sysinfo::{machine, environment}` (`src/platform/sysinfo/linux.rs` on Linux,
+//! `macos.rs`, `windows.rs` beside it; no other OS is built); the text parsers it uses are
 //! pure functions in [`parse`].
 
 use std::collections::BTreeMap;

@@ -5,6 +5,12 @@
 pub const DESCRIPTION: &str =
     "CPU and kernel-entry costs: clock read, loop, procedure call, null and I/O system call";
 
+/// The figures the summary of a run shows first for this suite, in this order.
+pub const HEADLINES: Headlines = Headlines::Listed(&[
+    Headline::new("cpu/null_syscall", "", "null system call"),
+    Headline::new("cpu/io_syscall", "", "1-byte read"),
+]);
+
 mod io_syscall;
 mod loop_overhead;
 mod null_syscall;
@@ -12,6 +18,7 @@ mod proc_call;
 mod timer_read;
 
 use super::Benchmark;
+use super::{Headline, Headlines};
 
 pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
     vec![

@@ -5,9 +5,20 @@
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "Frame pacing: an absolute-time frame loop with a frame copy (60 fps 1 MP, 25 fps 5 MP); no display";
 
+/// The figures the summary of a run shows first for this suite, in this order.
+pub const HEADLINES: Headlines = Headlines::Listed(&[
+    Headline::new(
+        "frame/pacing_60fps_1mp",
+        "period_dev_p99",
+        "60 fps: p99 period deviation",
+    ),
+    Headline::new("frame/pacing_60fps_1mp", "late_pct", "60 fps: frames late"),
+]);
+
 mod pacing;
 
 use super::Benchmark;
+use super::{Headline, Headlines};
 
 pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
     vec![

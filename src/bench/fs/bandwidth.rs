@@ -186,6 +186,206 @@ impl Bandwidth {
         }
     }
 
+    /// Each thread's file size that fits in the free space (whole blocks), and the warning when
+    /// it is smaller than asked.
+    fn fit(&self) -> Result<(u64, Option<String>), BenchError> {
+        super::workdir::refuse_memory_backed(&self.parent)?;
+        let n = self.threads as u64;
+        let per = (workdir::budget(&self.parent, self.bytes_per_thread * n)? / n) / BLOCK * BLOCK;
+        if per == 0 {
+            return Err(BenchError::failed(format!(
+                "not enough free space in {} for one 4 MiB block per thread",
+                self.parent.display()
+            )));
+        }
+        // Said, not silently applied: the file size the free space allows.
+        let reduced = (per < self.bytes_per_thread / BLOCK * BLOCK).then(|| {
+            format!(
+                "file size reduced to {} per thread (asked {}): half the free space in {} less a \
+                 1 GiB margin",
+                size_name(per),
+                size_name(self.bytes_per_thread),
+                self.parent.display()
+            )
+        });
+        Ok((per, reduced))
+    }
+
+    /// The run's work directory and files (`per` bytes each, written first for the read
+    /// benchmark), and whether the cache can be bypassed there: where it cannot, the bypassed
+    /// figures are not measured, with the reason (a read benchmark that could not drop the cache
+    /// either is unsupported).
+    fn setup(&self, ctx: &RunContext, per: u64) -> Result<Setup, BenchError> {
+        let n = self.threads as u64;
+        let (wd, out, check) = workdir::open_measured(&self.parent)?;
+        let mut out = out
+            .fact("bytes_per_thread", per)
+            .fact("bytes_total", per * n);
+        let files: Vec<_> = (0..self.threads)
+            .map(|i| wd.file(&format!("bw{i}")))
+            .collect();
+        if self.dir == Dir::Read {
+            for f in &files {
+                write_file(ctx, f, per)?;
+            }
+        }
+        let probe = wd.file("probe");
+        std::fs::File::create(&probe).map_err(|e| io_err("create", &probe, e))?;
+        let direct_ok = match pfs::open_uncached(&probe, true) {
+            Ok(u) => {
+                out = out.fact("bypass_method", u.method);
+                true
+            }
+            // No cache bypass here: the direct figures are not measured, with the reason; the
+            // buffered ones still are where they can be.
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+                if self.dir == Dir::Read && !pfs::CAN_DROP_FILE_CACHE {
+                    return Err(BenchError::unsupported(e.to_string()));
+                }
+                let why = e.to_string();
+                out = out
+                    .not_measured("mb_per_s", why.clone())
+                    .not_measured("cpu_s_per_gb", why.clone())
+                    .not_measured("thread_cpu_s_per_gb", why.clone())
+                    .not_measured("pct_all_cpus", why);
+                false
+            }
+            Err(e) => return Err(io_err("open", &probe, e)),
+        };
+        Ok(Setup {
+            wd,
+            out,
+            check,
+            files,
+            direct_ok,
+        })
+    }
+
+    /// One mode, cache bypassed (`direct`) or buffered: its timed pass (a bypassed read the
+    /// device counter did not see is not measured, said), then its CPU-cost window; its figures
+    /// added to `out`.
+    fn one_mode(
+        &self,
+        ctx: &RunContext,
+        files: &[std::path::PathBuf],
+        per: u64,
+        direct: bool,
+        check: &Result<(), String>,
+        mut out: RunOutput,
+    ) -> Result<RunOutput, BenchError> {
+        let (rate, cpu, thread) = if direct {
+            ("mb_per_s", "cpu_s_per_gb", "thread_cpu_s_per_gb")
+        } else {
+            (
+                "mb_per_s_buffered",
+                "cpu_s_per_gb_buffered",
+                "thread_cpu_s_per_gb_buffered",
+            )
+        };
+        if !direct && self.dir == Dir::Read && !pfs::CAN_DROP_FILE_CACHE {
+            let why = "not measured: this OS cannot drop one file's cached pages, so a \
+                       buffered re-read would come from memory";
+            return Ok(out
+                .not_measured(rate, why)
+                .not_measured(cpu, why)
+                .not_measured(thread, why));
+        }
+        let dev = DeviceCheck::start();
+        let (pass, meter) = self.pass(ctx, files, per, direct)?;
+        let (bytes, t) = (pass.bytes, pass.wall_s);
+        if self.dir == Dir::Read
+            && direct
+            && let (Ok(()), Some(d)) = (check, dev.bytes())
+            && d < bytes / 2
+        {
+            let why = format!(
+                "served from memory: the device counter saw {d} of {bytes} bytes read with \
+                 the cache bypassed"
+            );
+            return Ok(out
+                .not_measured(rate, why.clone())
+                .not_measured(cpu, why.clone())
+                .not_measured(thread, why.clone())
+                .not_measured("pct_all_cpus", why));
+        }
+        out = out.metric(rate, vec![bytes as f64 / t / 1e6]);
+        out = match pass.thread_cpu_s_per_gb(&pass.thread_cpu_ns, self.threads) {
+            Ok(v) => out.metric(thread, vec![v]),
+            Err(why) => out.not_measured(thread, why),
+        };
+        if !direct && self.dir == Dir::Write {
+            out = match pass.thread_cpu_s_per_gb(&pass.calls_cpu_ns, self.threads) {
+                Ok(v) => out.metric(NOSYNC, vec![v]),
+                Err(why) => out.not_measured(NOSYNC, why),
+            };
+        }
+        let (cost, cost_bytes, passes) = self.cost(ctx, files, per, direct, bytes, meter)?;
+        let mode = if direct { "direct" } else { "buffered" };
+        out = out
+            .fact(&format!("cpu_cost_passes_{mode}"), passes as u64)
+            .fact(&format!("cpu_cost_bytes_{mode}"), cost_bytes);
+        Ok(self.cost_figures(out, direct, cpu, cost, cost_bytes))
+    }
+
+    /// One mode's CPU cost on `out`: `cpu` per GB (and, cache bypassed, `pct_all_cpus` and the
+    /// process's CPU) with the cost's facts and warning, or not measured with the reason.
+    fn cost_figures(
+        &self,
+        mut out: RunOutput,
+        direct: bool,
+        cpu: &'static str,
+        cost: std::io::Result<CpuCost>,
+        cost_bytes: u64,
+    ) -> RunOutput {
+        let mode = if direct { "direct" } else { "buffered" };
+        match cost {
+            Ok(c) => {
+                let quick_below = !self.extend_cost
+                    && !c.baseline_busy()
+                    && c.baselines_differ().is_none()
+                    && c.below_resolution();
+                // Both idle baselines, this process's CPU and the checks, per run.
+                out = out.fact(&format!("cpu_{mode}"), c.facts(0.0));
+                match c.checked_cpu_s_per_gb(cost_bytes) {
+                    Ok(v) => {
+                        if let Some(flag) = c.unexplained(0.0) {
+                            out.warnings
+                                .push(format!("{}: {cpu}: {flag}", self.info.id));
+                        }
+                        out = out.metric(cpu, vec![v]);
+                        if direct {
+                            out = out.metric("pct_all_cpus", vec![c.pct_all_cpus()]);
+                        }
+                    }
+                    Err(mut why) => {
+                        if quick_below {
+                            why.push_str(&format!(
+                                "; the quick preset does not repeat file passes for the CPU \
+                                 cost, `osgauge micro {}` does",
+                                self.info.id
+                            ));
+                        }
+                        out = out.not_measured(cpu, why.clone());
+                        if direct {
+                            out = out.not_measured("pct_all_cpus", why);
+                        }
+                    }
+                }
+                if direct {
+                    out = out.fact("process_cpu_s", c.process_cpu_s);
+                }
+            }
+            Err(e) => {
+                let why = format!("CPU counters unavailable: {e}");
+                out = out.not_measured(cpu, why.clone());
+                if direct {
+                    out = out.not_measured("pct_all_cpus", why);
+                }
+            }
+        }
+        out
+    }
+
     /// The timed pass: the threads once, with the CPU meter's window started at the barrier's
     /// release; returns the pass and the meter — still running, for [`Self::cost`].
     fn pass(
@@ -288,6 +488,16 @@ impl Bandwidth {
         }
         Ok(pass)
     }
+}
+
+/// A run's work directory, its output so far, the device-counter check, the threads' files and
+/// whether the cache can be bypassed there ([`Bandwidth::setup`]).
+struct Setup {
+    wd: workdir::WorkDir,
+    out: RunOutput,
+    check: Result<(), String>,
+    files: Vec<std::path::PathBuf>,
+    direct_ok: bool,
 }
 
 /// One pass of the threads.
@@ -430,163 +640,19 @@ impl Benchmark for Bandwidth {
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        super::workdir::refuse_memory_backed(&self.parent)?;
-        let n = self.threads as u64;
-        let per = (workdir::budget(&self.parent, self.bytes_per_thread * n)? / n) / BLOCK * BLOCK;
-        if per == 0 {
-            return Err(BenchError::failed(format!(
-                "not enough free space in {} for one 4 MiB block per thread",
-                self.parent.display()
-            )));
-        }
-        // Said, not silently applied: the file size the free space allows.
-        let reduced = (per < self.bytes_per_thread / BLOCK * BLOCK).then(|| {
-            format!(
-                "file size reduced to {} per thread (asked {}): half the free space in {} less a \
-                 1 GiB margin",
-                size_name(per),
-                size_name(self.bytes_per_thread),
-                self.parent.display()
-            )
-        });
-        let (wd, out, check) = workdir::open_measured(&self.parent)?;
-        let mut out = out
-            .fact("bytes_per_thread", per)
-            .fact("bytes_total", per * n);
-        let files: Vec<_> = (0..self.threads)
-            .map(|i| wd.file(&format!("bw{i}")))
-            .collect();
-        if self.dir == Dir::Read {
-            for f in &files {
-                write_file(ctx, f, per)?;
-            }
-        }
-        let probe = wd.file("probe");
-        std::fs::File::create(&probe).map_err(|e| io_err("create", &probe, e))?;
-        let direct_ok = match pfs::open_uncached(&probe, true) {
-            Ok(u) => {
-                out = out.fact("bypass_method", u.method);
-                true
-            }
-            // No cache bypass here: the direct figures are not measured, with the reason; the
-            // buffered ones still are where they can be.
-            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
-                if self.dir == Dir::Read && !pfs::CAN_DROP_FILE_CACHE {
-                    return Err(BenchError::unsupported(e.to_string()));
-                }
-                let why = e.to_string();
-                out = out
-                    .not_measured("mb_per_s", why.clone())
-                    .not_measured("cpu_s_per_gb", why.clone())
-                    .not_measured("thread_cpu_s_per_gb", why.clone())
-                    .not_measured("pct_all_cpus", why);
-                false
-            }
-            Err(e) => return Err(io_err("open", &probe, e)),
-        };
-
+        let (per, reduced) = self.fit()?;
+        let Setup {
+            wd,
+            mut out,
+            check,
+            files,
+            direct_ok,
+        } = self.setup(ctx, per)?;
         for direct in [true, false] {
             if direct && !direct_ok {
                 continue;
             }
-            let (rate, cpu, thread) = if direct {
-                ("mb_per_s", "cpu_s_per_gb", "thread_cpu_s_per_gb")
-            } else {
-                (
-                    "mb_per_s_buffered",
-                    "cpu_s_per_gb_buffered",
-                    "thread_cpu_s_per_gb_buffered",
-                )
-            };
-            if !direct && self.dir == Dir::Read && !pfs::CAN_DROP_FILE_CACHE {
-                let why = "not measured: this OS cannot drop one file's cached pages, so a \
-                           buffered re-read would come from memory";
-                out = out
-                    .not_measured(rate, why)
-                    .not_measured(cpu, why)
-                    .not_measured(thread, why);
-                continue;
-            }
-            let dev = DeviceCheck::start();
-            let (pass, meter) = self.pass(ctx, &files, per, direct)?;
-            let (bytes, t) = (pass.bytes, pass.wall_s);
-            if self.dir == Dir::Read
-                && direct
-                && let (Ok(()), Some(d)) = (&check, dev.bytes())
-                && d < bytes / 2
-            {
-                let why = format!(
-                    "served from memory: the device counter saw {d} of {bytes} bytes read with \
-                     the cache bypassed"
-                );
-                out = out
-                    .not_measured(rate, why.clone())
-                    .not_measured(cpu, why.clone())
-                    .not_measured(thread, why.clone())
-                    .not_measured("pct_all_cpus", why);
-                continue;
-            }
-            out = out.metric(rate, vec![bytes as f64 / t / 1e6]);
-            out = match pass.thread_cpu_s_per_gb(&pass.thread_cpu_ns, self.threads) {
-                Ok(v) => out.metric(thread, vec![v]),
-                Err(why) => out.not_measured(thread, why),
-            };
-            if !direct && self.dir == Dir::Write {
-                out = match pass.thread_cpu_s_per_gb(&pass.calls_cpu_ns, self.threads) {
-                    Ok(v) => out.metric(NOSYNC, vec![v]),
-                    Err(why) => out.not_measured(NOSYNC, why),
-                };
-            }
-            let (cost, cost_bytes, passes) = self.cost(ctx, &files, per, direct, bytes, meter)?;
-            let mode = if direct { "direct" } else { "buffered" };
-            out = out
-                .fact(&format!("cpu_cost_passes_{mode}"), passes as u64)
-                .fact(&format!("cpu_cost_bytes_{mode}"), cost_bytes);
-            match cost {
-                Ok(c) => {
-                    let quick_below = !self.extend_cost
-                        && !c.baseline_busy()
-                        && c.baselines_differ().is_none()
-                        && c.below_resolution();
-                    // Both idle baselines, this process's CPU and the checks, per run.
-                    out = out.fact(&format!("cpu_{mode}"), c.facts(0.0));
-                    match c.checked_cpu_s_per_gb(cost_bytes) {
-                        Ok(v) => {
-                            if let Some(flag) = c.unexplained(0.0) {
-                                out.warnings
-                                    .push(format!("{}: {cpu}: {flag}", self.info.id));
-                            }
-                            out = out.metric(cpu, vec![v]);
-                            if direct {
-                                out = out.metric("pct_all_cpus", vec![c.pct_all_cpus()]);
-                            }
-                        }
-                        Err(mut why) => {
-                            if quick_below {
-                                why.push_str(&format!(
-                                    "; the quick preset does not repeat file passes for the CPU \
-                                     cost, `osgauge micro {}` does",
-                                    self.info.id
-                                ));
-                            }
-                            out = out.not_measured(cpu, why.clone());
-                            if direct {
-                                out = out.not_measured("pct_all_cpus", why);
-                            }
-                        }
-                    }
-                    if direct {
-                        out = out.fact("process_cpu_s", c.process_cpu_s);
-                    }
-                }
-                Err(e) => {
-                    let why = format!("CPU counters unavailable: {e}");
-                    out = out.not_measured(cpu, why.clone());
-                    if direct {
-                        out = out.not_measured("pct_all_cpus", why);
-                    }
-                }
-            }
+            out = self.one_mode(ctx, &files, per, direct, &check, out)?;
         }
         if let Err(why) = check {
             out = out.fact("bypass_check", why);

@@ -89,23 +89,13 @@ impl CacheSize {
             sizes,
         }
     }
-}
 
-impl Benchmark for CacheSize {
-    fn info(&self) -> &Info {
-        &self.info
-    }
-
-    fn params(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert(
-            "sizes".into(),
-            self.sizes.iter().map(|&s| size_name(s)).collect(),
-        );
-        m
-    }
-
-    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+    /// The run's work directory and its output so far, with the file of the sweep's largest
+    /// size written: (directory, output, file, that size).
+    fn setup(
+        &self,
+        ctx: &RunContext,
+    ) -> Result<(workdir::WorkDir, RunOutput, std::path::PathBuf, u64), BenchError> {
         super::workdir::refuse_on_memory_fs(
             &self.parent,
             "the file-cache size (every file there is the cache)",
@@ -120,31 +110,41 @@ impl Benchmark for CacheSize {
         }
         let wd = workdir::WorkDir::create(&self.parent)
             .map_err(|e| io_err("work directory in", &self.parent, e))?;
-        let mut out = RunOutput {
+        let out = RunOutput {
             facts: storage_facts(wd.path()),
             ..Default::default()
         };
         let path = wd.file("cache");
         write_file(ctx, &path, cap)?;
-        let mut f = std::fs::File::open(&path).map_err(|e| io_err("open", &path, e))?;
+        Ok((wd, out, path, cap))
+    }
+
+    /// Every size of the sweep in turn: its first bytes of `f` read once (to cache, after the
+    /// file's cached pages are dropped), then re-read backwards, timed per group of 64 pages.
+    fn sweep(
+        &self,
+        ctx: &RunContext,
+        f: &mut std::fs::File,
+        path: &std::path::Path,
+    ) -> Result<Sweep, BenchError> {
         let mut big = vec![0u8; MIB as usize];
         let mut page = vec![0u8; PAGE as usize];
-        let mut per_block = Vec::new();
+        let mut samples_per_size = Vec::new();
         let mut residency = Map::new();
         let t_start = Instant::now();
         for &s in &self.sizes {
             ctx.check()?;
-            let _ = pfs::drop_cache(&f);
+            let _ = pfs::drop_cache(f);
             // Read once, to cache.
             use std::io::Seek;
             f.seek(std::io::SeekFrom::Start(0))
-                .map_err(|e| io_err("seek", &path, e))?;
+                .map_err(|e| io_err("seek", path, e))?;
             let mut left = s;
             while left > 0 {
                 ctx.check()?;
                 let n = left.min(MIB) as usize;
                 f.read_exact(&mut big[..n])
-                    .map_err(|e| io_err("read", &path, e))?;
+                    .map_err(|e| io_err("read", path, e))?;
                 left -= n as u64;
             }
             // Re-read backwards, timed per group of 64 pages.
@@ -156,15 +156,30 @@ impl Benchmark for CacheSize {
                 let g = i.min(64);
                 let t0 = Instant::now();
                 for k in 0..g {
-                    pfs::read_at(&f, &mut page, (i - 1 - k) * PAGE)
-                        .map_err(|e| io_err("read", &path, e))?;
+                    pfs::read_at(f, &mut page, (i - 1 - k) * PAGE)
+                        .map_err(|e| io_err("read", path, e))?;
                 }
                 samples.push(t0.elapsed().as_nanos() as f64 / g as f64);
                 i -= g;
             }
-            if let Ok((r, t)) = pfs::resident_pages(&f, s) {
+            if let Ok((r, t)) = pfs::resident_pages(f, s) {
                 residency.insert(size_name(s), (r as f64 / t.max(1) as f64).into());
             }
+            samples_per_size.push((s, samples));
+        }
+        Ok(Sweep {
+            samples: samples_per_size,
+            residency,
+            wall_s: t_start.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// The sweep's figures on `out`: each size's re-read times, the largest size still re-read
+    /// from the cache (a lower bound where the sweep never left it, `cap` its largest size), the
+    /// verdict, residency and the OS's own cache figure.
+    fn assemble(&self, mut out: RunOutput, sweep: Sweep, cap: u64) -> RunOutput {
+        let mut per_block = Vec::new();
+        for (s, samples) in sweep.samples {
             per_block.push((s, crate::stats::median(&samples)));
             let mname = self
                 .info
@@ -201,8 +216,11 @@ impl Benchmark for CacheSize {
         }
         out = out
             .fact("cache_result", verdict)
-            .fact("sweep_wall_s", t_start.elapsed().as_secs_f64())
-            .fact("resident_fraction_after_reread", Value::Object(residency));
+            .fact("sweep_wall_s", sweep.wall_s)
+            .fact(
+                "resident_fraction_after_reread",
+                Value::Object(sweep.residency),
+            );
         match pfs::os_cache_figure() {
             Ok((what, bytes)) => {
                 out = out
@@ -211,6 +229,37 @@ impl Benchmark for CacheSize {
             }
             Err(e) => out = out.fact("os_cache_figure", e.to_string()),
         }
+        out
+    }
+}
+
+/// The sweep's measurements: each size's re-read times (ns per page, per group of 64 pages), the
+/// pages resident after each re-read, and the sweep's wall time.
+struct Sweep {
+    samples: Vec<(u64, Vec<f64>)>,
+    residency: Map<String, Value>,
+    wall_s: f64,
+}
+
+impl Benchmark for CacheSize {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn params(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert(
+            "sizes".into(),
+            self.sizes.iter().map(|&s| size_name(s)).collect(),
+        );
+        m
+    }
+
+    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
+        let (wd, out, path, cap) = self.setup(ctx)?;
+        let mut f = std::fs::File::open(&path).map_err(|e| io_err("open", &path, e))?;
+        let sweep = self.sweep(ctx, &mut f, &path)?;
+        let out = self.assemble(out, sweep, cap);
         drop(f);
         drop(wd);
         Ok(out)

@@ -7,12 +7,25 @@
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "File system: cache-bypassed read latency (size sweep), file-cache size, contention, disk bandwidth with CPU cost, a streaming writer, a network-to-disk relay, create/delete, fsync";
 
+/// The figures the summary of a run shows first for this suite, in this order.
+pub const HEADLINES: Headlines = Headlines::Listed(&[
+    Headline::new(
+        "fs/read_latency",
+        "random_block_*",
+        "random 4 KiB read, uncached",
+    ),
+    Headline::new("fs/seq_read_t1", "mb_per_s", "sequential read, 1 thread"),
+    Headline::new("fs/seq_write_t1", "mb_per_s", "sequential write, 1 thread"),
+    Headline::new("fs/fsync", "write_fsync", "write + fsync"),
+]);
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::Benchmark;
+use super::{Headline, Headlines};
 use crate::model::BenchError;
 use crate::platform::fs::{self as pfs, FsInfo};
 
@@ -30,8 +43,9 @@ pub mod fsync;
 pub mod metadata;
 pub mod pages;
 pub mod read_latency;
-pub mod relay;
-pub mod stream;
+pub mod stream_common;
+pub mod stream_from_tcp;
+pub mod stream_write;
 pub mod workdir;
 
 pub const KIB: u64 = 1 << 10;
@@ -92,8 +106,8 @@ pub fn benchmarks(o: &FsOptions) -> Vec<Box<dyn Benchmark>> {
         Box::new(cache_size::CacheSize::new(o)),
     ];
     v.extend(bandwidth::benchmarks(o));
-    v.push(Box::new(stream::StreamWrite::new(o)));
-    v.push(Box::new(relay::StreamFromTcp::new(o)));
+    v.push(Box::new(stream_write::StreamWrite::new(o)));
+    v.push(Box::new(stream_from_tcp::StreamFromTcp::new(o)));
     v.push(Box::new(metadata::CreateDelete::new(o)));
     v.push(Box::new(fsync::Fsync::new(o)));
     v

@@ -11,6 +11,10 @@
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "Interactive task latency under load (quick matrix: audio & video × none & burn; full matrix: `osgauge interactivity`)";
 
+/// The summary's figures: per task, its latency without load and under the load that hurt it
+/// most.
+pub const HEADLINES: Headlines = Headlines::Picked(headline_picks);
+
 pub mod table;
 
 mod phases;
@@ -22,8 +26,9 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::bench::{Headlines, Pick};
 use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::model::{BenchError, BenchmarkResult};
 use crate::platform::clock;
 use crate::platform::cputime::{self, BusySample};
 use crate::platform::sched::{self, Policy, SchedRequest};
@@ -37,6 +42,51 @@ use work::{Calibration, Work, WorkMode};
 pub const TASKS: [&str; 5] = ["audio", "video", "x", "gaming", "custom"];
 /// Tasks of the default matrix (custom only when asked for).
 pub const DEFAULT_TASKS: [&str; 4] = ["audio", "video", "x", "gaming"];
+
+/// [`HEADLINES`]: the cells are `interactivity/<task>/<load>`; per task in record order, the
+/// `latency` of its `none` cell, then of the cell where it is highest.
+fn headline_picks<'a>(cells: &[&'a BenchmarkResult]) -> Vec<Pick<'a>> {
+    let part = |b: &BenchmarkResult, i: usize| b.id.split('/').nth(i).map(str::to_string);
+    let mut tasks: Vec<String> = Vec::new();
+    for b in cells {
+        let task = part(b, 1).unwrap_or_default();
+        if !tasks.contains(&task) {
+            tasks.push(task);
+        }
+    }
+    let mut out = Vec::new();
+    for task in tasks {
+        let measured: Vec<(String, &BenchmarkResult, &crate::model::MetricResult)> = cells
+            .iter()
+            .filter(|b| part(b, 1).as_ref() == Some(&task))
+            .filter_map(|b| {
+                let m = b.metrics.iter().find(|m| m.name == "latency")?;
+                m.summary.as_ref()?;
+                Some((part(b, 2).unwrap_or_default(), *b, m))
+            })
+            .collect();
+        if let Some((_, bench, metric)) = measured.iter().find(|(l, _, _)| l == "none") {
+            out.push(Pick {
+                bench,
+                metric,
+                label: format!("{task} latency, no load"),
+            });
+        }
+        let center = |m: &crate::model::MetricResult| m.summary.as_ref().map_or(0.0, |s| s.center);
+        let worst = measured
+            .iter()
+            .filter(|(l, _, _)| l != "none")
+            .max_by(|a, b| center(a.2).total_cmp(&center(b.2)));
+        if let Some((load, bench, metric)) = worst {
+            out.push(Pick {
+                bench,
+                metric,
+                label: format!("{task} latency, worst ({load})"),
+            });
+        }
+    }
+    out
+}
 
 /// Settings shared by every cell of a matrix.
 #[derive(Debug)]
@@ -587,6 +637,47 @@ pub fn task_off_target(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Per task in record order: its cell without load, then its worst loaded cell; a task whose
+    /// no-load cell was not measured shows only its worst.
+    #[test]
+    fn the_summary_shows_each_task_without_load_and_at_its_worst() {
+        use crate::bench::testutil::result;
+        let cells = [
+            result("interactivity/audio/none", &[("latency", Some(50.0))]),
+            result("interactivity/audio/burn", &[("latency", Some(500.0))]),
+            result("interactivity/audio/memory", &[("latency", Some(700.0))]),
+            result("interactivity/audio/io", &[("latency", None)]),
+            result("interactivity/video/none", &[("latency", None)]),
+            result(
+                "interactivity/video/burn",
+                &[("deadlines_met", Some(1.0)), ("latency", Some(900.0))],
+            ),
+        ];
+        let refs: Vec<&BenchmarkResult> = cells.iter().collect();
+        let Headlines::Picked(pick) = HEADLINES else {
+            panic!("the interactivity suite picks its headlines from its cells")
+        };
+        let picks: Vec<(String, &str, String)> = pick(&refs)
+            .into_iter()
+            .map(|p| (p.bench.id.clone(), p.metric.name.as_str(), p.label))
+            .collect();
+        let want = [
+            ("interactivity/audio/none", "audio latency, no load"),
+            (
+                "interactivity/audio/memory",
+                "audio latency, worst (memory)",
+            ),
+            ("interactivity/video/burn", "video latency, worst (burn)"),
+        ];
+        assert_eq!(picks.len(), want.len(), "{picks:?}");
+        for ((id, metric, label), (want_id, want_label)) in picks.iter().zip(want) {
+            assert_eq!(
+                (id.as_str(), *metric, label.as_str()),
+                (want_id, "latency", want_label)
+            );
+        }
+    }
 
     #[test]
     fn a_task_off_its_target_while_it_got_its_cpu_is_marked() {

@@ -330,6 +330,16 @@ fn idle_exit_note(runs: &[RunOutput]) -> Option<String> {
 /// latency/idle_wakeup of its own.
 pub const IDLE_EXIT_AFTER: std::time::Duration = std::time::Duration::from_millis(400);
 
+/// The suite's notes on a run (the registry's `RunNotes`): per record, [`idle_wakeup_note`]; when
+/// a record needs it ([`needs_idle_exit`]) and the run was not interrupted, the idle exit is
+/// measured once, for [`IDLE_EXIT_AFTER`], after the run.
+pub fn run_notes(records: &[RunRecord], interrupted: bool) -> Vec<Option<String>> {
+    let after = (!interrupted && records.iter().any(needs_idle_exit))
+        .then(|| quick_measure(IDLE_EXIT_AFTER).ok().map(|m| m.2))
+        .flatten();
+    records.iter().map(|r| idle_wakeup_note(r, after)).collect()
+}
+
 /// The record holds a figure an idle exit can dominate but no latency/idle_wakeup result.
 pub fn needs_idle_exit(record: &RunRecord) -> bool {
     record.benchmark("latency/idle_wakeup").is_none()

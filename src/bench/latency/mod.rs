@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{Benchmark, Info, MetricSpec, RunOutput};
+use super::{Headline, Headlines};
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::platform::clock;
@@ -27,6 +28,23 @@ use crate::workload::load::{LoadKind, LoadReport};
 
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "Latency: per-CPU timer wake-up latency (cyclictest's measurement), OS noise per CPU (osnoise's), the cost of waking an idle CPU";
+
+/// The figures the summary of a run shows first for this suite, in this order.
+pub const HEADLINES: Headlines = Headlines::Listed(&[
+    Headline::new("latency/wakeup", "latency", "timer wake-up latency, p50"),
+    Headline::new(
+        "latency/wakeup",
+        "latency_p99",
+        "timer wake-up latency, p99",
+    ),
+    Headline::new("latency/noise", "noise_pct", "OS noise (busy loop per CPU)")
+        .when_busy("noise incl. other processes"),
+    Headline::new(
+        "latency/idle_wakeup",
+        "idle_exit",
+        "waking an idle CPU (idle − busy)",
+    ),
+]);
 
 /// Options of the latency suite (`osgauge latency`, `osgauge noise`, and the short versions in
 /// `osgauge run`).

@@ -21,10 +21,18 @@
 pub const DESCRIPTION: &str =
     "Memory: load-latency curve with cache levels, bandwidth (1 thread and all), page faults";
 
+/// The figures the summary of a run shows first for this suite, in this order.
+pub const HEADLINES: Headlines = Headlines::Listed(&[
+    Headline::new("mem/latency_random", "ram", "load latency, RAM"),
+    Headline::new("mem/bandwidth_1t", "copy", "copy bandwidth, 1 thread"),
+    Headline::new("mem/bandwidth_all", "copy", "copy bandwidth, all CPUs"),
+]);
+
 use crate::units::format_size;
 use std::sync::OnceLock;
 
 use super::Benchmark;
+use super::{Headline, Headlines};
 use crate::system::{Cache, CacheKind};
 
 /// Rate at which fresh anonymous memory is faulted in, assumed by the estimates (bytes/s; 4 KiB

@@ -14,11 +14,19 @@
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "Network: TCP round trip and size sweep, bandwidth (1 and N streams) with CPU cost, connection setup/teardown, UDP stream jitter/loss and highest loss-free rate";
 
+/// The figures the summary of a run shows first for this suite, in this order.
+pub const HEADLINES: Headlines = Headlines::Listed(&[
+    Headline::new("net/tcp_rtt_64b", "rtt_p50_us", "TCP round trip 64 B, p50"),
+    Headline::new("net/tcp_stream", "throughput_gbit_s", "TCP stream"),
+    Headline::new("net/udp_stream", "jitter_p99_us", "UDP jitter p99"),
+]);
+
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::Benchmark;
+use super::{Headline, Headlines};
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::serve::client::Client;

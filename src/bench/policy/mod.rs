@@ -7,6 +7,25 @@
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "Scheduling policies: 10 processes of cpu and io work under the default policy (full study: `osgauge policy`)";
 
+/// The summary's figures: each cell's makespan.
+pub const HEADLINES: Headlines = Headlines::Picked(headline_picks);
+
+/// [`HEADLINES`]: per cell (`policy/<cell>`, record order) its `makespan`.
+fn headline_picks<'a>(cells: &[&'a BenchmarkResult]) -> Vec<Pick<'a>> {
+    cells
+        .iter()
+        .filter_map(|b| {
+            let metric = b.metrics.iter().find(|m| m.name == "makespan")?;
+            let cell = b.id.strip_prefix("policy/").unwrap_or(&b.id);
+            Some(Pick {
+                bench: b,
+                metric,
+                label: format!("{cell}: makespan"),
+            })
+        })
+        .collect()
+}
+
 pub mod child;
 pub mod work;
 
@@ -17,8 +36,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::bench::{Headlines, Pick};
 use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::model::{BenchError, BenchmarkResult};
 use crate::platform::process as pp;
 use crate::platform::sched::{self, Policy, SchedRequest};
 use crate::units::{Better, Unit};
@@ -567,6 +587,28 @@ pub fn parse_policy(s: &str) -> Result<Policy, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each cell's makespan, labelled by the cell, in record order.
+    #[test]
+    fn the_summary_shows_each_cells_makespan() {
+        use crate::bench::testutil::result;
+        let cells = [
+            result(
+                "policy/cpu/other/10",
+                &[("turnaround", Some(2.0)), ("makespan", Some(3.0))],
+            ),
+            result("policy/io/other/10", &[("turnaround", Some(1.0))]),
+        ];
+        let refs: Vec<&BenchmarkResult> = cells.iter().collect();
+        let Headlines::Picked(pick) = HEADLINES else {
+            panic!("the policy suite picks its headlines from its cells")
+        };
+        let picks = pick(&refs);
+        assert_eq!(picks.len(), 1);
+        assert_eq!(picks[0].bench.id, "policy/cpu/other/10");
+        assert_eq!(picks[0].metric.name, "makespan");
+        assert_eq!(picks[0].label, "cpu/other/10: makespan");
+    }
 
     #[test]
     fn jain_on_known_values() {

@@ -7,6 +7,17 @@
 /// What the suite measures, as `osgauge list` shows it.
 pub const DESCRIPTION: &str = "Process and thread services: creation, spawn+exec, context switch";
 
+/// The figures the summary of a run shows first for this suite, in this order.
+pub const HEADLINES: Headlines = Headlines::Listed(&[
+    Headline::new("proc/fork_exit", "", "fork + exit"),
+    Headline::new("proc/thread_create", "", "thread create + join"),
+    Headline::new(
+        "proc/ctx_switch_thread_pinned",
+        "switch",
+        "context switch (threads, pinned)",
+    ),
+]);
+
 mod ctx_switch;
 mod fork_exit;
 mod program_start;
@@ -17,6 +28,7 @@ use std::io;
 use std::path::Path;
 
 use super::{Benchmark, os_err};
+use super::{Headline, Headlines};
 use crate::harness::RunContext;
 use crate::model::{BenchError, ErrorKind};
 use crate::platform;

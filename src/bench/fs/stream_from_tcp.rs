@@ -27,10 +27,9 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::stream::{CALL, Opened, Plan, with_cpu_cost, with_thread_cpu};
+use super::stream_common::{CALL, Stream, with_thread_cpu};
 use super::{FsOptions, MIB, io_err, size_name};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::cpucost::CpuMeter;
 use crate::harness::RunContext;
 use crate::model::BenchError;
 use crate::platform::clock::{THREAD_CPU_STEP_NS, ThreadCpu, thread_cpu_time_ns};
@@ -48,14 +47,13 @@ const CONNECT_WAIT: Duration = Duration::from_secs(10);
 
 pub struct StreamFromTcp {
     info: Info,
-    parent: std::path::PathBuf,
-    plan: Plan,
-    idle: Duration,
+    stream: Stream,
 }
 
 impl StreamFromTcp {
     pub fn new(o: &FsOptions) -> Self {
-        let plan = Plan::new(o);
+        let stream = Stream::new(o);
+        let plan = &stream.plan;
         StreamFromTcp {
             info: Info {
                 id: "fs/stream_from_tcp".into(),
@@ -132,9 +130,7 @@ impl StreamFromTcp {
                     },
                 ],
             },
-            parent: o.parent(),
-            plan,
-            idle: Duration::from_millis(if o.quick { 30 } else { 200 }),
+            stream,
         }
     }
 }
@@ -208,6 +204,57 @@ struct Relayed {
     shape: Shape,
     /// The page size the writes were placed against, or why not read.
     page: Result<u64, String>,
+}
+
+impl Relayed {
+    /// The relay's own figures and facts on `out`: the measured part's shape, the thread's CPU
+    /// per GB and its split into receive and write calls (or why not).
+    fn figures(self, mut out: RunOutput) -> RunOutput {
+        let Relayed {
+            calls,
+            parts,
+            measured,
+            shape,
+            page,
+            ..
+        } = self;
+        out = out
+            .fact("measured_bytes_relayed", measured)
+            .fact("writes", shape.writes)
+            .fact(
+                "short_receive_share",
+                Shape::share(shape.short, shape.writes),
+            )
+            .fact(
+                "mid_page_write_share",
+                match page {
+                    Ok(_) => Shape::share(shape.mid_page, shape.writes).into(),
+                    Err(why) => serde_json::Value::from(why),
+                },
+            );
+        out = with_thread_cpu(out, "thread_cpu_s_per_gb", calls.clone(), measured);
+        out = match parts {
+            Some((r, w)) if calls.is_ok() => {
+                let out = with_thread_cpu(out, "thread_recv_cpu_s_per_gb", Ok(r), measured);
+                with_thread_cpu(out, "thread_write_cpu_s_per_gb", Ok(w), measured)
+            }
+            _ => {
+                let why = match &calls {
+                    Err(e) => e.clone(),
+                    Ok(_) if THREAD_CPU_STEP_NS > SPLIT_MAX_STEP_NS => format!(
+                        "not measured: the thread CPU clock steps every {:.3} ms, too coarse to \
+                         time one block's calls",
+                        THREAD_CPU_STEP_NS as f64 / 1e6
+                    ),
+                    Ok(_) => "not measured: a read of the thread CPU clock around a call failed"
+                        .to_string(),
+                };
+                out.not_measured("thread_recv_cpu_s_per_gb", why.clone())
+                    .not_measured("thread_write_cpu_s_per_gb", why)
+            }
+        };
+        out
+    }
 }
 
 /// What the measured part's receives returned, and so where its writes fell in the file.
@@ -324,99 +371,43 @@ impl Benchmark for StreamFromTcp {
     }
 
     fn params(&self) -> serde_json::Map<String, serde_json::Value> {
-        let mut m = self.plan.params("block_bytes");
+        let mut m = self.stream.plan.params("block_bytes");
         m.insert("writes".into(), WRITES.into());
         m
     }
 
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
-        self.plan.estimate_s(self.idle, e)
+        self.stream.estimate_s(e)
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        let Opened {
-            wd,
-            mut out,
-            file: mut f,
-            path: p,
-            lead,
-            bytes,
-            reduced,
-        } = self.plan.open(&self.parent)?;
-        let total = lead + bytes;
+        let mut s = self.stream.open()?;
+        let (lead, total) = (s.lead, s.total());
         let l = TcpListener::bind("127.0.0.1:0")
             .map_err(|e| crate::bench::os_err("bind a loopback listener", e))?;
         let addr = l
             .local_addr()
             .map_err(|e| crate::bench::os_err("loopback listener address", e))?;
-        let meter = CpuMeter::start(self.idle);
+        let meter = self.stream.meter();
         let sender = std::thread::Builder::new()
             .name("stream-sender".into())
             .spawn(move || send(addr, total))
             .map_err(|e| crate::bench::os_err("start the sender thread", e))?;
         // Every exit below joins the sender: dropping the connection ends its writes.
-        let relayed = relay(ctx, &l, &sender, &mut f, &p, lead, total);
+        let relayed = relay(ctx, &l, &sender, &mut s.file, &s.path, lead, total);
         // A connection never accepted (relay gave up waiting) is reset with the listener, so a
         // sender blocked on its full buffer ends too.
         drop(l);
         let sent = sender.join();
-        let Relayed {
-            wall,
-            calls,
-            parts,
-            measured,
-            shape,
-            page,
-        } = relayed?;
+        let relayed = relayed?;
         match sent {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(crate::bench::os_err("send over loopback", e)),
             Err(_) => return Err(BenchError::failed("the sender thread panicked")),
         }
-        drop(f);
-        let cost = meter.and_then(|m| m.stop());
-        out = out.metric("mb_per_s", vec![total as f64 / wall / 1e6]);
-        out = out
-            .fact("measured_bytes_relayed", measured)
-            .fact("writes", shape.writes)
-            .fact(
-                "short_receive_share",
-                Shape::share(shape.short, shape.writes),
-            )
-            .fact(
-                "mid_page_write_share",
-                match page {
-                    Ok(_) => Shape::share(shape.mid_page, shape.writes).into(),
-                    Err(why) => serde_json::Value::from(why),
-                },
-            );
-        out = with_thread_cpu(out, "thread_cpu_s_per_gb", calls.clone(), measured);
-        out = match parts {
-            Some((r, w)) if calls.is_ok() => {
-                let out = with_thread_cpu(out, "thread_recv_cpu_s_per_gb", Ok(r), measured);
-                with_thread_cpu(out, "thread_write_cpu_s_per_gb", Ok(w), measured)
-            }
-            _ => {
-                let why = match &calls {
-                    Err(e) => e.clone(),
-                    Ok(_) if THREAD_CPU_STEP_NS > SPLIT_MAX_STEP_NS => format!(
-                        "not measured: the thread CPU clock steps every {:.3} ms, too coarse to \
-                         time one block's calls",
-                        THREAD_CPU_STEP_NS as f64 / 1e6
-                    ),
-                    Ok(_) => "not measured: a read of the thread CPU clock around a call failed"
-                        .to_string(),
-                };
-                out.not_measured("thread_recv_cpu_s_per_gb", why.clone())
-                    .not_measured("thread_write_cpu_s_per_gb", why)
-            }
-        };
-        out = with_cpu_cost(out, &self.info.id, cost, total);
-        out.warnings.extend(reduced);
-        out.warnings
-            .extend(super::memory_state_warning("every figure"));
-        drop(wd);
-        Ok(out)
+        Ok(s.finish(&self.info.id, meter, relayed.wall, |out| {
+            relayed.figures(out)
+        }))
     }
 }
 
@@ -479,12 +470,12 @@ mod tests {
     #[test]
     fn the_relay_streams_the_same_plan_as_the_streaming_writer() {
         let o = FsOptions {
-            max_size: Some(3 * super::super::stream::DEFAULT_BYTES + 1),
+            max_size: Some(3 * super::super::stream_common::DEFAULT_BYTES + 1),
             ..Default::default()
         };
         let r = StreamFromTcp::new(&o);
-        let w = Plan::new(&o);
-        assert_eq!((r.plan.lead, r.plan.bytes), (w.lead, w.bytes));
+        let w = super::super::stream_common::Plan::new(&o);
+        assert_eq!((r.stream.plan.lead, r.stream.plan.bytes), (w.lead, w.bytes));
         let names: Vec<_> = r.info.metrics.iter().map(|m| m.name).collect();
         assert_eq!(
             names,

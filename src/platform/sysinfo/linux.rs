@@ -45,7 +45,7 @@ fn note(notes: &mut Notes, key: &str, text: impl Into<String>) {
     notes.insert(key.to_string(), text.into());
 }
 
-use super::unix::uname;
+use crate::platform::unix::uname;
 
 fn sysconf(name: libc::c_int) -> Option<u64> {
     // SAFETY: sysconf has no memory-safety preconditions.
@@ -331,7 +331,7 @@ fn virtualization(
     let mut vendor = None;
     let mut vendor_source = None;
     if hypervisor_flag == Some(true)
-        && let Some(v) = super::cpuid::cpuid().hypervisor
+        && let Some(v) = crate::platform::cpuid::cpuid().hypervisor
     {
         vendor = Some(v);
         vendor_source = Some("cpuid 0x40000000".to_string());
@@ -365,7 +365,7 @@ fn virtualization(
         hypervisor_flag,
         vendor,
         vendor_source,
-        free_page_reporting: super::memory::free_page_reporting().ok(),
+        free_page_reporting: crate::platform::memory::free_page_reporting().ok(),
     }
 }
 

@@ -302,7 +302,7 @@ pub fn machine() -> Machine {
             .into(),
     );
 
-    let id = super::cpuid::cpuid();
+    let id = crate::platform::cpuid::cpuid();
     let topo = topology();
     if topo.is_none() {
         note(
@@ -386,7 +386,7 @@ pub fn machine() -> Machine {
         &["mitigations", "workdir"],
         "not yet implemented on windows",
     );
-    if let Some(layer) = super::compatibility_layer() {
+    if let Some(layer) = crate::platform::compatibility_layer() {
         notes.insert(
             "compatibility_layer".into(),
             format!("running under {layer}: behaviour is Windows', timings are not"),

@@ -1,26 +1,14 @@
-//! `fs/stream_write`: a streaming writer — one thread writes one long file through the OS cache
-//! in application-sized calls (128 KiB) and makes it durable once, at the end, as a recorder or a
-//! network-to-disk receiver (`iperf3 -s -F`) does. The OS writes the stream back while it is
-//! being written, so its sustained rate is not the write-then-fsync of one short file
-//! (`fs/seq_write_tN`, 4 MiB calls); and the writer's own thread carries only its write calls.
-//!
-//! Why a second write benchmark: on the reference VM (Linux 6.18, ext4 on virtio-blk, free page
-//! reporting on) the kernel CPU of a buffered write depended on the call's size — streaming 2 GB
-//! in 4 MiB calls cost 1.7–2.8 ms of the writer's CPU per MB (87.6 % of it in
-//! `copy_folio_from_iter_atomic`), in 128 KiB or 1 MiB calls 0.21–0.36 ms/MB, run after run. A
-//! streaming writer's cost is measured at a streaming writer's call size.
+//! What the two long-stream benchmarks share (`fs/stream_write`, `fs/stream_from_tcp`): the
+//! stream's plan (a lead up to the OS's background-writeback threshold, then the measured part),
+//! its work directory and file, and the figures both derive from the CPU clocks.
 
-use std::io::Write;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{FsOptions, MIB, io_err, size_name, workdir};
-use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
+use crate::bench::RunOutput;
 use crate::cpucost::CpuMeter;
-use crate::harness::RunContext;
 use crate::model::BenchError;
-use crate::platform::clock::ThreadCpu;
-use crate::units::{Better, Unit};
 
 /// Bytes per write call: 128 KiB, the block `iperf3` writes (its default TCP length) and the
 /// copy buffer of coreutils `cp`/`cat` (io_blksize).
@@ -28,6 +16,38 @@ pub const CALL: u64 = 128 << 10;
 /// The part of the stream whose writer's CPU is measured, at the standard preset and the quick one.
 pub const DEFAULT_BYTES: u64 = 1 << 30;
 pub const QUICK_BYTES: u64 = 64 * MIB;
+
+/// One long stream benchmark's setup, the same for both: its plan, the directory its file is
+/// written in, and the idle baseline the system-wide CPU meter takes on each side.
+pub struct Stream {
+    pub parent: std::path::PathBuf,
+    pub plan: Plan,
+    pub idle: Duration,
+}
+
+impl Stream {
+    pub fn new(o: &FsOptions) -> Stream {
+        Stream {
+            parent: o.parent(),
+            plan: Plan::new(o),
+            idle: Duration::from_millis(if o.quick { 30 } else { 200 }),
+        }
+    }
+
+    pub fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
+        self.plan.estimate_s(self.idle, e)
+    }
+
+    /// The run's prologue: the work directory and the stream's file, fitted to the free space.
+    pub fn open(&self) -> Result<Opened, BenchError> {
+        self.plan.open(&self.parent)
+    }
+
+    /// The system-wide CPU meter, started (its idle baseline first).
+    pub fn meter(&self) -> std::io::Result<CpuMeter> {
+        CpuMeter::start(self.idle)
+    }
+}
 
 /// A long stream's sizes: a lead of as many bytes as the OS lets build up before its background
 /// writeback starts (so the measured part runs with its writeback alongside), then the measured
@@ -175,6 +195,42 @@ pub struct Opened {
     pub reduced: Option<String>,
 }
 
+impl Opened {
+    /// The whole stream, lead and measured part, bytes.
+    pub fn total(&self) -> u64 {
+        self.lead + self.bytes
+    }
+
+    /// The run's epilogue, once the stream was written and fsynced in `wall` seconds: the file
+    /// closed and the meter stopped; `mb_per_s`, the benchmark's own figures (`own`),
+    /// `cpu_s_per_gb`; the warnings (stream shortened, memory state); the work directory removed.
+    pub fn finish(
+        self,
+        id: &str,
+        meter: std::io::Result<CpuMeter>,
+        wall: f64,
+        own: impl FnOnce(RunOutput) -> RunOutput,
+    ) -> RunOutput {
+        let total = self.total();
+        let Opened {
+            wd,
+            out,
+            file,
+            reduced,
+            ..
+        } = self;
+        drop(file);
+        let cost = meter.and_then(|m| m.stop());
+        let out = out.metric("mb_per_s", vec![total as f64 / wall / 1e6]);
+        let mut out = with_cpu_cost(own(out), id, cost, total);
+        out.warnings.extend(reduced);
+        out.warnings
+            .extend(super::memory_state_warning("every figure"));
+        drop(wd);
+        out
+    }
+}
+
 /// The system-wide CPU per GB of a stream of `total` bytes (`cpu_s_per_gb`), its facts and its
 /// warning, or not measured with the reason.
 pub fn with_cpu_cost(
@@ -213,135 +269,6 @@ pub fn with_thread_cpu(
     }) {
         Ok(v) => out.metric(name, vec![v]),
         Err(why) => out.not_measured(name, why),
-    }
-}
-
-pub struct StreamWrite {
-    info: Info,
-    parent: std::path::PathBuf,
-    plan: Plan,
-    idle: Duration,
-}
-impl StreamWrite {
-    pub fn new(o: &FsOptions) -> Self {
-        let plan = Plan::new(o);
-        let (lead, lead_why, bytes) = (plan.lead, &plan.lead_why, plan.bytes);
-        StreamWrite {
-            info: Info {
-                id: "fs/stream_write".into(),
-                suite: "fs",
-                title: "Streaming write through the OS cache, 128 KiB calls, one fsync at the end"
-                    .into(),
-                method: format!(
-                    "One thread creates a file and writes to it sequentially through the OS \
-                     cache in {} write calls (no fsync between them: the OS writes the stream \
-                     back while it is written), then fsyncs and closes it once: first as many \
-                     bytes as the OS lets build up before its background writeback starts \
-                     (Linux: vm.dirty_background_bytes, else vm.dirty_background_ratio of \
-                     MemAvailable; here {} — {lead_why}), then the measured {}. \
-                     thread_cpu_s_per_gb: the writing thread's own CPU clock ({}) over the \
-                     measured part's write calls (the copy into the cache and what the kernel \
-                     does in the writer's context, dirty throttling included; the writeback by \
-                     kernel threads and the final fsync are not in it) — what a long stream's \
-                     one writing thread carries; not measured when under {} steps of that \
-                     clock. mb_per_s: all bytes / (first write to the fsync returned). \
-                     cpu_s_per_gb: {}, all writes, writeback and the fsync, per byte written. \
-                     The file is deleted after each run; the stream is shortened (lead first) \
-                     if half the free space minus 1 GiB is smaller, said. Compare with \
-                     fs/seq_write_t1 (4 MiB calls, a 64 MiB file written then fsynced): on a VM \
-                     with free page reporting the two differed several-fold.",
-                    size_name(CALL),
-                    size_name(lead),
-                    size_name(bytes),
-                    crate::platform::clock::CPU_CLOCK_DESCRIPTION,
-                    crate::platform::clock::MIN_THREAD_CPU_STEPS,
-                    crate::cpucost::method(),
-                ),
-                metrics: vec![
-                    MetricSpec {
-                        name: "mb_per_s",
-                        unit: Unit::MegabytesPerSecond,
-                        better: Better::Higher,
-                        description: "MB/s (10^6 bytes per second) of the stream made durable: \
-                                      bytes / (first write to the final fsync returned)",
-                    },
-                    MetricSpec {
-                        name: "thread_cpu_s_per_gb",
-                        unit: Unit::CpuSecondsPerGb,
-                        better: Better::Lower,
-                        description: "the writing thread's own CPU-seconds per GB (10^9 bytes) \
-                                      in the measured part's write calls (after the lead, with \
-                                      the OS's writeback running alongside; the final fsync \
-                                      not included)",
-                    },
-                    MetricSpec {
-                        name: "cpu_s_per_gb",
-                        unit: Unit::CpuSecondsPerGb,
-                        better: Better::Lower,
-                        description: "CPU-seconds per GB (10^9 bytes), system-wide net of the \
-                                      idle baseline: writes, writeback and the final fsync",
-                    },
-                ],
-            },
-            parent: o.parent(),
-            plan,
-            idle: Duration::from_millis(if o.quick { 30 } else { 200 }),
-        }
-    }
-}
-
-impl Benchmark for StreamWrite {
-    fn info(&self) -> &Info {
-        &self.info
-    }
-
-    fn params(&self) -> serde_json::Map<String, serde_json::Value> {
-        self.plan.params("call_bytes")
-    }
-
-    fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
-        self.plan.estimate_s(self.idle, e)
-    }
-
-    fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
-        let Opened {
-            wd,
-            mut out,
-            file: mut f,
-            path: p,
-            lead,
-            bytes,
-            reduced,
-        } = self.plan.open(&self.parent)?;
-        let total = lead + bytes;
-        let buf = vec![0xa5u8; CALL as usize];
-        let meter = CpuMeter::start(self.idle);
-        let t0 = Instant::now();
-        let mut cpu0 = ThreadCpu::start();
-        let mut done = 0;
-        while done < total {
-            if done % (64 * MIB) == 0 {
-                ctx.check()?;
-            }
-            if done == lead {
-                cpu0 = ThreadCpu::start();
-            }
-            f.write_all(&buf).map_err(|e| io_err("write", &p, e))?;
-            done += CALL;
-        }
-        let calls = cpu0.elapsed_ns();
-        f.sync_all().map_err(|e| io_err("fsync", &p, e))?;
-        let wall = t0.elapsed().as_secs_f64();
-        drop(f);
-        let cost = meter.and_then(|m| m.stop());
-        out = out.metric("mb_per_s", vec![total as f64 / wall / 1e6]);
-        out = with_thread_cpu(out, "thread_cpu_s_per_gb", calls, bytes);
-        out = with_cpu_cost(out, &self.info.id, cost, total);
-        out.warnings.extend(reduced);
-        out.warnings
-            .extend(super::memory_state_warning("every figure"));
-        drop(wd);
-        Ok(out)
     }
 }
 

@@ -1,0 +1,589 @@
+//! `osgauge run` and `osgauge micro`: the run options, the plan of a run, and running it with its
+//! outputs (store, progress, terminal tables, exports, HTML report).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::outputs::{FileOutput, Outputs};
+use super::{
+    CliError, Preset, StoreOpts, SuiteArgs, interrupt_flag, parse_ci_width, parse_run_time,
+    parse_timeout,
+};
+use crate::bench::Benchmark;
+use crate::bench::registry::{SuiteOptions, suites, suites_with};
+use crate::export::check_writable;
+use crate::model::{Config, RunRecord};
+use crate::runner::Plan;
+
+#[derive(Args, Debug, Clone)]
+pub struct RunOpts {
+    /// Independent runs per benchmark [default: 5 for quick, 10 otherwise]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: Option<u32>,
+    /// Warm-up runs per benchmark, discarded
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub warmup: u32,
+    /// Measuring time per run, 1ms..60m, e.g. 100ms, 1s [default: 100ms for quick, 300ms otherwise]
+    #[arg(long, value_parser = parse_run_time)]
+    pub run_time: Option<Duration>,
+    /// Time bound per benchmark (all its runs), 100ms..24h (units ns, us, ms, s, m, h); reaching it stops the benchmark cleanly and records a timeout
+    #[arg(long, value_parser = parse_timeout)]
+    pub timeout: Option<Duration>,
+    /// A name for this run (e.g. the OS or kernel), kept in the record: 1 to 64 characters, no
+    /// control characters
+    #[arg(long)]
+    pub label: Option<String>,
+    /// A tag kept in the record, KEY=VALUE (repeat for several), e.g. --tag kernel_rev=abc123
+    /// --tag build=1042: `fleet` filters runs by it (--where) and orders them by it (--order-by)
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Write the full run record as JSON (schema osgauge.run/1); `-`: standard output (the tables then go to standard error)
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write one CSV row per benchmark metric (`-`: standard output)
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the result tables as Markdown (`-`: standard output)
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreOpts,
+    /// No progress bar and no warnings section
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Every warning in full (by default each is said once, in brief; the record keeps them all)
+    #[arg(short, long, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Adaptive runs: keep running each benchmark until the 95 % CI of its headline figure (its
+    /// first metric) is within ± this share of the median, e.g. 5%; --runs is then the minimum
+    /// (default and lowest: 4, the fewest that can reach significance), --max-runs the cap
+    #[arg(long, value_parser = parse_ci_width, value_name = "PCT")]
+    pub ci_width: Option<f64>,
+    /// With --ci-width: the most runs per benchmark, 4..1000 [default: 30]
+    #[arg(long, requires = "ci_width", value_parser = clap::value_parser!(u32).range(4..=1000))]
+    pub max_runs: Option<u32>,
+    /// Exit with code 5 when a benchmark failed or timed out, or nothing at all was measured
+    /// (a benchmark this OS does not support is not a failure)
+    #[arg(long)]
+    pub fail_on_error: bool,
+    /// Seed of the run order: runs are taken in rounds, each a fresh random order of the
+    /// benchmarks and the drift reference [default: a new seed, recorded in the run]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+impl RunOpts {
+    /// The benchmarks with the drift reference added (it runs in every round), and the order's
+    /// schedule: the seed asked for or a fresh one.
+    pub fn interleave(
+        &self,
+        mut benchmarks: Vec<Box<dyn crate::bench::Benchmark>>,
+    ) -> (
+        Vec<Box<dyn crate::bench::Benchmark>>,
+        crate::model::Schedule,
+    ) {
+        benchmarks.push(Box::new(crate::bench::reference::Reference::new()));
+        let schedule = crate::model::Schedule {
+            order: "interleaved".into(),
+            seed: self.seed.unwrap_or_else(crate::runner::new_seed),
+            rounds: Vec::new(),
+            reference: Some(crate::bench::reference::ID.to_string()),
+        };
+        (benchmarks, schedule)
+    }
+}
+
+/// Default cap of adaptive runs (`--max-runs`).
+pub const DEFAULT_MAX_RUNS: u32 = 30;
+
+impl RunOpts {
+    /// The runs to plan and the adaptive rule: with `--ci-width`, `runs` is the minimum (at
+    /// least [`crate::runner::MIN_SIGNIFICANT_RUNS`]) and `--max-runs` the cap. Returns (runs,
+    /// most runs a benchmark may take, adaptive config).
+    pub fn runs_plan(
+        &self,
+        default_runs: u32,
+    ) -> Result<(u32, u32, Option<crate::model::AdaptiveConfig>), CliError> {
+        let Some(width) = self.ci_width else {
+            let runs = self.runs.unwrap_or(default_runs);
+            return Ok((runs, runs, None));
+        };
+        // Adaptive: --runs is the minimum; without it, the fewest runs that can reach significance.
+        let min = self
+            .runs
+            .unwrap_or(0)
+            .max(crate::runner::MIN_SIGNIFICANT_RUNS);
+        let max = self.max_runs.unwrap_or(DEFAULT_MAX_RUNS.max(min));
+        if max < min {
+            return Err(CliError::Usage(format!(
+                "--max-runs {max} is below the minimum of {min} runs (--runs, at least {})",
+                crate::runner::MIN_SIGNIFICANT_RUNS
+            )));
+        }
+        Ok((
+            min,
+            max,
+            Some(crate::model::AdaptiveConfig {
+                ci_width: width,
+                max_runs: max,
+            }),
+        ))
+    }
+
+    /// The `--tag`s, checked (exit 2 for a malformed one).
+    pub(super) fn tags(&self) -> Result<std::collections::BTreeMap<String, String>, CliError> {
+        crate::fleet::parse_tags(&self.tags).map_err(|e| CliError::Usage(format!("--tag: {e}")))
+    }
+
+    /// Before running: the label is valid, every output can be written, and no two name the
+    /// same file (exit 2). The label is checked here, not by clap, whose message would echo it raw.
+    pub(super) fn check_outputs(&self) -> Result<(), CliError> {
+        self.check_outputs_with(&[])
+    }
+
+    /// [`Self::check_outputs`] with a command's own outputs (option name, path) besides the
+    /// common ones.
+    pub(super) fn check_outputs_with(&self, extra: &[(&str, &Path)]) -> Result<(), CliError> {
+        if let Some(l) = &self.label {
+            crate::output::parse_label(l).map_err(|e| CliError::Usage(format!("--label: {e}")))?;
+        }
+        self.tags()?;
+        // The exports as the run writes them; --export-html's path is checked when the store
+        // opens (`StoreSink::open`), as it always was.
+        let exports = super::outputs::exports(self);
+        let mut all: Vec<(&str, &Path)> = Vec::new();
+        for f in &exports {
+            if !f.is_html() {
+                check_writable(&f.path).map_err(|e| CliError::Usage(format!("{}: {e}", f.flag)))?;
+            }
+            all.push((f.flag, &f.path));
+        }
+        for &(flag, path) in extra {
+            check_writable(path).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+            all.push((flag, path));
+        }
+        // An export over the result store would destroy it.
+        let store = match (&self.store.store, self.store.no_store) {
+            (_, true) => None,
+            (Some(p), false) => Some(p.clone()),
+            (None, false) => crate::store::default_path().ok(),
+        };
+        crate::export::claim_stdout(all.iter().map(|(_, p)| *p));
+        if let Some(p) = &store {
+            all.push(("the result store", p));
+        }
+        crate::export::check_distinct(&all).map_err(CliError::Usage)
+    }
+}
+
+/// `osgauge run`: the preset's suites (their lighter configuration at the quick preset).
+pub(super) fn run_preset(preset: Preset, suite: &[String], opts: RunOpts) -> Result<i32, CliError> {
+    let all = pick_suites(suite).map_err(CliError::Usage)?;
+    // The quick preset builds suites in their lighter configuration.
+    let suite_opts = match preset {
+        Preset::Quick => SuiteOptions::quick(),
+        Preset::Standard => SuiteOptions::default(),
+    };
+    run_plan(preset_name(preset), preset, all, opts, &suite_opts)
+}
+
+/// `osgauge micro`: the selected suites and ids, each suite's options checked against the
+/// selection.
+pub(super) fn run_micro(
+    select: Vec<String>,
+    mut opts: RunOpts,
+    suites: &SuiteArgs,
+) -> Result<i32, CliError> {
+    let suite_opts = suites.suite_options(&select, &mut opts)?;
+    run_plan("custom", Preset::Standard, select, opts, &suite_opts)
+}
+
+/// `run --suite a,b`: the named suites in the order `run` executes them, each once; every suite
+/// when none is named.
+pub fn pick_suites(wanted: &[String]) -> Result<Vec<String>, String> {
+    let names: Vec<&'static str> = suites().iter().map(|s| s.name).collect();
+    if let Some(bad) = wanted.iter().find(|w| !names.contains(&w.as_str())) {
+        return Err(format!(
+            "--suite: unknown suite '{}' (suites: {})",
+            crate::output::display_text(bad, 64),
+            names.join(", ")
+        ));
+    }
+    Ok(names
+        .into_iter()
+        .filter(|n| wanted.is_empty() || wanted.iter().any(|w| w == n))
+        .map(str::to_string)
+        .collect())
+}
+
+fn preset_name(p: Preset) -> &'static str {
+    match p {
+        Preset::Quick => "quick",
+        Preset::Standard => "standard",
+    }
+}
+
+/// Resolve suite names and benchmark ids into benchmarks, in suite order, without duplicates.
+pub fn select(names: &[String]) -> Result<Vec<Box<dyn Benchmark>>, String> {
+    select_with(names, &SuiteOptions::default())
+}
+
+/// [`select`] from suites built with `opts`.
+pub fn select_with(
+    names: &[String],
+    opts: &SuiteOptions,
+) -> Result<Vec<Box<dyn Benchmark>>, String> {
+    let mut wanted_suites = Vec::new();
+    let mut wanted_ids = Vec::new();
+    let all = suites_with(opts);
+    for n in names {
+        if all.iter().any(|s| s.name == n) {
+            wanted_suites.push(n.as_str());
+        } else if all
+            .iter()
+            .any(|s| s.benchmarks.iter().any(|b| b.info().id == *n))
+        {
+            wanted_ids.push(n.as_str());
+        } else {
+            let known: Vec<_> = all.iter().map(|s| s.name).collect();
+            return Err(format!(
+                "unknown suite or benchmark '{n}' (suites: {}; `osgauge list` shows every id)",
+                known.join(", ")
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for s in all {
+        let whole = wanted_suites.contains(&s.name);
+        for b in s.benchmarks {
+            if whole || wanted_ids.contains(&b.info().id.as_str()) {
+                out.push(b);
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn run_plan(
+    preset: &str,
+    defaults: Preset,
+    selection: Vec<String>,
+    opts: RunOpts,
+    suite_opts: &SuiteOptions,
+) -> Result<i32, CliError> {
+    run_plan_then(
+        preset,
+        defaults,
+        selection,
+        opts,
+        suite_opts,
+        Vec::new(),
+        |_| {},
+    )
+}
+
+/// [`run_plan`] with a command's `own` files, and `after(record)` printed after the results.
+pub(super) fn run_plan_then(
+    preset: &str,
+    defaults: Preset,
+    selection: Vec<String>,
+    opts: RunOpts,
+    suite_opts: &SuiteOptions,
+    own: Vec<FileOutput>,
+    after: impl FnOnce(&RunRecord),
+) -> Result<i32, CliError> {
+    let benchmarks = select_with(&selection, suite_opts).map_err(CliError::Usage)?;
+    opts.check_outputs()?;
+    let (runs, run_time) = match defaults {
+        Preset::Quick => (5, Duration::from_millis(100)),
+        Preset::Standard => (10, Duration::from_millis(300)),
+    };
+    let (runs, most_runs, adaptive) = opts.runs_plan(runs)?;
+    let run_time = opts.run_time.unwrap_or(run_time);
+    // Default bound: ten times the planned measuring time (of the most runs a benchmark may
+    // take), at least 20 s and three times the longest benchmark's own estimate (mem/bandwidth
+    // faults in 4× the last-level cache each run: 17 s on a quiet 2-CPU VM with a 480 MiB L3,
+    // over the old 32 s bound on a busy one), plus room for the CPU-cost windows a benchmark may
+    // extend (two per run, `cpucost::max_extension` each).
+    let planned = run_time.as_secs_f64() * f64::from(most_runs + opts.warmup);
+    let extension = crate::cpucost::max_extension(run_time).as_secs_f64()
+        * 2.0
+        * f64::from(most_runs + opts.warmup);
+    let at_most_runs = crate::bench::Estimate {
+        runs: most_runs,
+        warmup: opts.warmup,
+        run_time,
+    };
+    let longest = benchmarks
+        .iter()
+        .map(|b| b.estimate_s(&at_most_runs))
+        .fold(0.0, f64::max);
+    let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
+        default_bound_s(planned, longest) + extension,
+    ));
+    let (benchmarks, schedule) = opts.interleave(benchmarks);
+    let plan = Plan {
+        benchmarks,
+        label: opts.label.clone(),
+        tags: opts.tags()?,
+        config: Config {
+            preset: preset.to_string(),
+            selection,
+            runs,
+            warmup_runs: opts.warmup,
+            run_time_ms: run_time.as_millis() as u64,
+            timeout_ms: (timeout.as_millis() as u64).max(1),
+            bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
+            command_line: crate::store::redact_args(std::env::args()),
+            adaptive: adaptive.clone(),
+            schedule: Some(schedule),
+            ab: None,
+        },
+    };
+    let preface = format!(
+        "{} benchmark(s) and the drift reference, in rounds of random order, {}",
+        plan.benchmarks.len() - 1,
+        runs_text(&plan)
+    );
+    execute_and_keep(plan, &opts, &preface, own, |record| {
+        print_record(record, opts.quiet, opts.verbose);
+        after(record);
+    })
+}
+
+/// A benchmark's default time bound before CPU-cost extensions, s: ten times its planned
+/// measuring time, at least 20 s, and at least three times the longest benchmark's own estimate
+/// (`longest_s`: an estimate assumes a quiet machine; a busy one takes up to about twice as long).
+pub fn default_bound_s(planned_s: f64, longest_s: f64) -> f64 {
+    (planned_s * 10.0).max(20.0).max(3.0 * longest_s)
+}
+
+/// "5 run(s) each" or, adaptive, "4–30 run(s) each until the 95 % CI is within ±5 %".
+pub(super) fn runs_text(plan: &Plan) -> String {
+    match &plan.config.adaptive {
+        None => format!("{} run(s) each", plan.config.runs),
+        Some(a) => format!(
+            "{}–{} run(s) each until the 95 % CI is within ±{} %",
+            plan.config.runs,
+            a.max_runs,
+            a.ci_width * 100.0
+        ),
+    }
+}
+
+/// Run a plan with a progress bar and Ctrl-C handling, storing each benchmark as it finishes;
+/// then `print` the results, write the command's `own` files, finish the stored run and write the
+/// exports ([`Outputs`]). Exit code: 130 when interrupted, else 0 (failed benchmarks are in the
+/// record).
+pub(super) fn execute_and_keep(
+    plan: Plan,
+    opts: &RunOpts,
+    preface: &str,
+    own: Vec<FileOutput>,
+    print: impl FnOnce(&RunRecord),
+) -> Result<i32, CliError> {
+    let mut outputs = Outputs::open(opts, print, own)?;
+    outputs.announce(&plan, preface);
+    let cancel = interrupt_flag();
+    // Load files that killed osgauge processes left behind (default folder, and the old-style
+    // files in the working directory).
+    let cwd = std::env::current_dir().unwrap_or_default();
+    crate::workload::load::remove_stale(&crate::workload::load::default_load_base(), &[&cwd]);
+    outputs.start(&plan);
+    let outputs = std::cell::RefCell::new(outputs);
+    let label = plan.label.clone();
+    let records = crate::runner::execute_arms(
+        plan,
+        &[label],
+        &mut |_, _| match outputs.borrow().stop_reason() {
+            Some(why) => Err(why.to_string()),
+            None => Ok(()),
+        },
+        cancel,
+        &mut |ev| outputs.borrow_mut().event(&ev),
+    );
+    let record = match records {
+        Ok(mut v) | Err((_, mut v)) => v.pop().expect("one arm"),
+    };
+    let kept = outputs.into_inner().write_all(&record);
+    let failures = opts.fail_on_error.then(|| failures(&record)).flatten();
+    if let Some(why) = &failures {
+        crate::errln!("osgauge: --fail-on-error: {why}");
+    }
+    // A signal that ended the run, or an export it cut short, gives its exit code.
+    kept.exit_code(
+        cancel.load(Ordering::Relaxed),
+        record.complete,
+        failures.is_some(),
+    )
+}
+
+/// What `--fail-on-error` fails on: benchmarks that failed or reached their time bound, or a run
+/// in which no figure at all was measured. `None` when there is none.
+pub fn failures(record: &RunRecord) -> Option<String> {
+    use crate::model::ErrorKind;
+    let failed: Vec<String> = record
+        .benchmarks
+        .iter()
+        .filter_map(|b| {
+            let e = b.error.as_ref()?;
+            matches!(e.kind, ErrorKind::Failed | ErrorKind::Timeout)
+                .then(|| format!("{} ({})", b.id, e.kind.as_str()))
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Some(format!(
+            "{} benchmark(s) not measured: {}",
+            failed.len(),
+            failed.join(", ")
+        ));
+    }
+    let measured = record
+        .benchmarks
+        .iter()
+        .any(|b| b.metrics.iter().any(|m| m.summary.is_some()));
+    (!measured).then(|| "nothing was measured".to_string())
+}
+
+fn print_record(record: &RunRecord, quiet: bool, verbose: bool) {
+    crate::out!(
+        "{}",
+        crate::output::summary::render_summary(record, &crate::bench::registry::headlines())
+    );
+    crate::out!("{}", crate::output::render_tables(record));
+    if let Some(line) = reference_line(record) {
+        crate::outln!("{line}");
+    }
+    crate::outln!(
+        "median of {} (95 % bootstrap CI); p99 over timed batches; CV = run-to-run variation. Method: `osgauge list --long`.",
+        crate::output::runs_kept_text(record)
+    );
+    print_warnings(record, quiet, verbose);
+}
+
+/// One line with the drift reference's figures, when the run has them.
+fn reference_line(record: &RunRecord) -> Option<String> {
+    let r = record.reference.as_ref()?;
+    let parts: Vec<String> = r
+        .metrics
+        .iter()
+        .filter_map(|m| {
+            let c = m.summary.as_ref()?.center;
+            Some(format!(
+                "{} {}",
+                m.name,
+                crate::units::format_value(c, m.unit)
+            ))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "drift reference (every round; `compare` reads it): {}",
+            parts.join(", ")
+        )
+    })
+}
+
+/// The warnings section on stderr (not with --quiet): each condition once, in brief and leaving
+/// out what the summary's Verdicts said, or everything in full with --verbose (each warning is
+/// in the record and the report).
+pub(super) fn print_warnings(record: &RunRecord, quiet: bool, verbose: bool) {
+    if quiet {
+        return;
+    }
+    use crate::output::summary;
+    let verdicts_shown = summary::shows_summary(record);
+    let w = summary::warning_lines(record, verbose, verdicts_shown);
+    if !w.is_empty() {
+        crate::errln!(
+            "\nWarnings{}:",
+            if verbose {
+                " (in full)"
+            } else if verdicts_shown {
+                " (the run's own are under Verdicts above; each in full: --verbose)"
+            } else {
+                " (each in full: --verbose)"
+            }
+        );
+        for x in w {
+            let wrapped = if verbose {
+                vec![format!("- {x}")]
+            } else {
+                crate::output::conditions::wrap(&format!("- {x}"), 78, "    ")
+            };
+            for line in wrapped {
+                crate::errln!("  {line}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default bound covers three times the longest benchmark's own estimate (a busy machine
+    /// took twice mem/bandwidth's quiet 17 s and lost it to the old 32 s bound), never less than
+    /// ten times the planned measuring time or 20 s.
+    #[test]
+    fn the_default_bound_leaves_the_longest_benchmark_room_on_a_busy_machine() {
+        assert_eq!(default_bound_s(0.6, 0.7), 20.0);
+        assert_eq!(default_bound_s(3.0, 2.0), 30.0);
+        assert_eq!(default_bound_s(0.6, 21.0), 63.0);
+    }
+
+    #[test]
+    fn selection_resolves_suites_and_ids_in_order() {
+        let b = select(&["cpu/null_syscall".into(), "cpu".into()]).unwrap();
+        let ids: Vec<_> = b.iter().map(|b| b.info().id.clone()).collect();
+        assert!(ids.contains(&"cpu/null_syscall".to_string()));
+        // No duplicates, suite order kept.
+        let mut dedup = ids.clone();
+        dedup.dedup();
+        assert_eq!(ids, dedup);
+        assert_eq!(ids[0], "cpu/timer_read");
+        assert!(
+            select(&["nosuch".into()])
+                .err()
+                .unwrap()
+                .contains("unknown suite or benchmark 'nosuch'")
+        );
+    }
+
+    #[test]
+    fn fail_on_error_counts_failures_and_empty_runs_not_unsupported() {
+        use crate::model::{BenchError, RunRecord};
+        let text = include_str!("../../tests/fixtures/cpu-a.json");
+        let mut r: RunRecord = serde_json::from_str(text).unwrap();
+        assert_eq!(failures(&r), None);
+        r.benchmarks[0].error = Some(BenchError::unsupported("unsupported on TestOS: no"));
+        assert_eq!(failures(&r), None, "unsupported is not a failure");
+        r.benchmarks[1].error = Some(BenchError::timeout("bound"));
+        let why = failures(&r).unwrap();
+        assert!(
+            why.contains(&format!("{} (timeout)", r.benchmarks[1].id)),
+            "{why}"
+        );
+        assert!(!why.contains(&r.benchmarks[0].id), "{why}");
+        r.benchmarks[1].error = None;
+        for b in &mut r.benchmarks {
+            for m in &mut b.metrics {
+                m.summary = None;
+            }
+        }
+        assert_eq!(failures(&r).as_deref(), Some("nothing was measured"));
+    }
+
+    #[test]
+    fn suites_are_picked_in_run_order() {
+        assert_eq!(
+            pick_suites(&["fs".into(), "net".into(), "fs".into()]).unwrap(),
+            vec!["net".to_string(), "fs".to_string()]
+        );
+        assert_eq!(pick_suites(&[]).unwrap().len(), suites().len());
+        assert!(pick_suites(&["cpu/null_syscall".into()]).is_err());
+    }
+}
