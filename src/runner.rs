@@ -71,9 +71,18 @@ impl Plan {
             run_time: self.run_time(),
         };
         let bound = self.timeout().as_secs_f64();
+        // A benchmark that warms itself takes no warm-up run.
+        let without_warmup = crate::bench::Estimate { warmup: 0, ..e };
         self.benchmarks
             .iter()
-            .map(|b| b.estimate_s(&e).clamp(0.0, bound))
+            .map(|b| {
+                let e = if b.warms_itself() {
+                    &without_warmup
+                } else {
+                    &e
+                };
+                b.estimate_s(e).clamp(0.0, bound)
+            })
             .collect()
     }
 }
@@ -1840,6 +1849,10 @@ mod tests {
         };
         let cancel = AtomicBool::new(false);
         let p = plan(vec![Box::new(SelfWarming(fake("test/self", cold)))], 4, 10);
+        // Its estimate has no warm-up run either: 4 runs of 1 ms + set-up, not 5.
+        let cold_estimate = plan(vec![fake("test/cold", cold)], 4, 10).estimates()[0];
+        let warm_estimate = p.estimates()[0];
+        assert!((warm_estimate / cold_estimate - 4.0 / 5.0).abs() < 1e-9);
         let r = run_benchmark(p.benchmarks[0].as_ref(), &p, &timing(), &cancel);
         assert!(r.error.is_none(), "{:?}", r.error);
         assert_eq!(r.metrics[0].runs.len(), 4);

@@ -137,6 +137,8 @@ impl Latency {
              up to 4× LLC). Chain: {how}. Each working set is built, traversed once to warm it, \
              then timed in harness batches (clock overhead subtracted; the loop counter overlaps \
              the load latency, so no loop overhead is subtracted); its point is the batch median. \
+             No harness warm-up run: every run maps, builds and warms each working set itself \
+             and discards its batch-sizing batches, all a warm-up run would do. \
              Pages: {pages}. Plateaus are detected once per benchmark, after all runs, on the median curve over runs (a point joins a plateau while it rises ≤ ~30 % \
              per step and ≤ 80 % over the plateau's start; plateaus within 35 % merge; see plateau.rs), named L1, L2, L3 in \
              order, and memory once they start above the largest reported cache (or stay flat at twice it, or are over 0.6× as slow as memory). Each run's value for a cache level \
@@ -474,6 +476,11 @@ impl Benchmark for Latency {
 
     fn finish(&self, runs: &mut [RunOutput]) -> serde_json::Map<String, Value> {
         self.finish_runs(runs)
+    }
+
+    /// Every run maps a fresh buffer, builds and warms each working set before timing it.
+    fn warms_itself(&self) -> bool {
+        true
     }
 }
 
