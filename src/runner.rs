@@ -233,6 +233,11 @@ pub fn execute_arms(
             .map(|tracks| round_order(tracks, &plan, round, reference))
             .collect();
         if orders.iter().all(Vec::is_empty) {
+            if round == 0 {
+                // Nothing to warm up (no reference, every benchmark warms itself): measure.
+                round = 1;
+                continue;
+            }
             break;
         }
         let mut arm_order: Vec<usize> = (0..arms.len()).collect();
@@ -369,10 +374,11 @@ fn split_reference(
 /// The benchmarks of one arm that take a run in `round`, in plan order. The drift reference
 /// follows the others: it runs while any of them does, whatever the adaptive rule says of it.
 fn round_order(tracks: &[Track], plan: &Plan, round: u32, reference: Option<usize>) -> Vec<usize> {
-    let others_active = tracks
-        .iter()
-        .enumerate()
-        .any(|(i, t)| Some(i) != reference && t.active(plan, round));
+    // In the warm-up round the reference warms up when any benchmark will be measured, also when
+    // every one of them warms itself (takes no warm-up run).
+    let others_active = tracks.iter().enumerate().any(|(i, t)| {
+        Some(i) != reference && (t.active(plan, round) || (round == 0 && t.active(plan, 1)))
+    });
     (0..tracks.len())
         .filter(|&i| {
             if Some(i) == reference {
@@ -1867,6 +1873,51 @@ mod tests {
             assert!(b.error.is_none(), "{}: {:?}", b.id, b.error);
             assert_eq!(b.metrics[0].runs.len(), 3, "{}", b.id);
         }
+    }
+
+    /// Only benchmarks that warm themselves (`micro mem/bandwidth_1t`): the warm-up round has
+    /// nothing of theirs, yet they are measured, and the reference still warms up and runs
+    /// beside them.
+    #[test]
+    fn benchmarks_that_all_warm_themselves_are_still_measured() {
+        let cancel = AtomicBool::new(false);
+        let ok = |ctx: &RunContext| {
+            if ctx.warmup {
+                return Err(BenchError::failed("a warm-up run was taken"));
+            }
+            Ok(RunOutput::default().metric("t", vec![1.0 + ctx.run_index as f64]))
+        };
+        // Without a reference: no warm-up round at all.
+        let p = seeded(
+            plan(vec![Box::new(SelfWarming(fake("test/self", ok)))], 3, 10),
+            3,
+            None,
+        );
+        let r = execute(p, &cancel, &mut |_| {});
+        assert_eq!(r.benchmarks[0].metrics[0].runs.len(), 3);
+        assert!(
+            r.benchmarks[0].error.is_none(),
+            "{:?}",
+            r.benchmarks[0].error
+        );
+        // With a reference: it warms up alone in round 0, then runs in every measured round.
+        let b: Vec<Box<dyn Benchmark>> = vec![
+            Box::new(SelfWarming(fake("test/self", ok))),
+            fake("test/ref", |_| {
+                Ok(RunOutput::default().metric("t", vec![1.0]))
+            }),
+        ];
+        let r = execute(
+            seeded(plan(b, 3, 10), 3, Some("test/ref")),
+            &cancel,
+            &mut |_| {},
+        );
+        let sched = r.config.schedule.clone().unwrap();
+        assert_eq!(sched.rounds.len(), 4, "{:?}", sched.rounds);
+        assert_eq!(sched.rounds[0], ["test/ref"]);
+        assert!(sched.rounds[1..].iter().all(|o| o.len() == 2));
+        assert_eq!(r.benchmark("test/self").unwrap().metrics[0].runs.len(), 3);
+        assert_eq!(r.reference.as_ref().unwrap().metrics[0].runs.len(), 3);
     }
 
     #[test]
