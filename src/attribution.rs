@@ -762,7 +762,7 @@ pub struct Recorded {
 }
 
 /// The attribution facts of `b`'s runs, or None when none was traced.
-pub fn recorded(b: &crate::model::BenchmarkResult) -> Option<Recorded> {
+pub fn recorded(b: &crate::record::BenchmarkResult) -> Option<Recorded> {
     let per_run: Vec<&serde_json::Value> = b
         .run_facts
         .iter()

@@ -11,10 +11,9 @@ pub mod cpucost;
 pub mod embedded;
 pub mod export;
 pub mod fleet;
-pub mod harness;
-pub mod model;
 pub mod output;
 pub mod platform;
+pub mod record;
 pub mod report;
 pub mod runner;
 pub mod serve;
@@ -25,5 +24,6 @@ pub mod tempfiles;
 /// Test support (is the machine too busy for a timing assertion?); not part of the API.
 #[doc(hidden)]
 pub mod testing;
+pub mod timing;
 pub mod units;
 pub mod workload;

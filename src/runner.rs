@@ -9,11 +9,11 @@ use chrono::Utc;
 use serde_json::{Map, Value};
 
 use crate::bench::{Benchmark, Info, RunOutput};
-use crate::harness::RunContext;
+use crate::timing::RunContext;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 
-use crate::model::{
+use crate::record::{
     AdaptiveOutcome, BenchError, BenchmarkResult, BoundKind, Config, Environments, ErrorKind,
     MetricBound, MetricResult, RunMetric, RunRecord, SCHEMA, Schedule, TimingCalibration, Tool,
 };
@@ -167,7 +167,7 @@ pub fn execute_arms(
 ) -> Result<Vec<RunRecord>, (String, Vec<RunRecord>)> {
     let machine = crate::platform::sysinfo::machine();
     let env_start = crate::platform::sysinfo::environment();
-    let timing = crate::harness::calibrate();
+    let timing = crate::timing::calibrate();
     let mut config = plan.config.clone();
     let mut schedule = config.schedule.take().unwrap_or_else(|| Schedule {
         order: "interleaved".into(),
@@ -896,8 +896,8 @@ fn summarize_metric(
                         i + 1
                     ));
                 }
-                let offset = crate::model::histogram_offset(samples, scale);
-                let histogram = crate::model::encode_histogram_offset(samples, scale, offset);
+                let offset = crate::record::histogram_offset(samples, scale);
+                let histogram = crate::record::encode_histogram_offset(samples, scale, offset);
                 if histogram.is_none() {
                     push_warning(format!(
                         "{}: run {} has no histogram (a sample is not a finite number); its \
@@ -1415,7 +1415,7 @@ mod tests {
         let m = &r.metrics[0];
         assert_eq!(m.runs.len(), 3);
         for run in &m.runs {
-            let h = crate::model::decode_histogram(run.histogram.as_ref().unwrap()).unwrap();
+            let h = crate::record::decode_histogram(run.histogram.as_ref().unwrap()).unwrap();
             assert_eq!(h.len(), 4);
             let off = run.histogram_offset.unwrap();
             let scale = run.histogram_scale.unwrap();
@@ -1594,7 +1594,7 @@ mod tests {
 
     fn adaptive_plan(b: Box<dyn Benchmark>, min: u32, max: u32, width: f64) -> Plan {
         let mut p = plan(vec![b], min, 60);
-        p.config.adaptive = Some(crate::model::AdaptiveConfig {
+        p.config.adaptive = Some(crate::record::AdaptiveConfig {
             ci_width: width,
             max_runs: max,
         });
@@ -1928,7 +1928,7 @@ mod tests {
             Ok(RunOutput::default().metric("t", vec![1.0]))
         }));
         let mut p = seeded(plan(b, 4, 10), 7, Some("test/ref"));
-        p.config.adaptive = Some(crate::model::AdaptiveConfig {
+        p.config.adaptive = Some(crate::record::AdaptiveConfig {
             ci_width: 0.5,
             max_runs: 9,
         });

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 
 /// Which way is better for a scored figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -3,7 +3,7 @@
 //! inputs read from stored benchmark results (or a published-figures file) → service demand per
 //! resource, utilisations, maximum rate and bottleneck, QoS pass/fail, a 1–5 score table with a
 //! requirements gate. See `profile.rs` for the profile format, `inputs.rs` for where every input
-//! comes from, `calc.rs` for the laws. Not to be confused with `crate::model` (the result record).
+//! comes from, `calc.rs` for the laws. Not to be confused with `crate::record` (the result record).
 
 pub mod calc;
 pub mod check;

@@ -10,7 +10,7 @@
 //!   file per benchmark), add `pub mod <suite>;` to `src/bench/mod.rs` and one `Suite` entry to
 //!   `src/bench/registry.rs` (with its options in `SuiteOptions` if it has any, its notes on a run
 //!   if it has any, and its leftovers of killed runs in `remove_leftovers`). A suite
-//!   imports no other suite: what two suites share lives in `crate::harness`, `crate::stats` or
+//!   imports no other suite: what two suites share lives in `crate::timing`, `crate::stats` or
 //!   `crate::platform`.
 //!
 //! Rules every benchmark follows:
@@ -24,8 +24,8 @@
 use std::hint::black_box;
 
 use super::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
 pub struct Example {
@@ -87,7 +87,7 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     use super::*;
-    use crate::model::Config;
+    use crate::record::Config;
     use crate::runner::{Plan, run_benchmark};
 
     /// The template is a working benchmark: through the real runner it yields a summary and a
@@ -112,7 +112,7 @@ mod tests {
                 ab: None,
             },
         };
-        let timing = crate::harness::calibrate();
+        let timing = crate::timing::calibrate();
         let cancel = AtomicBool::new(false);
         let r = run_benchmark(plan.benchmarks[0].as_ref(), &plan, &timing, &cancel);
         assert!(r.error.is_none(), "{:?}", r.error);

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::testutil::{is_linux, with_ctx};
 use super::{Benchmark, cpu, proc};
-use crate::model::ErrorKind;
+use crate::record::ErrorKind;
 
 /// Median of metric `metric` of benchmark `id` over one 100 ms run, or None where unsupported.
 fn measure(all: &[Box<dyn Benchmark>], id: &str, metric: &str) -> Option<f64> {

@@ -3,11 +3,11 @@
 
 use serde_json::{Map, Value};
 
-// What one run returns, and the metric declarations, are the run harness's (src/harness.rs): the
+// What one run returns, and the metric declarations, are the timing layer's (src/timing.rs): the
 // workload layer's loads beside a measurement build them too.
-use crate::harness::RunContext;
-pub use crate::harness::{MetricSpec, RunOutput, os_err};
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::RunContext;
+pub use crate::timing::{MetricSpec, RunOutput, os_err};
 // A suite declares its headline figures (its `HEADLINES`, beside its `DESCRIPTION`) in the
 // summary's vocabulary; the registry hands them to the summary.
 pub use crate::output::summary::{Headline, Headlines, Pick};

@@ -16,11 +16,11 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput, os_err};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
-pub use crate::model::drift_reference::{ID, SUITE, family_of};
+pub use crate::record::drift_reference::{ID, SUITE, family_of};
 
 /// Measuring time of each of its figures per run.
 const WINDOW: Duration = Duration::from_millis(20);

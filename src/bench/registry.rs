@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 
 use super::{Benchmark, Headlines, cpu, frame, fs, interactivity, latency, mem, net, policy, proc};
 

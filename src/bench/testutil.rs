@@ -3,12 +3,12 @@
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use crate::harness::RunContext;
-use crate::model::TimingCalibration;
+use crate::record::TimingCalibration;
+use crate::timing::RunContext;
 
 /// The harness's own calibration, as a real run uses.
 pub fn timing() -> TimingCalibration {
-    crate::harness::calibrate()
+    crate::timing::calibrate()
 }
 
 /// Owns what a [`RunContext`] borrows, so a test can make several contexts.
@@ -56,8 +56,8 @@ pub fn is_linux() -> bool {
 
 /// A stored result of benchmark `id` with these metrics, each with its median (None: not
 /// measured), taken from a fixture's record (for tests of what a suite reads from results).
-pub fn result(id: &str, metrics: &[(&str, Option<f64>)]) -> crate::model::BenchmarkResult {
-    let record: crate::model::RunRecord =
+pub fn result(id: &str, metrics: &[(&str, Option<f64>)]) -> crate::record::BenchmarkResult {
+    let record: crate::record::RunRecord =
         serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap();
     let mut b = record.benchmarks[0].clone();
     let template = b.metrics[0].clone();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{CliError, EXIT_INTERRUPTED, EXIT_OK, EXIT_REGRESSION, RunOpts};
-use crate::model::{AbArm, RunRecord, SwitchLog};
+use crate::record::{AbArm, RunRecord, SwitchLog};
 
 /// Output of a switch or read-back command kept in the record, characters.
 const OUTPUT_MAX: usize = 2000;
@@ -144,7 +144,7 @@ pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
         benchmarks,
         label: None,
         tags: opts.tags()?,
-        config: crate::model::Config {
+        config: crate::record::Config {
             preset: "ab".into(),
             selection: a.select.clone(),
             runs,

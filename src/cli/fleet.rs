@@ -9,7 +9,7 @@ use super::results::StorePath;
 use super::select::{FilterArgs, RunSelect};
 use super::{CliError, EXIT_OK, EXIT_REGRESSION};
 use crate::fleet::{self, GroupBy, Machines, Status};
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 use crate::store::{RunRow, Store};
 
 /// `osgauge fleet --help`, after the options.

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use super::run::{execute_and_keep, print_warnings, runs_text};
 use super::*;
-use crate::model::Config;
+use crate::record::Config;
 use crate::runner::Plan;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -278,7 +278,7 @@ pub(super) fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
         .unwrap_or_else(crate::workload::load::default_load_base);
     // What dead osgauge processes left there goes at every start, whatever this run's loads.
     crate::workload::load::remove_stale(&load_base, &[&load_base]);
-    crate::workload::beside::check_load_dir(&load_base, a.load_dir.is_some(), &loads)
+    crate::workload::background::check_load_dir(&load_base, a.load_dir.is_some(), &loads)
         .map_err(CliError::Usage)?;
     let settings = Settings {
         duration: Some(duration),

@@ -225,8 +225,12 @@ fn options(place: &Placement, sched: SchedRequest) -> Result<LatencyOptions, Cli
     if lo.loads.iter().any(|&l| l != LoadKind::None) {
         // What dead osgauge processes left there goes at every start with a load.
         crate::workload::load::remove_stale(&lo.load.dir, &[&lo.load.dir]);
-        crate::workload::beside::check_load_dir(&lo.load.dir, place.load_dir.is_some(), &lo.loads)
-            .map_err(CliError::Usage)?;
+        crate::workload::background::check_load_dir(
+            &lo.load.dir,
+            place.load_dir.is_some(),
+            &lo.loads,
+        )
+        .map_err(CliError::Usage)?;
     }
     Ok(lo)
 }
@@ -339,7 +343,7 @@ pub fn run_noise(a: NoiseArgs) -> Result<i32, CliError> {
 }
 
 /// The terminal's attribution: the culprits over every run, then one line per top spike.
-pub fn attribution_lines(b: &crate::model::BenchmarkResult, top: usize) -> Vec<String> {
+pub fn attribution_lines(b: &crate::record::BenchmarkResult, top: usize) -> Vec<String> {
     use crate::attribution::{Part, part_text, recorded, top_culprits};
     let Some(r) = recorded(b) else {
         return Vec::new();
@@ -391,10 +395,10 @@ pub fn attribution_lines(b: &crate::model::BenchmarkResult, top: usize) -> Vec<S
 /// "tracing cost: p50 12 µs traced vs 11 µs untraced, p99 …", from the medians of both runs'
 /// figures; None when either side has none.
 pub fn tracing_cost(
-    traced: &crate::model::BenchmarkResult,
-    untraced: &crate::model::BenchmarkResult,
+    traced: &crate::record::BenchmarkResult,
+    untraced: &crate::record::BenchmarkResult,
 ) -> Option<String> {
-    let center = |b: &crate::model::BenchmarkResult, m: &str| {
+    let center = |b: &crate::record::BenchmarkResult, m: &str| {
         b.metrics
             .iter()
             .find(|x| x.name == m)

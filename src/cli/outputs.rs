@@ -21,8 +21,8 @@ use super::run::RunOpts;
 use super::sink::StoreSink;
 use super::{CliError, EXIT_BENCH_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_WARN};
 use crate::export::{Format, write_atomic};
-use crate::model::RunRecord;
 use crate::output::progress::{Progress, format_secs};
+use crate::record::RunRecord;
 use crate::runner::{Event, Plan};
 
 /// A file a run writes, named by its option.

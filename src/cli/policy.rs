@@ -213,7 +213,7 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
         benchmarks,
         label: opts.label.clone(),
         tags: opts.tags()?,
-        config: crate::model::Config {
+        config: crate::record::Config {
             preset: "policy".into(),
             selection,
             runs,

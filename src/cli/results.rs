@@ -8,8 +8,8 @@ use clap::{Args, Subcommand};
 
 use super::{CliError, EXIT_OK, EXIT_REGRESSION};
 use crate::export::{check_writable, write_atomic};
-use crate::model::RunRecord;
 use crate::output::{LABEL_MAX_CHARS, display_text};
+use crate::record::RunRecord;
 use crate::store::{self, Resolved, Store, short_id};
 
 /// Where runs are stored (shared by `run` and `micro`).

@@ -15,7 +15,7 @@ use super::{
 use crate::bench::Benchmark;
 use crate::bench::registry::{SuiteOptions, suites, suites_with};
 use crate::export::check_writable;
-use crate::model::{Config, RunRecord};
+use crate::record::{Config, RunRecord};
 use crate::runner::Plan;
 
 #[derive(Args, Debug, Clone)]
@@ -83,10 +83,10 @@ impl RunOpts {
         mut benchmarks: Vec<Box<dyn crate::bench::Benchmark>>,
     ) -> (
         Vec<Box<dyn crate::bench::Benchmark>>,
-        crate::model::Schedule,
+        crate::record::Schedule,
     ) {
         benchmarks.push(Box::new(crate::bench::reference::Reference::new()));
-        let schedule = crate::model::Schedule {
+        let schedule = crate::record::Schedule {
             order: "interleaved".into(),
             seed: self.seed.unwrap_or_else(crate::runner::new_seed),
             rounds: Vec::new(),
@@ -106,7 +106,7 @@ impl RunOpts {
     pub fn runs_plan(
         &self,
         default_runs: u32,
-    ) -> Result<(u32, u32, Option<crate::model::AdaptiveConfig>), CliError> {
+    ) -> Result<(u32, u32, Option<crate::record::AdaptiveConfig>), CliError> {
         let Some(width) = self.ci_width else {
             let runs = self.runs.unwrap_or(default_runs);
             return Ok((runs, runs, None));
@@ -126,7 +126,7 @@ impl RunOpts {
         Ok((
             min,
             max,
-            Some(crate::model::AdaptiveConfig {
+            Some(crate::record::AdaptiveConfig {
                 ci_width: width,
                 max_runs: max,
             }),
@@ -424,7 +424,7 @@ pub(super) fn execute_and_keep(
 /// What `--fail-on-error` fails on: benchmarks that failed or reached their time bound, or a run
 /// in which no figure at all was measured. `None` when there is none.
 pub fn failures(record: &RunRecord) -> Option<String> {
-    use crate::model::ErrorKind;
+    use crate::record::ErrorKind;
     let failed: Vec<String> = record
         .benchmarks
         .iter()
@@ -555,7 +555,7 @@ mod tests {
 
     #[test]
     fn fail_on_error_counts_failures_and_empty_runs_not_unsupported() {
-        use crate::model::{BenchError, RunRecord};
+        use crate::record::{BenchError, RunRecord};
         let text = include_str!("../../tests/fixtures/cpu-a.json");
         let mut r: RunRecord = serde_json::from_str(text).unwrap();
         assert_eq!(failures(&r), None);

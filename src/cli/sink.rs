@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::CliError;
 use super::results::{StoreOpts, store_err, store_path};
 use crate::export::check_writable;
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 use crate::runner::Event;
 use crate::store::{self, Origin, Store};
 
@@ -177,7 +177,7 @@ impl StoreSink {
     pub fn history(
         &self,
         benchmarks: &[Box<dyn crate::bench::Benchmark>],
-        config: &crate::model::Config,
+        config: &crate::record::Config,
     ) -> std::collections::HashMap<String, f64> {
         let mut found = std::collections::HashMap::new();
         let Some(store) = &self.store else {

@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::{MetricResult, RunRecord};
+use crate::record::{MetricResult, RunRecord};
 use crate::stats;
 use crate::units::{Better, Unit};
 
@@ -231,7 +231,7 @@ pub struct Cell {
     pub environment_differs: bool,
     /// The figure is a bound, not a measurement (see `MetricResult::bound`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bound: Option<crate::model::BoundKind>,
+    pub bound: Option<crate::record::BoundKind>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -392,7 +392,9 @@ fn direction(bid: &str, metric: &str, ms: &[&MetricResult]) -> Better {
 }
 
 /// One side of a row: per invocation, its runs' values.
-fn side_values(found: &[Option<(&crate::model::BenchmarkResult, &MetricResult)>]) -> Vec<Vec<f64>> {
+fn side_values(
+    found: &[Option<(&crate::record::BenchmarkResult, &MetricResult)>],
+) -> Vec<Vec<f64>> {
     found
         .iter()
         .flatten()
@@ -544,7 +546,7 @@ pub fn compare_groups(groups: &[(String, Vec<RunRecord>)], opts: &Options) -> Co
         .count();
     let judged_cells = rows
         .iter()
-        .filter(|r| r.better != Better::Neutral && r.suite != crate::model::drift_reference::SUITE)
+        .filter(|r| r.better != Better::Neutral && r.suite != crate::record::drift_reference::SUITE)
         .flat_map(|r| r.cells.iter().skip(1))
         .filter(|c| c.vs_base.is_some())
         .count();
@@ -664,7 +666,7 @@ fn rows_of(
     let mut rows = Vec::new();
     for (bid, mname) in &keys {
         // Per side, per invocation: the benchmark and metric found.
-        type Found<'a> = Vec<Option<(&'a crate::model::BenchmarkResult, &'a MetricResult)>>;
+        type Found<'a> = Vec<Option<(&'a crate::record::BenchmarkResult, &'a MetricResult)>>;
         let found: Vec<Found> = groups
             .iter()
             .map(|(_, g)| {
@@ -776,7 +778,7 @@ fn reference_name(metric: &str) -> &str {
 /// Mark the drift reference's rows, give every other row's cells the reference's change for
 /// its family, and return per non-baseline column the reference lines to show.
 fn reference_changes(rows: &mut [Row], ncols: usize) -> Vec<Vec<String>> {
-    let reference = crate::model::drift_reference::SUITE;
+    let reference = crate::record::drift_reference::SUITE;
     // family metric → per column: direction-normalised ratio (> 1: the machine was slower).
     let mut by_family: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
     let mut lines = vec![Vec::new(); ncols.saturating_sub(1)];
@@ -807,7 +809,7 @@ fn reference_changes(rows: &mut [Row], ncols: usize) -> Vec<Vec<String>> {
         by_family.insert(r.metric.clone(), per_col);
     }
     for r in rows.iter_mut().filter(|r| r.suite != reference) {
-        let fam = crate::model::drift_reference::family_of(&r.suite);
+        let fam = crate::record::drift_reference::family_of(&r.suite);
         if let Some(per_col) = by_family.get(fam) {
             for (j, c) in r.cells.iter_mut().enumerate().skip(1) {
                 if let Some(d) = c.vs_base.as_mut() {
@@ -835,7 +837,7 @@ struct Judged {
 /// never judged.
 fn judge(rows: &mut [Row], ncols: usize, opts: &Options, same: &[bool]) -> Judged {
     let mut f = Judged::default();
-    let reference = crate::model::drift_reference::SUITE;
+    let reference = crate::record::drift_reference::SUITE;
     for (j, &same_j) in same.iter().enumerate().take(ncols).skip(1) {
         // A bound on either side is no test: out of the correction, verdict "bound".
         let bounded = |r: &Row| r.cells[0].bound.is_some() || r.cells[j].bound.is_some();
@@ -909,7 +911,7 @@ fn suite_summaries(rows: &[Row], ncols: usize, noise: f64) -> (Vec<SuiteSummary>
     let mut suites: Vec<SuiteSummary> = Vec::new();
     let mut suite_names: Vec<String> = Vec::new();
     for r in rows {
-        if !suite_names.contains(&r.suite) && r.suite != crate::model::drift_reference::SUITE {
+        if !suite_names.contains(&r.suite) && r.suite != crate::record::drift_reference::SUITE {
             suite_names.push(r.suite.clone());
         }
     }
@@ -1170,7 +1172,7 @@ const VOLATILE: &[&str] = &[
     "reported_mhz",
 ];
 
-pub use crate::model::{ParamKind, param_kind};
+pub use crate::record::{ParamKind, param_kind};
 
 /// Flatten a JSON value into `path = value` leaves, leaving out the keys in `skip` (at any depth).
 fn flatten_skipping(
@@ -1248,7 +1250,7 @@ pub fn config_settings(r: &RunRecord) -> BTreeMap<String, String> {
 
 /// The settings of one benchmark, flattened: its parameters as asked and as applied/read back,
 /// measured facts ([`param_kind`]) left out.
-pub fn benchmark_settings(b: &crate::model::BenchmarkResult) -> BTreeMap<String, String> {
+pub fn benchmark_settings(b: &crate::record::BenchmarkResult) -> BTreeMap<String, String> {
     let settings: serde_json::Map<String, serde_json::Value> =
         b.settings().map(|(k, v)| (k.clone(), v.clone())).collect();
     let mut out = BTreeMap::new();

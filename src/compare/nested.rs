@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::model::{MetricResult, RunRecord};
+use crate::record::{MetricResult, RunRecord};
 use crate::stats;
 
 /// Where a comparison's between-invocation noise came from.

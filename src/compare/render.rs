@@ -246,7 +246,8 @@ fn row_label(c: &Comparison, r: &Row) -> String {
 
 /// ` †` for a secondary metric (corrected apart from the headline metrics).
 pub fn secondary_mark(r: &Row) -> &'static str {
-    if r.primary || r.better == Better::Neutral || r.suite == crate::model::drift_reference::SUITE {
+    if r.primary || r.better == Better::Neutral || r.suite == crate::record::drift_reference::SUITE
+    {
         ""
     } else {
         " †"

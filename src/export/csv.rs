@@ -1,7 +1,7 @@
 //! Summary CSV: one row per benchmark metric (a benchmark that produced nothing gets one row with
 //! its error). Values are in the base unit named in the `unit` column.
 
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 
 pub const HEADER: [&str; 17] = [
     "run_id",
@@ -32,10 +32,10 @@ pub fn num_cell(x: f64) -> String {
     }
 }
 
-fn bound_kind_name(k: crate::model::BoundKind) -> &'static str {
+fn bound_kind_name(k: crate::record::BoundKind) -> &'static str {
     match k {
-        crate::model::BoundKind::AtLeast => "at_least",
-        crate::model::BoundKind::AtMost => "at_most",
+        crate::record::BoundKind::AtLeast => "at_least",
+        crate::record::BoundKind::AtMost => "at_most",
     }
 }
 
@@ -85,7 +85,7 @@ fn curve_rows(
     w: &mut csv::Writer<Vec<u8>>,
     run_id: &str,
     label: &str,
-    b: &crate::model::BenchmarkResult,
+    b: &crate::record::BenchmarkResult,
 ) -> anyhow::Result<()> {
     let Some(points) = b.fact("curve").and_then(|c| c.as_array()) else {
         return Ok(());

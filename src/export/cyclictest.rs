@@ -6,7 +6,7 @@
 //! digits, so above 1 ms a count can land in a neighbouring microsecond; latencies are whole
 //! microseconds, truncated, as cyclictest prints them.
 
-use crate::model::{BenchmarkResult, decode_histogram};
+use crate::record::{BenchmarkResult, decode_histogram};
 
 /// One CPU's merged histogram in whole microseconds.
 pub struct Column {
@@ -116,7 +116,7 @@ pub fn render(b: &BenchmarkResult, limit_us: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{MetricResult, RunMetric, encode_histogram};
+    use crate::record::{MetricResult, RunMetric, encode_histogram};
     use crate::units::{Better, Unit};
 
     fn metric(name: &str, runs: &[&[f64]]) -> MetricResult {

@@ -1,7 +1,7 @@
 //! Markdown: the terminal tables as GitHub-flavoured Markdown, with the method and warnings.
 
-use crate::model::RunRecord;
 use crate::output::{LABEL_MAX_CHARS, markdown_text, table_rows};
+use crate::record::RunRecord;
 
 pub fn render(record: &RunRecord) -> String {
     let mut s = String::new();

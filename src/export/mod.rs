@@ -30,7 +30,7 @@ pub fn claim_stdout<'a>(paths: impl IntoIterator<Item = &'a Path>) {
     }
 }
 
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

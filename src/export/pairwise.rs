@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 use crate::stats;
 
 /// The metrics compared (the seed's: time and switches).
@@ -58,13 +58,13 @@ fn parse_id(id: &str) -> Option<(&str, &str, &str)> {
 /// that both cells measured in at least 2 runs.
 pub fn pairwise(record: &RunRecord, metrics: &[&str]) -> Vec<PairTest> {
     // (group, policy, per metric: per-run medians), in record order.
-    let mut cells: Vec<(String, String, &crate::model::BenchmarkResult)> = Vec::new();
+    let mut cells: Vec<(String, String, &crate::record::BenchmarkResult)> = Vec::new();
     for b in &record.benchmarks {
         if let Some((w, p, n)) = parse_id(&b.id) {
             cells.push((format!("{w}/{n}"), p.to_string(), b));
         }
     }
-    let per_run = |b: &crate::model::BenchmarkResult, m: &str| -> Vec<f64> {
+    let per_run = |b: &crate::record::BenchmarkResult, m: &str| -> Vec<f64> {
         b.metrics
             .iter()
             .find(|x| x.name == m)
@@ -201,7 +201,7 @@ pub fn fmt_ratio(x: f64) -> String {
 }
 
 /// The study's cells grouped by `<work>/<procs>`, in record order: (group, [(policy, cell)]).
-type Groups<'a> = Vec<(String, Vec<(String, &'a crate::model::BenchmarkResult)>)>;
+type Groups<'a> = Vec<(String, Vec<(String, &'a crate::record::BenchmarkResult)>)>;
 
 fn groups(record: &RunRecord) -> Groups<'_> {
     let mut g: Groups<'_> = Vec::new();

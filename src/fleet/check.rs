@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::{Machines, Order, per_machine};
 use crate::compare::{self, NoiseHistory, Verdict};
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 use crate::units::{Better, Unit};
 
 /// Schema of `fleet check --export-json`.

@@ -141,7 +141,7 @@ impl Machines {
     }
 
     /// The machines of records.
-    pub fn of_records(recs: &[crate::model::RunRecord]) -> Machines {
+    pub fn of_records(recs: &[crate::record::RunRecord]) -> Machines {
         let ids: Vec<(String, String)> = recs
             .iter()
             .map(|r| (r.run_id.to_string(), r.started.to_rfc3339()))

@@ -29,7 +29,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Serialize;
 
 use crate::compare::{self, Verdict};
-use crate::model::{BoundKind, MetricResult, RunRecord};
+use crate::record::{BoundKind, MetricResult, RunRecord};
 use crate::stats;
 use crate::store::RunRow;
 use crate::units::{Better, Unit};
@@ -976,7 +976,7 @@ pub fn history(
                 // The same rule as `compare`, with the invocation as the unit: the segment
                 // before the change against the segment after it, each run of the history one
                 // invocation of its segment's system.
-                let side = |r: std::ops::Range<usize>| -> Vec<crate::model::RunRecord> {
+                let side = |r: std::ops::Range<usize>| -> Vec<crate::record::RunRecord> {
                     used[r].iter().map(|x| (*x).clone()).collect()
                 };
                 let groups = [

@@ -4,7 +4,7 @@
 //! figures counted in one line. The record keeps every warning as it was raised; this is how a
 //! terminal shows them (brief, or in full with `--verbose`).
 
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 
 use super::display_text;
 
@@ -197,7 +197,7 @@ fn body(w: &str) -> &str {
 
 /// A benchmark's warning without a doubled id ("fs/x: fs/x: …" of records made before the
 /// benchmark stopped naming itself), split into the metric or figures it names and the rest.
-fn split_warning<'a>(b: &crate::model::BenchmarkResult, w: &'a str) -> (Option<&'a str>, &'a str) {
+fn split_warning<'a>(b: &crate::record::BenchmarkResult, w: &'a str) -> (Option<&'a str>, &'a str) {
     let w = w
         .strip_prefix(b.id.as_str())
         .and_then(|r| r.strip_prefix(": "))

@@ -7,7 +7,7 @@ pub mod progress;
 pub mod stdout;
 pub mod summary;
 
-use crate::model::{BenchmarkResult, MetricResult, RunRecord};
+use crate::record::{BenchmarkResult, MetricResult, RunRecord};
 use crate::units::{Better, format_value};
 
 /// Longest label `--label` accepts, in characters; also where printed labels are cut.
@@ -215,7 +215,7 @@ pub fn runs_kept_text(record: &RunRecord) -> String {
         .iter()
         .filter(|b| {
             !(b.metrics.iter().all(|m| m.runs.is_empty())
-                && b.error.as_ref().map(|e| e.kind) == Some(crate::model::ErrorKind::Unsupported))
+                && b.error.as_ref().map(|e| e.kind) == Some(crate::record::ErrorKind::Unsupported))
         })
         .map(|b| b.metrics.iter().map(|m| m.runs.len()).max().unwrap_or(0))
         .collect();
@@ -408,7 +408,7 @@ mod tests {
             }
         }
         assert_eq!(runs_kept_text(&r), "0 runs (of 1000 planned)");
-        r.benchmarks[1].error = Some(crate::model::BenchError::unsupported("x"));
+        r.benchmarks[1].error = Some(crate::record::BenchError::unsupported("x"));
         r.benchmarks.retain(|b| b.error.is_some());
         assert_eq!(runs_kept_text(&r), "0 runs (of 1000 planned)");
     }

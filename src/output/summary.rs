@@ -3,7 +3,7 @@
 //! figures). The full tables follow it; warnings are folded so that one kind of warning repeated
 //! over metrics and runs is one line (the record keeps every one).
 
-use crate::model::{BenchmarkResult, ErrorKind, MetricResult, RunRecord};
+use crate::record::{BenchmarkResult, ErrorKind, MetricResult, RunRecord};
 use crate::units::{Better, format_value};
 
 use super::conditions::{brief_text, conditions, noisy};
@@ -473,7 +473,7 @@ mod tests {
         // Without a summary to say the run's own conditions, the section says them.
         let w = warning_lines(&r, false, false);
         assert_eq!(w[0], "load: noisy machine");
-        // Beside a summary's Verdicts, not again.
+        // BackgroundLoad a summary's Verdicts, not again.
         assert!(
             !warning_lines(&r, false, true)
                 .iter()
@@ -621,7 +621,7 @@ mod tests {
             m.summary = None;
             m.runs.clear();
         }
-        b.error = Some(crate::model::BenchError::unsupported(
+        b.error = Some(crate::record::BenchError::unsupported(
             "unsupported on TestOS: none",
         ));
         r.benchmarks.push(b);

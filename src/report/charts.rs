@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use super::{Figure, color};
 use crate::compare::{self, Comparison, Verdict, normalised};
-use crate::model::{MetricResult, RunRecord};
+use crate::record::{MetricResult, RunRecord};
 use crate::stats;
 use crate::units::Unit;
 
@@ -718,7 +718,7 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
 }
 
 /// A `curve` parameter: `[{size_bytes, ns_per_load}, ...]`, sorted by size.
-pub fn curve_of(b: &crate::model::BenchmarkResult) -> Option<Vec<(f64, f64)>> {
+pub fn curve_of(b: &crate::record::BenchmarkResult) -> Option<Vec<(f64, f64)>> {
     let arr = b.fact("curve")?.as_array()?;
     let mut pts: Vec<(f64, f64)> = arr
         .iter()
@@ -805,7 +805,7 @@ pub fn curves(runs: &[(String, RunRecord)]) -> Result<Vec<Figure>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::BenchmarkResult;
+    use crate::record::BenchmarkResult;
 
     /// The x and font size of every `<text>` whose content is `label` in `svg`.
     fn texts(svg: &str, label: &str) -> Vec<(f64, String)> {
@@ -928,7 +928,7 @@ mod tests {
             } else {
                 (m, serde_json::Map::new())
             };
-            crate::model::BenchmarkResult {
+            crate::record::BenchmarkResult {
                 id: "mem/x".into(),
                 suite: "mem".into(),
                 title: String::new(),

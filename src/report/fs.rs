@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use super::charts::{FONT, bar_x, chart_on, house_mesh, legend_beside, pe, rgb, svg_chart};
 use super::{Figure, figures, legend};
-use crate::model::{MetricResult, RunRecord};
+use crate::record::{MetricResult, RunRecord};
 use crate::units::{Unit, format_value};
 
 /// Median of the per-run medians of a metric, if measured.

@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use super::Figure;
 use super::charts::{chart_on, house_mesh, pe, rgb, svg_chart};
 use crate::attribution::{Part, PartKind, Spike, part_text, recorded, top_culprits};
-use crate::model::{BenchmarkResult, RunRecord};
+use crate::record::{BenchmarkResult, RunRecord};
 
 /// Histogram buckets drawn, µs (wake-ups beyond are counted in the caption).
 const LIMIT_US: u64 = 20_000;

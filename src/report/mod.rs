@@ -24,7 +24,7 @@ use crate::compare::{
     render::{delta_text, pq_text, verdict_text},
 };
 use crate::embedded::EMBED_ID;
-use crate::model::{BenchmarkResult, RunRecord};
+use crate::record::{BenchmarkResult, RunRecord};
 use crate::units::{Unit, format_value};
 
 /// Colours of the runs, in order (colour-blind-safe palette, Okabe-Ito).

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::Figure;
 use super::charts::{chart_on, house_mesh, line_with_dots, pe, rgb, svg_chart};
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 
 fn size_label(log2: f64) -> String {
     let b = 2f64.powf(log2).round() as u64;

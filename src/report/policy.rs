@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use super::Figure;
 use super::charts::Categories;
-use crate::model::{BenchmarkResult, RunRecord};
+use crate::record::{BenchmarkResult, RunRecord};
 use crate::stats;
 use maud::{Markup, html};
 

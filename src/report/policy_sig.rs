@@ -11,7 +11,7 @@ use super::color;
 use crate::export::pairwise::{
     Analysis, PairTest, fmt_p, fmt_ratio, method_text, ratio, significant, verdict,
 };
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 use crate::units::{Better, format_value};
 
 /// Colour of "b higher than a" and "b lower than a" (the report palette: vermillion, blue).

@@ -2,7 +2,7 @@
 //! and the upload of a run that waited in the local store share.
 
 use super::{Origin, Store};
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 use anyhow::{Context, Result};
 
 /// What copying a run did in the target store.

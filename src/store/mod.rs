@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::model::{RunRecord, SCHEMA};
+use crate::record::{RunRecord, SCHEMA};
 
 pub mod copy;
 pub mod location;

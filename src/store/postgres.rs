@@ -42,7 +42,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use super::{NotAStore, Origin, RunRow, Trouble, tls};
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 
 /// Schema migrations; entry `i` upgrades the version from `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[

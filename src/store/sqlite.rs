@@ -43,7 +43,7 @@ use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use super::{APPLICATION_ID, NotAStore, Origin, RunRow, StoreError, Trouble};
-use crate::model::RunRecord;
+use crate::record::RunRecord;
 
 /// The columns of the `runs` table as schema version 1 made them, in order (used to recognise
 /// stores made before the application id was set, which are all version 1).

@@ -70,7 +70,7 @@ fn ab_switches_records_and_restores() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let r: osgauge::model::RunRecord = serde_json::from_slice(&out.stdout).unwrap();
+        let r: osgauge::record::RunRecord = serde_json::from_slice(&out.stdout).unwrap();
         let ab = r.config.ab.as_ref().expect("an A/B arm");
         assert_eq!(ab.arm, arm);
         assert_eq!(ab.switches.len(), 4, "{:?}", ab.switches);

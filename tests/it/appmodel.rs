@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use common::{fixture, fixture_path, osgauge};
 use osgauge::appmodel::{self, Profile, published};
-use osgauge::model::{BenchmarkResult, MetricResult, RunMetric};
+use osgauge::record::{BenchmarkResult, MetricResult, RunMetric};
 use osgauge::stats;
 use osgauge::units::{Better, Unit};
 

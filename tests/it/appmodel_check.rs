@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::common;
 
 use common::{fixture, osgauge};
-use osgauge::model::{BenchmarkResult, MetricResult, RunMetric};
+use osgauge::record::{BenchmarkResult, MetricResult, RunMetric};
 use osgauge::stats;
 use osgauge::units::{Better, Unit};
 

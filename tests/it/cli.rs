@@ -72,7 +72,7 @@ fn micro_run_exports_a_valid_record_in_every_format() {
 
     let v: Value = common::read_json(&json);
     // Typed check: the document deserialises into the record model.
-    let rec: osgauge::model::RunRecord = serde_json::from_value(v.clone()).unwrap();
+    let rec: osgauge::record::RunRecord = serde_json::from_value(v.clone()).unwrap();
     assert_eq!(rec.schema, "osgauge.run/1");
     assert_eq!(rec.label.as_deref(), Some("itest"));
     assert_eq!(rec.config.runs, 3);
@@ -235,10 +235,10 @@ fn time_bound_stops_a_benchmark_cleanly_and_keeps_finished_runs() {
         .assert()
         .success()
         .stdout(predicate::str::contains("timeout"));
-    let rec: osgauge::model::RunRecord = serde_json::from_value(common::read_json(&json)).unwrap();
+    let rec: osgauge::record::RunRecord = serde_json::from_value(common::read_json(&json)).unwrap();
     let b = &rec.benchmarks[0];
     let e = b.error.as_ref().expect("a timeout is recorded");
-    assert_eq!(e.kind, osgauge::model::ErrorKind::Timeout);
+    assert_eq!(e.kind, osgauge::record::ErrorKind::Timeout);
     assert!(
         e.message.contains("finished runs are kept"),
         "{}",

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use osgauge::model::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
+use osgauge::record::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
 use osgauge::stats;
 use osgauge::units::{Better, Unit};
 

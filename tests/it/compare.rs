@@ -4,11 +4,11 @@ use crate::common;
 
 use common::{fixture, fixture_path, osgauge, slowed};
 use osgauge::compare::{self, Basis, Options, Verdict, min_p, runs_needed};
-use osgauge::model::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
+use osgauge::record::{BenchmarkResult, MetricResult, RunMetric, RunRecord};
 use osgauge::stats;
 use osgauge::units::{Better, Unit};
 
-fn named(v: Vec<(&str, osgauge::model::RunRecord)>) -> Vec<(String, osgauge::model::RunRecord)> {
+fn named(v: Vec<(&str, osgauge::record::RunRecord)>) -> Vec<(String, osgauge::record::RunRecord)> {
     v.into_iter().map(|(n, r)| (n.to_string(), r)).collect()
 }
 
@@ -877,11 +877,11 @@ fn measured_facts_in_params_are_not_settings() {
 crate::register!(measured_facts_in_params_are_not_settings);
 
 /// `r` with `bench`'s first metric marked as a bound in every run.
-fn bounded(r: &RunRecord, bench: &str, kind: osgauge::model::BoundKind) -> RunRecord {
+fn bounded(r: &RunRecord, bench: &str, kind: osgauge::record::BoundKind) -> RunRecord {
     let mut out = r.clone();
     let b = out.benchmarks.iter_mut().find(|b| b.id == bench).unwrap();
     let m = &mut b.metrics[0];
-    m.bound = Some(osgauge::model::MetricBound {
+    m.bound = Some(osgauge::record::MetricBound {
         kind,
         reason: "the ramp ran out of steps".into(),
         runs: m.runs.len() as u32,
@@ -890,7 +890,7 @@ fn bounded(r: &RunRecord, bench: &str, kind: osgauge::model::BoundKind) -> RunRe
 }
 
 fn a_change_involving_a_bound_is_never_judged_nor_in_the_geomean() {
-    use osgauge::model::BoundKind;
+    use osgauge::record::BoundKind;
     let base = fixture("cpu-10runs.json");
     let low: Vec<f64> = (0..10).map(|i| 100.0 + i as f64).collect();
     let high: Vec<f64> = (0..10).map(|i| 400.0 + i as f64).collect();

@@ -288,7 +288,7 @@ fn bad_labels_are_refused_and_stored_labels_are_printed_safely() {
     assert!(err.contains("label") && !err.contains('\u{1b}'), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     // … but a store an earlier osgauge wrote may hold it, and files are read directly.
-    let stored: osgauge::model::RunRecord = serde_json::from_value(rec.clone()).unwrap();
+    let stored: osgauge::record::RunRecord = serde_json::from_value(rec.clone()).unwrap();
     osgauge::store::Store::open(&d.join("store.sqlite"))
         .unwrap()
         .import(&stored, false)

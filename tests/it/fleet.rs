@@ -11,7 +11,7 @@ use crate::common;
 
 use chrono::{DateTime, Duration, Utc};
 use common::{Lcg, fixture, osgauge, slowed, with_test_sandbox};
-use osgauge::model::RunRecord;
+use osgauge::record::RunRecord;
 use serde_json::Value;
 use std::path::Path;
 

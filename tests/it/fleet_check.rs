@@ -10,7 +10,7 @@ use crate::common;
 
 use chrono::{DateTime, Duration, Utc};
 use common::{Lcg, fixture, slowed};
-use osgauge::model::RunRecord;
+use osgauge::record::RunRecord;
 use std::path::Path;
 
 crate::on_both_stores!(

@@ -10,7 +10,7 @@
 use crate::common;
 
 use chrono::{DateTime, Duration, Utc};
-use osgauge::model::RunRecord;
+use osgauge::record::RunRecord;
 use serde_json::Value;
 use std::path::Path;
 

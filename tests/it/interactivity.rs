@@ -481,7 +481,7 @@ crate::register!(
 #[cfg(target_os = "linux")]
 fn latencies_ns(b: &Value) -> Vec<f64> {
     let run = &metric(b, "latency")["runs"][0];
-    let h = osgauge::model::decode_histogram(run["histogram"].as_str().expect("a histogram"))
+    let h = osgauge::record::decode_histogram(run["histogram"].as_str().expect("a histogram"))
         .expect("a decodable histogram");
     let scale = run["histogram_scale"].as_f64().unwrap_or(1.0);
     let offset = run["histogram_offset"].as_f64().unwrap_or(0.0);

@@ -73,7 +73,7 @@ fn sigint_keeps_finished_benchmarks_and_exits_130() {
     // No process of osgauge's group (forked peers, spawned programs) outlives it.
     std::thread::sleep(Duration::from_millis(100));
     assert!(!group_alive(pid as i32), "a child of osgauge outlived it");
-    let rec: osgauge::model::RunRecord = serde_json::from_value(common::read_json(&json)).unwrap();
+    let rec: osgauge::record::RunRecord = serde_json::from_value(common::read_json(&json)).unwrap();
     assert!(!rec.complete);
     assert!(rec.warnings.iter().any(|w| w.contains("interrupted")));
     // What finished before the signal is kept with its summaries.
@@ -85,7 +85,7 @@ fn sigint_keeps_finished_benchmarks_and_exits_130() {
     );
     // Runs are taken in rounds: every benchmark began, and the cut left them short of 3 runs,
     // each saying so.
-    let short: Vec<&osgauge::model::BenchmarkResult> = rec
+    let short: Vec<&osgauge::record::BenchmarkResult> = rec
         .benchmarks
         .iter()
         .filter(|b| b.metrics.iter().map(|m| m.runs.len()).max().unwrap_or(0) < 3)

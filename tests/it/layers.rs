@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[&[&str]] = &[
     &["embedded", "stats", "units"],
     &["system"],
-    &["model", "platform"],
+    &["platform", "record"],
     &[
         "attribution",
         "cpucost",
-        "harness",
+        "timing",
         "output",
         "tempfiles",
         "testing",
@@ -200,7 +200,7 @@ crate::register!(imports_only_go_down_the_floors);
 
 /// The scanner sees what it must: inline paths, groups, macros; not comments nor `$crate`.
 fn the_scanner_reads_paths_groups_and_macros() {
-    assert_eq!(named_modules("use crate::model::RunRecord;"), ["model"]);
+    assert_eq!(named_modules("use crate::record::RunRecord;"), ["record"]);
     assert_eq!(
         named_modules("    let x = crate::report::extract(t); // crate::cli"),
         ["report"]

@@ -27,7 +27,7 @@ fn counts(out: &str) -> (usize, usize) {
 /// 6 pushes at once of the same 40 runs from one SQLite file into `target`.
 fn pushes_add_up(target: &str, dir: &Path) {
     let src = dir.join("src.sqlite");
-    let recs: Vec<osgauge::model::RunRecord> = (0..40)
+    let recs: Vec<osgauge::record::RunRecord> = (0..40)
         .map(|i| {
             let mut r = fixture("cpu-a.json");
             r.run_id = uuid::Uuid::now_v7();

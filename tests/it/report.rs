@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{CURVE_ID, LOADS, TASKS, fixture, slowed, with_synthetic};
 use osgauge::compare::Options;
-use osgauge::model::RunRecord;
+use osgauge::record::RunRecord;
 
 /// Three "systems": real cpu fixtures plus SYNTHETIC interactivity / memory-curve results.
 fn systems() -> Vec<(String, RunRecord)> {

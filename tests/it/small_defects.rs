@@ -16,7 +16,7 @@ fn short_ids_tell_apart_runs_started_in_one_millisecond() {
         "019ac1e2-3f4a-7b10-9d3e-bbbbbbbbbbbb",
         "019ac1e2-3f4b-7000-8000-cccccccccccc",
     ];
-    let recs: Vec<osgauge::model::RunRecord> = ids
+    let recs: Vec<osgauge::record::RunRecord> = ids
         .iter()
         .enumerate()
         .map(|(i, id)| {
@@ -150,7 +150,7 @@ fn an_escape_character_in_a_hostname_is_never_raw_in_html() {
         .args(["results", "export", "fixture-a"])
         .output()
         .unwrap();
-    let rec: osgauge::model::RunRecord = serde_json::from_slice(&out.stdout).unwrap();
+    let rec: osgauge::record::RunRecord = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         rec.machine.hostname.as_deref(),
         Some("evil\u{1b}[31mhost\u{7}")

@@ -476,8 +476,8 @@ fn a_nul_character_is_refused_before_anything_is_written(db: &Path, dir: &Path) 
     // Deeper in the record (a benchmark's error text), through the store itself: refused alike.
     let s = Store::open(db).unwrap();
     let mut deep = fixture("cpu-a.json");
-    deep.benchmarks[1].error = Some(osgauge::model::BenchError {
-        kind: osgauge::model::ErrorKind::Failed,
+    deep.benchmarks[1].error = Some(osgauge::record::BenchError {
+        kind: osgauge::record::ErrorKind::Failed,
         message: "child said \u{0}".into(),
     });
     let e = format!("{:#}", s.save(&deep, Origin::Measured).unwrap_err());

@@ -644,7 +644,7 @@ crate::register!(a_store_on_read_only_media_can_be_read_and_refuses_writes_with_
 fn imports_with_labels_or_ids_the_cli_would_never_make_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let good = common::fixture("cpu-a.json");
-    let mut cases: Vec<(&str, osgauge::model::RunRecord)> = Vec::new();
+    let mut cases: Vec<(&str, osgauge::record::RunRecord)> = Vec::new();
     for (what, label) in [
         ("control characters", "a\nb"),
         ("bidi override", "abc\u{202e}def"),

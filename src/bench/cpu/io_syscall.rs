@@ -1,9 +1,9 @@
 //! One cheap I/O system call: a 1-byte read from the zero device.
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput, os_err};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
 use crate::platform::CheapIo;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
 pub struct IoSyscall {

@@ -1,8 +1,8 @@
 //! Cost of one iteration of the harness's empty loop.
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::{BatchOptions, RunContext, empty_loop};
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext, empty_loop};
 use crate::units::{Better, Unit};
 
 pub struct LoopOverhead {

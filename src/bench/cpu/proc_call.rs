@@ -17,8 +17,8 @@
 use std::hint::black_box;
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
 #[inline(never)]

@@ -4,8 +4,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
 pub struct TimerRead {

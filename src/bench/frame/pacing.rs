@@ -3,9 +3,9 @@
 use std::hint::black_box;
 
 use super::super::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::clock::{now_ns, sleep_until_ns};
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 /// Bytes per pixel: 16-bit greyscale, like the thesis's 2 MB one-megapixel X-ray frames.
@@ -164,7 +164,7 @@ mod tests {
     #[test]
     fn short_run_measures_every_metric() {
         let b = Pacing::new(60.0, 1, "60fps_1mp");
-        let timing = crate::harness::calibrate();
+        let timing = crate::timing::calibrate();
         let cancel = AtomicBool::new(false);
         let ctx = RunContext::new(
             0,

@@ -15,9 +15,9 @@ use serde_json::{Map, Value};
 use super::{DeviceCheck, FsOptions, MIB, io_err, size_name, workdir, write_file};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::{CpuCost, CpuMeter};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::fs::{self as pfs, AlignedBuf};
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub const BLOCK: u64 = 4 * MIB;

@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 
 use super::{FsOptions, MIB, PAGE, io_err, name, size_name, storage_facts, workdir, write_file};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::fs as pfs;
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub const DEFAULT_CAP: u64 = 256 * MIB;
@@ -207,7 +207,7 @@ impl CacheSize {
             // The sweep ended before the re-read left the cache: the size is only a bound.
             out = out.bounded(
                 "cache_lower_bound",
-                crate::model::BoundKind::AtLeast,
+                crate::record::BoundKind::AtLeast,
                 format!(
                     "the sweep's largest size ({}) still re-read from the cache",
                     size_name(cap)

@@ -10,9 +10,9 @@ use super::pages::{page_order, timed_pass};
 use super::workdir::refuse_memory_backed;
 use super::{DeviceCheck, FsOptions, KIB, PAGE, Pattern, io_err, name, workdir, write_file};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::fs::{self as pfs, AlignedBuf};
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub const THREADS: [usize; 5] = [1, 2, 4, 8, 16];

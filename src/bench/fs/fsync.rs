@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use super::{FsOptions, io_err, storage_facts, workdir};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::fs as pfs;
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub struct Fsync {

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use super::{FsOptions, KIB, io_err, storage_facts, workdir};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub const SIZES_KIB: [u64; 4] = [0, 1, 4, 10];

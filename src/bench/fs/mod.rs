@@ -26,8 +26,8 @@ use serde_json::{Map, Value};
 
 use super::Benchmark;
 use super::{Headline, Headlines};
-use crate::model::BenchError;
 use crate::platform::fs::{self as pfs, FsInfo};
+use crate::record::BenchError;
 
 /// Rate of preparing read-latency files (write, sync, evict before each pass), bytes/s, assumed
 /// by the estimate: measured here (ext4 on a VM disk) at 27–29 MB/s for both the quick and the
@@ -139,7 +139,7 @@ pub fn io_err(what: &str, p: &Path, e: io::Error) -> BenchError {
 /// Write `len` bytes (pseudo-random, so no layer can compress them) to a new file, flush it to
 /// storage and drop its cached pages where the OS can (Linux).
 pub fn write_file(
-    ctx: &crate::harness::RunContext,
+    ctx: &crate::timing::RunContext,
     path: &Path,
     len: u64,
 ) -> Result<(), BenchError> {
@@ -316,7 +316,7 @@ mod tests {
         let out = match (r, refusal) {
             (Ok(o), None) => o,
             (Err(e), Some(why)) => {
-                assert_eq!(e.kind, crate::model::ErrorKind::Unsupported, "{e:?}");
+                assert_eq!(e.kind, crate::record::ErrorKind::Unsupported, "{e:?}");
                 assert!(e.message.contains(&why), "{e:?} (expected: {why})");
                 return;
             }

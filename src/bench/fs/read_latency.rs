@@ -13,9 +13,9 @@ use super::{
     DeviceCheck, FsOptions, KIB, MIB, PAGE, Pattern, io_err, name, size_name, workdir, write_file,
 };
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::fs::{self as pfs, AlignedBuf};
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub const VARIANTS: [&str; 2] = ["byte", "block"];

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{FsOptions, MIB, io_err, size_name, workdir};
 use crate::bench::RunOutput;
 use crate::cpucost::CpuMeter;
-use crate::model::BenchError;
+use crate::record::BenchError;
 
 /// Bytes per write call: 128 KiB, the block `iperf3` writes (its default TCP length) and the
 /// copy buffer of coreutils `cp`/`cat` (io_blksize).

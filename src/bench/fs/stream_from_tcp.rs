@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 use super::stream_common::{CALL, Stream, with_thread_cpu};
 use super::{FsOptions, MIB, io_err, size_name};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::clock::{THREAD_CPU_STEP_NS, ThreadCpu, thread_cpu_time_ns};
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 /// The relay's thread CPU is split into its receive and its write calls only where the thread

@@ -16,9 +16,9 @@ use std::time::Instant;
 use super::stream_common::{CALL, Stream, with_thread_cpu};
 use super::{FsOptions, MIB, io_err, size_name};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::clock::ThreadCpu;
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub struct StreamWrite {

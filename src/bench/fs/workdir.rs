@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::model::BenchError;
 use crate::platform::fs as pfs;
+use crate::record::BenchError;
 
 pub const PREFIX: &str = "osgauge-fs-";
 pub const MARKER: &str = ".osgauge-fs-owner";

@@ -27,13 +27,13 @@ use serde_json::{Map, Value, json};
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::bench::{Headlines, Pick};
-use crate::harness::RunContext;
-use crate::model::{BenchError, BenchmarkResult};
 use crate::platform::clock;
 use crate::platform::cputime::{self, BusySample};
 use crate::platform::sched::{self, Policy, SchedRequest};
+use crate::record::{BenchError, BenchmarkResult};
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
-use crate::workload::{accounting, beside, load, task, work};
+use crate::workload::{accounting, background, load, task, work};
 use load::LoadKind;
 use task::Task;
 use work::{Calibration, Work, WorkMode};
@@ -56,7 +56,7 @@ fn headline_picks<'a>(cells: &[&'a BenchmarkResult]) -> Vec<Pick<'a>> {
     }
     let mut out = Vec::new();
     for task in tasks {
-        let measured: Vec<(String, &BenchmarkResult, &crate::model::MetricResult)> = cells
+        let measured: Vec<(String, &BenchmarkResult, &crate::record::MetricResult)> = cells
             .iter()
             .filter(|b| part(b, 1).as_ref() == Some(&task))
             .filter_map(|b| {
@@ -72,7 +72,7 @@ fn headline_picks<'a>(cells: &[&'a BenchmarkResult]) -> Vec<Pick<'a>> {
                 label: format!("{task} latency, no load"),
             });
         }
-        let center = |m: &crate::model::MetricResult| m.summary.as_ref().map_or(0.0, |s| s.center);
+        let center = |m: &crate::record::MetricResult| m.summary.as_ref().map_or(0.0, |s| s.center);
         let worst = measured
             .iter()
             .filter(|(l, _, _)| l != "none")
@@ -181,24 +181,24 @@ impl Settings {
 
     /// Load threads: --load-threads, else the CPUs the run may use (pinning, affinity, cgroup quota).
     pub fn load_thread_count(&self) -> usize {
-        beside::thread_count(self.load_threads, self.cpus.as_deref())
+        background::thread_count(self.load_threads, self.cpus.as_deref())
     }
 
-    /// memload size (see [`beside::mem_bytes`]), chosen once per matrix.
+    /// memload size (see [`background::mem_bytes`]), chosen once per matrix.
     pub fn mem_bytes(&self) -> (u64, String) {
         self.mem_bytes
-            .get_or_init(|| beside::mem_bytes(self.max_mem_bytes))
+            .get_or_init(|| background::mem_bytes(self.max_mem_bytes))
             .clone()
     }
 
-    /// Write/read file size in `dir` (see [`beside::file_bytes_in`]).
+    /// Write/read file size in `dir` (see [`background::file_bytes_in`]).
     pub fn file_bytes_in(&self, dir: &std::path::Path) -> u64 {
-        beside::file_bytes_in(dir, self.max_file_bytes)
+        background::file_bytes_in(dir, self.max_file_bytes)
     }
 
     /// How a cell's `load` runs.
-    pub fn load_options(&self, load: LoadKind) -> beside::LoadOptions {
-        beside::LoadOptions {
+    pub fn load_options(&self, load: LoadKind) -> background::LoadOptions {
+        background::LoadOptions {
             threads: self.load_threads,
             cpus: self.cpus.clone(),
             nice: self.load_nice,
@@ -301,7 +301,7 @@ impl Cell {
             description: "CPU time the task thread really used, % of one CPU (target: params.target_cpu_pct)",
         });
         if load != LoadKind::None {
-            metrics.push(beside::LOAD_CPU);
+            metrics.push(background::LOAD_CPU);
         }
         Cell {
             info: Info {
@@ -549,7 +549,7 @@ impl Benchmark for Cell {
         let before = cputime::busy_sample();
         let t_before = clock::now_ns();
         // The load (its folder, its child): stopped, reaped and removed on every way out of this run.
-        let load = beside::Beside::start(
+        let load = background::BackgroundLoad::start(
             self.load,
             &self.settings.load_options(self.load),
             ctx,

@@ -9,9 +9,9 @@ use super::{
     Cell, Measured, accounting, busy_facts, calibration, measure, task_for, task_off_target,
 };
 use crate::bench::RunOutput;
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::cputime::BusySample;
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::workload::load::{self, LoadKind};
 use crate::workload::task::{self, Task};
 use crate::workload::work::{self, Work, WorkMode};
@@ -236,7 +236,7 @@ impl Cell {
             out.warnings.push(w);
         }
         if let Some(r) = report {
-            out = crate::workload::beside::report_figures(r, out);
+            out = crate::workload::background::report_figures(r, out);
         }
         let (busy, pressure, steal) = busy_facts(before, after, wall);
         for (k, v) in busy {

@@ -2,7 +2,7 @@
 //! mean, SD and p99 are the median over runs of each run's value; max is the largest over all
 //! runs; % figures and dropped frames are the median over runs.
 
-use crate::model::{BenchmarkResult, MetricResult, RunRecord};
+use crate::record::{BenchmarkResult, MetricResult, RunRecord};
 use crate::stats;
 use crate::units::format_time_ns;
 
@@ -220,7 +220,7 @@ pub fn render_interbench(record: &RunRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{BenchmarkResult, MetricResult, RunMetric};
+    use crate::record::{BenchmarkResult, MetricResult, RunMetric};
     use crate::units::{Better, Unit};
 
     fn metric(name: &str, unit: Unit, runs: &[&[f64]]) -> MetricResult {

@@ -10,10 +10,10 @@ use serde_json::{Map, Value, json};
 
 use super::{Facts, place_thread};
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::{BenchError, RunRecord};
 use crate::platform::clock::now_ns;
 use crate::platform::sched::{Policy, SchedRequest};
+use crate::record::{BenchError, RunRecord};
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 /// Pause between wake-ups, long enough for an idle CPU to enter an idle state.
@@ -240,7 +240,7 @@ pub const DOMINATES_NS: f64 = 10_000.0;
 /// A short measurement for `system check`: one run of `run_time` (half idle, half busy), as
 /// (idle median, busy median, idle_exit) ns. Err: why it could not be measured here.
 pub fn quick_measure(run_time: Duration) -> Result<(f64, f64, f64), String> {
-    let timing = crate::harness::calibrate();
+    let timing = crate::timing::calibrate();
     let cancel = AtomicBool::new(false);
     let ctx = RunContext::new(
         0,
@@ -470,7 +470,7 @@ mod tests {
             );
         }
         let b = IdleWakeup::new();
-        let timing = crate::harness::calibrate();
+        let timing = crate::timing::calibrate();
         let cancel = AtomicBool::new(false);
         let ctx = RunContext::new(
             0,
@@ -512,7 +512,7 @@ mod tests {
                 // Refused exactly where the machine does not allow it, saying why.
                 let why =
                     refusal.unwrap_or_else(|| panic!("refused on a machine that allows it: {e}"));
-                assert_eq!(e.kind, crate::model::ErrorKind::Unsupported, "{e}");
+                assert_eq!(e.kind, crate::record::ErrorKind::Unsupported, "{e}");
                 assert!(e.message.contains(&why), "{e} (expected: {why})");
             }
         }

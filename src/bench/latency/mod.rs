@@ -6,7 +6,7 @@
 //!
 //! Any load of [`crate::workload::load`] can run beside the wake-up and noise tests (`--load`):
 //! one cell per load, the same load child and verification the interactivity suite uses
-//! ([`crate::workload::beside`]); the load is a parameter of the cell and a suffix of its id
+//! ([`crate::workload::background`]); the load is a parameter of the cell and a suffix of its id
 //! (`latency/wakeup/burn`; no load keeps `latency/wakeup`).
 
 pub mod idle_wakeup;
@@ -19,11 +19,11 @@ use serde_json::{Map, Value, json};
 
 use super::{Benchmark, Info, MetricSpec, RunOutput};
 use super::{Headline, Headlines};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::clock;
 use crate::platform::sched::{self, Policy, SchedRequest};
-use crate::workload::beside::{self, Beside, LoadOptions};
+use crate::record::BenchError;
+use crate::timing::RunContext;
+use crate::workload::background::{self, BackgroundLoad, LoadOptions};
 use crate::workload::load::{LoadKind, LoadReport};
 
 /// What the suite measures, as `osgauge list` shows it.
@@ -176,7 +176,7 @@ pub fn cell_info(
     let method = if load == LoadKind::None {
         method
     } else {
-        metrics.push(crate::workload::beside::LOAD_CPU);
+        metrics.push(crate::workload::background::LOAD_CPU);
         method + LOAD_METHOD
     };
     Info {
@@ -209,14 +209,14 @@ pub fn start_load(
     opts: &LatencyOptions,
     ctx: &RunContext,
     out: &mut RunOutput,
-) -> Result<Beside, BenchError> {
+) -> Result<BackgroundLoad, BenchError> {
     // Only the CPU loads run the calibrated work loop (burn, and compile's burn threads; video
     // and x where the thread CPU clock is coarse): the others get no calibration to wait for.
     let work = if matches!(
         load,
         LoadKind::Burn | LoadKind::Compile | LoadKind::Video | LoadKind::X
     ) {
-        beside::calibrate_load_work(&opts.load, ctx, out)?
+        background::calibrate_load_work(&opts.load, ctx, out)?
     } else {
         // Not used by these loads (write, read, ring, memload) — nor by none.
         crate::workload::work::Work {
@@ -224,7 +224,7 @@ pub fn start_load(
             loops_per_us: 1.0,
         }
     };
-    Beside::start(
+    BackgroundLoad::start(
         load,
         &opts.load,
         ctx,
@@ -235,11 +235,15 @@ pub fn start_load(
 }
 
 /// Stop the load started by [`start_load`], check it and add its figures to `out`.
-pub fn stop_load(load: Beside, ctx: &RunContext, out: RunOutput) -> Result<RunOutput, BenchError> {
+pub fn stop_load(
+    load: BackgroundLoad,
+    ctx: &RunContext,
+    out: RunOutput,
+) -> Result<RunOutput, BenchError> {
     let mut out = out;
     let report: Option<LoadReport> = load.stop(ctx, &mut out)?;
     Ok(match report {
-        Some(r) => beside::report_figures(&r, out),
+        Some(r) => background::report_figures(&r, out),
         None => out,
     })
 }

@@ -9,10 +9,10 @@ use super::{
     stop_load, thread_facts,
 };
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::clock::now_ns;
 use crate::platform::cpu_events::{cpu_interrupts, thread_involuntary_switches};
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 use crate::workload::load::LoadKind;
 

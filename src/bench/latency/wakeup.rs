@@ -10,9 +10,9 @@ use super::{
     start_load, stop_load, thread_facts,
 };
 use crate::bench::{Benchmark, Estimate, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::clock::{now_ns, sleep_until_ns};
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 use crate::workload::load::LoadKind;
 
@@ -332,7 +332,7 @@ mod tests {
             ..Default::default()
         };
         let b = Wakeup::new(&opts, &cpus, LoadKind::None);
-        let timing = crate::harness::calibrate();
+        let timing = crate::timing::calibrate();
         let cancel = AtomicBool::new(false);
         let ctx = RunContext::new(
             0,

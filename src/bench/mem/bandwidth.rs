@@ -17,9 +17,9 @@ use serde_json::Value;
 
 use super::{MemOptions, Threads};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::memory::AnonMap;
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::format_size;
 use crate::units::{Better, Unit};
 
@@ -981,7 +981,7 @@ mod tests {
         let ctx = t.ctx(Duration::from_millis(20), Duration::ZERO);
         assert_eq!(
             b.run(&ctx).unwrap_err().kind,
-            crate::model::ErrorKind::Timeout
+            crate::record::ErrorKind::Timeout
         );
     }
 

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::plateau::{self, Point, Tolerances};
 use super::{AlignedBuf, MemOptions};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::format_size;
 use crate::units::{Better, Unit};
 
@@ -519,7 +519,7 @@ impl Latency {
             // Cache hits make a load cheaper: memory's own latency is at least this figure.
             out = out.bounded(
                 "ram",
-                crate::model::BoundKind::AtLeast,
+                crate::record::BoundKind::AtLeast,
                 format!(
                     "the curve ends at {}, below 4× the last-level cache ({}): the largest set \
                      still hits the cache, so memory latency is at least this",
@@ -892,7 +892,7 @@ mod tests {
         let ctx = t.ctx(Duration::from_millis(20), Duration::ZERO);
         assert_eq!(
             b.run(&ctx).unwrap_err().kind,
-            crate::model::ErrorKind::Timeout
+            crate::record::ErrorKind::Timeout
         );
     }
 
@@ -969,6 +969,6 @@ mod tests {
             Err(BenchError::timeout("bound"))
         })
         .unwrap_err();
-        assert_eq!(e.kind, crate::model::ErrorKind::Timeout);
+        assert_eq!(e.kind, crate::record::ErrorKind::Timeout);
     }
 }

@@ -282,15 +282,15 @@ unsafe impl<T: Zeroable + Sync> Sync for AlignedBuf<T> {}
 impl<T: Zeroable> AlignedBuf<T> {
     pub const ALIGN: usize = 4096;
 
-    pub fn new(len: usize) -> Result<AlignedBuf<T>, crate::model::BenchError> {
+    pub fn new(len: usize) -> Result<AlignedBuf<T>, crate::record::BenchError> {
         let bytes = len.max(1).checked_mul(std::mem::size_of::<T>());
         let layout = bytes
             .and_then(|b| std::alloc::Layout::from_size_align(b, Self::ALIGN).ok())
-            .ok_or_else(|| crate::model::BenchError::failed("buffer size overflows"))?;
+            .ok_or_else(|| crate::record::BenchError::failed("buffer size overflows"))?;
         // SAFETY: non-zero size layout; zero bytes are a valid T (Zeroable).
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
         if ptr.is_null() {
-            return Err(crate::model::BenchError::failed(format!(
+            return Err(crate::record::BenchError::failed(format!(
                 "could not allocate {}",
                 format_size(layout.size() as u64)
             )));

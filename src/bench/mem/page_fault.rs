@@ -9,9 +9,9 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput, os_err};
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::memory::{self as pm, AnonMap, FaultCounts, FileMap};
+use crate::record::BenchError;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 /// Anonymous region per minor-fault round, bytes.

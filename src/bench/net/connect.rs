@@ -10,10 +10,10 @@ use std::time::Instant;
 
 use super::{NetOptions, Peer, peer_facts};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::record::BenchError;
 use crate::serve::proto::TestSpec;
 use crate::stats::percentile_nearest_rank as percentile;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 /// Most connections opened in one run.

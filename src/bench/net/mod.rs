@@ -27,11 +27,11 @@ use std::time::Duration;
 
 use super::Benchmark;
 use super::{Headline, Headlines};
-use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::record::BenchError;
 use crate::serve::client::Client;
 use crate::serve::proto::PeerReport;
 use crate::serve::{self, ServerConfig, ServerHandle};
+use crate::timing::RunContext;
 
 pub mod connect;
 pub mod rtt;

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use super::{NetOptions, Peer, peer_facts};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::record::BenchError;
 use crate::serve::proto::{PeerReport, TestSpec};
 use crate::stats::percentile_nearest_rank as percentile;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub struct Rtt {

@@ -10,9 +10,9 @@ use serde_json::{Map, Value, json};
 use super::rtt::{METHOD, ping_pong};
 use super::{NetOptions, Peer, peer_facts};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::record::BenchError;
 use crate::stats::percentile_nearest_rank as percentile;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub const SIZES: [(u32, &str); 7] = [

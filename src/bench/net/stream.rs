@@ -13,9 +13,9 @@ use super::{
 };
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::CpuMeter;
-use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::record::BenchError;
 use crate::serve::proto::TestSpec;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub const BLOCK: usize = 128 << 10;

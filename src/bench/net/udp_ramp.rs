@@ -11,8 +11,8 @@ use serde_json::json;
 use super::udp_stream::udp_test;
 use super::{NetOptions, Peer, peer_facts};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::RunContext;
-use crate::model::{BenchError, BoundKind};
+use crate::record::{BenchError, BoundKind};
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 /// The first rate tried, bit/s.

@@ -14,12 +14,12 @@ use super::{
 };
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::cpucost::{CpuCost, CpuMeter};
-use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::record::BenchError;
 use crate::serve::data::UDP_MAGIC;
 use crate::serve::proto::{PeerReport, TestSpec};
 use crate::serve::udp_stats::UdpSummary;
 use crate::stats::percentile_nearest_rank as percentile;
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 
 pub struct UdpStream {

@@ -37,10 +37,10 @@ use serde_json::{Map, Value};
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
 use crate::bench::{Headlines, Pick};
-use crate::harness::RunContext;
-use crate::model::{BenchError, BenchmarkResult};
 use crate::platform::process as pp;
 use crate::platform::sched::{self, Policy, SchedRequest};
+use crate::record::{BenchError, BenchmarkResult};
+use crate::timing::RunContext;
 use crate::units::{Better, Unit};
 use work::{WorkKind, WorkSize};
 

@@ -16,11 +16,11 @@ use super::{
     WATCHDOG_TICK_NS, child_error, cpu_time_figure, run_figures, wait_ready,
 };
 use crate::bench::RunOutput;
-use crate::harness::RunContext;
-use crate::model::BenchError;
 use crate::platform::clock::{now_ns, sleep_until_ns};
 use crate::platform::process as pp;
 use crate::platform::sched;
+use crate::record::BenchError;
+use crate::timing::RunContext;
 
 /// Children started, each blocked on the go pipe after setting its policy.
 pub(super) struct Spawned {

@@ -9,10 +9,10 @@ use serde_json::{Map, Value};
 
 use super::{on_cpu, op_err};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput, os_err};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
 use crate::platform::{self, EchoChild, PollPipe};
+use crate::record::BenchError;
 use crate::stats::median;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -412,7 +412,7 @@ mod tests {
 
     use super::*;
     use crate::bench::testutil::{is_linux, quick, with_ctx};
-    use crate::model::ErrorKind;
+    use crate::record::ErrorKind;
 
     #[test]
     fn a_switch_figure_at_or_below_zero_is_kept_and_explained() {

@@ -2,9 +2,9 @@
 
 use super::op_err;
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput, os_err};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
 use crate::platform;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
 pub struct ForkExit {
@@ -68,7 +68,7 @@ mod tests {
 
     use super::*;
     use crate::bench::testutil::{is_linux, quick, with_ctx};
-    use crate::model::ErrorKind;
+    use crate::record::ErrorKind;
 
     #[test]
     fn measures_or_is_unsupported() {

@@ -29,9 +29,9 @@ use std::path::Path;
 
 use super::{Benchmark, os_err};
 use super::{Headline, Headlines};
-use crate::harness::RunContext;
-use crate::model::{BenchError, ErrorKind};
 use crate::platform;
+use crate::record::{BenchError, ErrorKind};
+use crate::timing::RunContext;
 
 pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
     use ctx_switch::{ContextSwitch, Peer};

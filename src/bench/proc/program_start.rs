@@ -6,9 +6,9 @@ use std::io;
 
 use super::{op_err, tiny_program};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput, os_err};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
 use crate::platform::{self, ExecProgram};
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
 /// How the program is started.
@@ -127,7 +127,7 @@ impl Benchmark for ProgramStart {
 mod tests {
     use super::*;
     use crate::bench::testutil::{is_linux, quick};
-    use crate::model::ErrorKind;
+    use crate::record::ErrorKind;
 
     #[test]
     fn fork_exec_measures_on_linux_else_is_unsupported() {

@@ -2,8 +2,8 @@
 
 use super::{interrupted_or, op_err, tiny_program};
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
 pub struct Spawn {

@@ -1,8 +1,8 @@
 //! Thread creation: spawn a thread running an empty closure and join it.
 
 use crate::bench::{Benchmark, Info, MetricSpec, RunOutput, os_err};
-use crate::harness::{BatchOptions, RunContext};
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::{BatchOptions, RunContext};
 use crate::units::{Better, Unit};
 
 pub struct ThreadCreate {

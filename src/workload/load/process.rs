@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::{LoadKind, LoadReport, LoadSpec};
-use crate::harness::RunContext;
-use crate::model::BenchError;
+use crate::record::BenchError;
+use crate::timing::RunContext;
 
 /// A running load child. Dropping it kills and reaps the child and deletes its files.
 pub struct LoadProcess {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::model::{BenchError, TimingCalibration};
+use crate::record::{BenchError, TimingCalibration};
 use crate::stats;
 use crate::units::{Better, Unit};
 
@@ -48,7 +48,7 @@ pub struct RunOutput {
     /// Metrics whose value in this run is a bound, not a measurement (a ramp that ran out of
     /// steps, a sweep that ended before the effect it looks for): shown with ≥/≤, never compared
     /// as a measured difference.
-    pub bounds: Vec<(&'static str, crate::model::BoundKind, String)>,
+    pub bounds: Vec<(&'static str, crate::record::BoundKind, String)>,
     /// Metrics that are a difference of two measured figures (idle − busy): a value ≤ 0 is a
     /// finding the benchmark states itself, not a subtracted overhead that exceeded the
     /// measurement, so the runner's generic "≤ 0" warnings are not given for them.
@@ -65,7 +65,7 @@ impl RunOutput {
     pub fn bounded(
         mut self,
         name: &'static str,
-        kind: crate::model::BoundKind,
+        kind: crate::record::BoundKind,
         why: impl Into<String>,
     ) -> Self {
         self.bounds.push((name, kind, why.into()));
@@ -373,13 +373,13 @@ mod tests {
         let err = ctx
             .time_batches(BatchOptions::default(), |_| Ok(()))
             .unwrap_err();
-        assert_eq!(err.kind, crate::model::ErrorKind::Timeout);
+        assert_eq!(err.kind, crate::record::ErrorKind::Timeout);
         cancel.store(true, Ordering::Relaxed);
         let ctx = ctx_with(&timing, &cancel, Duration::from_secs(10));
         let err = ctx
             .time_batches(BatchOptions::default(), |_| Ok(()))
             .unwrap_err();
-        assert_eq!(err.kind, crate::model::ErrorKind::Interrupted);
+        assert_eq!(err.kind, crate::record::ErrorKind::Interrupted);
     }
 
     #[test]

@@ -10,9 +10,9 @@ use serde_json::{Map, Value, json};
 
 use super::load::{self, LoadFolder, LoadKind, LoadProcess, LoadReport, LoadSpec};
 use super::work::Work;
-use crate::harness::{MetricSpec, RunContext, RunOutput, os_err};
-use crate::model::BenchError;
 use crate::platform::fs;
+use crate::record::BenchError;
+use crate::timing::{MetricSpec, RunContext, RunOutput, os_err};
 use crate::units::{Better, Unit};
 
 /// How a suite's loads run (the `--load-*` options).
@@ -115,13 +115,13 @@ pub const LOAD_CPU: MetricSpec = MetricSpec {
 
 /// A load running beside a measurement (nothing for `none`). Dropping it kills and reaps the
 /// child and deletes its files, then removes the folder (fields drop in this order).
-pub struct Beside {
+pub struct BackgroundLoad {
     process: Option<LoadProcess>,
     spec: Option<LoadSpec>,
     folder: Option<LoadFolder>,
 }
 
-impl Beside {
+impl BackgroundLoad {
     /// Create the load folder (file loads; its path in the facts), start the load child and
     /// return once every load thread runs, its scheduling read back. `work` is the calibrated
     /// work of the measuring side; `dur_ns` the cell's measuring time (the x load's ramp spans it).
@@ -132,8 +132,8 @@ impl Beside {
         out: &mut RunOutput,
         work: Work,
         dur_ns: u64,
-    ) -> Result<Beside, BenchError> {
-        let mut b = Beside {
+    ) -> Result<BackgroundLoad, BenchError> {
+        let mut b = BackgroundLoad {
             process: None,
             spec: None,
             folder: None,
