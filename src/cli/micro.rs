@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use super::run::RunOpts;
+use super::run_opts::RunOpts;
 use super::{CliError, FsOpts, parse_max_size, serve, split_duration};
 use crate::bench::mem::{MemOptions, Part, Threads};
 use crate::bench::registry::SuiteOptions;

@@ -24,6 +24,7 @@ mod parse;
 pub mod policy;
 mod results;
 mod run;
+mod run_opts;
 mod select;
 mod serve;
 mod sink;
@@ -34,9 +35,8 @@ pub use list::{HARNESS_METHOD, list_text};
 pub use micro::{MemOpts, MemPart, SuiteArgs};
 pub use parse::*;
 pub use results::{CompareArgs, ReportArgs, ResultsCmd, StoreOpts, parse_percent};
-pub use run::{
-    DEFAULT_MAX_RUNS, RunOpts, default_bound_s, failures, pick_suites, select, select_with,
-};
+pub use run::{default_bound_s, failures, pick_suites, select, select_with};
+pub use run_opts::{DEFAULT_MAX_RUNS, RunOpts};
 
 /// Exit codes.
 pub const EXIT_OK: i32 = 0;

@@ -17,10 +17,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::run::RunOpts;
+use super::run_opts::RunOpts;
 use super::sink::StoreSink;
 use super::{CliError, EXIT_BENCH_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_WARN};
-use crate::export::{Format, write_atomic};
+use crate::export::{Format, check_writable, write_atomic};
 use crate::output::progress::{Progress, format_secs};
 use crate::record::RunRecord;
 use crate::runner::{Event, Plan};
@@ -129,6 +129,48 @@ impl FileOutput {
                 unreachable!("an export is written by write_export")
             }
         }
+    }
+}
+
+impl RunOpts {
+    /// Before running: the label is valid, every output can be written, and no two name the
+    /// same file (exit 2). The label is checked here, not by clap, whose message would echo it raw.
+    pub(super) fn check_outputs(&self) -> Result<(), CliError> {
+        self.check_outputs_with(&[])
+    }
+
+    /// [`Self::check_outputs`] with a command's own outputs (option name, path) besides the
+    /// common ones.
+    pub(super) fn check_outputs_with(&self, extra: &[(&str, &Path)]) -> Result<(), CliError> {
+        if let Some(l) = &self.label {
+            crate::output::parse_label(l).map_err(|e| CliError::Usage(format!("--label: {e}")))?;
+        }
+        self.tags()?;
+        // The exports as the run writes them; --export-html's path is checked when the store
+        // opens (`StoreSink::open`), as it always was.
+        let exports = exports(self);
+        let mut all: Vec<(&str, &Path)> = Vec::new();
+        for f in &exports {
+            if !f.is_html() {
+                check_writable(&f.path).map_err(|e| CliError::Usage(format!("{}: {e}", f.flag)))?;
+            }
+            all.push((f.flag, &f.path));
+        }
+        for &(flag, path) in extra {
+            check_writable(path).map_err(|e| CliError::Usage(format!("{flag}: {e}")))?;
+            all.push((flag, path));
+        }
+        // An export over the result store would destroy it.
+        let store = match (&self.store.store, self.store.no_store) {
+            (_, true) => None,
+            (Some(p), false) => Some(p.clone()),
+            (None, false) => crate::store::default_path().ok(),
+        };
+        crate::export::claim_stdout(all.iter().map(|(_, p)| *p));
+        if let Some(p) = &store {
+            all.push(("the result store", p));
+        }
+        crate::export::check_distinct(&all).map_err(CliError::Usage)
     }
 }
 
