@@ -69,7 +69,7 @@ pub enum Command {
         after_help = "Examples:\n  osgauge run\n  osgauge run --preset standard --label my-laptop --export-json run.json\n  osgauge run --runs 3 --quiet --export-markdown run.md\n  osgauge run --suite net,fs --fail-on-error          two suites; exit 5 if a benchmark failed\n  osgauge run --ci-width 5% --max-runs 20             run on until each CI is within ±5 %\n\nOpens with a summary (headline figures with their CI, verdicts), then the full tables."
     )]
     Run {
-        /// quick: 5 runs × 100 ms per benchmark (1 min 40 s on a quiet 2-core VM); standard: 10 runs
+        /// quick: 5 runs × 100 ms per benchmark (about 1.5 min on a 2-core VM); standard: 10 runs
         /// × 300 ms (about 6 minutes there, up to 12 when the file CPU-cost windows extend). Each
         /// run prints its own estimate first
         #[arg(long, value_enum, default_value_t = Preset::Quick)]
