@@ -137,27 +137,17 @@ pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
     let timeout = opts
         .timeout
         .unwrap_or(Duration::from_secs_f64((planned * 10.0).max(20.0)));
-    let (benchmarks, schedule) = opts.interleave(benchmarks);
     let label = opts.label.clone().unwrap_or_else(|| "ab".into());
     let labels = [Some(format!("{label}:A")), Some(format!("{label}:B"))];
-    let plan = crate::runner::Plan {
+    // The arms carry the labels (LABEL:A, LABEL:B); the plan none.
+    let mut plan = opts.plan(
         benchmarks,
-        label: None,
-        tags: opts.tags()?,
-        config: crate::record::Config {
-            preset: "ab".into(),
-            selection: a.select.clone(),
-            runs,
-            warmup_runs: opts.warmup,
-            run_time_ms: run_time.as_millis() as u64,
-            timeout_ms: (timeout.as_millis() as u64).max(1),
-            bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
-            command_line: crate::store::redact_args(std::env::args()),
-            adaptive: None,
-            schedule: Some(schedule),
-            ab: None,
-        },
-    };
+        "ab",
+        a.select.clone(),
+        (runs, run_time, timeout),
+        None,
+    )?;
+    plan.label = None;
     let restore_cmd = a.restore.clone().unwrap_or_else(|| a.a.clone());
     let start_state = match &a.read {
         Some(r) => Some(shell(r).map_err(|e| CliError::Other(anyhow::anyhow!(e)))?.1),

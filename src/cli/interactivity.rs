@@ -8,8 +8,6 @@ use clap::{Args, ValueEnum};
 
 use super::run::{execute_and_keep, print_warnings, runs_text};
 use super::*;
-use crate::record::Config;
-use crate::runner::Plan;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableFormat {
@@ -310,25 +308,13 @@ pub(super) fn run_interactivity(a: InteractivityArgs) -> Result<i32, CliError> {
     let timeout = opts
         .timeout
         .unwrap_or(Duration::from_secs_f64(per_bench * 2.0 + 30.0));
-    let (benchmarks, schedule) = opts.interleave(benchmarks);
-    let plan = Plan {
+    let plan = opts.plan(
         benchmarks,
-        label: opts.label.clone(),
-        tags: opts.tags()?,
-        config: Config {
-            preset: "interactivity".into(),
-            selection,
-            runs,
-            warmup_runs: opts.warmup,
-            run_time_ms: duration.as_millis() as u64,
-            timeout_ms: (timeout.as_millis() as u64).max(1),
-            bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
-            command_line: crate::store::redact_args(std::env::args()),
-            adaptive: adaptive.clone(),
-            schedule: Some(schedule),
-            ab: None,
-        },
-    };
+        "interactivity",
+        selection,
+        (runs, duration, timeout),
+        adaptive.clone(),
+    )?;
     let preface = interactivity_plan_text(
         &tasks,
         &loads,

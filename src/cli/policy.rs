@@ -208,25 +208,13 @@ pub fn run_policy(a: PolicyArgs) -> Result<i32, CliError> {
     let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
         max_cell * f64::from(most_runs + opts.warmup) + 60.0,
     ));
-    let (benchmarks, schedule) = opts.interleave(benchmarks);
-    let plan = crate::runner::Plan {
+    let plan = opts.plan(
         benchmarks,
-        label: opts.label.clone(),
-        tags: opts.tags()?,
-        config: crate::record::Config {
-            preset: "policy".into(),
-            selection,
-            runs,
-            warmup_runs: opts.warmup,
-            run_time_ms: a.work_time.as_millis() as u64,
-            timeout_ms: (timeout.as_millis() as u64).max(1),
-            bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
-            command_line: crate::store::redact_args(std::env::args()),
-            adaptive,
-            schedule: Some(schedule),
-            ab: None,
-        },
-    };
+        "policy",
+        selection,
+        (runs, a.work_time, timeout),
+        adaptive,
+    )?;
     let preface = format!(
         "{} cell(s) ({} work × {} policy × {} process count) and the drift reference, in rounds of random order, {}",
         plan.benchmarks.len() - 1,

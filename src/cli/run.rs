@@ -9,7 +9,7 @@ use super::run_opts::RunOpts;
 use super::{CliError, Preset, SuiteArgs, interrupt_flag};
 use crate::bench::Benchmark;
 use crate::bench::registry::{SuiteOptions, suites, suites_with};
-use crate::record::{Config, RunRecord};
+use crate::record::RunRecord;
 use crate::runner::Plan;
 
 /// `osgauge run`: the preset's suites (their lighter configuration at the quick preset).
@@ -157,25 +157,13 @@ pub(super) fn run_plan_then(
     let timeout = opts.timeout.unwrap_or(Duration::from_secs_f64(
         default_bound_s(planned, longest) + extension,
     ));
-    let (benchmarks, schedule) = opts.interleave(benchmarks);
-    let plan = Plan {
+    let plan = opts.plan(
         benchmarks,
-        label: opts.label.clone(),
-        tags: opts.tags()?,
-        config: Config {
-            preset: preset.to_string(),
-            selection,
-            runs,
-            warmup_runs: opts.warmup,
-            run_time_ms: run_time.as_millis() as u64,
-            timeout_ms: (timeout.as_millis() as u64).max(1),
-            bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
-            command_line: crate::store::redact_args(std::env::args()),
-            adaptive: adaptive.clone(),
-            schedule: Some(schedule),
-            ab: None,
-        },
-    };
+        preset,
+        selection,
+        (runs, run_time, timeout),
+        adaptive.clone(),
+    )?;
     let preface = format!(
         "{} benchmark(s) and the drift reference, in rounds of random order, {}",
         plan.benchmarks.len() - 1,

@@ -65,15 +65,17 @@ pub struct RunOpts {
 }
 
 impl RunOpts {
-    /// The benchmarks with the drift reference added (it runs in every round), and the order's
-    /// schedule: the seed asked for or a fresh one.
-    pub fn interleave(
+    /// The plan of a measuring command: `benchmarks` with the drift reference added (it runs in
+    /// every round), the order's schedule (the seed asked for or a fresh one), this run's label
+    /// and tags, and the record's configuration.
+    pub(super) fn plan(
         &self,
         mut benchmarks: Vec<Box<dyn crate::bench::Benchmark>>,
-    ) -> (
-        Vec<Box<dyn crate::bench::Benchmark>>,
-        crate::record::Schedule,
-    ) {
+        preset: &str,
+        selection: Vec<String>,
+        (runs, run_time, timeout): (u32, Duration, Duration),
+        adaptive: Option<crate::record::AdaptiveConfig>,
+    ) -> Result<crate::runner::Plan, CliError> {
         benchmarks.push(Box::new(crate::bench::reference::Reference::new()));
         let schedule = crate::record::Schedule {
             order: "interleaved".into(),
@@ -81,7 +83,24 @@ impl RunOpts {
             rounds: Vec::new(),
             reference: Some(crate::bench::reference::ID.to_string()),
         };
-        (benchmarks, schedule)
+        Ok(crate::runner::Plan {
+            benchmarks,
+            label: self.label.clone(),
+            tags: self.tags()?,
+            config: crate::record::Config {
+                preset: preset.into(),
+                selection,
+                runs,
+                warmup_runs: self.warmup,
+                run_time_ms: run_time.as_millis() as u64,
+                timeout_ms: (timeout.as_millis() as u64).max(1),
+                bootstrap_seed: crate::stats::BOOTSTRAP_SEED,
+                command_line: crate::store::redact_args(std::env::args()),
+                adaptive,
+                schedule: Some(schedule),
+                ab: None,
+            },
+        })
     }
 }
 
