@@ -314,6 +314,7 @@ fn run_captured(
         ),
     };
     let _machine = test.serial.and_then(machine_lock);
+    let _timed = Timed(test, std::time::Instant::now());
     let cap = capture.then(Capture::start).flatten();
     let keep = keep_panics && cap.is_none();
     let thread = std::thread::Builder::new()
@@ -333,6 +334,46 @@ fn run_captured(
         let msg = failed.message().unwrap_or_default();
         format!("{msg}\n---- output ----\n{output}").into()
     })
+}
+
+/// Each finished test's wall time (name, seconds, serial), for [`slowest`].
+static TIMES: std::sync::Mutex<Vec<(&'static str, f64, bool)>> = std::sync::Mutex::new(Vec::new());
+
+/// Records a test's wall time when the test ends, however it ends (a failure included).
+struct Timed(&'static Test, std::time::Instant);
+
+impl Drop for Timed {
+    fn drop(&mut self) {
+        let mut t = TIMES.lock().unwrap_or_else(|e| e.into_inner());
+        t.push((
+            self.0.name(),
+            self.1.elapsed().as_secs_f64(),
+            self.0.serial.is_some(),
+        ));
+    }
+}
+
+/// The closing lines on where the time went: the serial tests' total (they run alone, so they
+/// add up to the run's floor) and the `n` slowest tests, so the next engineer who wants the
+/// suite faster starts from figures. Wall times on this machine at this moment, not assertions.
+fn slowest(times: &[(&str, f64, bool)], n: usize) -> String {
+    if times.is_empty() {
+        return String::new();
+    }
+    let serial = times.iter().filter(|t| t.2).fold(0.0, |s, t| s + t.1);
+    let serial_n = times.iter().filter(|t| t.2).count();
+    let mut by_time: Vec<_> = times.to_vec();
+    by_time.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut out = format!(
+        "wall time of the tests: {serial_n} serial test(s) (run alone, one after another) took \
+         {serial:.1} s; the {} slowest:\n",
+        n.min(by_time.len())
+    );
+    for (name, secs, alone) in by_time.into_iter().take(n) {
+        let tag = if alone { " (serial)" } else { "" };
+        out.push_str(&format!("  {secs:7.1} s  {name}{tag}\n"));
+    }
+    out
 }
 
 thread_local! {
@@ -535,8 +576,38 @@ pub fn main() -> std::process::ExitCode {
             })
         });
     }
-    libtest_mimic::run(&args, trials).exit_code()
+    let conclusion = libtest_mimic::run(&args, trials);
+    let times = TIMES.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if !args.list {
+        print!("{}", slowest(&times, 10));
+    }
+    conclusion.exit_code()
 }
+
+/// The summary of test times names the serial total and the slowest tests, slowest first.
+fn slowest_names_the_serial_total_and_the_slowest_first() {
+    let times = [
+        ("a", 1.0, false),
+        ("b", 5.0, true),
+        ("c", 3.0, false),
+        ("d", 2.0, true),
+    ];
+    let s = slowest(&times, 2);
+    assert!(s.contains("2 serial test(s)"), "{s}");
+    assert!(s.contains("took 7.0 s"), "{s}");
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(lines.len(), 3, "{s}");
+    assert!(
+        lines[1].ends_with("b (serial)") && lines[1].contains("5.0 s"),
+        "{s}"
+    );
+    assert!(
+        lines[2].ends_with(" c") && lines[2].contains("3.0 s"),
+        "{s}"
+    );
+    assert_eq!(slowest(&[], 10), "");
+}
+crate::register!(slowest_names_the_serial_total_and_the_slowest_first);
 
 /// A `#[test]` in this binary's sources would remove its function without a word (this binary is
 /// built without libtest's `--test`): there must be none.
