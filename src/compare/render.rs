@@ -512,6 +512,21 @@ fn wrap(text: &str, width: usize, indent: &str) -> String {
 
 pub fn markdown(c: &Comparison) -> String {
     let mut s = String::from("# osgauge comparison\n\n");
+    s.push_str(&md_runs(c));
+    s.push_str(&md_differences(c));
+    s.push_str(&md_settings(c));
+    s.push_str(&md_results(c));
+    s.push_str(&md_geomeans(c));
+    s.push('\n');
+    for f in &c.footnotes {
+        s.push_str(&format!("{}\n\n", md_escape(f)));
+    }
+    s
+}
+
+/// Markdown: the runs compared, one list item each, and the power note.
+fn md_runs(c: &Comparison) -> String {
+    let mut s = String::new();
     for (j, col) in c.columns.iter().enumerate() {
         s.push_str(&format!(
             "- [{j}] **{}** — run `{}`, {}{}{}\n",
@@ -528,25 +543,38 @@ pub fn markdown(c: &Comparison) -> String {
             crate::output::markdown_text(p)
         ));
     }
-    if !c.differences.is_empty() {
-        s.push_str("\n## Machine / environment fields that differ\n\n| field |");
-        for j in 0..c.columns.len() {
-            s.push_str(&format!(
-                " {} |",
-                crate::output::markdown_text(&column_title(c, j))
-            ));
-        }
-        s.push_str("\n|---|");
-        s.push_str(&"---|".repeat(c.columns.len()));
-        s.push('\n');
-        for d in &c.differences {
-            s.push_str(&format!("| {} |", d.field));
-            for v in &d.values {
-                s.push_str(&format!(" {} |", md_escape(v)));
-            }
-            s.push('\n');
-        }
+    s
+}
+
+/// Markdown: the machine and environment fields that differ, a table (nothing when none do).
+fn md_differences(c: &Comparison) -> String {
+    let mut s = String::new();
+    if c.differences.is_empty() {
+        return s;
     }
+    s.push_str("\n## Machine / environment fields that differ\n\n| field |");
+    for j in 0..c.columns.len() {
+        s.push_str(&format!(
+            " {} |",
+            crate::output::markdown_text(&column_title(c, j))
+        ));
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"---|".repeat(c.columns.len()));
+    s.push('\n');
+    for d in &c.differences {
+        s.push_str(&format!("| {} |", d.field));
+        for v in &d.values {
+            s.push_str(&format!(" {} |", md_escape(v)));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Markdown: the settings that differ, a table, or that none do.
+fn md_settings(c: &Comparison) -> String {
+    let mut s = String::new();
     if !c.settings.is_empty() {
         s.push_str("\n## Settings that differ\n\nRun config, and per benchmark its parameters as asked and as applied (read back).\n\n| field | benchmarks |");
         for j in 0..c.columns.len() {
@@ -573,6 +601,13 @@ pub fn markdown(c: &Comparison) -> String {
     } else if c.columns.len() > 1 {
         s.push_str("\nSettings: no differences in the run config or any benchmark's settings.\n");
     }
+    s
+}
+
+/// Markdown: the results table, a row per metric: the baseline's figure, then per other run its
+/// figure, change, CI, p / q and verdict.
+fn md_results(c: &Comparison) -> String {
+    let mut s = String::new();
     s.push_str("\n## Results\n\nDirection: lower is better unless marked ↑ (higher is better) or ≈ (neutral: a verification figure, never judged).\n\n| benchmark | ");
     s.push_str(&md_escape(&column_title(c, 0)));
     s.push_str(" |");
@@ -612,28 +647,31 @@ pub fn markdown(c: &Comparison) -> String {
         }
         s.push('\n');
     }
-    if c.columns.len() > 1 {
-        s.push_str("\n| suite | metrics |");
-        for j in 1..c.columns.len() {
-            s.push_str(&format!(
-                " geomean {} |",
-                crate::output::markdown_text(&column_title(c, j))
-            ));
-        }
-        s.push_str("\n|---|---:|");
-        s.push_str(&"---:|".repeat(c.columns.len() - 1));
-        s.push('\n');
-        for sum in &c.suites {
-            s.push_str(&format!("| {} | {} |", sum.suite, sum.metrics));
-            for k in 0..sum.geomean.len() {
-                s.push_str(&format!(" {} |", geomean_text(sum, k)));
-            }
-            s.push('\n');
-        }
+    s
+}
+
+/// Markdown: each suite's geomean change per other run, a table (nothing with one run).
+fn md_geomeans(c: &Comparison) -> String {
+    let mut s = String::new();
+    if c.columns.len() <= 1 {
+        return s;
     }
+    s.push_str("\n| suite | metrics |");
+    for j in 1..c.columns.len() {
+        s.push_str(&format!(
+            " geomean {} |",
+            crate::output::markdown_text(&column_title(c, j))
+        ));
+    }
+    s.push_str("\n|---|---:|");
+    s.push_str(&"---:|".repeat(c.columns.len() - 1));
     s.push('\n');
-    for f in &c.footnotes {
-        s.push_str(&format!("{}\n\n", md_escape(f)));
+    for sum in &c.suites {
+        s.push_str(&format!("| {} | {} |", sum.suite, sum.metrics));
+        for k in 0..sum.geomean.len() {
+            s.push_str(&format!(" {} |", geomean_text(sum, k)));
+        }
+        s.push('\n');
     }
     s
 }
