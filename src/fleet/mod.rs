@@ -956,93 +956,12 @@ pub fn history(
     let mut better = Better::Lower;
     let mut series = Vec::new();
     for (machine, recs) in per_machine(records, machines, order) {
-        let mut points = Vec::new();
-        let mut used: Vec<&RunRecord> = Vec::new();
-        let mut skipped = 0;
-        for r in recs {
-            let m = r
-                .benchmark(bench)
-                .and_then(|b| b.metrics.iter().find(|m| m.name == metric));
-            match m.and_then(|m| m.summary.as_ref().map(|s| (m, s))) {
-                Some((m, s)) => {
-                    unit = m.unit;
-                    better = m.better;
-                    points.push(Point {
-                        run_id: r.run_id.to_string(),
-                        label: r.label.clone(),
-                        tags: r.tags.clone(),
-                        started: r.started,
-                        complete: r.complete,
-                        center: s.center,
-                        ci95: s.ci95,
-                        runs: s.runs,
-                        bound: m.bound.as_ref().map(|b| b.kind),
-                    });
-                    used.push(r);
-                }
-                None => skipped += 1,
-            }
+        let found = points_of(recs, bench, metric);
+        if let Some((u, b)) = found.direction {
+            unit = u;
+            better = b;
         }
-        let values: Vec<f64> = points.iter().map(|p| p.center).collect();
-        let (cps, rejected) = changepoint::search(&values, opts);
-        let no_more_changes = changepoint::why_no_more(
-            &values,
-            cps.last().map_or(0, |c| c.index),
-            rejected.as_ref(),
-            opts,
-        );
-        let mut bounds: Vec<usize> = vec![0];
-        bounds.extend(cps.iter().map(|c| c.index));
-        bounds.push(values.len());
-        let changes = cps
-            .iter()
-            .enumerate()
-            .map(|(k, c)| {
-                let (a, b) = (used[c.index - 1], used[c.index]);
-                // The same rule as `compare`, with the invocation as the unit: the segment
-                // before the change against the segment after it, each run of the history one
-                // invocation of its segment's system.
-                let side = |r: std::ops::Range<usize>| -> Vec<crate::record::RunRecord> {
-                    used[r].iter().map(|x| (*x).clone()).collect()
-                };
-                let groups = [
-                    (a.run_id.to_string(), side(bounds[k]..c.index)),
-                    (b.run_id.to_string(), side(c.index..bounds[k + 2])),
-                ];
-                let cmp = compare::compare_groups(&groups, &compare::Options::default());
-                let delta = cmp
-                    .rows
-                    .iter()
-                    .find(|r| r.benchmark == bench && r.metric == metric)
-                    .and_then(|r| r.cells.get(1))
-                    .and_then(|c| c.vs_base.as_ref());
-                let before = stats::median(&values[bounds[k]..c.index]);
-                let after = stats::median(&values[c.index..bounds[k + 2]]);
-                Change {
-                    index: c.index,
-                    p: c.p,
-                    before: a.run_id.to_string(),
-                    after: b.run_id.to_string(),
-                    segment_ratio: after / before,
-                    verdict: delta.map(|d| d.verdict).unwrap_or(Verdict::Same),
-                    ratio: delta
-                        .filter(|d| d.basis == compare::Basis::Ratio)
-                        .map(|d| d.ratio),
-                    ratio_ci95: delta
-                        .filter(|d| d.basis == compare::Basis::Ratio)
-                        .map(|d| d.ci95),
-                    q: delta.map(|d| d.q),
-                }
-            })
-            .collect();
-        series.push(Series {
-            machine: machine.name,
-            machine_id: machine.id,
-            points,
-            changes,
-            no_more_changes,
-            skipped,
-        });
+        series.push(series_of(machine, found, bench, metric, opts));
     }
     History {
         schema: HISTORY_SCHEMA.into(),
@@ -1053,6 +972,139 @@ pub fn history(
         method: opts,
         order: order.as_text(),
         series,
+    }
+}
+
+/// One machine's runs that have a figure of the metric, as [`points_of`] finds them.
+struct MachinePoints<'a> {
+    points: Vec<Point>,
+    /// The run of each point.
+    used: Vec<&'a RunRecord>,
+    /// Runs without a figure.
+    skipped: usize,
+    /// Unit and direction of the last figure found.
+    direction: Option<(Unit, Better)>,
+}
+
+/// The point of each of `recs` (in their order) that has a summary of `bench`/`metric`; the
+/// others counted as skipped.
+fn points_of<'a>(recs: Vec<&'a RunRecord>, bench: &str, metric: &str) -> MachinePoints<'a> {
+    let mut found = MachinePoints {
+        points: Vec::new(),
+        used: Vec::new(),
+        skipped: 0,
+        direction: None,
+    };
+    for r in recs {
+        let m = r
+            .benchmark(bench)
+            .and_then(|b| b.metrics.iter().find(|m| m.name == metric));
+        match m.and_then(|m| m.summary.as_ref().map(|s| (m, s))) {
+            Some((m, s)) => {
+                found.direction = Some((m.unit, m.better));
+                found.points.push(Point {
+                    run_id: r.run_id.to_string(),
+                    label: r.label.clone(),
+                    tags: r.tags.clone(),
+                    started: r.started,
+                    complete: r.complete,
+                    center: s.center,
+                    ci95: s.ci95,
+                    runs: s.runs,
+                    bound: m.bound.as_ref().map(|b| b.kind),
+                });
+                found.used.push(r);
+            }
+            None => found.skipped += 1,
+        }
+    }
+    found
+}
+
+/// A machine's series: its points, the change points E-Divisive finds in their medians (each
+/// judged by [`change_of`]), and why there is no further one.
+fn series_of(
+    machine: MachineInfo,
+    found: MachinePoints,
+    bench: &str,
+    metric: &str,
+    opts: changepoint::Options,
+) -> Series {
+    let values: Vec<f64> = found.points.iter().map(|p| p.center).collect();
+    let (cps, rejected) = changepoint::search(&values, opts);
+    let no_more_changes = changepoint::why_no_more(
+        &values,
+        cps.last().map_or(0, |c| c.index),
+        rejected.as_ref(),
+        opts,
+    );
+    // Segment boundaries: 0, each change point, the end.
+    let mut bounds: Vec<usize> = vec![0];
+    bounds.extend(cps.iter().map(|c| c.index));
+    bounds.push(values.len());
+    let changes = cps
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let segments = (bounds[k]..c.index, c.index..bounds[k + 2]);
+            change_of(c, segments, &found.used, &values, bench, metric)
+        })
+        .collect();
+    Series {
+        machine: machine.name,
+        machine_id: machine.id,
+        points: found.points,
+        changes,
+        no_more_changes,
+        skipped: found.skipped,
+    }
+}
+
+/// The change point `c` between the segments `before` and `after` (index ranges of `used` and
+/// `values`): the runs on either side, the ratio of the segments' medians, and `compare`'s
+/// verdict between the segments.
+fn change_of(
+    c: &changepoint::ChangePoint,
+    (before, after): (std::ops::Range<usize>, std::ops::Range<usize>),
+    used: &[&RunRecord],
+    values: &[f64],
+    bench: &str,
+    metric: &str,
+) -> Change {
+    let (a, b) = (used[c.index - 1], used[c.index]);
+    // The same rule as `compare`, with the invocation as the unit: the segment before the change
+    // against the segment after it, each run of the history one invocation of its segment's
+    // system.
+    let side = |r: std::ops::Range<usize>| -> Vec<crate::record::RunRecord> {
+        used[r].iter().map(|x| (*x).clone()).collect()
+    };
+    let groups = [
+        (a.run_id.to_string(), side(before.clone())),
+        (b.run_id.to_string(), side(after.clone())),
+    ];
+    let cmp = compare::compare_groups(&groups, &compare::Options::default());
+    let delta = cmp
+        .rows
+        .iter()
+        .find(|r| r.benchmark == bench && r.metric == metric)
+        .and_then(|r| r.cells.get(1))
+        .and_then(|c| c.vs_base.as_ref());
+    let before = stats::median(&values[before]);
+    let after = stats::median(&values[after]);
+    Change {
+        index: c.index,
+        p: c.p,
+        before: a.run_id.to_string(),
+        after: b.run_id.to_string(),
+        segment_ratio: after / before,
+        verdict: delta.map(|d| d.verdict).unwrap_or(Verdict::Same),
+        ratio: delta
+            .filter(|d| d.basis == compare::Basis::Ratio)
+            .map(|d| d.ratio),
+        ratio_ci95: delta
+            .filter(|d| d.basis == compare::Basis::Ratio)
+            .map(|d| d.ci95),
+        q: delta.map(|d| d.q),
     }
 }
 
