@@ -165,6 +165,32 @@ pub fn execute_arms(
     cancel: &AtomicBool,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Vec<RunRecord>, (String, Vec<RunRecord>)> {
+    let (records, schedule) = start_records(&plan, labels);
+    for r in &records {
+        on_event(Event::Started {
+            record: r,
+            total: plan.benchmarks.len(),
+        });
+    }
+    let mut arms = Arms::new(&plan, records, &schedule);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(schedule.seed);
+    let (round, failed) = arms.run_rounds(&mut rng, switch, cancel, on_event);
+    let interrupted = cancel.load(Ordering::Relaxed) || failed.is_some();
+    let mut records = arms.finish(round, interrupted, failed.as_deref());
+    let notes = crate::bench::registry::run_notes(&records, interrupted);
+    for (r, notes) in records.iter_mut().zip(notes) {
+        r.warnings = run_warnings(r, interrupted, notes);
+    }
+    match failed {
+        Some(e) => Err((e, records)),
+        None => Ok(records),
+    }
+}
+
+/// Setup of [`execute_arms`]: the machine, the environment at the start and the timer
+/// calibration, taken once and put into one empty record per arm (labelled `labels[arm]`); and
+/// the plan's schedule, made interleaved with no rounds yet (seed and drift reference kept).
+fn start_records(plan: &Plan, labels: &[Option<String>]) -> (Vec<RunRecord>, Schedule) {
     let machine = crate::platform::sysinfo::machine();
     let env_start = crate::platform::sysinfo::environment();
     let timing = crate::timing::calibrate();
@@ -178,7 +204,7 @@ pub fn execute_arms(
     schedule.order = "interleaved".into();
     schedule.rounds.clear();
     let started = Utc::now();
-    let mut records: Vec<RunRecord> = labels
+    let records = labels
         .iter()
         .map(|label| RunRecord {
             schema: SCHEMA.to_string(),
@@ -201,156 +227,206 @@ pub fn execute_arms(
             warnings: Vec::new(),
         })
         .collect();
-    for r in &records {
-        on_event(Event::Started {
-            record: r,
-            total: plan.benchmarks.len(),
-        });
-    }
-    let mut arms: Vec<Vec<Track>> = labels
-        .iter()
-        .map(|_| {
-            plan.benchmarks
-                .iter()
-                .map(|b| Track::new(b.as_ref()))
-                .collect()
-        })
-        .collect();
-    let mut schedules = vec![schedule.clone(); labels.len()];
-    let reference = plan
-        .benchmarks
-        .iter()
-        .position(|b| Some(b.info().id.as_str()) == schedule.reference.as_deref());
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(schedule.seed);
-    let mut round: u32 = if plan.config.warmup_runs > 0 { 0 } else { 1 };
-    let mut failed: Option<String> = None;
-    'rounds: loop {
-        if cancel.load(Ordering::Relaxed) {
-            break;
-        }
-        let orders: Vec<Vec<usize>> = arms
+    (records, schedule)
+}
+
+/// The arms of [`execute_arms`] on their way through the rounds: per arm its benchmarks'
+/// tracks, its record and the schedule of the runs it took.
+struct Arms<'p> {
+    plan: &'p Plan,
+    tracks: Vec<Vec<Track<'p>>>,
+    records: Vec<RunRecord>,
+    schedules: Vec<Schedule>,
+    /// Index of the drift reference in the plan.
+    reference: Option<usize>,
+}
+
+impl<'p> Arms<'p> {
+    /// One arm per record, each with a fresh track for every benchmark of `plan`.
+    fn new(plan: &'p Plan, records: Vec<RunRecord>, schedule: &Schedule) -> Self {
+        let tracks = records
             .iter()
-            .map(|tracks| round_order(tracks, &plan, round, reference))
+            .map(|_| {
+                plan.benchmarks
+                    .iter()
+                    .map(|b| Track::new(b.as_ref()))
+                    .collect()
+            })
             .collect();
-        if orders.iter().all(Vec::is_empty) {
-            if round == 0 {
-                // Nothing to warm up (no reference, every benchmark warms itself): measure.
-                round = 1;
-                continue;
-            }
-            break;
+        let reference = plan
+            .benchmarks
+            .iter()
+            .position(|b| Some(b.info().id.as_str()) == schedule.reference.as_deref());
+        Arms {
+            plan,
+            tracks,
+            schedules: vec![schedule.clone(); records.len()],
+            records,
+            reference,
         }
-        let mut arm_order: Vec<usize> = (0..arms.len()).collect();
-        arm_order.shuffle(&mut rng);
-        for &a in &arm_order {
-            let mut order = orders[a].clone();
-            if order.is_empty() {
-                continue;
-            }
-            order.shuffle(&mut rng);
+    }
+
+    /// Measure: round after round, each arm in a fresh random order switched in and taking its
+    /// runs of the round, until no benchmark has a run left, Ctrl-C, or a switch fails. The
+    /// round it stopped in, and the failed switch's message.
+    fn run_rounds(
+        &mut self,
+        rng: &mut rand_chacha::ChaCha8Rng,
+        switch: &mut dyn FnMut(usize, u32) -> Result<(), String>,
+        cancel: &AtomicBool,
+        on_event: &mut dyn FnMut(Event),
+    ) -> (u32, Option<String>) {
+        let plan = self.plan;
+        let mut round: u32 = if plan.config.warmup_runs > 0 { 0 } else { 1 };
+        loop {
             if cancel.load(Ordering::Relaxed) {
-                break 'rounds;
+                return (round, None);
             }
-            // A setting switched between arms must not meet what a benchmark kept from a run
-            // under the other arm's setting.
-            if arms.len() > 1 {
-                for b in &plan.benchmarks {
-                    b.release();
+            let orders: Vec<Vec<usize>> = self
+                .tracks
+                .iter()
+                .map(|tracks| round_order(tracks, plan, round, self.reference))
+                .collect();
+            if orders.iter().all(Vec::is_empty) {
+                if round == 0 {
+                    // Nothing to warm up (no reference, every benchmark warms itself): measure.
+                    round = 1;
+                    continue;
                 }
+                return (round, None);
             }
-            if let Err(e) = switch(a, round) {
-                failed = Some(e);
-                break 'rounds;
-            }
-            let tracks = &mut arms[a];
-            let mut ran = Vec::new();
-            for &i in &order {
+            let mut arm_order: Vec<usize> = (0..self.tracks.len()).collect();
+            arm_order.shuffle(rng);
+            for &a in &arm_order {
+                let mut order = orders[a].clone();
+                if order.is_empty() {
+                    continue;
+                }
+                order.shuffle(rng);
                 if cancel.load(Ordering::Relaxed) {
-                    break;
+                    return (round, None);
                 }
-                let info = tracks[i].bench.info();
-                on_event(Event::RunStarted {
-                    index: i,
-                    info,
-                    round,
-                });
-                let t0 = Instant::now();
-                tracks[i].step(&plan, &records[a].timing, cancel, round);
-                ran.push(info.id.clone());
-                on_event(Event::RunFinished {
-                    index: i,
-                    info,
-                    wall_s: t0.elapsed().as_secs_f64(),
-                    finished: !tracks[i].active(&plan, round + 1),
-                });
+                // A setting switched between arms must not meet what a benchmark kept from a
+                // run under the other arm's setting.
+                if self.tracks.len() > 1 {
+                    for b in &plan.benchmarks {
+                        b.release();
+                    }
+                }
+                if let Err(e) = switch(a, round) {
+                    return (round, Some(e));
+                }
+                self.run_arm(a, &order, round, cancel, on_event);
             }
-            schedules[a].rounds.push(ran);
-            let (benchmarks, reference_result) = split_reference(
-                tracks.iter().map(|t| t.begun().then(|| t.result(&plan))),
-                reference,
-            );
-            records[a].benchmarks = benchmarks;
-            records[a].reference = reference_result;
-            records[a].config.schedule = Some(schedules[a].clone());
-            on_event(Event::RoundFinished {
+            round += 1;
+        }
+    }
+
+    /// Arm `a`'s runs of `round` (benchmarks in `order`, until Ctrl-C), then its record brought
+    /// up to date with the runs taken so far.
+    fn run_arm(
+        &mut self,
+        a: usize,
+        order: &[usize],
+        round: u32,
+        cancel: &AtomicBool,
+        on_event: &mut dyn FnMut(Event),
+    ) {
+        let plan = self.plan;
+        let tracks = &mut self.tracks[a];
+        let mut ran = Vec::new();
+        for &i in order {
+            if cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            let info = tracks[i].bench.info();
+            on_event(Event::RunStarted {
+                index: i,
+                info,
                 round,
-                record: &records[a],
+            });
+            let t0 = Instant::now();
+            tracks[i].step(plan, &self.records[a].timing, cancel, round);
+            ran.push(info.id.clone());
+            on_event(Event::RunFinished {
+                index: i,
+                info,
+                wall_s: t0.elapsed().as_secs_f64(),
+                finished: !tracks[i].active(plan, round + 1),
             });
         }
-        round += 1;
-    }
-    let interrupted = cancel.load(Ordering::Relaxed) || failed.is_some();
-    for (a, tracks) in arms.iter_mut().enumerate() {
-        for t in tracks.iter_mut() {
-            let cut = t
-                .error
-                .as_ref()
-                .is_some_and(|e| e.kind == ErrorKind::Interrupted)
-                || (t.error.is_none() && t.active(&plan, round));
-            if !(interrupted && t.begun() && cut) {
-                continue;
-            }
-            let why = format!(
-                "{} after {} of {} runs",
-                failed.as_deref().unwrap_or("interrupted by the user"),
-                t.outputs.len(),
-                plan.config.runs
-            );
-            if t.outputs.is_empty() {
-                t.error = Some(BenchError {
-                    kind: ErrorKind::Interrupted,
-                    message: why,
-                });
-            } else {
-                // Its finished runs are measurements: kept as its figures, with fewer runs,
-                // and said so.
-                t.error = None;
-                t.warnings
-                    .push(format!("{why}: its figures are of these runs"));
-            }
-        }
-        let record = &mut records[a];
+        self.schedules[a].rounds.push(ran);
         let (benchmarks, reference_result) = split_reference(
-            tracks
-                .iter_mut()
-                .map(|t| t.begun().then(|| t.finish(&plan))),
-            reference,
+            tracks.iter().map(|t| t.begun().then(|| t.result(plan))),
+            self.reference,
         );
+        let record = &mut self.records[a];
         record.benchmarks = benchmarks;
         record.reference = reference_result;
-        record.config.schedule = Some(schedules[a].clone());
-        record.environment.end = Some(crate::platform::sysinfo::environment());
-        record.finished = Some(Utc::now());
-        record.complete = !interrupted
-            && record.benchmarks.len() + usize::from(reference.is_some()) == plan.benchmarks.len();
+        record.config.schedule = Some(self.schedules[a].clone());
+        on_event(Event::RoundFinished {
+            round,
+            record: &*record,
+        });
     }
-    let notes = crate::bench::registry::run_notes(&records, interrupted);
-    for (r, notes) in records.iter_mut().zip(notes) {
-        r.warnings = run_warnings(r, interrupted, notes);
+
+    /// Assemble: each arm's final record (its benchmarks' results, the environment at the end,
+    /// whether complete), the benchmarks cut short by an interruption or a failed switch
+    /// (`failed`) said so first ([`cut_short`]).
+    fn finish(mut self, round: u32, interrupted: bool, failed: Option<&str>) -> Vec<RunRecord> {
+        let plan = self.plan;
+        for (a, tracks) in self.tracks.iter_mut().enumerate() {
+            if interrupted {
+                for t in tracks.iter_mut() {
+                    cut_short(t, plan, round, failed);
+                }
+            }
+            let record = &mut self.records[a];
+            let (benchmarks, reference_result) = split_reference(
+                tracks.iter_mut().map(|t| t.begun().then(|| t.finish(plan))),
+                self.reference,
+            );
+            record.benchmarks = benchmarks;
+            record.reference = reference_result;
+            record.config.schedule = Some(self.schedules[a].clone());
+            record.environment.end = Some(crate::platform::sysinfo::environment());
+            record.finished = Some(Utc::now());
+            record.complete = !interrupted
+                && record.benchmarks.len() + usize::from(self.reference.is_some())
+                    == plan.benchmarks.len();
+        }
+        self.records
     }
-    match failed {
-        Some(e) => Err((e, records)),
-        None => Ok(records),
+}
+
+/// A begun benchmark whose runs an interruption (`failed`: a switch that failed, else Ctrl-C)
+/// cut short in `round`: without a finished run it has the interruption as its error; with some,
+/// they are its figures, with a warning that says how many of the planned runs they are.
+fn cut_short(t: &mut Track, plan: &Plan, round: u32, failed: Option<&str>) {
+    let cut = t
+        .error
+        .as_ref()
+        .is_some_and(|e| e.kind == ErrorKind::Interrupted)
+        || (t.error.is_none() && t.active(plan, round));
+    if !(t.begun() && cut) {
+        return;
+    }
+    let why = format!(
+        "{} after {} of {} runs",
+        failed.unwrap_or("interrupted by the user"),
+        t.outputs.len(),
+        plan.config.runs
+    );
+    if t.outputs.is_empty() {
+        t.error = Some(BenchError {
+            kind: ErrorKind::Interrupted,
+            message: why,
+        });
+    } else {
+        // Its finished runs are measurements: kept as its figures, with fewer runs, and said so.
+        t.error = None;
+        t.warnings
+            .push(format!("{why}: its figures are of these runs"));
     }
 }
 

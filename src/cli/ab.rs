@@ -96,7 +96,7 @@ impl Restore {
             (status, out) => Err(format!(
                 "the restore command '{}' failed ({}): {out}",
                 self.cmd,
-                status.map_or("ended by a signal".to_string(), |c| format!("exit {c}"))
+                status_text(status)
             )),
         }
     }
@@ -111,7 +111,65 @@ impl Drop for Restore {
 }
 
 pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
-    let opts = a.opts;
+    let (plan, labels, runs) = ab_plan(&a)?;
+    let opts = &a.opts;
+    let restore_cmd = a.restore.clone().unwrap_or_else(|| a.a.clone());
+    let start_state = match &a.read {
+        Some(r) => Some(shell(r).map_err(|e| CliError::Other(anyhow::anyhow!(e)))?.1),
+        None => None,
+    };
+    // One sink per arm's record (a sink keeps one run).
+    let mut sinks = [
+        super::sink::StoreSink::open(&opts.store, opts.quiet)?,
+        super::sink::StoreSink::open(&opts.store, opts.quiet)?,
+    ];
+    if !opts.quiet {
+        crate::errln!(
+            "osgauge ab: {} benchmark(s) and the drift reference, {runs} round(s); each round A and B in random order, each switched by its command first; restore: '{restore_cmd}'",
+            plan.benchmarks.len() - 1
+        );
+    }
+    let mut restore = Restore {
+        cmd: restore_cmd.clone(),
+        done: false,
+    };
+    let cancel = super::interrupt_flag();
+    let mut switcher = Switcher {
+        commands: [a.a.clone(), a.b.clone()],
+        read: a.read.as_deref(),
+        quiet: opts.quiet,
+        logs: [Vec::new(), Vec::new()],
+    };
+    let outcome = crate::runner::execute_arms(
+        plan,
+        &labels,
+        &mut |arm, round| switcher.switch(arm, round),
+        cancel,
+        &mut |_| {},
+    );
+    let mut records = restore_after(outcome, &mut restore, a.read.as_deref(), start_state)?;
+    if cancel.load(Ordering::Relaxed) {
+        crate::errln!("osgauge ab: interrupted; the machine was restored and nothing was stored");
+        return Ok(crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED));
+    }
+    let pair = uuid::Uuid::now_v7().to_string();
+    for (arm, r) in records.iter_mut().enumerate() {
+        r.config.ab = Some(AbArm {
+            pair: pair.clone(),
+            arm: ["A", "B"][arm].into(),
+            switch: switcher.commands[arm].clone(),
+            read: a.read.clone(),
+            restore: restore_cmd.clone(),
+            switches: std::mem::take(&mut switcher.logs[arm]),
+        });
+    }
+    report(&a, &records, &mut sinks)
+}
+
+/// Setup of `osgauge ab`: the options checked (what does not apply to it refused) and the plan
+/// of the selected benchmarks, with the arms' labels (LABEL:A, LABEL:B) and the rounds to run.
+fn ab_plan(a: &AbArgs) -> Result<(crate::runner::Plan, [Option<String>; 2], u32), CliError> {
+    let opts = &a.opts;
     opts.check_outputs()?;
     if opts.store.store_required {
         return Err(CliError::Usage(
@@ -148,37 +206,46 @@ pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
         None,
     )?;
     plan.label = None;
-    let restore_cmd = a.restore.clone().unwrap_or_else(|| a.a.clone());
-    let start_state = match &a.read {
-        Some(r) => Some(shell(r).map_err(|e| CliError::Other(anyhow::anyhow!(e)))?.1),
-        None => None,
-    };
-    // One sink per arm's record (a sink keeps one run).
-    let mut sinks = [
-        super::sink::StoreSink::open(&opts.store, opts.quiet)?,
-        super::sink::StoreSink::open(&opts.store, opts.quiet)?,
-    ];
-    if !opts.quiet {
-        crate::errln!(
-            "osgauge ab: {} benchmark(s) and the drift reference, {runs} round(s); each round A and B in random order, each switched by its command first; restore: '{restore_cmd}'",
-            plan.benchmarks.len() - 1
-        );
-    }
-    let mut restore = Restore {
-        cmd: restore_cmd.clone(),
-        done: false,
-    };
-    let cancel = super::interrupt_flag();
-    let commands = [a.a.clone(), a.b.clone()];
-    let mut logs: [Vec<SwitchLog>; 2] = [Vec::new(), Vec::new()];
-    let quiet = opts.quiet;
-    let mut switch = |arm: usize, round: u32| -> Result<(), String> {
-        let (status, output) = shell(&commands[arm])?;
-        let read_back = match &a.read {
+    Ok((plan, labels, runs))
+}
+
+/// `exit N`, or `ended by a signal` when a command has no exit code.
+fn status_text(status: Option<i32>) -> String {
+    status.map_or("ended by a signal".to_string(), |c| format!("exit {c}"))
+}
+
+/// Why the switch into `arm` (its command `cmd`) failed: its status and output, if any.
+fn switch_failed(arm: usize, cmd: &str, status: Option<i32>, output: &str) -> String {
+    format!(
+        "the switch into {} ('{cmd}') failed ({}){}",
+        ["A", "B"][arm],
+        status_text(status),
+        if output.is_empty() {
+            String::new()
+        } else {
+            format!(": {output}")
+        }
+    )
+}
+
+/// The switches of `osgauge ab`: puts the machine into an arm's setting by its command, reads
+/// the setting back (`read`), says so (unless `quiet`) and logs each switch per arm.
+struct Switcher<'a> {
+    commands: [String; 2],
+    read: Option<&'a str>,
+    quiet: bool,
+    logs: [Vec<SwitchLog>; 2],
+}
+
+impl Switcher<'_> {
+    /// Switch into `arm` before its runs of `round`; Err when the command failed.
+    fn switch(&mut self, arm: usize, round: u32) -> Result<(), String> {
+        let (status, output) = shell(&self.commands[arm])?;
+        let read_back = match self.read {
             Some(r) => Some(shell(r)?.1),
             None => None,
         };
-        if !quiet {
+        if !self.quiet {
             crate::errln!(
                 "osgauge ab: round {round}: {}{}",
                 ["A", "B"][arm],
@@ -188,7 +255,7 @@ pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
                     .unwrap_or_default()
             );
         }
-        logs[arm].push(SwitchLog {
+        self.logs[arm].push(SwitchLog {
             round,
             status,
             output: output.clone(),
@@ -197,26 +264,25 @@ pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
         if status == Some(0) {
             Ok(())
         } else {
-            Err(format!(
-                "the switch into {} ('{}') failed ({}){}",
-                ["A", "B"][arm],
-                commands[arm],
-                status.map_or("ended by a signal".to_string(), |c| format!("exit {c}")),
-                if output.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {output}")
-                }
-            ))
+            Err(switch_failed(arm, &self.commands[arm], status, &output))
         }
-    };
-    let outcome = crate::runner::execute_arms(plan, &labels, &mut switch, cancel, &mut |_| {});
+    }
+}
+
+/// After the rounds: the machine restored, the setting read back (`read`) and checked against
+/// `start_state`; the arms' records, or the error that stopped the run (nothing stored).
+fn restore_after(
+    outcome: Result<Vec<RunRecord>, (String, Vec<RunRecord>)>,
+    restore: &mut Restore,
+    read: Option<&str>,
+    start_state: Option<String>,
+) -> Result<Vec<RunRecord>, CliError> {
     let restored = restore.run();
-    let end_state = match &a.read {
+    let end_state = match read {
         Some(r) => shell(r).ok().map(|x| x.1),
         None => None,
     };
-    let mut records = match outcome {
+    let records = match outcome {
         Ok(r) => r,
         Err((e, _)) => {
             if let Err(r) = restored {
@@ -235,21 +301,16 @@ pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
             "osgauge: warning: the setting read back after the restore ({e}) differs from the one before the run ({s})"
         );
     }
-    if cancel.load(Ordering::Relaxed) {
-        crate::errln!("osgauge ab: interrupted; the machine was restored and nothing was stored");
-        return Ok(crate::platform::interrupt_exit_code().unwrap_or(EXIT_INTERRUPTED));
-    }
-    let pair = uuid::Uuid::now_v7().to_string();
-    for (arm, r) in records.iter_mut().enumerate() {
-        r.config.ab = Some(AbArm {
-            pair: pair.clone(),
-            arm: ["A", "B"][arm].into(),
-            switch: commands[arm].clone(),
-            read: a.read.clone(),
-            restore: restore_cmd.clone(),
-            switches: std::mem::take(&mut logs[arm]),
-        });
-    }
+    Ok(records)
+}
+
+/// The arms compared (paired by round) and printed, their records stored; the exit code: a
+/// regression past --fail-on-regression, else whether both were stored.
+fn report(
+    a: &AbArgs,
+    records: &[RunRecord],
+    sinks: &mut [super::sink::StoreSink; 2],
+) -> Result<i32, CliError> {
     let groups: Vec<(String, Vec<RunRecord>)> = records
         .iter()
         .map(|r| (r.label.clone().unwrap_or_default(), vec![r.clone()]))
@@ -264,7 +325,7 @@ pub fn run_ab(a: AbArgs) -> Result<i32, CliError> {
     );
     crate::out!("{}", crate::compare::render::text(&cmp));
     let mut stored = true;
-    for (sink, r) in sinks.iter_mut().zip(&records) {
+    for (sink, r) in sinks.iter_mut().zip(records) {
         stored &= sink.finish(r);
     }
     if let Some(t) = a.fail_on_regression {
@@ -345,4 +406,22 @@ pub fn run_calibrate(a: CalibrateArgs) -> Result<i32, CliError> {
         a.label
     );
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_switch_says_which_arm_its_command_status_and_output() {
+        assert_eq!(
+            switch_failed(1, "sysctl -w x=2", Some(1), "permission denied"),
+            "the switch into B ('sysctl -w x=2') failed (exit 1): permission denied"
+        );
+        assert_eq!(
+            switch_failed(0, "true", None, ""),
+            "the switch into A ('true') failed (ended by a signal)"
+        );
+        assert_eq!(status_text(Some(0)), "exit 0");
+    }
 }

@@ -536,7 +536,6 @@ fn results_delete(runs: &[String], yes: bool, store: &StorePath) -> Result<i32, 
 /// and different is replaced; another difference is a conflict (replaced only with `replace`).
 /// Every copied run is read back through a fresh connection before it counts.
 fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i32, CliError> {
-    use std::io::IsTerminal;
     let src = Store::open_read_only(from).map_err(store_err)?;
     let Some(src) = src else {
         crate::outln!(
@@ -555,19 +554,82 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
             src.path().display()
         )));
     }
-    let rows = src.list()?;
-    let ids: Vec<String> = if keys.is_empty() {
-        rows.iter().map(|r| r.run_id.clone()).collect()
+    let ids = transfer_ids(&src, keys)?;
+    let tally = copy_runs(&src, &dst, &ids, replace)?;
+    verify_copies(dst.path(), &tally.written)?;
+    // Runs that waited in `from` to be uploaded to `to` are there now.
+    for id in ids.iter().filter(|id| !tally.conflicts.contains(id)) {
+        store::pending::settled(src.path(), id, dst.path());
+    }
+    crate::outln!(
+        "{}",
+        tally.summary(ids.len(), src.path(), dst.path(), replace)
+    );
+    for id in &tally.conflicts {
+        crate::errln!(
+            "osgauge: run {id} is stored differently in {}: not copied (--replace overwrites it)",
+            dst.path().display()
+        );
+    }
+    Ok(if tally.conflicts.is_empty() {
+        EXIT_OK
     } else {
-        let mut ids = Vec::new();
-        for k in keys {
-            let id = resolve(&src, k)?;
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
+        super::EXIT_WARN
+    })
+}
+
+/// The run ids `keys` name in `src` (each once, in the order named), or every run's when none.
+fn transfer_ids(src: &Store, keys: &[String]) -> Result<Vec<String>, CliError> {
+    let rows = src.list()?;
+    if keys.is_empty() {
+        return Ok(rows.iter().map(|r| r.run_id.clone()).collect());
+    }
+    let mut ids = Vec::new();
+    for k in keys {
+        let id = resolve(src, k)?;
+        if !ids.contains(&id) {
+            ids.push(id);
         }
-        ids
-    };
+    }
+    Ok(ids)
+}
+
+/// How the runs of a transfer went: counts per outcome, the conflicting runs, and each written
+/// run's id and text (to read back).
+#[derive(Default)]
+struct Tally {
+    copied: usize,
+    same: usize,
+    updated: usize,
+    replaced: usize,
+    conflicts: Vec<String>,
+    written: Vec<(String, String)>,
+}
+
+impl Tally {
+    /// The line that sums up the transfer of `n` runs from `from` to `to`.
+    fn summary(&self, n: usize, from: &Path, to: &Path, replace: bool) -> String {
+        let replaced_text = if replace {
+            format!(", {} replaced (different there, --replace)", self.replaced)
+        } else {
+            String::new()
+        };
+        format!(
+            "{n} run(s) from {} to {}: {} copied, {} updated (incomplete there){replaced_text}, {} already there, {} conflicting",
+            from.display(),
+            to.display(),
+            self.copied,
+            self.updated,
+            self.same,
+            self.conflicts.len()
+        )
+    }
+}
+
+/// Copy the runs `ids` from `src` to `dst` ([`store::copy::copy_run`]), with a progress bar on a
+/// terminal.
+fn copy_runs(src: &Store, dst: &Store, ids: &[String], replace: bool) -> Result<Tally, CliError> {
+    use std::io::IsTerminal;
     let bar = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::with_draw_target(
             Some(ids.len() as u64),
@@ -580,22 +642,20 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
         );
         b
     });
-    let (mut copied, mut same, mut updated, mut replaced, mut conflicts) =
-        (0usize, 0usize, 0usize, 0usize, Vec::new());
-    let mut written: Vec<(String, String)> = Vec::new();
-    for id in &ids {
-        let (record, text, origin) = store::copy::source_row(&src, id)?
+    let mut tally = Tally::default();
+    for id in ids {
+        let (record, text, origin) = store::copy::source_row(src, id)?
             .ok_or_else(|| anyhow::anyhow!("run {id} disappeared from {}", src.path().display()))?;
-        let done = store::copy::copy_run(&dst, &record, &text, origin, replace)?;
+        let done = store::copy::copy_run(dst, &record, &text, origin, replace)?;
         match done {
-            store::copy::Copied::New => copied += 1,
-            store::copy::Copied::Updated => updated += 1,
-            store::copy::Copied::Replaced => replaced += 1,
-            store::copy::Copied::Same => same += 1,
-            store::copy::Copied::Conflict => conflicts.push(id.clone()),
+            store::copy::Copied::New => tally.copied += 1,
+            store::copy::Copied::Updated => tally.updated += 1,
+            store::copy::Copied::Replaced => tally.replaced += 1,
+            store::copy::Copied::Same => tally.same += 1,
+            store::copy::Copied::Conflict => tally.conflicts.push(id.clone()),
         }
         if done.written() {
-            written.push((id.clone(), text));
+            tally.written.push((id.clone(), text));
         }
         if let Some(b) = &bar {
             b.inc(1);
@@ -604,48 +664,26 @@ fn transfer(from: &Path, to: &Path, keys: &[String], replace: bool) -> Result<i3
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
-    // What another process sees now.
-    let check = Store::open_read_only(dst.path()).and_then(|r| {
+    Ok(tally)
+}
+
+/// Read the `written` runs (id, text) back from the store at `dst` as another process sees it
+/// now: an error unless each reads back as copied.
+fn verify_copies(dst: &Path, written: &[(String, String)]) -> Result<(), CliError> {
+    let check = Store::open_read_only(dst).and_then(|r| {
         let r = r.ok_or_else(|| anyhow::anyhow!("the store has disappeared"))?;
-        for (id, text) in &written {
+        for (id, text) in written {
             if r.get_json(id)?.as_deref() != Some(text.as_str()) {
                 anyhow::bail!("run {id} does not read back as copied");
             }
         }
         Ok(())
     });
-    if let Err(e) = check {
-        return Err(CliError::Other(e.context(format!(
+    check.map_err(|e| {
+        CliError::Other(e.context(format!(
             "the copy into {} could not be verified",
-            dst.path().display()
-        ))));
-    }
-    // Runs that waited in `from` to be uploaded to `to` are there now.
-    for id in ids.iter().filter(|id| !conflicts.contains(id)) {
-        store::pending::settled(src.path(), id, dst.path());
-    }
-    let replaced_text = if replace {
-        format!(", {replaced} replaced (different there, --replace)")
-    } else {
-        String::new()
-    };
-    crate::outln!(
-        "{} run(s) from {} to {}: {copied} copied, {updated} updated (incomplete there){replaced_text}, {same} already there, {} conflicting",
-        ids.len(),
-        src.path().display(),
-        dst.path().display(),
-        conflicts.len()
-    );
-    for id in &conflicts {
-        crate::errln!(
-            "osgauge: run {id} is stored differently in {}: not copied (--replace overwrites it)",
-            dst.path().display()
-        );
-    }
-    Ok(if conflicts.is_empty() {
-        EXIT_OK
-    } else {
-        super::EXIT_WARN
+            dst.display()
+        )))
     })
 }
 
@@ -1033,6 +1071,27 @@ pub fn dispatch_report(a: ReportArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transfer_sums_up_each_outcome_and_replacements_only_with_replace() {
+        let t = Tally {
+            copied: 3,
+            same: 2,
+            updated: 1,
+            replaced: 4,
+            conflicts: vec!["x".into()],
+            written: Vec::new(),
+        };
+        let (from, to) = (Path::new("/a.sqlite"), Path::new("/b.sqlite"));
+        assert_eq!(
+            t.summary(11, from, to, false),
+            "11 run(s) from /a.sqlite to /b.sqlite: 3 copied, 1 updated (incomplete there), 2 already there, 1 conflicting"
+        );
+        assert_eq!(
+            t.summary(11, from, to, true),
+            "11 run(s) from /a.sqlite to /b.sqlite: 3 copied, 1 updated (incomplete there), 4 replaced (different there, --replace), 2 already there, 1 conflicting"
+        );
+    }
 
     /// A run killed before its first benchmark finished is set apart from the real ones; an
     /// interrupted run that measured something stays among them.

@@ -641,20 +641,7 @@ fn rows_of(
     marked: impl Fn(&str, usize) -> bool,
     opts: &Options,
 ) -> Vec<Row> {
-    // Rows: every (benchmark, metric) in any run, in order of first appearance.
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for (_, g) in groups {
-        for r in g {
-            for b in r.benchmarks.iter().chain(&r.reference) {
-                for m in &b.metrics {
-                    let k = (b.id.clone(), m.name.clone());
-                    if !keys.contains(&k) {
-                        keys.push(k);
-                    }
-                }
-            }
-        }
-    }
+    let keys = metric_keys(groups);
     let mut first_metric: BTreeMap<String, String> = BTreeMap::new();
     for (b, m) in &keys {
         first_metric.entry(b.clone()).or_insert_with(|| m.clone());
@@ -665,22 +652,7 @@ fn rows_of(
         .collect();
     let mut rows = Vec::new();
     for (bid, mname) in &keys {
-        // Per side, per invocation: the benchmark and metric found.
-        type Found<'a> = Vec<Option<(&'a crate::record::BenchmarkResult, &'a MetricResult)>>;
-        let found: Vec<Found> = groups
-            .iter()
-            .map(|(_, g)| {
-                g.iter()
-                    .map(|r| {
-                        r.benchmark(bid)
-                            .or(r.reference.as_ref().filter(|x| &x.id == bid))
-                            .and_then(|b| {
-                                b.metrics.iter().find(|m| &m.name == mname).map(|m| (b, m))
-                            })
-                    })
-                    .collect()
-            })
-            .collect();
+        let found = found_of(groups, bid, mname);
         let Some((b0, m0)) = found.iter().flatten().flatten().next().copied() else {
             continue;
         };
@@ -694,61 +666,11 @@ fn rows_of(
                 history: opts.history.get(&machine_of[j], bid, mname),
             })
             .collect();
-        let cells = found
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                let side = &sides[i];
-                let newest = f.last().copied().flatten();
-                let note = match newest {
-                    None if side.invocations.is_empty() => Some("not in this run".to_string()),
-                    // The real reason: the benchmark's error, else why this metric was not
-                    // measured (a busy machine, counters too coarse), else no finished runs.
-                    Some((b, m)) if side.invocations.is_empty() => Some(
-                        b.error
-                            .as_ref()
-                            .map(|e| e.to_string())
-                            .or_else(|| {
-                                m.not_measured
-                                    .as_ref()
-                                    .map(|w| format!("not measured: {w}"))
-                            })
-                            .unwrap_or_else(|| "no finished runs".into()),
-                    ),
-                    _ => None,
-                };
-                let centers: Vec<f64> = side.invocations.iter().map(|v| stats::median(v)).collect();
-                let center = (!centers.is_empty()).then(|| stats::median(&centers));
-                let vs_base =
-                    (i > 0 && !side.invocations.is_empty() && !sides[0].invocations.is_empty())
-                        .then(|| {
-                            if opts.paired {
-                                let (Some((_, ma)), Some((_, mb))) =
-                                    (found[0].last().copied().flatten(), newest)
-                                else {
-                                    return None;
-                                };
-                                paired_delta(ma, mb, opts.noise)
-                            } else {
-                                delta(&sides[0], side, opts.noise)
-                            }
-                        })
-                        .flatten();
-                Cell {
-                    center,
-                    runs: side.invocations.iter().map(Vec::len).sum(),
-                    invocations: side.invocations.len(),
-                    note,
-                    vs_base,
-                    settings_differ: newest.is_some()
-                        && found[0].last().copied().flatten().is_some()
-                        && marked(bid, i),
-                    environment_differs: i > 0 && columns[i].environment_differs.is_some(),
-                    bound: f
-                        .iter()
-                        .flatten()
-                        .find_map(|(_, m)| m.bound.as_ref().map(|b| b.kind)),
-                }
+        let cells = (0..found.len())
+            .map(|i| {
+                let marked = || marked(bid, i);
+                let environment_differs = i > 0 && columns[i].environment_differs.is_some();
+                cell_of(&found, &sides, i, opts, marked, environment_differs)
             })
             .collect();
         rows.push(Row {
@@ -763,6 +685,116 @@ fn rows_of(
     }
 
     rows
+}
+
+/// Every (benchmark, metric) in any run of `groups` (the drift reference's included), in order
+/// of first appearance.
+fn metric_keys(groups: &[(String, Vec<RunRecord>)]) -> Vec<(String, String)> {
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for (_, g) in groups {
+        for r in g {
+            for b in r.benchmarks.iter().chain(&r.reference) {
+                for m in &b.metrics {
+                    let k = (b.id.clone(), m.name.clone());
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                }
+            }
+        }
+    }
+    keys
+}
+
+/// Per invocation of one side: the benchmark and metric found in it, if any.
+type Found<'a> = Vec<Option<(&'a crate::record::BenchmarkResult, &'a MetricResult)>>;
+
+/// Benchmark `bid`'s metric `mname` in every invocation of every side (the drift reference's
+/// too).
+fn found_of<'a>(groups: &'a [(String, Vec<RunRecord>)], bid: &str, mname: &str) -> Vec<Found<'a>> {
+    groups
+        .iter()
+        .map(|(_, g)| {
+            g.iter()
+                .map(|r| {
+                    r.benchmark(bid)
+                        .or(r.reference.as_ref().filter(|x| x.id == bid))
+                        .and_then(|b| b.metrics.iter().find(|m| m.name == mname).map(|m| (b, m)))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Side `i`'s cell of a row: its centre (median of its invocations' medians), run and
+/// invocation counts, why it has no figure, and its change against the baseline (side 0), by
+/// rounds when `opts.paired`. `marked()`: whether its settings of the benchmark differ from the
+/// baseline's (asked only when both have the metric).
+fn cell_of(
+    found: &[Found],
+    sides: &[nested::Side],
+    i: usize,
+    opts: &Options,
+    marked: impl FnOnce() -> bool,
+    environment_differs: bool,
+) -> Cell {
+    let (f, side) = (&found[i], &sides[i]);
+    let newest = f.last().copied().flatten();
+    let centers: Vec<f64> = side.invocations.iter().map(|v| stats::median(v)).collect();
+    let center = (!centers.is_empty()).then(|| stats::median(&centers));
+    let vs_base = (i > 0 && !side.invocations.is_empty() && !sides[0].invocations.is_empty())
+        .then(|| {
+            if opts.paired {
+                let (Some((_, ma)), Some((_, mb))) = (found[0].last().copied().flatten(), newest)
+                else {
+                    return None;
+                };
+                paired_delta(ma, mb, opts.noise)
+            } else {
+                delta(&sides[0], side, opts.noise)
+            }
+        })
+        .flatten();
+    Cell {
+        center,
+        runs: side.invocations.iter().map(Vec::len).sum(),
+        invocations: side.invocations.len(),
+        note: empty_note(newest, side.invocations.is_empty()),
+        vs_base,
+        settings_differ: newest.is_some()
+            && found[0].last().copied().flatten().is_some()
+            && marked(),
+        environment_differs,
+        bound: f
+            .iter()
+            .flatten()
+            .find_map(|(_, m)| m.bound.as_ref().map(|b| b.kind)),
+    }
+}
+
+/// Why a side has no figure (`no_values`: none of its invocations has a value), given what its
+/// newest invocation found: not in the run at all, else the real reason (the benchmark's error,
+/// else why this metric was not measured: a busy machine, counters too coarse), else no
+/// finished runs. None when it has a figure.
+fn empty_note(
+    newest: Option<(&crate::record::BenchmarkResult, &MetricResult)>,
+    no_values: bool,
+) -> Option<String> {
+    match newest {
+        None if no_values => Some("not in this run".to_string()),
+        Some((b, m)) if no_values => Some(
+            b.error
+                .as_ref()
+                .map(|e| e.to_string())
+                .or_else(|| {
+                    m.not_measured
+                        .as_ref()
+                        .map(|w| format!("not measured: {w}"))
+                })
+                .unwrap_or_else(|| "no finished runs".into()),
+        ),
+        _ => None,
+    }
 }
 
 /// Short names of the drift reference's figures.
@@ -1357,4 +1389,61 @@ pub fn settings_differences(runs: &[(String, RunRecord)]) -> Vec<SettingDiff> {
 pub fn trim_num(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> RunRecord {
+        serde_json::from_str(include_str!("../../tests/fixtures/cpu-a.json")).unwrap()
+    }
+
+    fn keys_of(r: &RunRecord) -> Vec<(String, String)> {
+        r.benchmarks
+            .iter()
+            .chain(&r.reference)
+            .flat_map(|b| b.metrics.iter().map(|m| (b.id.clone(), m.name.clone())))
+            .collect()
+    }
+
+    #[test]
+    fn the_rows_are_every_metric_once_in_order_of_first_appearance() {
+        let full = fixture();
+        let mut second_only = full.clone();
+        second_only.benchmarks = vec![full.benchmarks[1].clone()];
+        let groups = [
+            ("a".to_string(), vec![second_only.clone()]),
+            ("b".to_string(), vec![full.clone(), full.clone()]),
+        ];
+        let mut expected = keys_of(&second_only);
+        for k in keys_of(&full) {
+            if !expected.contains(&k) {
+                expected.push(k);
+            }
+        }
+        assert_ne!(expected, keys_of(&full));
+        assert_eq!(metric_keys(&groups), expected);
+    }
+
+    #[test]
+    fn an_empty_cell_says_why_it_has_no_figure() {
+        let r = fixture();
+        let mut b = r.benchmarks[0].clone();
+        let mut m = b.metrics[0].clone();
+        assert_eq!(empty_note(None, true).as_deref(), Some("not in this run"));
+        assert_eq!(empty_note(Some((&b, &m)), false), None);
+        assert_eq!(
+            empty_note(Some((&b, &m)), true).as_deref(),
+            Some("no finished runs")
+        );
+        m.not_measured = Some("the machine was busy".into());
+        assert_eq!(
+            empty_note(Some((&b, &m)), true).as_deref(),
+            Some("not measured: the machine was busy")
+        );
+        let e = crate::record::BenchError::failed("boom");
+        b.error = Some(e.clone());
+        assert_eq!(empty_note(Some((&b, &m)), true), Some(e.to_string()));
+    }
 }

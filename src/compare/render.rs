@@ -293,6 +293,21 @@ pub fn invocations(c: &Comparison, j: usize) -> usize {
 
 /// The terminal rendering.
 pub fn text(c: &Comparison) -> String {
+    let mut s = runs_text(c);
+    s.push_str(&notes_text(c));
+    s.push_str(&differences_text(c));
+    s.push_str(&settings_text(c));
+    for suite in suites_in_order(c) {
+        s.push_str(&suite_text(c, suite));
+    }
+    for f in &c.footnotes {
+        s.push_str(&wrap(f, 100, "    "));
+    }
+    s
+}
+
+/// The runs compared, one line each, and the switch command of each A/B arm.
+fn runs_text(c: &Comparison) -> String {
     let mut s = String::new();
     s.push_str("Runs compared (the first is the baseline):\n");
     for (j, col) in c.columns.iter().enumerate() {
@@ -320,6 +335,13 @@ pub fn text(c: &Comparison) -> String {
     if c.ab.iter().any(Option::is_some) {
         s.push('\n');
     }
+    s
+}
+
+/// What to keep in mind before the tables: the drift reference's changes, the power note, and
+/// the columns that ran on a machine in another state than the baseline's.
+fn notes_text(c: &Comparison) -> String {
+    let mut s = String::new();
     for (k, lines) in c.drift.iter().enumerate() {
         if !lines.is_empty() {
             s.push_str(&format!(
@@ -350,14 +372,15 @@ pub fn text(c: &Comparison) -> String {
             ));
         }
     }
+    s
+}
+
+/// The machine and environment fields that differ between the runs, or that none do.
+fn differences_text(c: &Comparison) -> String {
+    let mut s = String::new();
     if !c.differences.is_empty() {
         s.push_str("Machine / environment fields that differ:\n");
-        let w = c
-            .differences
-            .iter()
-            .map(|d| crate::output::width(&d.field))
-            .max()
-            .unwrap_or(0);
+        let w = field_width(c.differences.iter().map(|d| d.field.as_str()));
         for d in &c.differences {
             s.push_str(&format!(
                 "  {}  {}\n",
@@ -369,16 +392,18 @@ pub fn text(c: &Comparison) -> String {
     } else if c.columns.len() > 1 {
         s.push_str("Machine / environment: no differences in the recorded fields.\n\n");
     }
+    s
+}
+
+/// The settings that differ (run config, and each benchmark's as asked and as applied), or that
+/// none do.
+fn settings_text(c: &Comparison) -> String {
+    let mut s = String::new();
     if !c.settings.is_empty() {
         s.push_str(
             "Settings that differ (run config; per benchmark: as asked and as applied/read back):\n",
         );
-        let w = c
-            .settings
-            .iter()
-            .map(|d| crate::output::width(&d.field))
-            .max()
-            .unwrap_or(0);
+        let w = field_width(c.settings.iter().map(|d| d.field.as_str()));
         for d in &c.settings {
             s.push_str(&format!(
                 "  {}  {}",
@@ -394,62 +419,73 @@ pub fn text(c: &Comparison) -> String {
     } else if c.columns.len() > 1 {
         s.push_str("Settings: no differences in the run config or any benchmark's settings.\n\n");
     }
+    s
+}
 
+/// The display width of the widest field name (0 for none).
+fn field_width<'a>(fields: impl Iterator<Item = &'a str>) -> usize {
+    fields.map(crate::output::width).max().unwrap_or(0)
+}
+
+/// The suites of the rows, in order of first appearance.
+fn suites_in_order(c: &Comparison) -> Vec<&str> {
     let mut suites: Vec<&str> = Vec::new();
     for r in &c.rows {
         if !suites.contains(&r.suite.as_str()) {
             suites.push(&r.suite);
         }
     }
-    for suite in suites {
-        let rows: Vec<&Row> = c.rows.iter().filter(|r| r.suite == suite).collect();
-        let mut table: Vec<Vec<String>> = Vec::new();
-        let mut header = vec![suite.to_string()];
-        header.extend((0..c.columns.len()).map(|j| column_title(c, j)));
-        table.push(header);
-        for r in &rows {
-            let mut line = vec![row_label(c, r)];
-            line.extend(r.cells.iter().map(|cell| cell_text(r, cell)));
-            table.push(line);
-        }
-        if let Some(sum) = c.suites.iter().find(|x| x.suite == suite)
-            && c.columns.len() > 1
-        {
-            let mut line = vec![format!("geomean ({} metrics; + = worse)", sum.metrics)];
-            line.push(String::new());
-            line.extend((0..sum.geomean.len()).map(|k| geomean_text(sum, k)));
-            table.push(line);
-        }
-        let g = crate::output::grid::Grid {
-            gap: "   ",
-            ..Default::default()
-        };
-        let widths = crate::output::grid::Grid::widths(&table);
-        for (i, line) in g.lines(&table).into_iter().enumerate() {
-            s.push_str(&line);
-            s.push('\n');
-            if i == 0 {
-                s.push_str(&"-".repeat(widths.iter().sum::<usize>() + 3 * (widths.len() - 1)));
-                s.push('\n');
-            }
-        }
-        // Why cells are empty.
-        for r in &rows {
-            for (j, cell) in r.cells.iter().enumerate() {
-                if let Some(n) = &cell.note {
-                    s.push_str(&format!(
-                        "  {} [{}]: {n}\n",
-                        row_name(c, r),
-                        c.columns[j].name
-                    ));
-                }
-            }
-        }
+    suites
+}
+
+/// One suite's table (a row per metric, its geomean when there is something to compare with),
+/// then why any of its cells are empty.
+fn suite_text(c: &Comparison, suite: &str) -> String {
+    let mut s = String::new();
+    let rows: Vec<&Row> = c.rows.iter().filter(|r| r.suite == suite).collect();
+    let mut table: Vec<Vec<String>> = Vec::new();
+    let mut header = vec![suite.to_string()];
+    header.extend((0..c.columns.len()).map(|j| column_title(c, j)));
+    table.push(header);
+    for r in &rows {
+        let mut line = vec![row_label(c, r)];
+        line.extend(r.cells.iter().map(|cell| cell_text(r, cell)));
+        table.push(line);
+    }
+    if let Some(sum) = c.suites.iter().find(|x| x.suite == suite)
+        && c.columns.len() > 1
+    {
+        let mut line = vec![format!("geomean ({} metrics; + = worse)", sum.metrics)];
+        line.push(String::new());
+        line.extend((0..sum.geomean.len()).map(|k| geomean_text(sum, k)));
+        table.push(line);
+    }
+    let g = crate::output::grid::Grid {
+        gap: "   ",
+        ..Default::default()
+    };
+    let widths = crate::output::grid::Grid::widths(&table);
+    for (i, line) in g.lines(&table).into_iter().enumerate() {
+        s.push_str(&line);
         s.push('\n');
+        if i == 0 {
+            s.push_str(&"-".repeat(widths.iter().sum::<usize>() + 3 * (widths.len() - 1)));
+            s.push('\n');
+        }
     }
-    for f in &c.footnotes {
-        s.push_str(&wrap(f, 100, "    "));
+    // Why cells are empty.
+    for r in &rows {
+        for (j, cell) in r.cells.iter().enumerate() {
+            if let Some(n) = &cell.note {
+                s.push_str(&format!(
+                    "  {} [{}]: {n}\n",
+                    row_name(c, r),
+                    c.columns[j].name
+                ));
+            }
+        }
     }
+    s.push('\n');
     s
 }
 
@@ -476,6 +512,21 @@ fn wrap(text: &str, width: usize, indent: &str) -> String {
 
 pub fn markdown(c: &Comparison) -> String {
     let mut s = String::from("# osgauge comparison\n\n");
+    s.push_str(&md_runs(c));
+    s.push_str(&md_differences(c));
+    s.push_str(&md_settings(c));
+    s.push_str(&md_results(c));
+    s.push_str(&md_geomeans(c));
+    s.push('\n');
+    for f in &c.footnotes {
+        s.push_str(&format!("{}\n\n", md_escape(f)));
+    }
+    s
+}
+
+/// Markdown: the runs compared, one list item each, and the power note.
+fn md_runs(c: &Comparison) -> String {
+    let mut s = String::new();
     for (j, col) in c.columns.iter().enumerate() {
         s.push_str(&format!(
             "- [{j}] **{}** — run `{}`, {}{}{}\n",
@@ -492,25 +543,38 @@ pub fn markdown(c: &Comparison) -> String {
             crate::output::markdown_text(p)
         ));
     }
-    if !c.differences.is_empty() {
-        s.push_str("\n## Machine / environment fields that differ\n\n| field |");
-        for j in 0..c.columns.len() {
-            s.push_str(&format!(
-                " {} |",
-                crate::output::markdown_text(&column_title(c, j))
-            ));
-        }
-        s.push_str("\n|---|");
-        s.push_str(&"---|".repeat(c.columns.len()));
-        s.push('\n');
-        for d in &c.differences {
-            s.push_str(&format!("| {} |", d.field));
-            for v in &d.values {
-                s.push_str(&format!(" {} |", md_escape(v)));
-            }
-            s.push('\n');
-        }
+    s
+}
+
+/// Markdown: the machine and environment fields that differ, a table (nothing when none do).
+fn md_differences(c: &Comparison) -> String {
+    let mut s = String::new();
+    if c.differences.is_empty() {
+        return s;
     }
+    s.push_str("\n## Machine / environment fields that differ\n\n| field |");
+    for j in 0..c.columns.len() {
+        s.push_str(&format!(
+            " {} |",
+            crate::output::markdown_text(&column_title(c, j))
+        ));
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"---|".repeat(c.columns.len()));
+    s.push('\n');
+    for d in &c.differences {
+        s.push_str(&format!("| {} |", d.field));
+        for v in &d.values {
+            s.push_str(&format!(" {} |", md_escape(v)));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Markdown: the settings that differ, a table, or that none do.
+fn md_settings(c: &Comparison) -> String {
+    let mut s = String::new();
     if !c.settings.is_empty() {
         s.push_str("\n## Settings that differ\n\nRun config, and per benchmark its parameters as asked and as applied (read back).\n\n| field | benchmarks |");
         for j in 0..c.columns.len() {
@@ -537,6 +601,13 @@ pub fn markdown(c: &Comparison) -> String {
     } else if c.columns.len() > 1 {
         s.push_str("\nSettings: no differences in the run config or any benchmark's settings.\n");
     }
+    s
+}
+
+/// Markdown: the results table, a row per metric: the baseline's figure, then per other run its
+/// figure, change, CI, p / q and verdict.
+fn md_results(c: &Comparison) -> String {
+    let mut s = String::new();
     s.push_str("\n## Results\n\nDirection: lower is better unless marked ↑ (higher is better) or ≈ (neutral: a verification figure, never judged).\n\n| benchmark | ");
     s.push_str(&md_escape(&column_title(c, 0)));
     s.push_str(" |");
@@ -576,28 +647,31 @@ pub fn markdown(c: &Comparison) -> String {
         }
         s.push('\n');
     }
-    if c.columns.len() > 1 {
-        s.push_str("\n| suite | metrics |");
-        for j in 1..c.columns.len() {
-            s.push_str(&format!(
-                " geomean {} |",
-                crate::output::markdown_text(&column_title(c, j))
-            ));
-        }
-        s.push_str("\n|---|---:|");
-        s.push_str(&"---:|".repeat(c.columns.len() - 1));
-        s.push('\n');
-        for sum in &c.suites {
-            s.push_str(&format!("| {} | {} |", sum.suite, sum.metrics));
-            for k in 0..sum.geomean.len() {
-                s.push_str(&format!(" {} |", geomean_text(sum, k)));
-            }
-            s.push('\n');
-        }
+    s
+}
+
+/// Markdown: each suite's geomean change per other run, a table (nothing with one run).
+fn md_geomeans(c: &Comparison) -> String {
+    let mut s = String::new();
+    if c.columns.len() <= 1 {
+        return s;
     }
+    s.push_str("\n| suite | metrics |");
+    for j in 1..c.columns.len() {
+        s.push_str(&format!(
+            " geomean {} |",
+            crate::output::markdown_text(&column_title(c, j))
+        ));
+    }
+    s.push_str("\n|---|---:|");
+    s.push_str(&"---:|".repeat(c.columns.len() - 1));
     s.push('\n');
-    for f in &c.footnotes {
-        s.push_str(&format!("{}\n\n", md_escape(f)));
+    for sum in &c.suites {
+        s.push_str(&format!("| {} | {} |", sum.suite, sum.metrics));
+        for k in 0..sum.geomean.len() {
+            s.push_str(&format!(" {} |", geomean_text(sum, k)));
+        }
+        s.push('\n');
     }
     s
 }

@@ -658,7 +658,57 @@ pub fn build(
 ) -> Fleet {
     let name_of =
         |r: &RunRecord| machines.name(&r.run_id.to_string(), r.machine.hostname.as_deref());
-    // Columns: indices of runs in each.
+    let cols = columns_of(runs, group_by, &name_of);
+    // Rows: suites, benchmarks and metrics in order of first appearance.
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    for r in runs {
+        for b in &r.benchmarks {
+            for m in &b.metrics {
+                let k = (b.suite.clone(), b.id.clone(), m.name.clone());
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+        }
+    }
+    let mut suites: Vec<Suite> = Vec::new();
+    for (suite, bench, metric) in keys {
+        let row = row_of(runs, &cols, group_by, bench, metric);
+        match suites.iter_mut().find(|s| s.suite == suite) {
+            Some(s) => s.rows.push(row),
+            None => suites.push(Suite {
+                suite,
+                rows: vec![row],
+            }),
+        }
+    }
+    Fleet {
+        schema: FLEET_SCHEMA.into(),
+        selection: selection.into(),
+        group_by,
+        columns: cols
+            .into_iter()
+            .map(|(title, idx)| Column {
+                title,
+                members: idx
+                    .iter()
+                    .map(|&i| Member::of(&runs[i], name_of(&runs[i])))
+                    .collect(),
+            })
+            .collect(),
+        suites,
+    }
+}
+
+/// The fleet table's columns: each a title and the indices in `runs` of its runs. Ungrouped, one
+/// per run, titled by its machine (`name_of`) and, when the runs have several labels, its label;
+/// grouped, one per value of `group_by`, in order of first member. A title shown twice gets the
+/// short id of its first run.
+fn columns_of(
+    runs: &[RunRecord],
+    group_by: Option<GroupBy>,
+    name_of: &dyn Fn(&RunRecord) -> String,
+) -> Vec<(String, Vec<usize>)> {
     let mut cols: Vec<(String, Vec<usize>)> = Vec::new();
     let labels: Vec<&Option<String>> = {
         let mut v: Vec<&Option<String>> = Vec::new();
@@ -695,100 +745,76 @@ pub fn build(
             cols[i].0 = format!("{} ({})", cols[i].0, crate::store::short_id(&id));
         }
     }
-    // Rows: suites, benchmarks and metrics in order of first appearance.
-    let mut keys: Vec<(String, String, String)> = Vec::new();
-    for r in runs {
-        for b in &r.benchmarks {
-            for m in &b.metrics {
-                let k = (b.suite.clone(), b.id.clone(), m.name.clone());
-                if !keys.contains(&k) {
-                    keys.push(k);
-                }
-            }
-        }
-    }
-    let mut suites: Vec<Suite> = Vec::new();
-    for (suite, bench, metric) in keys {
-        let found: Vec<Option<&MetricResult>> = runs
+    cols
+}
+
+/// The row of `bench`/`metric`: per column its figure (a group's: [`group_cell`] of its members'),
+/// or why it has none; its direction (neutral when any run says so) and best column.
+fn row_of(
+    runs: &[RunRecord],
+    cols: &[(String, Vec<usize>)],
+    group_by: Option<GroupBy>,
+    bench: String,
+    metric: String,
+) -> Row {
+    let found: Vec<Option<&MetricResult>> = runs
+        .iter()
+        .map(|r| {
+            r.benchmark(&bench)
+                .and_then(|b| b.metrics.iter().find(|m| m.name == metric))
+        })
+        .collect();
+    let first = found.iter().flatten().next().expect("key from some run");
+    let better = if found.iter().flatten().any(|m| m.better == Better::Neutral) {
+        Better::Neutral
+    } else {
+        first.better
+    };
+    let mut cells = Vec::new();
+    let mut notes = Vec::new();
+    for (_, idx) in cols {
+        let member_cells: Vec<Cell> = idx
             .iter()
-            .map(|r| {
-                r.benchmark(&bench)
-                    .and_then(|b| b.metrics.iter().find(|m| m.name == metric))
-            })
+            .filter_map(|&i| found[i].and_then(cell_of))
             .collect();
-        let first = found.iter().flatten().next().expect("key from some run");
-        let better = if found.iter().flatten().any(|m| m.better == Better::Neutral) {
-            Better::Neutral
-        } else {
-            first.better
+        let cell = match (group_by, member_cells.len()) {
+            (_, 0) => None,
+            (None, _) => member_cells.into_iter().next(),
+            (Some(_), _) => Some(group_cell(&member_cells)),
         };
-        let mut cells = Vec::new();
-        let mut notes = Vec::new();
-        for (_, idx) in &cols {
-            let member_cells: Vec<Cell> = idx
-                .iter()
-                .filter_map(|&i| found[i].and_then(cell_of))
-                .collect();
-            let cell = match (group_by, member_cells.len()) {
-                (_, 0) => None,
-                (None, _) => member_cells.into_iter().next(),
-                (Some(_), _) => {
-                    let centers: Vec<f64> = member_cells.iter().map(|c| c.center).collect();
-                    let lo = centers.iter().copied().fold(f64::INFINITY, f64::min);
-                    let hi = centers.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    Some(Cell {
-                        center: stats::median(&centers),
-                        ci95: None,
-                        range: Some([lo, hi]),
-                        n: centers.len() as u64,
-                        bound: member_cells.iter().find_map(|c| c.bound),
-                    })
-                }
-            };
-            notes.push(match &cell {
-                Some(_) => String::new(),
-                None => {
-                    let ns: Vec<String> = idx
-                        .iter()
-                        .map(|&i| note_of(&runs[i], &bench, &metric))
-                        .collect();
-                    ns.first().cloned().unwrap_or_default()
-                }
-            });
-            cells.push(cell);
-        }
-        let row = Row {
-            best: best_of(&cells, better),
-            benchmark: bench,
-            metric,
-            unit: first.unit,
-            better,
-            cells,
-            notes,
-        };
-        match suites.iter_mut().find(|s| s.suite == suite) {
-            Some(s) => s.rows.push(row),
-            None => suites.push(Suite {
-                suite,
-                rows: vec![row],
-            }),
-        }
+        notes.push(match &cell {
+            Some(_) => String::new(),
+            // Why the column's first run has no figure.
+            None => idx
+                .first()
+                .map(|&i| note_of(&runs[i], &bench, &metric))
+                .unwrap_or_default(),
+        });
+        cells.push(cell);
     }
-    Fleet {
-        schema: FLEET_SCHEMA.into(),
-        selection: selection.into(),
-        group_by,
-        columns: cols
-            .into_iter()
-            .map(|(title, idx)| Column {
-                title,
-                members: idx
-                    .iter()
-                    .map(|&i| Member::of(&runs[i], name_of(&runs[i])))
-                    .collect(),
-            })
-            .collect(),
-        suites,
+    Row {
+        best: best_of(&cells, better),
+        benchmark: bench,
+        metric,
+        unit: first.unit,
+        better,
+        cells,
+        notes,
+    }
+}
+
+/// A group's figure from its members' (at least one): the median of their medians, their
+/// range, how many, and the first bound among them; no CI.
+fn group_cell(members: &[Cell]) -> Cell {
+    let centers: Vec<f64> = members.iter().map(|c| c.center).collect();
+    let lo = centers.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = centers.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Cell {
+        center: stats::median(&centers),
+        ci95: None,
+        range: Some([lo, hi]),
+        n: centers.len() as u64,
+        bound: members.iter().find_map(|c| c.bound),
     }
 }
 
@@ -930,93 +956,12 @@ pub fn history(
     let mut better = Better::Lower;
     let mut series = Vec::new();
     for (machine, recs) in per_machine(records, machines, order) {
-        let mut points = Vec::new();
-        let mut used: Vec<&RunRecord> = Vec::new();
-        let mut skipped = 0;
-        for r in recs {
-            let m = r
-                .benchmark(bench)
-                .and_then(|b| b.metrics.iter().find(|m| m.name == metric));
-            match m.and_then(|m| m.summary.as_ref().map(|s| (m, s))) {
-                Some((m, s)) => {
-                    unit = m.unit;
-                    better = m.better;
-                    points.push(Point {
-                        run_id: r.run_id.to_string(),
-                        label: r.label.clone(),
-                        tags: r.tags.clone(),
-                        started: r.started,
-                        complete: r.complete,
-                        center: s.center,
-                        ci95: s.ci95,
-                        runs: s.runs,
-                        bound: m.bound.as_ref().map(|b| b.kind),
-                    });
-                    used.push(r);
-                }
-                None => skipped += 1,
-            }
+        let found = points_of(recs, bench, metric);
+        if let Some((u, b)) = found.direction {
+            unit = u;
+            better = b;
         }
-        let values: Vec<f64> = points.iter().map(|p| p.center).collect();
-        let (cps, rejected) = changepoint::search(&values, opts);
-        let no_more_changes = changepoint::why_no_more(
-            &values,
-            cps.last().map_or(0, |c| c.index),
-            rejected.as_ref(),
-            opts,
-        );
-        let mut bounds: Vec<usize> = vec![0];
-        bounds.extend(cps.iter().map(|c| c.index));
-        bounds.push(values.len());
-        let changes = cps
-            .iter()
-            .enumerate()
-            .map(|(k, c)| {
-                let (a, b) = (used[c.index - 1], used[c.index]);
-                // The same rule as `compare`, with the invocation as the unit: the segment
-                // before the change against the segment after it, each run of the history one
-                // invocation of its segment's system.
-                let side = |r: std::ops::Range<usize>| -> Vec<crate::record::RunRecord> {
-                    used[r].iter().map(|x| (*x).clone()).collect()
-                };
-                let groups = [
-                    (a.run_id.to_string(), side(bounds[k]..c.index)),
-                    (b.run_id.to_string(), side(c.index..bounds[k + 2])),
-                ];
-                let cmp = compare::compare_groups(&groups, &compare::Options::default());
-                let delta = cmp
-                    .rows
-                    .iter()
-                    .find(|r| r.benchmark == bench && r.metric == metric)
-                    .and_then(|r| r.cells.get(1))
-                    .and_then(|c| c.vs_base.as_ref());
-                let before = stats::median(&values[bounds[k]..c.index]);
-                let after = stats::median(&values[c.index..bounds[k + 2]]);
-                Change {
-                    index: c.index,
-                    p: c.p,
-                    before: a.run_id.to_string(),
-                    after: b.run_id.to_string(),
-                    segment_ratio: after / before,
-                    verdict: delta.map(|d| d.verdict).unwrap_or(Verdict::Same),
-                    ratio: delta
-                        .filter(|d| d.basis == compare::Basis::Ratio)
-                        .map(|d| d.ratio),
-                    ratio_ci95: delta
-                        .filter(|d| d.basis == compare::Basis::Ratio)
-                        .map(|d| d.ci95),
-                    q: delta.map(|d| d.q),
-                }
-            })
-            .collect();
-        series.push(Series {
-            machine: machine.name,
-            machine_id: machine.id,
-            points,
-            changes,
-            no_more_changes,
-            skipped,
-        });
+        series.push(series_of(machine, found, bench, metric, opts));
     }
     History {
         schema: HISTORY_SCHEMA.into(),
@@ -1030,9 +975,168 @@ pub fn history(
     }
 }
 
+/// One machine's runs that have a figure of the metric, as [`points_of`] finds them.
+struct MachinePoints<'a> {
+    points: Vec<Point>,
+    /// The run of each point.
+    used: Vec<&'a RunRecord>,
+    /// Runs without a figure.
+    skipped: usize,
+    /// Unit and direction of the last figure found.
+    direction: Option<(Unit, Better)>,
+}
+
+/// The point of each of `recs` (in their order) that has a summary of `bench`/`metric`; the
+/// others counted as skipped.
+fn points_of<'a>(recs: Vec<&'a RunRecord>, bench: &str, metric: &str) -> MachinePoints<'a> {
+    let mut found = MachinePoints {
+        points: Vec::new(),
+        used: Vec::new(),
+        skipped: 0,
+        direction: None,
+    };
+    for r in recs {
+        let m = r
+            .benchmark(bench)
+            .and_then(|b| b.metrics.iter().find(|m| m.name == metric));
+        match m.and_then(|m| m.summary.as_ref().map(|s| (m, s))) {
+            Some((m, s)) => {
+                found.direction = Some((m.unit, m.better));
+                found.points.push(Point {
+                    run_id: r.run_id.to_string(),
+                    label: r.label.clone(),
+                    tags: r.tags.clone(),
+                    started: r.started,
+                    complete: r.complete,
+                    center: s.center,
+                    ci95: s.ci95,
+                    runs: s.runs,
+                    bound: m.bound.as_ref().map(|b| b.kind),
+                });
+                found.used.push(r);
+            }
+            None => found.skipped += 1,
+        }
+    }
+    found
+}
+
+/// A machine's series: its points, the change points E-Divisive finds in their medians (each
+/// judged by [`change_of`]), and why there is no further one.
+fn series_of(
+    machine: MachineInfo,
+    found: MachinePoints,
+    bench: &str,
+    metric: &str,
+    opts: changepoint::Options,
+) -> Series {
+    let values: Vec<f64> = found.points.iter().map(|p| p.center).collect();
+    let (cps, rejected) = changepoint::search(&values, opts);
+    let no_more_changes = changepoint::why_no_more(
+        &values,
+        cps.last().map_or(0, |c| c.index),
+        rejected.as_ref(),
+        opts,
+    );
+    // Segment boundaries: 0, each change point, the end.
+    let mut bounds: Vec<usize> = vec![0];
+    bounds.extend(cps.iter().map(|c| c.index));
+    bounds.push(values.len());
+    let changes = cps
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let segments = (bounds[k]..c.index, c.index..bounds[k + 2]);
+            change_of(c, segments, &found.used, &values, bench, metric)
+        })
+        .collect();
+    Series {
+        machine: machine.name,
+        machine_id: machine.id,
+        points: found.points,
+        changes,
+        no_more_changes,
+        skipped: found.skipped,
+    }
+}
+
+/// The change point `c` between the segments `before` and `after` (index ranges of `used` and
+/// `values`): the runs on either side, the ratio of the segments' medians, and `compare`'s
+/// verdict between the segments.
+fn change_of(
+    c: &changepoint::ChangePoint,
+    (before, after): (std::ops::Range<usize>, std::ops::Range<usize>),
+    used: &[&RunRecord],
+    values: &[f64],
+    bench: &str,
+    metric: &str,
+) -> Change {
+    let (a, b) = (used[c.index - 1], used[c.index]);
+    // The same rule as `compare`, with the invocation as the unit: the segment before the change
+    // against the segment after it, each run of the history one invocation of its segment's
+    // system.
+    let side = |r: std::ops::Range<usize>| -> Vec<crate::record::RunRecord> {
+        used[r].iter().map(|x| (*x).clone()).collect()
+    };
+    let groups = [
+        (a.run_id.to_string(), side(before.clone())),
+        (b.run_id.to_string(), side(after.clone())),
+    ];
+    let cmp = compare::compare_groups(&groups, &compare::Options::default());
+    let delta = cmp
+        .rows
+        .iter()
+        .find(|r| r.benchmark == bench && r.metric == metric)
+        .and_then(|r| r.cells.get(1))
+        .and_then(|c| c.vs_base.as_ref());
+    let before = stats::median(&values[before]);
+    let after = stats::median(&values[after]);
+    Change {
+        index: c.index,
+        p: c.p,
+        before: a.run_id.to_string(),
+        after: b.run_id.to_string(),
+        segment_ratio: after / before,
+        verdict: delta.map(|d| d.verdict).unwrap_or(Verdict::Same),
+        ratio: delta
+            .filter(|d| d.basis == compare::Basis::Ratio)
+            .map(|d| d.ratio),
+        ratio_ci95: delta
+            .filter(|d| d.basis == compare::Basis::Ratio)
+            .map(|d| d.ci95),
+        q: delta.map(|d| d.q),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_is_the_median_and_range_of_its_members() {
+        let cell = |center: f64, bound: Option<BoundKind>| Cell {
+            center,
+            ci95: Some([center - 1.0, center + 1.0]),
+            range: None,
+            n: 10,
+            bound,
+        };
+        let g = group_cell(&[
+            cell(3.0, None),
+            cell(1.0, None),
+            cell(10.0, Some(BoundKind::AtLeast)),
+        ]);
+        assert_eq!(
+            g,
+            Cell {
+                center: 3.0,
+                ci95: None,
+                range: Some([1.0, 10.0]),
+                n: 3,
+                bound: Some(BoundKind::AtLeast),
+            }
+        );
+    }
 
     fn row(id: &str, host: &str, label: &str, started: &str, complete: bool) -> RunRow {
         RunRow {

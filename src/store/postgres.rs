@@ -282,27 +282,50 @@ fn without_tls_params(url: &str) -> String {
 fn config(url: &str) -> Result<(postgres::Config, tls::Settings), ConnectError> {
     let shown = redact_url(url);
     let bad = |why: String| ConnectError(format!("the result store URL {shown}: {why}"));
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    // A raw '@' in the user or password: the host would be taken from the middle of them.
+    check_authority(url).map_err(bad)?;
+    let tls = tls_settings(url).map_err(bad)?;
+    let mut c: postgres::Config = without_tls_params(url)
+        .parse()
+        .map_err(|e: postgres::Error| bad(format!("{e}")))?;
+    c.ssl_mode(tls.mode.negotiate());
+    complete_from_env(&mut c).map_err(bad)?;
+    complete_password(&mut c);
+    Ok((c, tls))
+}
+
+/// An environment variable, when set and not empty.
+fn env_var(k: &str) -> Option<String> {
+    std::env::var(k).ok().filter(|v| !v.is_empty())
+}
+
+/// Err (why) when the user or password of `url` holds a raw '@': the host would be taken from
+/// the middle of them.
+fn check_authority(url: &str) -> Result<(), String> {
     let scheme_end = url.find("://").map(|i| i + 3).unwrap_or(0);
     let authority = url[scheme_end..]
         .split(['/', '?', '#'])
         .next()
         .unwrap_or("");
     if authority.matches('@').count() > 1 {
-        return Err(bad(
+        return Err(
             "the user name or password holds a raw '@', so the host cannot be told apart: write each '@' in them as %40 (e.g. postgres://USER:p%40ss@HOST/DB), or give the password in PGPASSWORD or ~/.pgpass".into(),
-        ));
+        );
     }
+    Ok(())
+}
+
+/// The TLS settings of `url`: its `sslmode` (else PGSSLMODE, else prefer) and `sslrootcert`
+/// (else PGSSLROOTCERT). Err (why) for a parameter the store does not know or an unknown mode.
+fn tls_settings(url: &str) -> Result<tls::Settings, String> {
     let mut mode = None;
     let mut root = None;
     for (k, v) in params(url) {
         if !KNOWN_PARAMS.contains(&k) {
-            return Err(bad(format!(
+            return Err(format!(
                 "unknown parameter '{}' (known: {})",
                 crate::output::display_text(k, 40),
                 KNOWN_PARAMS.join(", ")
-            )));
+            ));
         }
         if k == "sslmode" {
             mode = Some(v.to_string());
@@ -311,40 +334,42 @@ fn config(url: &str) -> Result<(postgres::Config, tls::Settings), ConnectError> 
             root = Some(PathBuf::from(percent_decode(v)));
         }
     }
-    let mode = match mode.or_else(|| env("PGSSLMODE")) {
+    let mode = match mode.or_else(|| env_var("PGSSLMODE")) {
         None => tls::SslMode::Prefer,
         Some(v) => tls::SslMode::parse(&v).ok_or_else(|| {
-            bad(format!(
+            format!(
                 "sslmode '{}' is not one of disable, prefer, require, verify-ca, verify-full",
                 crate::output::display_text(&v, 40)
-            ))
+            )
         })?,
     };
-    let tls = tls::Settings {
+    Ok(tls::Settings {
         mode,
-        root: root.or_else(|| env("PGSSLROOTCERT").map(PathBuf::from)),
-    };
-    let mut c: postgres::Config = without_tls_params(url)
-        .parse()
-        .map_err(|e: postgres::Error| bad(format!("{e}")))?;
-    c.ssl_mode(mode.negotiate());
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        root: root.or_else(|| env_var("PGSSLROOTCERT").map(PathBuf::from)),
+    })
+}
+
+/// What the URL left out, as libpq fills it in: the user (PGUSER, else the login name), the
+/// database (PGDATABASE, else the user's name), the host (PGHOST, else the local socket
+/// directory where there is one, else localhost), the port (PGPORT), the connect timeout and the
+/// application name. Err (why) for a PGPORT that is not a port or no user name at all.
+fn complete_from_env(c: &mut postgres::Config) -> Result<(), String> {
     if c.get_user().is_none() {
-        let user = env("PGUSER")
-            .or_else(|| env("USER"))
-            .or_else(|| env("LOGNAME"))
-            .or_else(|| env("USERNAME"))
+        let user = env_var("PGUSER")
+            .or_else(|| env_var("USER"))
+            .or_else(|| env_var("LOGNAME"))
+            .or_else(|| env_var("USERNAME"))
             .ok_or_else(|| {
-                bad("no user name: give one in the URL (postgres://USER@…) or set PGUSER".into())
+                "no user name: give one in the URL (postgres://USER@…) or set PGUSER".to_string()
             })?;
         c.user(&user);
     }
     if c.get_dbname().is_none() {
-        let db = env("PGDATABASE").unwrap_or_else(|| c.get_user().unwrap_or("").to_string());
+        let db = env_var("PGDATABASE").unwrap_or_else(|| c.get_user().unwrap_or("").to_string());
         c.dbname(&db);
     }
     if c.get_hosts().is_empty() {
-        match env("PGHOST") {
+        match env_var("PGHOST") {
             #[cfg(unix)]
             Some(h) if h.starts_with('/') => {
                 c.host_path(h);
@@ -362,11 +387,11 @@ fn config(url: &str) -> Result<(postgres::Config, tls::Settings), ConnectError> 
         }
     }
     if c.get_ports().is_empty()
-        && let Some(p) = env("PGPORT")
+        && let Some(p) = env_var("PGPORT")
     {
         let p: u16 = p
             .parse()
-            .map_err(|_| bad(format!("PGPORT '{p}' is not a port number")))?;
+            .map_err(|_| format!("PGPORT '{p}' is not a port number"))?;
         c.port(p);
     }
     if c.get_connect_timeout().is_none() {
@@ -375,23 +400,29 @@ fn config(url: &str) -> Result<(postgres::Config, tls::Settings), ConnectError> 
     if c.get_application_name().is_none() {
         c.application_name("osgauge");
     }
+    Ok(())
+}
+
+/// The password, when the URL has none: PGPASSWORD, else the password file's entry for the
+/// connection; why the password file was ignored is kept for the "no password" error.
+fn complete_password(c: &mut postgres::Config) {
     *IGNORED_PASSFILE.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    if c.get_password().is_none() {
-        if let Some(p) = env("PGPASSWORD") {
-            c.password(p);
-        } else {
-            match pgpass_lookup(&c) {
-                PassFile::Found(p) => {
-                    c.password(p);
-                }
-                PassFile::Ignored(why) => {
-                    *IGNORED_PASSFILE.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
-                }
-                PassFile::None => {}
+    if c.get_password().is_some() {
+        return;
+    }
+    if let Some(p) = env_var("PGPASSWORD") {
+        c.password(p);
+    } else {
+        match pgpass_lookup(c) {
+            PassFile::Found(p) => {
+                c.password(p);
             }
+            PassFile::Ignored(why) => {
+                *IGNORED_PASSFILE.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            }
+            PassFile::None => {}
         }
     }
-    Ok((c, tls))
 }
 
 /// Why the password file was not read, when it was ignored (for the "no password" error).
