@@ -388,97 +388,123 @@ pub fn grouped_suites(runs: &[(String, RunRecord)]) -> Result<Vec<(String, Vec<F
     }
     let mut out = Vec::new();
     for suite in suites {
-        // Tasks, loads per task, metrics (with unit), in order of first appearance.
-        let mut tasks: Vec<(String, Vec<String>)> = Vec::new();
-        let mut metrics: Vec<(String, Unit, bool)> = Vec::new();
-        for (_, r) in runs {
-            for b in r.benchmarks.iter().filter(|b| b.suite == suite) {
-                let parts: Vec<&str> = b.id.split('/').collect();
-                if parts.len() != 3 {
-                    continue;
-                }
-                let (task, load) = (parts[1].to_string(), parts[2].to_string());
-                match tasks.iter_mut().find(|(t, _)| *t == task) {
-                    Some((_, loads)) if !loads.contains(&load) => loads.push(load),
-                    Some(_) => {}
-                    None => tasks.push((task, vec![load])),
-                }
-                for m in &b.metrics {
-                    let dist = m.runs.iter().any(|r| r.summary.count > 1);
-                    match metrics.iter_mut().find(|(n, _, _)| *n == m.name) {
-                        Some(x) => x.2 |= dist,
-                        None => metrics.push((m.name.clone(), m.unit, dist)),
-                    }
-                }
-            }
-        }
+        let (tasks, metrics) = suite_layout(runs, &suite);
         let mut figs = Vec::new();
         for (task, loads) in &tasks {
-            // Charts whose every bar would be 0 are not drawn (an empty frame reads as "no
-            // data"): one line names them.
-            let mut all_zero: Vec<String> = Vec::new();
-            for (metric, unit, dist) in &metrics {
-                let stats: &[Stat] = if *dist {
-                    &[Stat::Mean, Stat::P99, Stat::Max]
-                } else {
-                    &[Stat::Center]
-                };
-                for &stat in stats {
-                    // values[load][run]
-                    let values: BarValues = loads
-                        .iter()
-                        .map(|load| {
-                            let id = format!("{suite}/{task}/{load}");
-                            runs.iter()
-                                .map(|(_, r)| {
-                                    r.benchmark(&id)
-                                        .and_then(|b| b.metrics.iter().find(|m| &m.name == metric))
-                                        .and_then(|m| stat_value(m, stat))
-                                })
-                                .collect()
-                        })
-                        .collect();
-                    if values.iter().flatten().all(|v| v.is_none()) {
-                        continue;
-                    }
-                    let what = if *dist {
-                        format!("{metric} {}", stat.name())
-                    } else {
-                        metric.clone()
-                    };
-                    if values
-                        .iter()
-                        .flatten()
-                        .flatten()
-                        .all(|(v, ci)| *v == 0.0 && ci.is_none_or(|c| c[0] == 0.0 && c[1] == 0.0))
-                    {
-                        all_zero.push(what);
-                        continue;
-                    }
-                    let (svg, axis) = bar_chart(loads, &values, *unit, runs.len())?;
-                    figs.push(Figure {
-                        title: format!("{suite} {task}: {what} ({axis})"),
-                        svg,
-                        wide: false,
-                    });
-                }
-            }
-            if !all_zero.is_empty() {
-                figs.push(Figure {
-                    title: format!(
-                        "{suite} {task}: {} — 0 in every cell and run (not drawn)",
-                        all_zero.join(", ")
-                    ),
-                    svg: String::new(),
-                    wide: false,
-                });
-            }
+            figs.extend(task_figures(runs, &suite, task, loads, &metrics)?);
         }
         if !figs.is_empty() {
             out.push((suite, figs));
         }
     }
     Ok(out)
+}
+
+/// A suite's tasks with their loads, and its metrics (name, unit, whether any run has a
+/// distribution of several samples), each in order of first appearance over `runs`.
+type SuiteLayout = (Vec<(String, Vec<String>)>, Vec<(String, Unit, bool)>);
+
+/// The tasks, loads and metrics of `suite`'s `suite/task/load` benchmarks in `runs`.
+fn suite_layout(runs: &[(String, RunRecord)], suite: &str) -> SuiteLayout {
+    let mut tasks: Vec<(String, Vec<String>)> = Vec::new();
+    let mut metrics: Vec<(String, Unit, bool)> = Vec::new();
+    for (_, r) in runs {
+        for b in r.benchmarks.iter().filter(|b| b.suite == suite) {
+            let parts: Vec<&str> = b.id.split('/').collect();
+            if parts.len() != 3 {
+                continue;
+            }
+            let (task, load) = (parts[1].to_string(), parts[2].to_string());
+            match tasks.iter_mut().find(|(t, _)| *t == task) {
+                Some((_, loads)) if !loads.contains(&load) => loads.push(load),
+                Some(_) => {}
+                None => tasks.push((task, vec![load])),
+            }
+            for m in &b.metrics {
+                let dist = m.runs.iter().any(|r| r.summary.count > 1);
+                match metrics.iter_mut().find(|(n, _, _)| *n == m.name) {
+                    Some(x) => x.2 |= dist,
+                    None => metrics.push((m.name.clone(), m.unit, dist)),
+                }
+            }
+        }
+    }
+    (tasks, metrics)
+}
+
+/// One task's charts: per metric and statistic (mean, p99 and max of a distribution, else the
+/// centre) a bar chart over `loads`, one bar per run. Charts whose every bar would be 0 are not
+/// drawn (an empty frame reads as "no data"): one line names them.
+fn task_figures(
+    runs: &[(String, RunRecord)],
+    suite: &str,
+    task: &str,
+    loads: &[String],
+    metrics: &[(String, Unit, bool)],
+) -> Result<Vec<Figure>> {
+    let mut figs = Vec::new();
+    let mut all_zero: Vec<String> = Vec::new();
+    for (metric, unit, dist) in metrics {
+        let stats: &[Stat] = if *dist {
+            &[Stat::Mean, Stat::P99, Stat::Max]
+        } else {
+            &[Stat::Center]
+        };
+        for &stat in stats {
+            // values[load][run]
+            let values: BarValues = loads
+                .iter()
+                .map(|load| {
+                    let id = format!("{suite}/{task}/{load}");
+                    runs.iter()
+                        .map(|(_, r)| {
+                            r.benchmark(&id)
+                                .and_then(|b| b.metrics.iter().find(|m| &m.name == metric))
+                                .and_then(|m| stat_value(m, stat))
+                        })
+                        .collect()
+                })
+                .collect();
+            if values.iter().flatten().all(|v| v.is_none()) {
+                continue;
+            }
+            let what = if *dist {
+                format!("{metric} {}", stat.name())
+            } else {
+                metric.clone()
+            };
+            if all_bars_zero(&values) {
+                all_zero.push(what);
+                continue;
+            }
+            let (svg, axis) = bar_chart(loads, &values, *unit, runs.len())?;
+            figs.push(Figure {
+                title: format!("{suite} {task}: {what} ({axis})"),
+                svg,
+                wide: false,
+            });
+        }
+    }
+    if !all_zero.is_empty() {
+        figs.push(Figure {
+            title: format!(
+                "{suite} {task}: {} — 0 in every cell and run (not drawn)",
+                all_zero.join(", ")
+            ),
+            svg: String::new(),
+            wide: false,
+        });
+    }
+    Ok(figs)
+}
+
+/// Whether every bar of `values` (and its CI, where it has one) is 0.
+fn all_bars_zero(values: &BarValues) -> bool {
+    values
+        .iter()
+        .flatten()
+        .flatten()
+        .all(|(v, ci)| *v == 0.0 && ci.is_none_or(|c| c[0] == 0.0 && c[1] == 0.0))
 }
 
 pub(super) type BarValues = Vec<Vec<Option<(f64, Option<[f64; 2]>)>>>;
