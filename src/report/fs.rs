@@ -136,7 +136,7 @@ fn read_latency_series(runs: &[(String, RunRecord)]) -> Vec<Series> {
     series
 }
 
-/// 1. Read latency vs file size (log-log), if any run has fs/read_latency.
+/// 1: read latency vs file size (log-log), if any run has fs/read_latency.
 fn read_latency_figure(runs: &[(String, RunRecord)]) -> Option<Figure> {
     let series = read_latency_series(runs);
     if series.is_empty() {
@@ -182,7 +182,7 @@ fn contention_series(runs: &[(String, RunRecord)]) -> Vec<Series> {
     series
 }
 
-/// 2. The contention curve: time per block vs thread count, if any run has fs/contention.
+/// 2: the contention curve: time per block vs thread count, if any run has fs/contention.
 fn contention_figure(runs: &[(String, RunRecord)]) -> Option<Figure> {
     let series = contention_series(runs);
     let tfmt = |k: &f64| {
@@ -209,8 +209,8 @@ fn contention_figure(runs: &[(String, RunRecord)]) -> Option<Figure> {
     })
 }
 
-/// 3. Bandwidth bars of the fs/seq_* benchmarks, cache bypassed and buffered: one chart each
-/// that has a value.
+/// 3: bandwidth bars of the fs/seq_* benchmarks, cache bypassed and buffered: one chart for
+/// each that has a value.
 fn bandwidth_figures(runs: &[(String, RunRecord)]) -> Vec<Figure> {
     let mut figs = Vec::new();
     for (metric, what) in [

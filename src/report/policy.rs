@@ -32,7 +32,10 @@ fn per_run(b: &BenchmarkResult, name: &str, f: fn(&crate::stats::Summary) -> f64
     (!v.is_empty()).then(|| stats::median(&v))
 }
 
-type Series<'a> = Vec<(&'static str, RGBColor, Vec<Option<(f64, Option<[f64; 2]>)>>)>;
+/// A metric's median and CI per category (`None`: not measured there).
+type PerCategory = Vec<Option<(f64, Option<[f64; 2]>)>>;
+
+type Series<'a> = Vec<(&'static str, RGBColor, PerCategory)>;
 
 /// Bars per category: `stacked` series stack, the others stand beside the stack.
 fn bars(
@@ -301,7 +304,7 @@ fn switch_figure(
     name: &str,
     w: &str,
     cats: &[String],
-    get: &dyn Fn(&str) -> Vec<Option<(f64, Option<[f64; 2]>)>>,
+    get: &dyn Fn(&str) -> PerCategory,
 ) -> Result<Option<Figure>> {
     let (beside, what): (Series, &str) = if get("voluntary").iter().any(Option::is_some) {
         (
