@@ -292,7 +292,6 @@ impl Builder<'_> {
     /// CPU (CPU-seconds per unit; capacity = logical CPUs).
     fn cpu(&mut self) -> ResourceCalc {
         let (p, d) = (self.p, &self.p.demand);
-        let fv = d.frame_pacing.as_str();
         let mut miss = Vec::new();
         let mut parts = Vec::new();
         let floor = app_cpu_parts(d, self.inp, &mut parts, &mut self.notes);
@@ -303,69 +302,86 @@ impl Builder<'_> {
         ) {
             parts.push(pub_part);
         } else {
-            let rx_key = if d.net_protocol == "udp" {
-                "net_rx_cpu_s_per_mb_udp"
-            } else {
-                "net_rx_cpu_s_per_mb_tcp"
-            };
-            let w_key = d.disk_key("write", "cpu_s_per_mb");
-            let r_key = d.disk_key("read", "cpu_s_per_mb");
-            let f_key = format!("frame_copy_cpu_s_per_mb_{fv}");
-            // A relay's CPU figure is the receive's and the write's together.
-            let relay = d.disk_io == "relay";
-            let acts = [
-                (
-                    "network receive",
-                    if relay { 0.0 } else { d.net_rx_mb },
-                    rx_key,
-                ),
-                ("network send", d.net_tx_mb, "net_tx_cpu_s_per_mb"),
-                (
-                    if relay { RELAY_LABEL } else { "disk write" },
-                    d.disk_write_mb,
-                    &w_key,
-                ),
-                ("disk read", d.disk_read_mb, &r_key),
-                ("frame copy", self.frame_mb(), &f_key),
-            ];
-            self.per_mb(&acts, "CPU-s", &mut miss, &mut parts);
-            let per_event = [
-                (
-                    d.connections,
-                    "TCP connection(s) set up and closed",
-                    "net_conn_cpu_s",
-                    1.0,
-                    1e6,
-                ),
-                (d.syscalls, "system calls", "syscall_us", 1e-6, 1.0),
-                (
-                    d.context_switches,
-                    "context switches",
-                    "ctx_switch_us",
-                    1e-6,
-                    1.0,
-                ),
-            ];
-            for (n, what, key, secs_per_value, us_per_value) in per_event {
-                if n > 0.0
-                    && let Some(v) = self.get(key, &mut miss)
-                {
-                    parts.push(part(
-                        format!("{} {what} × {} µs", fmt(n), fmt(v * us_per_value)),
-                        n * v * secs_per_value,
-                        self.src(key),
-                        false,
-                    ));
-                }
-            }
+            self.os_cpu_parts(&mut miss, &mut parts);
         }
         let needs_cap = parts.iter().any(|x| x.amount.is_some());
         let (cap, cap_src) = self.capacity(needs_cap, "cpus", &mut miss);
         let mut cpu = finish(
             "cpu", "CPU", "CPU-s", parts, cap, cap_src, needs_cap, miss, p,
         );
-        // Memory contention: every core copying at once gets mem_bw_mb_s / cpus each (and
-        // mem_bw_triad_mb_s / cpus for the triad-like part).
+        self.memory_contention(&mut cpu, floor, cap);
+        cpu
+    }
+
+    /// The OS's CPU work per unit from the measured costs: per MB of each activity (network
+    /// receive and send, disk write and read — a relay's receive and write together —, frame
+    /// copies) and per event (connections, system calls, context switches).
+    fn os_cpu_parts(&mut self, miss: &mut Vec<String>, parts: &mut Vec<Part>) {
+        let d = &self.p.demand;
+        let fv = d.frame_pacing.as_str();
+        let rx_key = if d.net_protocol == "udp" {
+            "net_rx_cpu_s_per_mb_udp"
+        } else {
+            "net_rx_cpu_s_per_mb_tcp"
+        };
+        let w_key = d.disk_key("write", "cpu_s_per_mb");
+        let r_key = d.disk_key("read", "cpu_s_per_mb");
+        let f_key = format!("frame_copy_cpu_s_per_mb_{fv}");
+        // A relay's CPU figure is the receive's and the write's together.
+        let relay = d.disk_io == "relay";
+        let acts = [
+            (
+                "network receive",
+                if relay { 0.0 } else { d.net_rx_mb },
+                rx_key,
+            ),
+            ("network send", d.net_tx_mb, "net_tx_cpu_s_per_mb"),
+            (
+                if relay { RELAY_LABEL } else { "disk write" },
+                d.disk_write_mb,
+                &w_key,
+            ),
+            ("disk read", d.disk_read_mb, &r_key),
+            ("frame copy", self.frame_mb(), &f_key),
+        ];
+        self.per_mb(&acts, "CPU-s", miss, parts);
+        let per_event = [
+            (
+                d.connections,
+                "TCP connection(s) set up and closed",
+                "net_conn_cpu_s",
+                1.0,
+                1e6,
+            ),
+            (d.syscalls, "system calls", "syscall_us", 1e-6, 1.0),
+            (
+                d.context_switches,
+                "context switches",
+                "ctx_switch_us",
+                1e-6,
+                1.0,
+            ),
+        ];
+        for (n, what, key, secs_per_value, us_per_value) in per_event {
+            if n > 0.0
+                && let Some(v) = self.get(key, miss)
+            {
+                parts.push(part(
+                    format!("{} {what} × {} µs", fmt(n), fmt(v * us_per_value)),
+                    n * v * secs_per_value,
+                    self.src(key),
+                    false,
+                ));
+            }
+        }
+    }
+
+    /// Memory contention: when every core moves memory at once each gets 1/cpus of the
+    /// all-thread bandwidth; where that makes the application's memory traffic (its CPU floor
+    /// `floor`, CPU-s per unit) take longer, `cpu` gets the contended CPU per unit and a note.
+    /// `cap`: the logical CPUs.
+    fn memory_contention(&mut self, cpu: &mut ResourceCalc, floor: Option<f64>, cap: Option<f64>) {
+        let (p, d) = (self.p, &self.p.demand);
         let t = d.app_mem_triad_mb;
         let n = cap.filter(|c| *c > 0.0);
         let share = |key: &str| self.inp.get(key).zip(n).map(|(b, n)| b / n);
@@ -393,7 +409,6 @@ impl Builder<'_> {
                 p.unit
             ));
         }
-        cpu
     }
 
     /// One thread (a serial stage): the own-thread CPU-seconds per unit of the activities

@@ -497,6 +497,36 @@ impl Ctx<'_> {
 
     /// `[demand]`: every figure ≥ 0, the choices among what the suites measure.
     fn demand(&self, d: &RawDemand) -> Result<Demand, ProfileError> {
+        let (disk_threads, net_protocol, disk_io, frame_pacing) = self.demand_choices(d)?;
+        let (app_cpu_s, app_cpu_pct) = self.app_cpu(d)?;
+        let demand = Demand {
+            net_rx_mb: self.non_neg(&d.net_rx_mb, "demand.net_rx_mb")?,
+            net_tx_mb: self.non_neg(&d.net_tx_mb, "demand.net_tx_mb")?,
+            net_protocol,
+            disk_write_mb: self.non_neg(&d.disk_write_mb, "demand.disk_write_mb")?,
+            disk_read_mb: self.non_neg(&d.disk_read_mb, "demand.disk_read_mb")?,
+            disk_threads,
+            disk_io,
+            frames: self.non_neg(&d.frames, "demand.frames")?,
+            frame_mb: self.non_neg(&d.frame_mb, "demand.frame_mb")?,
+            frame_pacing,
+            app_cpu_s,
+            app_cpu_pct,
+            app_mem_mb: self.non_neg(&d.app_mem_mb, "demand.app_mem_mb")?,
+            app_mem_triad_mb: self.non_neg(&d.app_mem_triad_mb, "demand.app_mem_triad_mb")?,
+            context_switches: self.non_neg(&d.context_switches, "demand.context_switches")?,
+            syscalls: self.non_neg(&d.syscalls, "demand.syscalls")?,
+            connections: self.non_neg(&d.connections, "demand.connections")?,
+            one_thread: self.one_thread(&d.one_thread)?,
+        };
+        self.demand_consistent(d, &demand)?;
+        Ok(demand)
+    }
+
+    /// The choices of `[demand]` among what the suites measure, or their defaults: disk_threads
+    /// (1 … 3), net_protocol (tcp, udp), disk_io ([`DISK_IO`]) and frame_pacing
+    /// ([`inputs::FRAME_VARIANTS`]).
+    fn demand_choices(&self, d: &RawDemand) -> Result<(u32, String, String, String), ProfileError> {
         let disk_threads = match &d.disk_threads {
             None => 1,
             Some(s) => {
@@ -548,6 +578,12 @@ impl Ctx<'_> {
                 );
             }
         };
+        Ok((disk_threads, net_protocol, disk_io, frame_pacing))
+    }
+
+    /// The application's own CPU demand: app_cpu_s (CPU-seconds per unit, ≥ 0) or app_cpu_pct
+    /// (percent of all CPUs per unit/s, 0 … 100), not both.
+    fn app_cpu(&self, d: &RawDemand) -> Result<(Option<f64>, Option<f64>), ProfileError> {
         if let (Some(a), Some(_)) = (&d.app_cpu_s, &d.app_cpu_pct) {
             return self.err(
                 a.span(),
@@ -565,26 +601,13 @@ impl Ctx<'_> {
             .as_ref()
             .map(|s| self.check(s, "demand.app_cpu_pct", 0.0, 100.0))
             .transpose()?;
-        let demand = Demand {
-            net_rx_mb: self.non_neg(&d.net_rx_mb, "demand.net_rx_mb")?,
-            net_tx_mb: self.non_neg(&d.net_tx_mb, "demand.net_tx_mb")?,
-            net_protocol,
-            disk_write_mb: self.non_neg(&d.disk_write_mb, "demand.disk_write_mb")?,
-            disk_read_mb: self.non_neg(&d.disk_read_mb, "demand.disk_read_mb")?,
-            disk_threads,
-            disk_io,
-            frames: self.non_neg(&d.frames, "demand.frames")?,
-            frame_mb: self.non_neg(&d.frame_mb, "demand.frame_mb")?,
-            frame_pacing,
-            app_cpu_s,
-            app_cpu_pct,
-            app_mem_mb: self.non_neg(&d.app_mem_mb, "demand.app_mem_mb")?,
-            app_mem_triad_mb: self.non_neg(&d.app_mem_triad_mb, "demand.app_mem_triad_mb")?,
-            context_switches: self.non_neg(&d.context_switches, "demand.context_switches")?,
-            syscalls: self.non_neg(&d.syscalls, "demand.syscalls")?,
-            connections: self.non_neg(&d.connections, "demand.connections")?,
-            one_thread: self.one_thread(&d.one_thread)?,
-        };
+        Ok((app_cpu_s, app_cpu_pct))
+    }
+
+    /// The figures of `demand` (read from `d`) against each other: frames need their size,
+    /// the stream and relay disk modes measure one thread only, the triad traffic is part of
+    /// app_mem_mb.
+    fn demand_consistent(&self, d: &RawDemand, demand: &Demand) -> Result<(), ProfileError> {
         if demand.frames > 0.0 && demand.frame_mb == 0.0 {
             let span = d.frames.as_ref().map(|s| s.span()).unwrap_or(0..0);
             return self.err(span, "demand.frame_mb", "frames > 0 needs the frame size");
@@ -635,7 +658,7 @@ impl Ctx<'_> {
                 );
             }
         }
-        Ok(demand)
+        Ok(())
     }
 
     /// `demand.one_thread`: activities of [`ONE_THREAD`], each at most once.

@@ -227,130 +227,142 @@ pub fn sections(a: &Analysis) -> Vec<Table> {
     for (k, pr) in a.predictions.iter().enumerate() {
         out.extend(per_run(a, pr, k));
     }
-    let unit = &a.profile.unit;
     if a.predictions.len() > 1 {
-        let mut header = vec![String::new()];
-        header.extend(a.predictions.iter().map(|p| p.name.clone()));
-        let mut rows = vec![
-            {
-                let mut r = vec![format!("maximum rate ({unit}/s)")];
-                r.extend(a.predictions.iter().map(|p| {
-                    format!(
-                        "{}{}",
-                        rate(p.x_max),
-                        if p.upper_bound { " (upper bound)" } else { "" }
-                    )
-                }));
-                r
-            },
-            {
-                let mut r = vec!["bottleneck / next".to_string()];
-                r.extend(a.predictions.iter().map(|p| {
-                    format!(
-                        "{} / {}",
-                        p.bottleneck.as_deref().unwrap_or("—"),
-                        p.next_bottleneck.as_deref().unwrap_or("—")
-                    )
-                }));
-                r
-            },
-            {
-                let mut r = vec![format!(
-                    "rate at {} % ceiling",
-                    fmt(a.profile.ceiling * 100.0)
-                )];
-                r.extend(a.predictions.iter().map(|p| rate(p.x_ceiling)));
-                r
-            },
-        ];
-        let mut names: Vec<(&str, &str)> = Vec::new();
-        for p in &a.predictions {
-            for r in &p.resources {
-                if !names.iter().any(|n| n.0 == r.resource) {
-                    names.push((r.resource, r.title));
-                }
-            }
-        }
-        for (res, title) in names {
-            let mut r = vec![format!("U {title} at {}", fmt(a.profile.target_rate))];
-            r.extend(
-                a.predictions
-                    .iter()
-                    .map(|p| pct(p.resource(res).and_then(|x| x.util_at_target), 1)),
-            );
-            rows.push(r);
-        }
-        out.push(Table {
-            title: "Side by side".into(),
-            header,
-            rows,
-            notes: vec![],
-        });
+        out.push(side_by_side(a));
     }
     if !a.scores.rows.is_empty() {
-        let mut header = vec!["subsystem".to_string(), "weight".into()];
-        header.extend(a.scores.runs.iter().cloned());
-        let mut rows: Vec<Vec<String>> = a
-            .scores
-            .rows
-            .iter()
-            .map(|r| {
-                let mut row = vec![r.subsystem.clone(), fmt(r.weight)];
-                row.extend(r.cells.iter().map(|c| match (c.score, c.value) {
-                    (Some(s), Some(v)) if c.within_noise => format!("{s}≈ ({})", fmt(v)),
-                    (Some(s), Some(v)) => format!("{s} ({})", fmt(v)),
-                    _ => "— (not measured)".into(),
-                }));
-                row
-            })
-            .collect();
-        let mut total = vec!["weighted score".to_string(), String::new()];
-        total.extend(a.scores.gates.iter().map(|g| {
-            format!(
-                "{} / {}{}",
-                fmt(g.weighted),
-                fmt(g.weighted_max),
-                if g.rows_unscored > 0 {
-                    format!(" ({} unscored)", g.rows_unscored)
-                } else {
-                    String::new()
-                }
-            )
-        }));
-        rows.push(total);
-        let mut gate = vec!["requirements gate".to_string(), String::new()];
-        gate.extend(a.scores.gates.iter().map(|g| gate_text(g.gate).to_string()));
-        rows.push(gate);
-        let mut notes = vec![format!(
-            "Ranking (a failed requirement ranks last whatever the score): {}",
-            a.scores
-                .ranking
-                .iter()
-                .map(|&i| format!(
-                    "{} [{}]",
-                    a.scores.runs[i],
-                    gate_text(a.scores.gates[i].gate)
-                ))
-                .collect::<Vec<_>>()
-                .join(" > ")
-        )];
-        for (i, g) in a.scores.gates.iter().enumerate() {
-            for r in &g.reasons {
-                notes.push(format!("{}: {r}", a.scores.runs[i]));
-            }
-        }
-        notes.push(
-            "Scores 1–5: linear between the profile's worst and best where given, else relative to the best run shown; ≈: this run's 95 % CI overlaps the best run's, so the runs do not resolve the difference and it scores as the best."
-                .into(),
-        );
-        out.push(Table {
-            title: "Score table (weighted requirements)".into(),
-            header,
-            rows,
-            notes,
-        });
+        out.push(score_table(a));
     }
     out
+}
+
+/// The runs side by side (several runs): maximum rate, bottleneck and next, rate at the
+/// ceiling, and every resource's utilisation at the target rate.
+fn side_by_side(a: &Analysis) -> Table {
+    let unit = &a.profile.unit;
+    let mut header = vec![String::new()];
+    header.extend(a.predictions.iter().map(|p| p.name.clone()));
+    let mut rows = vec![
+        {
+            let mut r = vec![format!("maximum rate ({unit}/s)")];
+            r.extend(a.predictions.iter().map(|p| {
+                format!(
+                    "{}{}",
+                    rate(p.x_max),
+                    if p.upper_bound { " (upper bound)" } else { "" }
+                )
+            }));
+            r
+        },
+        {
+            let mut r = vec!["bottleneck / next".to_string()];
+            r.extend(a.predictions.iter().map(|p| {
+                format!(
+                    "{} / {}",
+                    p.bottleneck.as_deref().unwrap_or("—"),
+                    p.next_bottleneck.as_deref().unwrap_or("—")
+                )
+            }));
+            r
+        },
+        {
+            let mut r = vec![format!(
+                "rate at {} % ceiling",
+                fmt(a.profile.ceiling * 100.0)
+            )];
+            r.extend(a.predictions.iter().map(|p| rate(p.x_ceiling)));
+            r
+        },
+    ];
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    for p in &a.predictions {
+        for r in &p.resources {
+            if !names.iter().any(|n| n.0 == r.resource) {
+                names.push((r.resource, r.title));
+            }
+        }
+    }
+    for (res, title) in names {
+        let mut r = vec![format!("U {title} at {}", fmt(a.profile.target_rate))];
+        r.extend(
+            a.predictions
+                .iter()
+                .map(|p| pct(p.resource(res).and_then(|x| x.util_at_target), 1)),
+        );
+        rows.push(r);
+    }
+    Table {
+        title: "Side by side".into(),
+        header,
+        rows,
+        notes: vec![],
+    }
+}
+
+/// The score table of the weighted requirements: a row per subsystem, the weighted score, the
+/// requirements gate, and the ranking with the reasons of each gate in the notes.
+fn score_table(a: &Analysis) -> Table {
+    let mut header = vec!["subsystem".to_string(), "weight".into()];
+    header.extend(a.scores.runs.iter().cloned());
+    let mut rows: Vec<Vec<String>> = a
+        .scores
+        .rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.subsystem.clone(), fmt(r.weight)];
+            row.extend(r.cells.iter().map(|c| match (c.score, c.value) {
+                (Some(s), Some(v)) if c.within_noise => format!("{s}≈ ({})", fmt(v)),
+                (Some(s), Some(v)) => format!("{s} ({})", fmt(v)),
+                _ => "— (not measured)".into(),
+            }));
+            row
+        })
+        .collect();
+    let mut total = vec!["weighted score".to_string(), String::new()];
+    total.extend(a.scores.gates.iter().map(|g| {
+        format!(
+            "{} / {}{}",
+            fmt(g.weighted),
+            fmt(g.weighted_max),
+            if g.rows_unscored > 0 {
+                format!(" ({} unscored)", g.rows_unscored)
+            } else {
+                String::new()
+            }
+        )
+    }));
+    rows.push(total);
+    let mut gate = vec!["requirements gate".to_string(), String::new()];
+    gate.extend(a.scores.gates.iter().map(|g| gate_text(g.gate).to_string()));
+    rows.push(gate);
+    let mut notes = vec![format!(
+        "Ranking (a failed requirement ranks last whatever the score): {}",
+        a.scores
+            .ranking
+            .iter()
+            .map(|&i| format!(
+                "{} [{}]",
+                a.scores.runs[i],
+                gate_text(a.scores.gates[i].gate)
+            ))
+            .collect::<Vec<_>>()
+            .join(" > ")
+    )];
+    for (i, g) in a.scores.gates.iter().enumerate() {
+        for r in &g.reasons {
+            notes.push(format!("{}: {r}", a.scores.runs[i]));
+        }
+    }
+    notes.push(
+        "Scores 1–5: linear between the profile's worst and best where given, else relative to the best run shown; ≈: this run's 95 % CI overlaps the best run's, so the runs do not resolve the difference and it scores as the best."
+            .into(),
+    );
+    Table {
+        title: "Score table (weighted requirements)".into(),
+        header,
+        rows,
+        notes,
+    }
 }
 
 fn heading(a: &Analysis) -> Vec<String> {

@@ -388,97 +388,123 @@ pub fn grouped_suites(runs: &[(String, RunRecord)]) -> Result<Vec<(String, Vec<F
     }
     let mut out = Vec::new();
     for suite in suites {
-        // Tasks, loads per task, metrics (with unit), in order of first appearance.
-        let mut tasks: Vec<(String, Vec<String>)> = Vec::new();
-        let mut metrics: Vec<(String, Unit, bool)> = Vec::new();
-        for (_, r) in runs {
-            for b in r.benchmarks.iter().filter(|b| b.suite == suite) {
-                let parts: Vec<&str> = b.id.split('/').collect();
-                if parts.len() != 3 {
-                    continue;
-                }
-                let (task, load) = (parts[1].to_string(), parts[2].to_string());
-                match tasks.iter_mut().find(|(t, _)| *t == task) {
-                    Some((_, loads)) if !loads.contains(&load) => loads.push(load),
-                    Some(_) => {}
-                    None => tasks.push((task, vec![load])),
-                }
-                for m in &b.metrics {
-                    let dist = m.runs.iter().any(|r| r.summary.count > 1);
-                    match metrics.iter_mut().find(|(n, _, _)| *n == m.name) {
-                        Some(x) => x.2 |= dist,
-                        None => metrics.push((m.name.clone(), m.unit, dist)),
-                    }
-                }
-            }
-        }
+        let (tasks, metrics) = suite_layout(runs, &suite);
         let mut figs = Vec::new();
         for (task, loads) in &tasks {
-            // Charts whose every bar would be 0 are not drawn (an empty frame reads as "no
-            // data"): one line names them.
-            let mut all_zero: Vec<String> = Vec::new();
-            for (metric, unit, dist) in &metrics {
-                let stats: &[Stat] = if *dist {
-                    &[Stat::Mean, Stat::P99, Stat::Max]
-                } else {
-                    &[Stat::Center]
-                };
-                for &stat in stats {
-                    // values[load][run]
-                    let values: BarValues = loads
-                        .iter()
-                        .map(|load| {
-                            let id = format!("{suite}/{task}/{load}");
-                            runs.iter()
-                                .map(|(_, r)| {
-                                    r.benchmark(&id)
-                                        .and_then(|b| b.metrics.iter().find(|m| &m.name == metric))
-                                        .and_then(|m| stat_value(m, stat))
-                                })
-                                .collect()
-                        })
-                        .collect();
-                    if values.iter().flatten().all(|v| v.is_none()) {
-                        continue;
-                    }
-                    let what = if *dist {
-                        format!("{metric} {}", stat.name())
-                    } else {
-                        metric.clone()
-                    };
-                    if values
-                        .iter()
-                        .flatten()
-                        .flatten()
-                        .all(|(v, ci)| *v == 0.0 && ci.is_none_or(|c| c[0] == 0.0 && c[1] == 0.0))
-                    {
-                        all_zero.push(what);
-                        continue;
-                    }
-                    let (svg, axis) = bar_chart(loads, &values, *unit, runs.len())?;
-                    figs.push(Figure {
-                        title: format!("{suite} {task}: {what} ({axis})"),
-                        svg,
-                        wide: false,
-                    });
-                }
-            }
-            if !all_zero.is_empty() {
-                figs.push(Figure {
-                    title: format!(
-                        "{suite} {task}: {} — 0 in every cell and run (not drawn)",
-                        all_zero.join(", ")
-                    ),
-                    svg: String::new(),
-                    wide: false,
-                });
-            }
+            figs.extend(task_figures(runs, &suite, task, loads, &metrics)?);
         }
         if !figs.is_empty() {
             out.push((suite, figs));
         }
     }
     Ok(out)
+}
+
+/// A suite's tasks with their loads, and its metrics (name, unit, whether any run has a
+/// distribution of several samples), each in order of first appearance over `runs`.
+type SuiteLayout = (Vec<(String, Vec<String>)>, Vec<(String, Unit, bool)>);
+
+/// The tasks, loads and metrics of `suite`'s `suite/task/load` benchmarks in `runs`.
+fn suite_layout(runs: &[(String, RunRecord)], suite: &str) -> SuiteLayout {
+    let mut tasks: Vec<(String, Vec<String>)> = Vec::new();
+    let mut metrics: Vec<(String, Unit, bool)> = Vec::new();
+    for (_, r) in runs {
+        for b in r.benchmarks.iter().filter(|b| b.suite == suite) {
+            let parts: Vec<&str> = b.id.split('/').collect();
+            if parts.len() != 3 {
+                continue;
+            }
+            let (task, load) = (parts[1].to_string(), parts[2].to_string());
+            match tasks.iter_mut().find(|(t, _)| *t == task) {
+                Some((_, loads)) if !loads.contains(&load) => loads.push(load),
+                Some(_) => {}
+                None => tasks.push((task, vec![load])),
+            }
+            for m in &b.metrics {
+                let dist = m.runs.iter().any(|r| r.summary.count > 1);
+                match metrics.iter_mut().find(|(n, _, _)| *n == m.name) {
+                    Some(x) => x.2 |= dist,
+                    None => metrics.push((m.name.clone(), m.unit, dist)),
+                }
+            }
+        }
+    }
+    (tasks, metrics)
+}
+
+/// One task's charts: per metric and statistic (mean, p99 and max of a distribution, else the
+/// centre) a bar chart over `loads`, one bar per run. Charts whose every bar would be 0 are not
+/// drawn (an empty frame reads as "no data"): one line names them.
+fn task_figures(
+    runs: &[(String, RunRecord)],
+    suite: &str,
+    task: &str,
+    loads: &[String],
+    metrics: &[(String, Unit, bool)],
+) -> Result<Vec<Figure>> {
+    let mut figs = Vec::new();
+    let mut all_zero: Vec<String> = Vec::new();
+    for (metric, unit, dist) in metrics {
+        let stats: &[Stat] = if *dist {
+            &[Stat::Mean, Stat::P99, Stat::Max]
+        } else {
+            &[Stat::Center]
+        };
+        for &stat in stats {
+            // values[load][run]
+            let values: BarValues = loads
+                .iter()
+                .map(|load| {
+                    let id = format!("{suite}/{task}/{load}");
+                    runs.iter()
+                        .map(|(_, r)| {
+                            r.benchmark(&id)
+                                .and_then(|b| b.metrics.iter().find(|m| &m.name == metric))
+                                .and_then(|m| stat_value(m, stat))
+                        })
+                        .collect()
+                })
+                .collect();
+            if values.iter().flatten().all(|v| v.is_none()) {
+                continue;
+            }
+            let what = if *dist {
+                format!("{metric} {}", stat.name())
+            } else {
+                metric.clone()
+            };
+            if all_bars_zero(&values) {
+                all_zero.push(what);
+                continue;
+            }
+            let (svg, axis) = bar_chart(loads, &values, *unit, runs.len())?;
+            figs.push(Figure {
+                title: format!("{suite} {task}: {what} ({axis})"),
+                svg,
+                wide: false,
+            });
+        }
+    }
+    if !all_zero.is_empty() {
+        figs.push(Figure {
+            title: format!(
+                "{suite} {task}: {} — 0 in every cell and run (not drawn)",
+                all_zero.join(", ")
+            ),
+            svg: String::new(),
+            wide: false,
+        });
+    }
+    Ok(figs)
+}
+
+/// Whether every bar of `values` (and its CI, where it has one) is 0.
+fn all_bars_zero(values: &BarValues) -> bool {
+    values
+        .iter()
+        .flatten()
+        .flatten()
+        .all(|(v, ci)| *v == 0.0 && ci.is_none_or(|c| c[0] == 0.0 && c[1] == 0.0))
 }
 
 pub(super) type BarValues = Vec<Vec<Option<(f64, Option<[f64; 2]>)>>>;
@@ -572,30 +598,36 @@ pub fn forests(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Vec<Figure>> 
         .collect()
 }
 
-/// A forest plot on a log axis (ratios are multiplicative: 0.5 and 2 are as far from 1), clipped
-/// to 1/[`FOREST_CLIP`] … [`FOREST_CLIP`] with the clipped ratios marked at the edge.
-pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
-    struct Entry {
-        row: usize,
-        col: usize,
-        r: f64,
-        lo: f64,
-        hi: f64,
-        significant: bool,
-    }
-    let k = cmp.columns.len() - 1;
+/// One point of a forest plot: row `row` of the plot, run column `col` (1 = the first run after
+/// the baseline), the direction-normalised ratio `r` and its CI `lo` … `hi`.
+struct ForestEntry {
+    row: usize,
+    col: usize,
+    r: f64,
+    lo: f64,
+    hi: f64,
+    significant: bool,
+}
+
+/// A ratio a log axis can place: finite and above zero.
+fn plottable(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+/// The entries of a forest plot of `rows`: each cell's comparison with the baseline, normalised
+/// so > 1 is worse. A difference (zero or negative values) has no ratio to plot; a bound is no
+/// measured change: neither is an entry.
+fn forest_entries(rows: &[&compare::Row]) -> Vec<ForestEntry> {
     let mut entries = Vec::new();
     for (ri, row) in rows.iter().enumerate() {
         for (j, c) in row.cells.iter().enumerate().skip(1) {
             let Some(d) = &c.vs_base else { continue };
-            // A difference (zero or negative values) has no ratio to plot; a bound is no
-            // measured change.
             if d.basis != compare::Basis::Ratio || d.verdict == compare::Verdict::Bound {
                 continue;
             }
             let a = normalised(d.ci95[0], row.better);
             let b = normalised(d.ci95[1], row.better);
-            entries.push(Entry {
+            entries.push(ForestEntry {
                 row: ri,
                 col: j,
                 r: normalised(d.ratio, row.better),
@@ -605,21 +637,131 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
             });
         }
     }
-    let finite = |x: f64| x.is_finite() && x > 0.0;
-    let mut lo = 1.0 - cmp.noise;
-    let mut hi = 1.0 + cmp.noise;
-    for e in &entries {
+    entries
+}
+
+/// The x range of a forest plot: the noise band around 1 and every plottable ratio and CI end,
+/// clipped to 1/[`FOREST_CLIP`] … [`FOREST_CLIP`], then padded multiplicatively (a log axis).
+fn forest_range(noise: f64, entries: &[ForestEntry]) -> (f64, f64) {
+    let mut lo = 1.0 - noise;
+    let mut hi = 1.0 + noise;
+    for e in entries {
         for x in [e.r, e.lo, e.hi] {
-            if finite(x) {
+            if plottable(x) {
                 lo = lo.min(x);
                 hi = hi.max(x);
             }
         }
     }
-    // Clipped, then padded multiplicatively (a log axis).
-    let (lo, hi) = (lo.max(1.0 / FOREST_CLIP) / 1.08, hi.min(FOREST_CLIP) * 1.08);
-    let (edge_lo, edge_hi) = (lo * 1.04, hi / 1.04);
+    (lo.max(1.0 / FOREST_CLIP) / 1.08, hi.min(FOREST_CLIP) * 1.08)
+}
+
+/// The y of entry `e` in a forest plot of `n` rows and `k` compared runs: its row's centre, the
+/// runs spread over 60 % of the row when there are several.
+fn forest_y(e: &ForestEntry, n: usize, k: usize) -> f64 {
+    (n - 1 - e.row) as f64
+        + 0.5
+        + if k > 1 {
+            0.6 * ((e.col - 1) as f64 / (k - 1) as f64 - 0.5)
+        } else {
+            0.0
+        }
+}
+
+type ForestChart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogAxis, Categories>>;
+
+/// The forest plot's frame: the mesh with the row `names` (top row first) and the x labels, the
+/// noise band around 1 and the line at 1.
+fn draw_forest_frame(chart: &mut ForestChart, names: &[String], noise: f64) -> Result<()> {
+    let n = names.len();
+    let ylabel = |y: &f64| -> String {
+        let i = y.floor() as usize;
+        n.checked_sub(i + 1)
+            .and_then(|k| names.get(k).cloned())
+            .unwrap_or_default()
+    };
+    let xlabel = |x: &f64| {
+        let t = format!("{x:.2}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    house_mesh(&mut chart.configure_mesh())
+        .y_label_formatter(&ylabel)
+        .x_label_formatter(&xlabel)
+        .x_desc("normalised ratio to the baseline, log scale (> 1 = worse; ▶ ◀ beyond the edge)")
+        .draw()
+        .map_err(pe)?;
+    chart
+        .draw_series(std::iter::once(Rectangle::new(
+            [(1.0 - noise, 0.0), (1.0 + noise, n as f64)],
+            RGBColor(225, 225, 225).filled(),
+        )))
+        .map_err(pe)?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(1.0, 0.0), (1.0, n as f64)],
+            BLACK.stroke_width(1),
+        )))
+        .map_err(pe)?;
+    Ok(())
+}
+
+/// Entry `e` at height `y`: its CI (clipped to the `edges`) and its dot — filled when
+/// significant —, or beyond the edges a triangle there with the ratio written beside it.
+fn draw_forest_entry(
+    chart: &mut ForestChart,
+    e: &ForestEntry,
+    y: f64,
+    (edge_lo, edge_hi): (f64, f64),
+) -> Result<()> {
+    let c = rgb(e.col);
     let clip = |x: f64| x.clamp(edge_lo, edge_hi);
+    if plottable(e.lo) && plottable(e.hi) {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(clip(e.lo), y), (clip(e.hi), y)],
+                c.stroke_width(2),
+            )))
+            .map_err(pe)?;
+    }
+    if !plottable(e.r) {
+        return Ok(());
+    }
+    // Beyond the axis: a triangle at the edge and the ratio written beside it.
+    if e.r > edge_hi || e.r < edge_lo {
+        let right = e.r > edge_hi;
+        // The label sits inside the plot, ending near the edge it points at.
+        let x = if right { edge_hi / 1.45 } else { edge_lo };
+        let marker = if right { "▶" } else { "◀" };
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!("{marker} {}×", crate::units::sig(e.r)),
+                (x, y),
+                ("sans-serif", 12).into_font().color(&c),
+            )))
+            .map_err(pe)?;
+        return Ok(());
+    }
+    let style = if e.significant {
+        c.filled()
+    } else {
+        WHITE.filled()
+    };
+    chart
+        .draw_series(std::iter::once(Circle::new((e.r, y), 4, style)))
+        .map_err(pe)?;
+    chart
+        .draw_series(std::iter::once(Circle::new((e.r, y), 4, c.stroke_width(2))))
+        .map_err(pe)?;
+    Ok(())
+}
+
+/// A forest plot on a log axis (ratios are multiplicative: 0.5 and 2 are as far from 1), clipped
+/// to 1/[`FOREST_CLIP`] … [`FOREST_CLIP`] with the clipped ratios marked at the edge.
+pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
+    let k = cmp.columns.len() - 1;
+    let entries = forest_entries(rows);
+    let (lo, hi) = forest_range(cmp.noise, &entries);
+    let edges = (lo * 1.04, hi / 1.04);
     let n = rows.len();
     let names: Vec<String> = rows
         .iter()
@@ -631,81 +773,9 @@ pub fn forest(cmp: &Comparison, rows: &[&compare::Row]) -> Result<Figure> {
         let mut chart = chart_on(root, 10, 36, label_w)
             .build_cartesian_2d(LogAxis(lo, hi), Categories(n))
             .map_err(pe)?;
-        let ylabel = |y: &f64| -> String {
-            let i = y.floor() as usize;
-            n.checked_sub(i + 1)
-                .and_then(|k| names.get(k).cloned())
-                .unwrap_or_default()
-        };
-        let xlabel = |x: &f64| {
-            let t = format!("{x:.2}");
-            t.trim_end_matches('0').trim_end_matches('.').to_string()
-        };
-        house_mesh(&mut chart.configure_mesh())
-            .y_label_formatter(&ylabel)
-            .x_label_formatter(&xlabel)
-            .x_desc(
-                "normalised ratio to the baseline, log scale (> 1 = worse; ▶ ◀ beyond the edge)",
-            )
-            .draw()
-            .map_err(pe)?;
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(1.0 - cmp.noise, 0.0), (1.0 + cmp.noise, n as f64)],
-                RGBColor(225, 225, 225).filled(),
-            )))
-            .map_err(pe)?;
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(1.0, 0.0), (1.0, n as f64)],
-                BLACK.stroke_width(1),
-            )))
-            .map_err(pe)?;
+        draw_forest_frame(&mut chart, &names, cmp.noise)?;
         for e in &entries {
-            let y = (n - 1 - e.row) as f64
-                + 0.5
-                + if k > 1 {
-                    0.6 * ((e.col - 1) as f64 / (k - 1) as f64 - 0.5)
-                } else {
-                    0.0
-                };
-            let c = rgb(e.col);
-            if finite(e.lo) && finite(e.hi) {
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![(clip(e.lo), y), (clip(e.hi), y)],
-                        c.stroke_width(2),
-                    )))
-                    .map_err(pe)?;
-            }
-            // Beyond the axis: a triangle at the edge and the ratio written beside it.
-            if finite(e.r) && (e.r > edge_hi || e.r < edge_lo) {
-                let right = e.r > edge_hi;
-                // The label sits inside the plot, ending near the edge it points at.
-                let x = if right { edge_hi / 1.45 } else { edge_lo };
-                let marker = if right { "▶" } else { "◀" };
-                chart
-                    .draw_series(std::iter::once(Text::new(
-                        format!("{marker} {}×", crate::units::sig(e.r)),
-                        (x, y),
-                        ("sans-serif", 12).into_font().color(&c),
-                    )))
-                    .map_err(pe)?;
-                continue;
-            }
-            if finite(e.r) {
-                let style = if e.significant {
-                    c.filled()
-                } else {
-                    WHITE.filled()
-                };
-                chart
-                    .draw_series(std::iter::once(Circle::new((e.r, y), 4, style)))
-                    .map_err(pe)?;
-                chart
-                    .draw_series(std::iter::once(Circle::new((e.r, y), 4, c.stroke_width(2))))
-                    .map_err(pe)?;
-            }
+            draw_forest_entry(&mut chart, e, forest_y(e, n, k), edges)?;
         }
         Ok(())
     })?;
@@ -1106,5 +1176,49 @@ mod tests {
             .collect();
         assert_eq!(curves.matches("<svg").count(), 1, "curve figures");
         pinned("curves.golden", &curves);
+    }
+
+    fn entry(row: usize, col: usize, r: f64, lo: f64, hi: f64) -> ForestEntry {
+        ForestEntry {
+            row,
+            col,
+            r,
+            lo,
+            hi,
+            significant: false,
+        }
+    }
+
+    /// The forest plot's axis holds the noise band and every plottable ratio and CI end, padded
+    /// by 8 % either way; ratios beyond [`FOREST_CLIP`] set no wider range, and a ratio that is
+    /// not plottable (infinite, zero) sets none.
+    #[test]
+    fn the_forest_range_holds_the_band_and_the_ratios_within_the_clip() {
+        let near =
+            |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < 1e-12 && (a.1 - b.1).abs() < 1e-12;
+        assert!(near(forest_range(0.05, &[]), (0.95 / 1.08, 1.05 * 1.08)));
+        let es = [
+            entry(0, 1, 1.5, 1.2, 1.8),
+            entry(1, 1, 0.0, f64::INFINITY, 0.9),
+        ];
+        assert!(near(forest_range(0.05, &es), (0.9 / 1.08, 1.8 * 1.08)));
+        let wild = [
+            entry(0, 1, 100.0, 50.0, 200.0),
+            entry(1, 1, 0.001, 0.0001, 0.01),
+        ];
+        let clip = (1.0 / FOREST_CLIP / 1.08, FOREST_CLIP * 1.08);
+        assert!(near(forest_range(0.05, &wild), clip));
+    }
+
+    /// Each row's runs spread over 60 % of the row around its centre, the first row on top;
+    /// a single compared run sits at the centre.
+    #[test]
+    fn forest_rows_run_top_down_with_their_runs_spread_within() {
+        let e = |row, col| entry(row, col, 1.0, 1.0, 1.0);
+        assert_eq!(forest_y(&e(0, 1), 3, 1), 2.5);
+        assert_eq!(forest_y(&e(2, 1), 3, 1), 0.5);
+        assert!((forest_y(&e(0, 1), 3, 3) - 2.2).abs() < 1e-12);
+        assert!((forest_y(&e(0, 2), 3, 3) - 2.5).abs() < 1e-12);
+        assert!((forest_y(&e(0, 3), 3, 3) - 2.8).abs() < 1e-12);
     }
 }

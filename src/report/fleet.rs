@@ -199,23 +199,20 @@ pub fn render_fleet(f: &Fleet) -> Result<String> {
     Ok(page(&what, body, &crate::fleet::render::json(f)?))
 }
 
-/// One machine's series: the medians as a line, the CI as a band, change points as red
-/// vertical lines between the runs on either side.
-fn history_chart(se: &Series, unit: Unit, color: usize) -> Result<String> {
-    let n = se.points.len();
-    let max = se
-        .points
+/// The y range of a history chart of `points`: the largest figure (a CI end or a median), and
+/// the axis from `lo` to `hi` — the figures padded by 10 % either way (not below 0 when none is
+/// negative), or 0 … 110 % of the largest when they do not span a range.
+fn history_range(points: &[crate::fleet::Point]) -> (f64, f64, f64) {
+    let max = points
         .iter()
         .map(|p| p.ci95[1].max(p.center))
         .filter(|v| v.is_finite())
         .fold(0.0_f64, f64::max);
-    let min = se
-        .points
+    let min = points
         .iter()
         .map(|p| p.ci95[0].min(p.center))
         .filter(|v| v.is_finite())
         .fold(f64::INFINITY, f64::min);
-    let (div, axis) = charts::axis_unit(unit, max);
     let (lo, hi) = if min.is_finite() && max > min {
         let pad = (max - min) * 0.1;
         (
@@ -225,6 +222,81 @@ fn history_chart(se: &Series, unit: Unit, color: usize) -> Result<String> {
     } else {
         (0.0, max.max(1.0) * 1.1)
     };
+    (max, lo, hi)
+}
+
+type HistoryChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// The CI of every point of `se`, divided by `div`, in colour `c`: a band through the runs, or
+/// for a single run a vertical line.
+fn draw_history_ci(chart: &mut HistoryChart, se: &Series, div: f64, c: RGBColor) -> Result<()> {
+    let mut band: Vec<(f64, f64)> = se
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (i as f64, p.ci95[1] / div))
+        .collect();
+    band.extend(
+        se.points
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, p)| (i as f64, p.ci95[0] / div)),
+    );
+    if se.points.len() > 1 {
+        chart
+            .draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))
+            .map_err(pe)?;
+    } else {
+        chart
+            .draw_series(se.points.iter().map(|p| {
+                PathElement::new(
+                    vec![(0.0, p.ci95[0] / div), (0.0, p.ci95[1] / div)],
+                    c.stroke_width(2),
+                )
+            }))
+            .map_err(pe)?;
+    }
+    Ok(())
+}
+
+/// The change points of `se`: a red vertical line from `lo` to `hi` (axis units) between the
+/// runs on either side, labelled with the segments' ratio and the verdict at the top.
+fn draw_history_changes(chart: &mut HistoryChart, se: &Series, lo: f64, hi: f64) -> Result<()> {
+    let red = RGBColor(176, 0, 32);
+    for ch in &se.changes {
+        let x = ch.index as f64 - 0.5;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(x, lo), (x, hi)],
+                red.stroke_width(2),
+            )))
+            .map_err(pe)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!(
+                    "×{} {}",
+                    crate::units::sig(ch.segment_ratio),
+                    ch.verdict.symbol()
+                ),
+                (x + 0.05, hi),
+                (FONT, 14).into_font().color(&red),
+            )))
+            .map_err(pe)?;
+    }
+    Ok(())
+}
+
+/// One machine's series: the medians as a line, the CI as a band, change points as red
+/// vertical lines between the runs on either side.
+fn history_chart(se: &Series, unit: Unit, color: usize) -> Result<String> {
+    let n = se.points.len();
+    let (max, lo, hi) = history_range(&se.points);
+    let (div, axis) = charts::axis_unit(unit, max);
     let c = rgb(color);
     svg_chart((1000, 320), |root| {
         let mut chart = chart_on(root, 10, 48, 64)
@@ -247,34 +319,7 @@ fn history_chart(se: &Series, unit: Unit, color: usize) -> Result<String> {
             .y_desc(axis.as_str())
             .draw()
             .map_err(pe)?;
-        // CI band.
-        let mut band: Vec<(f64, f64)> = se
-            .points
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (i as f64, p.ci95[1] / div))
-            .collect();
-        band.extend(
-            se.points
-                .iter()
-                .enumerate()
-                .rev()
-                .map(|(i, p)| (i as f64, p.ci95[0] / div)),
-        );
-        if n > 1 {
-            chart
-                .draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))
-                .map_err(pe)?;
-        } else {
-            chart
-                .draw_series(se.points.iter().map(|p| {
-                    PathElement::new(
-                        vec![(0.0, p.ci95[0] / div), (0.0, p.ci95[1] / div)],
-                        c.stroke_width(2),
-                    )
-                }))
-                .map_err(pe)?;
-        }
+        draw_history_ci(&mut chart, se, div, c)?;
         let pts: Vec<(f64, f64)> = se
             .points
             .iter()
@@ -282,28 +327,7 @@ fn history_chart(se: &Series, unit: Unit, color: usize) -> Result<String> {
             .map(|(i, p)| (i as f64, p.center / div))
             .collect();
         charts::line_with_dots(&mut chart, &pts, c, 2)?;
-        let red = RGBColor(176, 0, 32);
-        for ch in &se.changes {
-            let x = ch.index as f64 - 0.5;
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(x, lo / div), (x, hi / div)],
-                    red.stroke_width(2),
-                )))
-                .map_err(pe)?;
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    format!(
-                        "×{} {}",
-                        crate::units::sig(ch.segment_ratio),
-                        ch.verdict.symbol()
-                    ),
-                    (x + 0.05, hi / div),
-                    (FONT, 14).into_font().color(&red),
-                )))
-                .map_err(pe)?;
-        }
-        Ok(())
+        draw_history_changes(&mut chart, se, lo / div, hi / div)
     })
 }
 

@@ -90,7 +90,26 @@ fn pow2_label(k: &f64) -> String {
 /// The fs section of the report ("" when no run has fs benchmarks).
 pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
     let mut figs = Vec::new();
-    // 1. Read latency vs file size.
+    figs.extend(read_latency_figure(runs));
+    figs.extend(contention_figure(runs));
+    figs.extend(bandwidth_figures(runs));
+    if figs.is_empty() {
+        return Ok(html! {});
+    }
+    let h = html! {
+        section {
+            "\n"
+            h2 { "File system" } "\n"
+            (legend(runs))
+            (figures(&figs))
+        } "\n"
+    };
+    Ok(h)
+}
+
+/// The series of fs/read_latency: per run, one line per access pattern (log2 file size, time
+/// per block), random patterns dashed; a single run's lines each get their own colour.
+fn read_latency_series(runs: &[(String, RunRecord)]) -> Vec<Series> {
     let mut series: Vec<Series> = Vec::new();
     for (i, (run, r)) in runs.iter().enumerate() {
         let Some(b) = r.benchmark("fs/read_latency") else {
@@ -114,23 +133,34 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
             series.push((format!("{run}: {s}"), c, dashed, p));
         }
     }
-    if !series.is_empty()
-        && let Ok(svg) = log_log(
-            &series,
-            "file size (log scale)",
-            "time per block (log scale)",
-            &pow2_label,
-        )
-    {
-        figs.push(Figure {
-            title: "fs/read_latency: time per block vs file size, cache bypassed (log-log; solid \
-                    = backwards sequential, thin = random)"
-                .into(),
-            svg,
-            wide: true,
-        });
+    series
+}
+
+/// 1: read latency vs file size (log-log), if any run has fs/read_latency.
+fn read_latency_figure(runs: &[(String, RunRecord)]) -> Option<Figure> {
+    let series = read_latency_series(runs);
+    if series.is_empty() {
+        return None;
     }
-    // 2. Contention curve.
+    let svg = log_log(
+        &series,
+        "file size (log scale)",
+        "time per block (log scale)",
+        &pow2_label,
+    )
+    .ok()?;
+    Some(Figure {
+        title: "fs/read_latency: time per block vs file size, cache bypassed (log-log; solid \
+                = backwards sequential, thin = random)"
+            .into(),
+        svg,
+        wide: true,
+    })
+}
+
+/// The series of fs/contention: one line per run of (log2 thread count, time per block), from
+/// its `t<N>` metrics.
+fn contention_series(runs: &[(String, RunRecord)]) -> Vec<Series> {
     let mut series: Vec<Series> = Vec::new();
     for (i, (run, r)) in runs.iter().enumerate() {
         let Some(b) = r.benchmark("fs/contention") else {
@@ -149,6 +179,12 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
             series.push((run.clone(), i, false, p));
         }
     }
+    series
+}
+
+/// 2: the contention curve: time per block vs thread count, if any run has fs/contention.
+fn contention_figure(runs: &[(String, RunRecord)]) -> Option<Figure> {
+    let series = contention_series(runs);
     let tfmt = |k: &f64| {
         if (k - k.round()).abs() > 0.01 {
             String::new()
@@ -156,21 +192,27 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
             format!("{}", 2f64.powf(k.round()) as u64)
         }
     };
-    if !series.is_empty()
-        && let Ok(svg) = log_log(
-            &series,
-            "threads, each reading its own file (log scale)",
-            "time per block (log scale)",
-            &tfmt,
-        )
-    {
-        figs.push(Figure {
-            title: "fs/contention: time per block vs thread count, cache bypassed".into(),
-            svg,
-            wide: true,
-        });
+    if series.is_empty() {
+        return None;
     }
-    // 3. Bandwidth bars.
+    let svg = log_log(
+        &series,
+        "threads, each reading its own file (log scale)",
+        "time per block (log scale)",
+        &tfmt,
+    )
+    .ok()?;
+    Some(Figure {
+        title: "fs/contention: time per block vs thread count, cache bypassed".into(),
+        svg,
+        wide: true,
+    })
+}
+
+/// 3: bandwidth bars of the fs/seq_* benchmarks, cache bypassed and buffered: one chart for
+/// each that has a value.
+fn bandwidth_figures(runs: &[(String, RunRecord)]) -> Vec<Figure> {
+    let mut figs = Vec::new();
     for (metric, what) in [
         ("mb_per_s", "cache bypassed"),
         ("mb_per_s_buffered", "buffered"),
@@ -209,18 +251,7 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
             });
         }
     }
-    if figs.is_empty() {
-        return Ok(html! {});
-    }
-    let h = html! {
-        section {
-            "\n"
-            h2 { "File system" } "\n"
-            (legend(runs))
-            (figures(&figs))
-        } "\n"
-    };
-    Ok(h)
+    figs
 }
 
 fn bars(cats: &[String], values: &[Vec<Option<f64>>], nruns: usize) -> Result<String> {

@@ -157,11 +157,6 @@ pub fn render_groups(
         .map(|(n, g)| (n.clone(), g.last().expect("non-empty").clone()))
         .collect();
     let runs = runs.as_slice();
-    let invocations: Vec<String> = groups
-        .iter()
-        .filter(|(_, g)| g.len() > 1)
-        .map(|(n, g)| format!("{n}: {} invocations", g.len()))
-        .collect();
     let title = format!(
         "osgauge report: {}",
         runs.iter()
@@ -172,19 +167,7 @@ pub fn render_groups(
     // One run: its headline figures and verdicts first, then the charts; the long tables come
     // last, folded (`<details>`).
     let single = runs.len() == 1;
-
-    // Forest plot of the micro-benchmarks (ids suite/name).
-    let forest_rows: Vec<&compare::Row> = cmp
-        .rows
-        .iter()
-        .filter(|r| r.benchmark.matches('/').count() == 1)
-        .filter(|r| r.cells.iter().skip(1).any(|c| c.vs_base.is_some()))
-        .collect();
-    let forests = if runs.len() > 1 && !forest_rows.is_empty() {
-        Some(charts::forests(&cmp, &forest_rows)?)
-    } else {
-        None
-    };
+    let forests = micro_forests(&cmp, runs)?;
     let grouped = charts::grouped_suites(runs)?;
     let curves = charts::curves(runs)?;
     let sections = [
@@ -209,17 +192,7 @@ pub fn render_groups(
             }
             body {
                 main {
-                    h1 { (title) } "\n"
-                    p.sub {
-                        "Generated " (chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"))
-                        " by osgauge " (env!("CARGO_PKG_VERSION"))
-                        ". First run = baseline. Every figure is the median of per-run medians across independent runs unless the chart says otherwise."
-                    } "\n"
-                    @if !invocations.is_empty() {
-                        p.sub {
-                            "Several invocations of one label are one column (" (invocations.join("; ")) "): the comparison and its verdicts use every invocation as the unit of replication; the charts, tables and system details show the newest invocation."
-                        } "\n"
-                    }
+                    (preamble(&title, groups))
                     (legend(runs))
                     (summary(&cmp))
                     @if single {
@@ -229,45 +202,19 @@ pub fn render_groups(
                         (results_section(&cmp))
                     }
                     @if let Some(figs) = &forests {
-                        section {
-                            "\n"
-                            h2 { "Micro-benchmarks: ratio to the baseline" }
-                            p.note { "Direction-normalised ratio to the baseline with its 95 % bootstrap CI, one chart per suite, on a log axis (ratios multiply: ½ and 2 are as far from 1): right of 1 = worse, left = better, whatever the metric's direction. The shaded band is the noise band; a ratio beyond 1/8 or 8 is drawn at the edge (▶ ◀) with its value." }
-                            (figures(figs))
-                        } "\n"
+                        (forest_section(figs))
                     }
                     // Grouped bar charts for suite/task/load ids.
                     @for (suite, figs) in &grouped {
-                        section {
-                            "\n"
-                            h2 { (suite) " — per task and load" }
-                            p.note { "One chart per task and statistic; loads on the x axis, one bar per load for each report column (colours as in the legend: one colour when the report holds one osgauge run). Each bar is the median over that cell's runs of the per-run statistic its title names: \"latency mean\" is the median of per-run means, so it can sit far above the summary's figure, which is the median of per-run medians (a few long delays lift a mean, not a median)." }
-                            (legend(runs))
-                            (figures(figs))
-                        } "\n"
+                        (grouped_section(suite, figs, runs))
                     }
                     // Latency-vs-size curves.
                     @if !curves.is_empty() {
-                        section {
-                            "\n"
-                            h2 { "Latency vs working-set size" }
-                            (legend(runs))
-                            (figures(&curves))
-                        } "\n"
+                        (curves_section(&curves, runs))
                     }
                     @for s in &sections { (s) }
                     @if single {
-                        section #tables {
-                            "\n" h2 { "Tables" } "\n"
-                            details {
-                                summary { "Results: all " (cmp.rows.len()) " figure(s), with CI and direction" } "\n"
-                                (results_section(&cmp))
-                            } "\n"
-                            details {
-                                summary { "System and environment" } "\n"
-                                (system_table(runs, &cmp))
-                            } "\n"
-                        } "\n"
+                        (tables_section(runs, &cmp))
                     }
                     (warnings_section(runs))
                     footer {
@@ -281,6 +228,102 @@ pub fn render_groups(
         "\n"
     };
     Ok(visible_controls(page.into_string()))
+}
+
+/// The page's heading `title`, when and by what it was made, and which sides of `groups` hold
+/// several invocations (the comparison uses all of them, the charts the newest).
+fn preamble(title: &str, groups: &[(String, Vec<RunRecord>)]) -> Markup {
+    let invocations: Vec<String> = groups
+        .iter()
+        .filter(|(_, g)| g.len() > 1)
+        .map(|(n, g)| format!("{n}: {} invocations", g.len()))
+        .collect();
+    html! {
+        h1 { (title) } "\n"
+        p.sub {
+            "Generated " (chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"))
+            " by osgauge " (env!("CARGO_PKG_VERSION"))
+            ". First run = baseline. Every figure is the median of per-run medians across independent runs unless the chart says otherwise."
+        } "\n"
+        @if !invocations.is_empty() {
+            p.sub {
+                "Several invocations of one label are one column (" (invocations.join("; ")) "): the comparison and its verdicts use every invocation as the unit of replication; the charts, tables and system details show the newest invocation."
+            } "\n"
+        }
+    }
+}
+
+/// Forest plots of the micro-benchmarks (ids suite/name) compared with the baseline: none for
+/// one run or when no such row has a comparison.
+fn micro_forests(
+    cmp: &Comparison,
+    runs: &[(String, RunRecord)],
+) -> anyhow::Result<Option<Vec<Figure>>> {
+    let forest_rows: Vec<&compare::Row> = cmp
+        .rows
+        .iter()
+        .filter(|r| r.benchmark.matches('/').count() == 1)
+        .filter(|r| r.cells.iter().skip(1).any(|c| c.vs_base.is_some()))
+        .collect();
+    if runs.len() > 1 && !forest_rows.is_empty() {
+        Ok(Some(charts::forests(cmp, &forest_rows)?))
+    } else {
+        Ok(None)
+    }
+}
+
+/// The micro-benchmarks' forest plots `figs`, with how to read them.
+fn forest_section(figs: &[Figure]) -> Markup {
+    html! {
+        section {
+            "\n"
+            h2 { "Micro-benchmarks: ratio to the baseline" }
+            p.note { "Direction-normalised ratio to the baseline with its 95 % bootstrap CI, one chart per suite, on a log axis (ratios multiply: ½ and 2 are as far from 1): right of 1 = worse, left = better, whatever the metric's direction. The shaded band is the noise band; a ratio beyond 1/8 or 8 is drawn at the edge (▶ ◀) with its value." }
+            (figures(figs))
+        } "\n"
+    }
+}
+
+/// One suite's grouped bar charts `figs` (ids suite/task/load), with how to read them.
+fn grouped_section(suite: &str, figs: &[Figure], runs: &[(String, RunRecord)]) -> Markup {
+    html! {
+        section {
+            "\n"
+            h2 { (suite) " — per task and load" }
+            p.note { "One chart per task and statistic; loads on the x axis, one bar per load for each report column (colours as in the legend: one colour when the report holds one osgauge run). Each bar is the median over that cell's runs of the per-run statistic its title names: \"latency mean\" is the median of per-run means, so it can sit far above the summary's figure, which is the median of per-run medians (a few long delays lift a mean, not a median)." }
+            (legend(runs))
+            (figures(figs))
+        } "\n"
+    }
+}
+
+/// The latency-vs-working-set-size curves.
+fn curves_section(curves: &[Figure], runs: &[(String, RunRecord)]) -> Markup {
+    html! {
+        section {
+            "\n"
+            h2 { "Latency vs working-set size" }
+            (legend(runs))
+            (figures(curves))
+        } "\n"
+    }
+}
+
+/// A one-run report's long tables, folded: every figure, and the system and environment.
+fn tables_section(runs: &[(String, RunRecord)], cmp: &Comparison) -> Markup {
+    html! {
+        section #tables {
+            "\n" h2 { "Tables" } "\n"
+            details {
+                summary { "Results: all " (cmp.rows.len()) " figure(s), with CI and direction" } "\n"
+                (results_section(cmp))
+            } "\n"
+            details {
+                summary { "System and environment" } "\n"
+                (system_table(runs, cmp))
+            } "\n"
+        } "\n"
+    }
 }
 
 pub(super) fn figures(figs: &[Figure]) -> Markup {

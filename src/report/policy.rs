@@ -32,7 +32,10 @@ fn per_run(b: &BenchmarkResult, name: &str, f: fn(&crate::stats::Summary) -> f64
     (!v.is_empty()).then(|| stats::median(&v))
 }
 
-type Series<'a> = Vec<(&'static str, RGBColor, Vec<Option<(f64, Option<[f64; 2]>)>>)>;
+/// A metric's median and CI per category (`None`: not measured there).
+type PerCategory = Vec<Option<(f64, Option<[f64; 2]>)>>;
+
+type Series<'a> = Vec<(&'static str, RGBColor, PerCategory)>;
 
 /// Bars per category: `stacked` series stack, the others stand beside the stack.
 fn bars(
@@ -201,99 +204,14 @@ fn distribution(cats: &[String], d: &[Option<[f64; 5]>]) -> Result<String> {
 pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
     let mut figs = Vec::new();
     for (name, r) in runs {
-        let cells: Vec<&BenchmarkResult> = r
-            .benchmarks
-            .iter()
-            .filter(|b| b.suite == "policy" && b.id.split('/').count() == 4 && b.error.is_none())
-            .collect();
-        let mut works: Vec<&str> = Vec::new();
-        for b in &cells {
-            let w = b.id.split('/').nth(1).unwrap_or("");
-            if !works.contains(&w) {
-                works.push(w);
-            }
-        }
-        for w in works {
-            let mine: Vec<&&BenchmarkResult> = cells
+        let cells = policy_cells(r);
+        for w in works(&cells) {
+            let mine: Vec<&BenchmarkResult> = cells
                 .iter()
                 .filter(|b| b.id.split('/').nth(1) == Some(w))
+                .copied()
                 .collect();
-            let cats: Vec<String> = mine
-                .iter()
-                .map(|b| b.id.splitn(3, '/').nth(2).unwrap_or("").to_string())
-                .collect();
-            let get = |m: &str| mine.iter().map(|b| center(b, m)).collect::<Vec<_>>();
-            let max_t = mine
-                .iter()
-                .filter_map(|b| center(b, "makespan").map(|x| x.0))
-                .chain(
-                    mine.iter()
-                        .filter_map(|b| Some(center(b, "user")?.0 + center(b, "sys")?.0)),
-                )
-                .fold(0.0_f64, f64::max);
-            let (div, unit) = if max_t >= 1e9 {
-                (1e9, "s")
-            } else if max_t >= 1e6 {
-                (1e6, "ms")
-            } else {
-                (1e3, "µs")
-            };
-            let stacked: Series = vec![
-                ("user", RGBColor(70, 130, 180), get("user")),
-                ("sys", RGBColor(230, 140, 50), get("sys")),
-            ];
-            let beside: Series = vec![("wall", RGBColor(120, 120, 120), get("makespan"))];
-            figs.push(Figure {
-                title: format!(
-                    "{name} · {w}: time per policy/processes — stacked user (blue) + system (orange) CPU time of all processes, wall = makespan (grey); medians, 95 % CI whiskers"
-                ),
-                svg: bars(&cats, &stacked, &beside, div, unit)?,
-                wide: cats.len() > 4,
-            });
-            if get("voluntary").iter().any(Option::is_some) {
-                let beside: Series = vec![
-                    ("involuntary", RGBColor(200, 70, 70), get("involuntary")),
-                    ("voluntary", RGBColor(70, 160, 90), get("voluntary")),
-                ];
-                figs.push(Figure {
-                    title: format!(
-                        "{name} · {w}: context switches of all processes — involuntary (red), voluntary (green); medians, 95 % CI whiskers"
-                    ),
-                    svg: bars(&cats, &Vec::new(), &beside, 1.0, "switches")?,
-                    wide: cats.len() > 4,
-                });
-            } else if get("switches").iter().any(Option::is_some) {
-                // macOS and Windows give a total only (the split is unsupported there).
-                let beside: Series = vec![("switches", RGBColor(200, 70, 70), get("switches"))];
-                figs.push(Figure {
-                    title: format!(
-                        "{name} · {w}: context switches of all processes — total (this OS gives no voluntary/involuntary split); medians, 95 % CI whiskers"
-                    ),
-                    svg: bars(&cats, &Vec::new(), &beside, 1.0, "switches")?,
-                    wide: cats.len() > 4,
-                });
-            }
-            let dist: Vec<Option<[f64; 5]>> = mine
-                .iter()
-                .map(|b| {
-                    Some([
-                        per_run(b, "turnaround", |s| s.min)?,
-                        per_run(b, "turnaround", |s| s.p50)?,
-                        per_run(b, "turnaround", |s| s.p90)?,
-                        per_run(b, "turnaround", |s| s.p99)?,
-                        per_run(b, "turnaround", |s| s.max)?,
-                    ])
-                })
-                .collect();
-            if dist.iter().any(Option::is_some) {
-                figs.push(Figure {
-                    title: format!(
-                        "{name} · {w}: turnaround distribution per process — line min…max, box p50…p90, red p99 (medians over runs)"
-                    ),
-                    svg: distribution(&cats, &dist)?,
-                    wide: cats.len() > 4,
-                });
-            }
+            figs.extend(work_figures(name, w, &mine)?);
         }
     }
     // Which policy differences are significant (tables and grids), after the charts.
@@ -310,4 +228,155 @@ pub fn section(runs: &[(String, RunRecord)]) -> Result<Markup> {
         } "\n"
         (sig)
     })
+}
+
+/// The policy cells of run `r` that ran: ids `policy/<work>/<policy>/<procs>` without an error.
+fn policy_cells(r: &RunRecord) -> Vec<&BenchmarkResult> {
+    r.benchmarks
+        .iter()
+        .filter(|b| b.suite == "policy" && b.id.split('/').count() == 4 && b.error.is_none())
+        .collect()
+}
+
+/// The workloads of `cells` (the id's second part), in order of first appearance.
+fn works<'a>(cells: &[&'a BenchmarkResult]) -> Vec<&'a str> {
+    let mut works: Vec<&str> = Vec::new();
+    for b in cells {
+        let w = b.id.split('/').nth(1).unwrap_or("");
+        if !works.contains(&w) {
+            works.push(w);
+        }
+    }
+    works
+}
+
+/// The time unit for times up to `max_ns` nanoseconds: its divisor and name.
+fn time_scale(max_ns: f64) -> (f64, &'static str) {
+    if max_ns >= 1e9 {
+        (1e9, "s")
+    } else if max_ns >= 1e6 {
+        (1e6, "ms")
+    } else {
+        (1e3, "µs")
+    }
+}
+
+/// Run `name`'s charts of workload `w` from its cells `mine` (categories policy/processes):
+/// CPU time and makespan, context switches where measured, the turnaround distribution where
+/// measured.
+fn work_figures(name: &str, w: &str, mine: &[&BenchmarkResult]) -> Result<Vec<Figure>> {
+    let cats: Vec<String> = mine
+        .iter()
+        .map(|b| b.id.splitn(3, '/').nth(2).unwrap_or("").to_string())
+        .collect();
+    let get = |m: &str| mine.iter().map(|b| center(b, m)).collect::<Vec<_>>();
+    let wide = cats.len() > 4;
+    let mut figs = Vec::new();
+    let max_t = mine
+        .iter()
+        .filter_map(|b| center(b, "makespan").map(|x| x.0))
+        .chain(
+            mine.iter()
+                .filter_map(|b| Some(center(b, "user")?.0 + center(b, "sys")?.0)),
+        )
+        .fold(0.0_f64, f64::max);
+    let (div, unit) = time_scale(max_t);
+    let stacked: Series = vec![
+        ("user", RGBColor(70, 130, 180), get("user")),
+        ("sys", RGBColor(230, 140, 50), get("sys")),
+    ];
+    let beside: Series = vec![("wall", RGBColor(120, 120, 120), get("makespan"))];
+    figs.push(Figure {
+        title: format!(
+            "{name} · {w}: time per policy/processes — stacked user (blue) + system (orange) CPU time of all processes, wall = makespan (grey); medians, 95 % CI whiskers"
+        ),
+        svg: bars(&cats, &stacked, &beside, div, unit)?,
+        wide,
+    });
+    figs.extend(switch_figure(name, w, &cats, &get)?);
+    figs.extend(turnaround_figure(name, w, &cats, mine)?);
+    Ok(figs)
+}
+
+/// The context-switch chart: voluntary and involuntary side by side, or the total where the OS
+/// gives no split (macOS, Windows); none when not measured. `get` gives a metric per category.
+fn switch_figure(
+    name: &str,
+    w: &str,
+    cats: &[String],
+    get: &dyn Fn(&str) -> PerCategory,
+) -> Result<Option<Figure>> {
+    let (beside, what): (Series, &str) = if get("voluntary").iter().any(Option::is_some) {
+        (
+            vec![
+                ("involuntary", RGBColor(200, 70, 70), get("involuntary")),
+                ("voluntary", RGBColor(70, 160, 90), get("voluntary")),
+            ],
+            "involuntary (red), voluntary (green)",
+        )
+    } else if get("switches").iter().any(Option::is_some) {
+        // macOS and Windows give a total only (the split is unsupported there).
+        (
+            vec![("switches", RGBColor(200, 70, 70), get("switches"))],
+            "total (this OS gives no voluntary/involuntary split)",
+        )
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(Figure {
+        title: format!(
+            "{name} · {w}: context switches of all processes — {what}; medians, 95 % CI whiskers"
+        ),
+        svg: bars(cats, &Vec::new(), &beside, 1.0, "switches")?,
+        wide: cats.len() > 4,
+    }))
+}
+
+/// The turnaround distribution per process (min, p50, p90, p99, max: medians over runs) of each
+/// cell in `mine`; none when no cell has one.
+fn turnaround_figure(
+    name: &str,
+    w: &str,
+    cats: &[String],
+    mine: &[&BenchmarkResult],
+) -> Result<Option<Figure>> {
+    let dist: Vec<Option<[f64; 5]>> = mine
+        .iter()
+        .map(|b| {
+            Some([
+                per_run(b, "turnaround", |s| s.min)?,
+                per_run(b, "turnaround", |s| s.p50)?,
+                per_run(b, "turnaround", |s| s.p90)?,
+                per_run(b, "turnaround", |s| s.p99)?,
+                per_run(b, "turnaround", |s| s.max)?,
+            ])
+        })
+        .collect();
+    if !dist.iter().any(Option::is_some) {
+        return Ok(None);
+    }
+    Ok(Some(Figure {
+        title: format!(
+            "{name} · {w}: turnaround distribution per process — line min…max, box p50…p90, red p99 (medians over runs)"
+        ),
+        svg: distribution(cats, &dist)?,
+        wide: cats.len() > 4,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The time axis takes the largest unit the longest time reaches: s from 1 s, ms from 1 ms,
+    /// µs below.
+    #[test]
+    fn the_time_unit_is_the_largest_the_longest_time_reaches() {
+        assert_eq!(time_scale(2.5e9), (1e9, "s"));
+        assert_eq!(time_scale(1e9), (1e9, "s"));
+        assert_eq!(time_scale(999e6), (1e6, "ms"));
+        assert_eq!(time_scale(1e6), (1e6, "ms"));
+        assert_eq!(time_scale(5e5), (1e3, "µs"));
+        assert_eq!(time_scale(0.0), (1e3, "µs"));
+    }
 }

@@ -188,7 +188,49 @@ pub fn run(
     crate::out!("{}", super::render::text(&a));
     // Inputs missing: the prediction is an upper bound — the application is still run and
     // measured, but nothing is judged.
-    let incomplete = pred.upper_bound.then(|| {
+    let incomplete = incomplete_note(&pred);
+    if let Some(n) = &incomplete {
+        crate::outln!("note: {n}");
+    }
+    let Some(x_pred) = pred.x_max else {
+        return Err(failed("no maximum rate could be predicted"));
+    };
+    let steps = run_steps(kind, p, &pred, x_pred, step_s)?;
+    let background =
+        crate::stats::median(&steps.iter().map(|s| s.background_cpus).collect::<Vec<_>>());
+    let shared = background > SHARED_CPUS;
+    let counters = counter_rows(p, &steps);
+    let mut checks = vec![max_rate_check(&pred, &steps), cpu_check(&pred, &steps)];
+    checks.extend(thread_check(&pred, &steps));
+    let (off, mut verdict) = verdict(&checks, shared || incomplete.is_some(), background, &pred);
+    if let Some(n) = &incomplete {
+        verdict = format!("NOT JUDGED: {n}; figures shown for information.");
+    }
+    show_outcome(&checks, &counters, &verdict);
+    let judged = !shared && incomplete.is_none() && checks.iter().any(|c| c.counts);
+    Ok(CheckReport {
+        schema: "osgauge.appmodel.check/1",
+        profile_path: path.display().to_string(),
+        app: kind,
+        inputs: pred.name.clone(),
+        background_cpus: background,
+        shared_machine: shared,
+        incomplete,
+        analysis: a,
+        steps,
+        counters,
+        checks,
+        judged,
+        agrees: judged && off.is_none(),
+        off: if judged { off } else { None },
+        verdict,
+    })
+}
+
+/// Why a prediction that is only an upper bound (its inputs lack figures the profile reads) is
+/// not judged: the missing figures and how to measure them; `None` for a full prediction.
+fn incomplete_note(pred: &Prediction) -> Option<String> {
+    pred.upper_bound.then(|| {
         format!(
             "the inputs \"{}\" lack figures the profile reads ({}), so the prediction is only an upper bound{}",
             pred.name,
@@ -201,13 +243,18 @@ pub fn run(
                 .as_ref()
                 .map_or(String::new(), |c| format!(" — measure them with `{c}`"))
         )
-    });
-    if let Some(n) = &incomplete {
-        crate::outln!("note: {n}");
-    }
-    let Some(x_pred) = pred.x_max else {
-        return Err(failed("no maximum rate could be predicted"));
-    };
+    })
+}
+
+/// Runs the application `kind` at each offered rate around the predicted maximum `x_pred` (the
+/// last ones flat out) in a temporary folder, each row printed as it is measured.
+fn run_steps(
+    kind: Kind,
+    p: &Profile,
+    pred: &Prediction,
+    x_pred: f64,
+    step_s: Option<f64>,
+) -> Result<Vec<StepRow>, CheckError> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     crate::tempfiles::remove_stale_in(&std::env::temp_dir(), &["check"]);
     let dir = crate::tempfiles::dir("check").map_err(failed)?;
@@ -232,24 +279,19 @@ pub fn run(
     );
     for offer in kind.offers(x_pred, cpus, FLAT_OUT_RUNS) {
         let row = step(kind, offer, kind.step_s(step_s), dir.path(), cpus, &p.unit)?;
-        show(&row, &pred);
+        show(&row, pred);
         steps.push(row);
     }
     drop(dir);
-    let background =
-        crate::stats::median(&steps.iter().map(|s| s.background_cpus).collect::<Vec<_>>());
-    let shared = background > SHARED_CPUS;
-    let counters = counter_rows(p, &steps);
-    let mut checks = vec![max_rate_check(&pred, &steps), cpu_check(&pred, &steps)];
-    checks.extend(thread_check(&pred, &steps));
-    let (off, mut verdict) = verdict(&checks, shared || incomplete.is_some(), background, &pred);
-    if let Some(n) = &incomplete {
-        verdict = format!("NOT JUDGED: {n}; figures shown for information.");
-    }
-    for c in &checks {
+    Ok(steps)
+}
+
+/// The checks' lines, the profile's traffic against the counters, and the verdict.
+fn show_outcome(checks: &[LawCheck], counters: &[CounterRow], verdict: &str) {
+    for c in checks {
         crate::outln!("  {}", c.text);
     }
-    for c in &counters {
+    for c in counters {
         crate::outln!(
             "  {}: profile {} MB/unit, measured {} ({})",
             c.resource,
@@ -263,24 +305,6 @@ pub fn run(
         );
     }
     crate::outln!("{verdict}");
-    let judged = !shared && incomplete.is_none() && checks.iter().any(|c| c.counts);
-    Ok(CheckReport {
-        schema: "osgauge.appmodel.check/1",
-        profile_path: path.display().to_string(),
-        app: kind,
-        inputs: pred.name.clone(),
-        background_cpus: background,
-        shared_machine: shared,
-        incomplete,
-        analysis: a,
-        steps,
-        counters,
-        checks,
-        judged,
-        agrees: judged && off.is_none(),
-        off: if judged { off } else { None },
-        verdict,
-    })
 }
 
 struct Reading {

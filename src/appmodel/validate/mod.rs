@@ -127,20 +127,7 @@ fn validate(
     step_s: f64,
     stored: Option<Inputs>,
 ) -> Result<Validation, ValidateError> {
-    if ["stream", "relay"].contains(&p.demand.disk_io.as_str()) {
-        return Err(failed(format!(
-            "the synthetic application writes direct or buffered files only; a profile with \
-             disk_io = \"{}\" is checked against a real application (`osgauge model check`)",
-            p.demand.disk_io
-        )));
-    }
-    if p.demand.app_mem_triad_mb > 0.0 {
-        return Err(failed(
-            "the synthetic application moves its memory traffic with a copy kernel only; a \
-             profile with app_mem_triad_mb is checked against a real application (`osgauge \
-             model check`)",
-        ));
-    }
+    synthetic_can_run(&p)?;
     let mut p = p;
     let llc = crate::platform::cache::llc();
     let ws = (4 * llc.bytes) as usize;
@@ -166,15 +153,7 @@ fn validate(
     let stored = stored.map(|r| with_loopback_traffic(r, &p));
     let pred = first_prediction(&p, &probes[0], stored.as_ref(), &mut notes);
     let busy = base > 0.25;
-    crate::outln!(
-        "Other work on this machine during a 0.5 s idle baseline: {:.2} CPUs{}",
-        base,
-        if busy {
-            " — the machine is SHARED: the maximum rate and bottleneck are shown but not judged (CPU per unit is this process's own)."
-        } else {
-            "."
-        }
-    );
+    show_baseline(base, busy);
     let Some(x_pred) = pred.x_max else {
         return Err(failed(
             "no maximum rate could be predicted (nothing limits the profile's work)",
@@ -204,18 +183,7 @@ fn validate(
         .collect();
     // The maximum rate: the median flat-out run (an offered step can only reach its offer).
     let measured_max = sat.achieved;
-    crate::outln!("\nComparison (prediction from the median probes vs the synthetic application):");
-    crate::outln!(
-        "  maximum rate: predicted {:.2}, measured {:.2} {}/s (the median of {FLAT_OUT_RUNS} flat-out runs: {}): {}",
-        x_pred,
-        measured_max,
-        p.unit,
-        flat.iter()
-            .map(|s| format!("{:.2}", s.achieved))
-            .collect::<Vec<_>>()
-            .join(", "),
-        ratio_text(measured_max, x_pred)
-    );
+    show_max_rate(x_pred, measured_max, &p.unit, flat);
     let cpu_ok = judge_cpu(&pred, &steps, &p.unit, &mut notes);
     if from_stored {
         show_stored(probes_pred, &p.unit, &sat);
@@ -237,6 +205,58 @@ fn validate(
         steps,
         verdict,
     })
+}
+
+/// Refuses a profile the synthetic application cannot reproduce: disk_io "stream" or "relay"
+/// (it writes direct or buffered files only) and triad memory traffic (it copies only); those
+/// are checked against a real application.
+fn synthetic_can_run(p: &Profile) -> Result<(), ValidateError> {
+    if ["stream", "relay"].contains(&p.demand.disk_io.as_str()) {
+        return Err(failed(format!(
+            "the synthetic application writes direct or buffered files only; a profile with \
+             disk_io = \"{}\" is checked against a real application (`osgauge model check`)",
+            p.demand.disk_io
+        )));
+    }
+    if p.demand.app_mem_triad_mb > 0.0 {
+        return Err(failed(
+            "the synthetic application moves its memory traffic with a copy kernel only; a \
+             profile with app_mem_triad_mb is checked against a real application (`osgauge \
+             model check`)",
+        ));
+    }
+    Ok(())
+}
+
+/// Says how much other work the idle baseline `base` (CPUs) saw, and that on a `busy` (shared)
+/// machine the results are shown but not judged.
+fn show_baseline(base: f64, busy: bool) {
+    crate::outln!(
+        "Other work on this machine during a 0.5 s idle baseline: {:.2} CPUs{}",
+        base,
+        if busy {
+            " — the machine is SHARED: the maximum rate and bottleneck are shown but not judged (CPU per unit is this process's own)."
+        } else {
+            "."
+        }
+    );
+}
+
+/// The comparison's first line: the predicted maximum rate `x_pred` against the `measured` one,
+/// the median of the `flat` (flat-out) runs, each of which is listed.
+fn show_max_rate(x_pred: f64, measured: f64, unit: &str, flat: &[app::Step]) {
+    crate::outln!("\nComparison (prediction from the median probes vs the synthetic application):");
+    crate::outln!(
+        "  maximum rate: predicted {:.2}, measured {:.2} {}/s (the median of {FLAT_OUT_RUNS} flat-out runs: {}): {}",
+        x_pred,
+        measured,
+        unit,
+        flat.iter()
+            .map(|s| format!("{:.2}", s.achieved))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ratio_text(measured, x_pred)
+    );
 }
 
 /// The prediction from the first probe (it sets the offered rates), printed; with a stored run
