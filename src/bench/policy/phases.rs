@@ -118,10 +118,7 @@ impl Cell {
             res_r,
         } = spawned;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let ideal = alone.as_secs_f64() * f64::from(self.procs) / cpus;
-        // (+ 50 ms per process for the time they take to become ready, Wine included)
-        let bound = Instant::now()
-            + Duration::from_secs_f64(ideal * 10.0 + 10.0 + 0.05 * f64::from(self.procs));
+        let bound = Instant::now() + Duration::from_secs_f64(time_bound_s(alone, self.procs, cpus));
         let deadline = bound.min(ctx.deadline);
         let done = AtomicBool::new(false);
         let expired = AtomicBool::new(false);
@@ -130,13 +127,7 @@ impl Cell {
         let rt = self.policy.effective_policy().is_realtime();
         let (lines, outcome, t_go, watchdog_note) = std::thread::scope(|s| {
             let (line_tx, line_rx) = std::sync::mpsc::channel::<String>();
-            let reader = s.spawn(move || {
-                for l in BufReader::new(res_r).lines().map_while(Result::ok) {
-                    if line_tx.send(l).is_err() {
-                        break;
-                    }
-                }
-            });
+            let reader = s.spawn(move || forward_lines(res_r, line_tx));
             // Every child has set its policy and waits on the go pipe before the release, so no
             // start-up is inside a turnaround.
             if let Err(e) = wait_ready(&line_rx, &mut set, self.procs as usize, ctx) {
@@ -146,66 +137,29 @@ impl Cell {
                 return (Vec::new(), Err(e), 0, None);
             }
             let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-            let (done, expired, late_max) = (&done, &expired, &late_max);
-            let watchdog = s.spawn(move || {
-                let prio = sched::set_watchdog_priority(WATCHDOG_PRIORITY);
-                let _ = ready_tx.send(prio.map_err(|e| e.to_string()));
-                let mut next = now_ns() + WATCHDOG_TICK_NS;
-                while !done.load(Ordering::Acquire) {
-                    let _ = sleep_until_ns(next);
-                    let late = now_ns().saturating_sub(next);
-                    late_max.fetch_max(late, Ordering::Relaxed);
-                    next += WATCHDOG_TICK_NS;
-                    if ctx.check().is_err() || Instant::now() >= deadline {
-                        expired.store(true, Ordering::Release);
-                        if let Some(g) = group {
-                            pp::kill_group(g);
-                        }
-                        break;
-                    }
-                }
-            });
+            let dog = Watchdog {
+                done: &done,
+                expired: &expired,
+                late_max: &late_max,
+                ctx,
+                deadline,
+                group,
+            };
+            let watchdog = s.spawn(move || dog.run(ready_tx));
             let prio = ready_rx.recv().unwrap_or(Err("watchdog ended".into()));
-            let note = match (&prio, rt) {
-                (Err(e), true) => {
+            let note = match release_note(&prio, rt) {
+                Ok(note) => note,
+                Err(e) => {
                     done.store(true, Ordering::Release);
                     set.kill_and_reap();
                     let _ = watchdog.join();
-                    return (
-                        Vec::new(),
-                        Err(BenchError::failed(format!(
-                            "cannot give the watchdog a priority above the real-time hogs ({e}); refusing to release them"
-                        ))),
-                        0,
-                        None,
-                    );
+                    return (Vec::new(), Err(e), 0, None);
                 }
-                (Err(e), false) => Some(format!("watchdog at normal priority ({e})")),
-                (Ok(()), _) => None,
             };
             // Release everybody.
             let t_go = now_ns();
             drop(go_w);
-            let mut usage = Vec::with_capacity(pids.len());
-            let outcome = loop {
-                match set.reap() {
-                    Ok(mut u) => usage.append(&mut u),
-                    Err(e) => break Err(BenchError::os("wait4", e)),
-                }
-                if set.running() == 0 {
-                    break Ok(usage);
-                }
-                if expired.load(Ordering::Acquire) || ctx.check().is_err() {
-                    set.kill_and_reap();
-                    break Err(ctx.check().err().unwrap_or_else(|| {
-                        BenchError::timeout(format!(
-                            "the run passed its time bound ({:.0} s); the watchdog killed every child",
-                            deadline.saturating_duration_since(Instant::now()).as_secs_f64()
-                        ))
-                    }));
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            };
+            let outcome = reap_all(&mut set, pids.len(), ctx, &expired, deadline);
             done.store(true, Ordering::Release);
             let _ = watchdog.join();
             let _ = reader.join();
@@ -435,4 +389,125 @@ pub(super) fn collect(r: &Released, n: u32) -> Result<Collected, BenchError> {
         check_missing,
         total_missing,
     })
+}
+
+/// The run's time bound, s: ten times the ideal (`procs` × the work alone spread over `cpus`),
+/// + 10 s, + 50 ms per process for the time they take to become ready (Wine included).
+fn time_bound_s(alone: Duration, procs: u32, cpus: f64) -> f64 {
+    let ideal = alone.as_secs_f64() * f64::from(procs) / cpus;
+    ideal * 10.0 + 10.0 + 0.05 * f64::from(procs)
+}
+
+/// The children's result pipe, line by line into `tx` until it closes (or nobody listens).
+fn forward_lines(res_r: PipeReader, tx: std::sync::mpsc::Sender<String>) {
+    for l in BufReader::new(res_r).lines().map_while(Result::ok) {
+        if tx.send(l).is_err() {
+            break;
+        }
+    }
+}
+
+/// The watchdog of a release: ticks every [`WATCHDOG_TICK_NS`] at [`WATCHDOG_PRIORITY`] until
+/// `done`, keeps its worst lateness in `late_max`, and at Ctrl-C or `deadline` sets `expired`
+/// and kills the children's process `group`.
+struct Watchdog<'a, 'r> {
+    done: &'a AtomicBool,
+    expired: &'a AtomicBool,
+    late_max: &'a AtomicU64,
+    ctx: &'a RunContext<'r>,
+    deadline: Instant,
+    group: Option<i32>,
+}
+
+impl Watchdog<'_, '_> {
+    /// Run on the watchdog's thread: say through `ready` whether it got its priority, then tick.
+    fn run(self, ready: std::sync::mpsc::Sender<Result<(), String>>) {
+        let prio = sched::set_watchdog_priority(WATCHDOG_PRIORITY);
+        let _ = ready.send(prio.map_err(|e| e.to_string()));
+        let mut next = now_ns() + WATCHDOG_TICK_NS;
+        while !self.done.load(Ordering::Acquire) {
+            let _ = sleep_until_ns(next);
+            let late = now_ns().saturating_sub(next);
+            self.late_max.fetch_max(late, Ordering::Relaxed);
+            next += WATCHDOG_TICK_NS;
+            if self.ctx.check().is_err() || Instant::now() >= self.deadline {
+                self.expired.store(true, Ordering::Release);
+                if let Some(g) = self.group {
+                    pp::kill_group(g);
+                }
+                break;
+            }
+        }
+    }
+}
+
+/// Whether the children may be released given the watchdog's priority (`prio`): real-time
+/// children (`rt`) only under a watchdog above them (else the refusal); others with a note when
+/// the watchdog runs at normal priority.
+fn release_note(prio: &Result<(), String>, rt: bool) -> Result<Option<String>, BenchError> {
+    match (prio, rt) {
+        (Err(e), true) => Err(BenchError::failed(format!(
+            "cannot give the watchdog a priority above the real-time hogs ({e}); refusing to release them"
+        ))),
+        (Err(e), false) => Ok(Some(format!("watchdog at normal priority ({e})"))),
+        (Ok(()), _) => Ok(None),
+    }
+}
+
+/// Reap the released children until none runs: their usage (room for `n`), or the first wait
+/// error, or (when the watchdog `expired` or at Ctrl-C) every child killed and the timeout.
+fn reap_all(
+    set: &mut pp::ChildSet,
+    n: usize,
+    ctx: &RunContext,
+    expired: &AtomicBool,
+    deadline: Instant,
+) -> Result<Vec<pp::ChildUsage>, BenchError> {
+    let mut usage = Vec::with_capacity(n);
+    loop {
+        match set.reap() {
+            Ok(mut u) => usage.append(&mut u),
+            Err(e) => break Err(BenchError::os("wait4", e)),
+        }
+        if set.running() == 0 {
+            break Ok(usage);
+        }
+        if expired.load(Ordering::Acquire) || ctx.check().is_err() {
+            set.kill_and_reap();
+            break Err(ctx.check().err().unwrap_or_else(|| {
+                BenchError::timeout(format!(
+                    "the run passed its time bound ({:.0} s); the watchdog killed every child",
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .as_secs_f64()
+                ))
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ten times the ideal (all the work spread over the CPUs) + 10 s + 50 ms per process.
+    #[test]
+    fn the_time_bound_is_ten_ideals_plus_start_up() {
+        let b = time_bound_s(Duration::from_millis(100), 8, 2.0);
+        assert!((b - (4.0 + 10.0 + 0.4)).abs() < 1e-9, "{b}");
+    }
+
+    /// Real-time children are never released under a watchdog that could not get above them;
+    /// others are, with a note when the watchdog runs at normal priority.
+    #[test]
+    fn real_time_children_need_a_watchdog_above_them() {
+        let refused: Result<(), String> = Err("EPERM".into());
+        assert!(release_note(&refused, true).is_err());
+        assert_eq!(
+            release_note(&refused, false).unwrap().as_deref(),
+            Some("watchdog at normal priority (EPERM)")
+        );
+        assert_eq!(release_note(&Ok(()), true).unwrap(), None);
+    }
 }
