@@ -2,6 +2,7 @@
 //! its policy and blocks), release them together under a high-priority watchdog and reap them,
 //! match their reports to the reaped usage, and turn that into the cell's figures.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, PipeReader, PipeWriter};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -283,24 +284,15 @@ impl Cell {
 /// Match the children's report lines to their reaped usage: each child's figures, the policy
 /// they read back (all the same), and the switch counters' cross-check.
 pub(super) fn collect(r: &Released, n: u32) -> Result<Collected, BenchError> {
-    // Match result lines to reaped children.
-    let mut by_pid = std::collections::HashMap::new();
-    for l in &r.lines {
-        let c: ChildLine = serde_json::from_str(l)
-            .map_err(|_| BenchError::failed(format!("unexpected line from a child: {l}")))?;
-        if let Some(e) = child_error(&c) {
-            return Err(e);
-        }
-        if !c.ready {
-            by_pid.insert(c.pid, c);
-        }
-    }
+    let by_pid = reports_by_pid(&r.lines)?;
     let mut procs = Vec::new();
     let mut applied: Option<sched::SchedReadback> = None;
-    let mut startup_switches: Option<u64> = Some(0);
-    let mut gap: Option<SwitchGap> = None;
-    let mut check_missing: Option<String> = None;
-    let mut total_missing: Option<String> = None;
+    let mut tally = SwitchTally {
+        startup: Some(0),
+        gap: None,
+        check_missing: None,
+        total_missing: None,
+    };
     for u in &r.usage {
         let c = by_pid.get(&u.pid).ok_or_else(|| {
             BenchError::failed(format!(
@@ -328,51 +320,7 @@ pub(super) fn collect(r: &Released, n: u32) -> Result<Collected, BenchError> {
         let b = c.before.clone().ok_or_else(|| {
             BenchError::failed(format!("child {} did not report its start-up usage", u.pid))
         })?;
-        let minus = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
-        startup_switches = (|| Some(startup_switches? + b.vol? + b.invol?))();
-        let own = c.switches.clone().unwrap_or_default();
-        let why_own = || {
-            own.why
-                .clone()
-                .or_else(pp::split_unsupported)
-                .unwrap_or_else(|| format!("child {} sent no own counters", u.pid))
-        };
-        match (u.voluntary, u.involuntary, own.vol, own.invol) {
-            (Some(rv), Some(ri), Some(ov), Some(oi)) if own.threads == Some(1) => {
-                let g = SwitchGap::of((rv, ri), (ov, oi));
-                gap = Some(gap.map_or(g, |w| w.widest(g)));
-            }
-            (Some(_), Some(_), Some(_), Some(_)) => {
-                check_missing.get_or_insert_with(|| {
-                    format!(
-                        "child {} had {:?} threads: /proc/self/status counts only its main task",
-                        u.pid, own.threads
-                    )
-                });
-            }
-            _ => {
-                check_missing.get_or_insert_with(why_own);
-            }
-        }
-        let voluntary = minus(u.voluntary, b.vol);
-        let involuntary = minus(u.involuntary, b.invol);
-        let switches = match (voluntary, involuntary, own.total, b.csw) {
-            (Some(v), Some(i), _, _) => Some(v + i),
-            (_, _, Some(end), Some(start)) => Some(end.saturating_sub(start)),
-            _ => {
-                total_missing.get_or_insert_with(why_own);
-                None
-            }
-        };
-        procs.push(ProcFigures {
-            turnaround_ns: c.end.saturating_sub(r.t_go) as f64,
-            wall_ns: c.end.saturating_sub(c.start) as f64,
-            user_ns: u.user_ns.saturating_sub(b.user) as f64,
-            sys_ns: u.sys_ns.saturating_sub(b.sys) as f64,
-            voluntary,
-            involuntary,
-            switches,
-        });
+        procs.push(tally.child(u, c, &b, r.t_go));
     }
     if procs.len() != n as usize {
         return Err(BenchError::failed(format!(
@@ -384,11 +332,107 @@ pub(super) fn collect(r: &Released, n: u32) -> Result<Collected, BenchError> {
     Ok(Collected {
         procs,
         applied: applied.unwrap_or_default(),
-        startup_switches,
-        gap,
-        check_missing,
-        total_missing,
+        startup_switches: tally.startup,
+        gap: tally.gap,
+        check_missing: tally.check_missing,
+        total_missing: tally.total_missing,
     })
+}
+
+/// The children's result lines by pid (their ready lines left out); a line that is not a
+/// report, or a child's error, fails.
+fn reports_by_pid(lines: &[String]) -> Result<HashMap<u32, ChildLine>, BenchError> {
+    let mut by_pid = HashMap::new();
+    for l in lines {
+        let c: ChildLine = serde_json::from_str(l)
+            .map_err(|_| BenchError::failed(format!("unexpected line from a child: {l}")))?;
+        if let Some(e) = child_error(&c) {
+            return Err(e);
+        }
+        if !c.ready {
+            by_pid.insert(c.pid, c);
+        }
+    }
+    Ok(by_pid)
+}
+
+/// The switch counts over the children, child by child (see [`Collected`]).
+struct SwitchTally {
+    /// Switches before the release, summed (None once a child has none).
+    startup: Option<u64>,
+    gap: Option<SwitchGap>,
+    check_missing: Option<String>,
+    total_missing: Option<String>,
+}
+
+impl SwitchTally {
+    /// One child's figures from its usage `u`, its report `c` and its start-up usage `b`
+    /// (subtracted), turnaround from the release `t_go`; its switches counted in the tally.
+    fn child(
+        &mut self,
+        u: &pp::ChildUsage,
+        c: &ChildLine,
+        b: &super::Before,
+        t_go: u64,
+    ) -> ProcFigures {
+        let minus = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_sub(b?));
+        self.startup = self.startup.and_then(|s| Some(s + b.vol? + b.invol?));
+        let own = c.switches.clone().unwrap_or_default();
+        self.cross_check(u, &own);
+        let voluntary = minus(u.voluntary, b.vol);
+        let involuntary = minus(u.involuntary, b.invol);
+        let switches = match (voluntary, involuntary, own.total, b.csw) {
+            (Some(v), Some(i), _, _) => Some(v + i),
+            (_, _, Some(end), Some(start)) => Some(end.saturating_sub(start)),
+            _ => {
+                self.total_missing
+                    .get_or_insert_with(|| why_own(&own, u.pid));
+                None
+            }
+        };
+        ProcFigures {
+            turnaround_ns: c.end.saturating_sub(t_go) as f64,
+            wall_ns: c.end.saturating_sub(c.start) as f64,
+            user_ns: u.user_ns.saturating_sub(b.user) as f64,
+            sys_ns: u.sys_ns.saturating_sub(b.sys) as f64,
+            voluntary,
+            involuntary,
+            switches,
+        }
+    }
+
+    /// Cross-check the reaped switch counters against the child's `own` reading (only where it
+    /// ran one thread: its own counters count only its main task); the widest gap is kept, and
+    /// the first reason a check could not be made.
+    fn cross_check(&mut self, u: &pp::ChildUsage, own: &pp::OwnSwitches) {
+        match (u.voluntary, u.involuntary, own.vol, own.invol) {
+            (Some(rv), Some(ri), Some(ov), Some(oi)) if own.threads == Some(1) => {
+                let g = SwitchGap::of((rv, ri), (ov, oi));
+                self.gap = Some(self.gap.map_or(g, |w| w.widest(g)));
+            }
+            (Some(_), Some(_), Some(_), Some(_)) => {
+                self.check_missing.get_or_insert_with(|| {
+                    format!(
+                        "child {} had {:?} threads: /proc/self/status counts only its main task",
+                        u.pid, own.threads
+                    )
+                });
+            }
+            _ => {
+                self.check_missing
+                    .get_or_insert_with(|| why_own(own, u.pid));
+            }
+        }
+    }
+}
+
+/// Why child `pid` has no own switch counters: its own reason, else the OS's, else that it
+/// sent none.
+fn why_own(own: &pp::OwnSwitches, pid: u32) -> String {
+    own.why
+        .clone()
+        .or_else(pp::split_unsupported)
+        .unwrap_or_else(|| format!("child {pid} sent no own counters"))
 }
 
 /// The run's time bound, s: ten times the ideal (`procs` × the work alone spread over `cpus`),
@@ -509,5 +553,69 @@ mod tests {
             Some("watchdog at normal priority (EPERM)")
         );
         assert_eq!(release_note(&Ok(()), true).unwrap(), None);
+    }
+
+    fn released(lines: &[&str], usage: Vec<pp::ChildUsage>) -> Released {
+        Released {
+            lines: lines.iter().map(|l| l.to_string()).collect(),
+            usage,
+            t_go: 1000,
+            late_max_ns: 0,
+            watchdog_note: None,
+        }
+    }
+
+    fn usage(pid: u32, vol: u64, invol: u64) -> pp::ChildUsage {
+        pp::ChildUsage {
+            pid,
+            code: Some(0),
+            user_ns: 500,
+            sys_ns: 300,
+            voluntary: Some(vol),
+            involuntary: Some(invol),
+            max_rss_bytes: None,
+        }
+    }
+
+    /// Each reaped child matched to its report: start-up usage subtracted, turnaround from the
+    /// release, start-up switches summed, the widest gap to the children's own counters kept.
+    #[test]
+    fn collect_matches_reports_to_reaped_usage() {
+        let before = r#""before":{"user":100,"sys":50,"vol":2,"invol":1}"#;
+        let r = released(
+            &[
+                r#"{"pid":7,"ready":true}"#,
+                &format!(
+                    r#"{{"pid":7,"start":900,"end":4000,{before},"switches":{{"vol":10,"invol":4,"threads":1}}}}"#
+                ),
+                &format!(
+                    r#"{{"pid":8,"start":950,"end":3000,{before},"switches":{{"vol":20,"invol":3,"threads":1}}}}"#
+                ),
+            ],
+            vec![usage(8, 21, 3), usage(7, 10, 6)],
+        );
+        let c = collect(&r, 2).unwrap();
+        assert_eq!(c.procs.len(), 2);
+        let p = &c.procs[0];
+        assert_eq!(
+            (p.turnaround_ns, p.wall_ns, p.user_ns, p.sys_ns),
+            (2000.0, 2050.0, 400.0, 250.0)
+        );
+        assert_eq!(
+            (p.voluntary, p.involuntary, p.switches),
+            (Some(19), Some(2), Some(21))
+        );
+        assert_eq!(c.procs[1].switches, Some(13));
+        assert_eq!(c.startup_switches, Some(6));
+        assert_eq!(c.gap, Some(SwitchGap { vol: 1, invol: 2 }));
+        assert_eq!((c.check_missing, c.total_missing), (None, None));
+    }
+
+    /// A child reaped without a report, or fewer reports than children, fails the run.
+    #[test]
+    fn collect_fails_on_a_missing_report() {
+        let r = released(&[], vec![usage(7, 1, 1)]);
+        assert!(collect(&r, 1).is_err());
+        assert!(collect(&released(&[], vec![]), 1).is_err());
     }
 }
