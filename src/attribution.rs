@@ -348,65 +348,19 @@ fn explain(
     } = state;
     // A waking before the intended time was an earlier period's.
     let mut woken = false;
-    let mut shares: BTreeMap<ShareKey, u64> = BTreeMap::new();
+    let mut sweep = Sweep::default();
     let mut t = late.intended_ns;
-    let charge = |from: u64,
-                  to: u64,
-                  running: &Option<(String, u32, i32)>,
-                  stack: &[(PartKind, String)],
-                  woken: bool,
-                  shares: &mut BTreeMap<ShareKey, u64>,
-                  stretches: &mut Vec<(u64, u64, u32)>| {
-        if to <= from {
-            return;
-        }
-        let key = if let Some((k, n)) = stack.last() {
-            (*k, n.clone(), None, None)
-        } else {
-            match running {
-                Some((_, pid, _)) if *pid == late.tid && woken => {
-                    (PartKind::WakeupPath, String::new(), None, None)
-                }
-                Some((_, pid, _)) if *pid == late.tid => {
-                    (PartKind::OwnWork, String::new(), None, None)
-                }
-                Some((comm, pid, prio)) if *pid != 0 => {
-                    (PartKind::Task, comm.clone(), Some(*pid), Some(*prio))
-                }
-                _ if woken => (PartKind::WakeupPath, String::new(), None, None),
-                _ => (PartKind::Unexplained, String::new(), None, None),
-            }
-        };
-        if let (PartKind::Task, Some(pid)) = (key.0, key.2) {
-            stretches.push((from, to, pid));
-        }
-        *shares.entry(key).or_default() += to - from;
-    };
-    let mut stretches: Vec<(u64, u64, u32)> = Vec::new();
     while i < on_cpu.len() && on_cpu[i].ts_ns < late.actual_ns {
         let e = on_cpu[i];
-        charge(
-            t,
-            e.ts_ns,
-            &running,
-            &stack,
-            woken,
-            &mut shares,
-            &mut stretches,
-        );
+        let key = share_key(&running, &stack, woken, late.tid);
+        sweep.charge(t, e.ts_ns, key);
         t = e.ts_ns;
         woken |= apply_event(e, prios, late.tid, &mut running, &mut stack);
         i += 1;
     }
-    charge(
-        t,
-        late.actual_ns,
-        &running,
-        &stack,
-        woken,
-        &mut shares,
-        &mut stretches,
-    );
+    let key = share_key(&running, &stack, woken, late.tid);
+    sweep.charge(t, late.actual_ns, key);
+    let Sweep { shares, stretches } = sweep;
     let mut parts: Vec<Part> = shares
         .into_iter()
         .map(|((kind, name, pid, prio), ns)| Part {
@@ -433,6 +387,53 @@ fn explain(
         at_ns: late.intended_ns,
         latency_ns: late.actual_ns.saturating_sub(late.intended_ns),
         parts,
+    }
+}
+
+/// Who a stretch of a late period's window is charged to: the innermost interrupt context on
+/// the `stack`; else the running task — the late task itself (its wake-up path once it was
+/// `woken`, its own work before), another task, or (idle, nobody) the wake-up path once woken
+/// and unexplained time before.
+fn share_key(
+    running: &Option<(String, u32, i32)>,
+    stack: &[(PartKind, String)],
+    woken: bool,
+    tid: u32,
+) -> ShareKey {
+    if let Some((k, n)) = stack.last() {
+        return (*k, n.clone(), None, None);
+    }
+    match running {
+        Some((_, pid, _)) if *pid == tid && woken => {
+            (PartKind::WakeupPath, String::new(), None, None)
+        }
+        Some((_, pid, _)) if *pid == tid => (PartKind::OwnWork, String::new(), None, None),
+        Some((comm, pid, prio)) if *pid != 0 => {
+            (PartKind::Task, comm.clone(), Some(*pid), Some(*prio))
+        }
+        _ if woken => (PartKind::WakeupPath, String::new(), None, None),
+        _ => (PartKind::Unexplained, String::new(), None, None),
+    }
+}
+
+/// A late period's window as swept so far: time per share, and the stretches other tasks ran
+/// (from, to, pid) for separating steal from them.
+#[derive(Default)]
+struct Sweep {
+    shares: BTreeMap<ShareKey, u64>,
+    stretches: Vec<(u64, u64, u32)>,
+}
+
+impl Sweep {
+    /// Charge `from..to` (nothing when empty) to `key`; a task's stretch is kept.
+    fn charge(&mut self, from: u64, to: u64, key: ShareKey) {
+        if to <= from {
+            return;
+        }
+        if let (PartKind::Task, Some(pid)) = (key.0, key.2) {
+            self.stretches.push((from, to, pid));
+        }
+        *self.shares.entry(key).or_default() += to - from;
     }
 }
 
@@ -918,6 +919,37 @@ pub fn part_text(p: &Part) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An interrupt context charges itself; else the late task is its wake-up path once woken
+    /// and its own work before; another task is named; idle is the wake-up path once woken and
+    /// unexplained before.
+    #[test]
+    fn each_stretch_is_charged_to_whoever_held_the_cpu() {
+        let own = Some(("me".to_string(), 7, 120));
+        let other = Some(("cc1".to_string(), 9, 120));
+        let idle = Some(("swapper/0".to_string(), 0, 120));
+        let irq = [(PartKind::Irq, "eth0".to_string())];
+        let kind = |r: &Option<(String, u32, i32)>, s: &[(PartKind, String)], w: bool| {
+            share_key(r, s, w, 7).0
+        };
+        assert_eq!(share_key(&other, &irq, false, 7).1, "eth0");
+        assert_eq!(kind(&other, &irq, true), PartKind::Irq);
+        assert_eq!(kind(&own, &[], true), PartKind::WakeupPath);
+        assert_eq!(kind(&own, &[], false), PartKind::OwnWork);
+        assert_eq!(
+            share_key(&other, &[], true, 7),
+            (PartKind::Task, "cc1".to_string(), Some(9), Some(120))
+        );
+        assert_eq!(kind(&idle, &[], true), PartKind::WakeupPath);
+        assert_eq!(kind(&None, &[], false), PartKind::Unexplained);
+        let mut sweep = Sweep::default();
+        sweep.charge(10, 10, share_key(&other, &[], false, 7));
+        sweep.charge(10, 25, share_key(&other, &[], false, 7));
+        sweep.charge(25, 30, share_key(&own, &[], false, 7));
+        sweep.charge(30, 40, share_key(&other, &[], false, 7));
+        assert_eq!(sweep.stretches, [(10, 25, 9), (30, 40, 9)]);
+        assert_eq!(sweep.shares.values().copied().collect::<Vec<_>>(), [25, 5]);
+    }
 
     pub(super) const TRACE: &str = "\
 # tracer: nop

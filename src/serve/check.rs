@@ -268,6 +268,9 @@ fn check_cpu(c: &CpuCost, win: f64) -> Result<(), String> {
     Ok(())
 }
 
+/// The UDP statistics against what this side sent ([`Observed`]: the datagrams; `size` and
+/// `rate_bps` as asked) and the test window `win`: counts, bytes and loss, the active time, the
+/// sending period, the deviations, the stalls and the series (see the module's list).
 fn check_udp(
     u: &UdpSummary,
     r: &PeerReport,
@@ -277,6 +280,32 @@ fn check_udp(
     win: f64,
 ) -> Result<(), String> {
     let sent = o.sent_datagrams;
+    check_udp_counts(u, r, sent, size)?;
+    seconds("the UDP active time", u.active_s, win)?;
+    if (u.active_s - r.active_s).abs() > 1e-9 {
+        return Err(format!(
+            "a UDP active time of {} s beside the report's {} s",
+            u.active_s, r.active_s
+        ));
+    }
+    let period_us = size as f64 * 8.0 * 1e6 / rate_bps as f64;
+    if !u.period_us.is_finite() || (u.period_us - period_us).abs() > period_us * 1e-6 {
+        return Err(format!(
+            "a sending period of {} µs, but this side sent every {period_us} µs",
+            u.period_us
+        ));
+    }
+    // No deviation exceeds the stream's time plus the gap the sequence numbers span.
+    let max_us = (win + sent as f64 * period_us / 1e6) * 1e6;
+    check_udp_deviations(u, max_us)?;
+    check_udp_stalls(u, win, max_us)
+}
+
+/// The datagram counts against the `sent` this side told the peer (distinct ones at most that
+/// many, no more duplicates than distinct ones; reordered, lost and stalled ones within what was
+/// received or sent), the payload bytes against datagrams of `size` bytes and the report's
+/// bytes, and the loss a percentage.
+fn check_udp_counts(u: &UdpSummary, r: &PeerReport, sent: u64, size: u64) -> Result<(), String> {
     if u.sent != sent {
         return Err(format!(
             "{} datagrams sent, but this side told it {sent}",
@@ -304,22 +333,12 @@ fn check_udp(
     if !(0.0..=100.0).contains(&u.loss_pct) {
         return Err(format!("a loss of {} %", u.loss_pct));
     }
-    seconds("the UDP active time", u.active_s, win)?;
-    if (u.active_s - r.active_s).abs() > 1e-9 {
-        return Err(format!(
-            "a UDP active time of {} s beside the report's {} s",
-            u.active_s, r.active_s
-        ));
-    }
-    let period_us = size as f64 * 8.0 * 1e6 / rate_bps as f64;
-    if !u.period_us.is_finite() || (u.period_us - period_us).abs() > period_us * 1e-6 {
-        return Err(format!(
-            "a sending period of {} µs, but this side sent every {period_us} µs",
-            u.period_us
-        ));
-    }
-    // No deviation exceeds the stream's time plus the gap the sequence numbers span.
-    let max_us = (win + sent as f64 * period_us / 1e6) * 1e6;
+    Ok(())
+}
+
+/// The deviations (p50, p99, p99.9, max, RFC 3550 jitter, stall threshold): finite, not
+/// negative, at most `max_us`, and the percentiles in order.
+fn check_udp_deviations(u: &UdpSummary, max_us: f64) -> Result<(), String> {
     let devs = [
         ("p50", u.dev_p50_us),
         ("p99", u.dev_p99_us),
@@ -342,6 +361,12 @@ fn check_udp(
             u.dev_p50_us, u.dev_p99_us, u.dev_p999_us, u.dev_max_us
         ));
     }
+    Ok(())
+}
+
+/// The listed stalls and series: at most [`MAX_STALLS`] and [`SERIES_BINS`] + 1, each within
+/// the window `win` and its excess (deviation) within `max_us`; the stalls' period within `win`.
+fn check_udp_stalls(u: &UdpSummary, win: f64, max_us: f64) -> Result<(), String> {
     if u.stalls.len() > MAX_STALLS || u.series.len() > SERIES_BINS + 1 {
         return Err(format!(
             "{} stalls and {} series points listed (at most {MAX_STALLS} and {})",

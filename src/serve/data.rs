@@ -159,120 +159,29 @@ fn run_test_inner(
     stop: &Arc<AtomicBool>,
     received: &Arc<AtomicU64>,
 ) -> Result<u64, String> {
-    let ip = ctl.local_addr().map_err(|e| e.to_string())?.ip();
-    let e = |what: &str, err: io::Error| format!("{what}: {err}");
-    let deadline = session_end.min(Instant::now() + sh.cfg.max_test);
-    let mut conns = DataConns::new(stop.clone());
-    let limit_msg = format!(
-        "byte limit of the session reached (--max-bytes {})",
-        sh.cfg.max_bytes
-    );
-    let mut report = PeerReport::default();
-    let meter_for = |idle_ms: u32, report: &mut PeerReport| match CpuMeter::start(
-        Duration::from_millis(idle_ms as u64),
-    ) {
-        Ok(m) => Some(m),
-        Err(err) => {
-            report.cpu_error = Some(format!("CPU counters: {err}"));
-            None
-        }
+    let env = TestEnv {
+        sh,
+        ip: ctl.local_addr().map_err(|e| e.to_string())?.ip(),
+        client_ip,
+        byte_budget,
+        deadline: session_end.min(Instant::now() + sh.cfg.max_test),
+        stop,
+        received,
+        limit_msg: format!(
+            "byte limit of the session reached (--max-bytes {})",
+            sh.cfg.max_bytes
+        ),
     };
+    let mut report = PeerReport::default();
     match *test {
-        TestSpec::Echo { size, pin_cpu } => {
-            let l = data_listener(ip)?;
-            ready(ctl, &l)?;
-            let conn = accept_from(&l, client_ip, deadline, stop).map_err(|x| e("accept", x))?;
-            let conn = conns.track(conn);
-            let idle = sh.cfg.idle_timeout;
-            let budget = byte_budget;
-            let got = received.clone();
-            let t =
-                std::thread::spawn(move || echo(conn, size as usize, pin_cpu, idle, budget, &got));
-            wait_finish(ctl, deadline)?;
-            conns.drain(&[&t], deadline);
-            let (bytes, pinned) = t.join().map_err(|_| "echo thread panicked".to_string())?;
-            report.bytes = bytes;
-            if bytes >= byte_budget {
-                report.errors.push(limit_msg.clone());
-            }
-            match pinned {
-                Some(Ok(c)) => report.pinned_cpu = Some(c),
-                Some(Err(x)) => report.pin_error = Some(x),
-                None => {}
-            }
-        }
-        TestSpec::Sink { streams, idle_ms } => {
-            let l = data_listener(ip)?;
-            let meter = meter_for(idle_ms, &mut report);
-            ready(ctl, &l)?;
-            let budget = Arc::new(AtomicU64::new(byte_budget));
-            let mut threads: Vec<JoinHandle<io::Result<Sunk>>> = Vec::new();
-            for _ in 0..streams {
-                let conn =
-                    accept_from(&l, client_ip, deadline, stop).map_err(|x| e("accept", x))?;
-                let conn = conns.track(conn);
-                if report.rcvbuf.is_none() {
-                    report.rcvbuf = crate::platform::net::tcp_buffers(&conn).ok().map(|b| b.1);
-                }
-                let budget = budget.clone();
-                let idle = sh.cfg.idle_timeout;
-                let got = received.clone();
-                let msg = limit_msg.clone();
-                threads.push(std::thread::spawn(move || {
-                    sink(conn, &budget, idle, &got, msg)
-                }));
-            }
-            wait_finish(ctl, deadline)?;
-            conns.drain(&threads.iter().collect::<Vec<_>>(), deadline);
-            join_sinks(threads, &mut report);
-            report.connections = streams as u64;
-            stop_meter(meter, &mut report);
-        }
-        TestSpec::Accept => {
-            let l = data_listener(ip)?;
-            let port = ready(ctl, &l)?;
-            let count = Arc::new(AtomicU64::new(0));
-            let (stop2, count2) = (stop.clone(), count.clone());
-            let t = std::thread::spawn(move || accept_close(l, client_ip, &stop2, &count2));
-            let r = wait_finish(ctl, deadline);
-            stop.store(true, Ordering::SeqCst);
-            let _ = TcpStream::connect_timeout(&SocketAddr::new(ip, port), Duration::from_secs(1));
-            let _ = t.join();
-            r?;
-            report.connections = count.load(Ordering::SeqCst);
-        }
+        TestSpec::Echo { size, pin_cpu } => env.echo_test(ctl, size, pin_cpu, &mut report)?,
+        TestSpec::Sink { streams, idle_ms } => env.sink_test(ctl, streams, idle_ms, &mut report)?,
+        TestSpec::Accept => env.accept_test(ctl, &mut report)?,
         TestSpec::Udp {
             size,
             rate_bps,
             idle_ms,
-        } => {
-            let sock = UdpSocket::bind(SocketAddr::new(ip, 0)).map_err(|x| e("bind udp", x))?;
-            report.rcvbuf = crate::platform::net::set_udp_recv_buffer(&sock, 4 << 20).ok();
-            sock.set_read_timeout(Some(Duration::from_millis(20)))
-                .map_err(|x| e("udp timeout", x))?;
-            let port = sock.local_addr().map_err(|x| e("udp addr", x))?.port();
-            let meter = meter_for(idle_ms, &mut report);
-            proto::write_msg(ctl, &Msg::Ready { port }).map_err(|x| e("ready", x))?;
-            let stop2 = stop.clone();
-            let budget = byte_budget;
-            let t = std::thread::spawn(move || udp_receive(sock, client_ip, &stop2, budget));
-            let fin = wait_finish(ctl, deadline);
-            stop.store(true, Ordering::SeqCst);
-            drop(conns);
-            let (arrivals, skipped) = t.join().map_err(|_| "udp thread panicked".to_string())?;
-            if skipped > 0 {
-                report.errors.push(format!(
-                    "{skipped} datagrams not timestamped (over {MAX_ARRIVALS} per test or the session's byte limit): loss and jitter would be wrong"
-                ));
-            }
-            let (_, sent) = fin?;
-            stop_meter(meter, &mut report);
-            let period_ns = size as f64 * 8.0 * 1e9 / rate_bps as f64;
-            let s = udp_stats::summarize(&arrivals, sent, size as u64, period_ns);
-            report.bytes = s.bytes;
-            report.active_s = s.active_s;
-            report.udp = Some(s);
-        }
+        } => env.udp_test(ctl, size, rate_bps, idle_ms, &mut report)?,
     }
     let bytes = report.bytes;
     proto::write_msg(
@@ -281,13 +190,180 @@ fn run_test_inner(
             report: Box::new(report),
         },
     )
-    .map_err(|x| e("report", x))?;
+    .map_err(|x| io_err("report", x))?;
     // A stream that hit the limit is not in the report's bytes (it failed); it was received.
     let bytes = bytes.max(received.load(Ordering::SeqCst));
     if bytes >= byte_budget {
-        return Err(limit_msg);
+        return Err(env.limit_msg);
     }
     Ok(bytes)
+}
+
+/// What one test's steps share: where its data connections are accepted and what bounds them.
+struct TestEnv<'a> {
+    sh: &'a Shared,
+    /// The control connection's local address: the data sockets are bound on it.
+    ip: IpAddr,
+    /// The client's address: data connections from elsewhere are refused.
+    client_ip: IpAddr,
+    /// What the session may still receive.
+    byte_budget: u64,
+    /// `max_test` after the test's start, or the session's end if sooner.
+    deadline: Instant,
+    stop: &'a Arc<AtomicBool>,
+    received: &'a Arc<AtomicU64>,
+    /// The error of a test that reached the session's byte limit.
+    limit_msg: String,
+}
+
+impl TestEnv<'_> {
+    /// Echo: one data connection, `size`-byte messages echoed (the thread pinned to `pin_cpu`
+    /// where asked) until the client's finish; the bytes and the pinning into `report`.
+    fn echo_test(
+        &self,
+        ctl: &mut TcpStream,
+        size: u32,
+        pin_cpu: Option<usize>,
+        report: &mut PeerReport,
+    ) -> Result<(), String> {
+        let mut conns = DataConns::new(self.stop.clone());
+        let l = data_listener(self.ip)?;
+        ready(ctl, &l)?;
+        let conn = accept_from(&l, self.client_ip, self.deadline, self.stop)
+            .map_err(|x| io_err("accept", x))?;
+        let conn = conns.track(conn);
+        let idle = self.sh.cfg.idle_timeout;
+        let budget = self.byte_budget;
+        let got = self.received.clone();
+        let t = std::thread::spawn(move || echo(conn, size as usize, pin_cpu, idle, budget, &got));
+        wait_finish(ctl, self.deadline)?;
+        conns.drain(&[&t], self.deadline);
+        let (bytes, pinned) = t.join().map_err(|_| "echo thread panicked".to_string())?;
+        report.bytes = bytes;
+        if bytes >= self.byte_budget {
+            report.errors.push(self.limit_msg.clone());
+        }
+        match pinned {
+            Some(Ok(c)) => report.pinned_cpu = Some(c),
+            Some(Err(x)) => report.pin_error = Some(x),
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Sink: `streams` data connections read to their end under one byte budget, the CPU
+    /// metered (after an idle baseline of `idle_ms`) from before the client is told ready.
+    fn sink_test(
+        &self,
+        ctl: &mut TcpStream,
+        streams: u32,
+        idle_ms: u32,
+        report: &mut PeerReport,
+    ) -> Result<(), String> {
+        let mut conns = DataConns::new(self.stop.clone());
+        let l = data_listener(self.ip)?;
+        let meter = meter_for(idle_ms, report);
+        ready(ctl, &l)?;
+        let budget = Arc::new(AtomicU64::new(self.byte_budget));
+        let mut threads: Vec<JoinHandle<io::Result<Sunk>>> = Vec::new();
+        for _ in 0..streams {
+            let conn = accept_from(&l, self.client_ip, self.deadline, self.stop)
+                .map_err(|x| io_err("accept", x))?;
+            let conn = conns.track(conn);
+            if report.rcvbuf.is_none() {
+                report.rcvbuf = crate::platform::net::tcp_buffers(&conn).ok().map(|b| b.1);
+            }
+            let budget = budget.clone();
+            let idle = self.sh.cfg.idle_timeout;
+            let got = self.received.clone();
+            let msg = self.limit_msg.clone();
+            threads.push(std::thread::spawn(move || {
+                sink(conn, &budget, idle, &got, msg)
+            }));
+        }
+        wait_finish(ctl, self.deadline)?;
+        conns.drain(&threads.iter().collect::<Vec<_>>(), self.deadline);
+        join_sinks(threads, report);
+        report.connections = streams as u64;
+        stop_meter(meter, report);
+        Ok(())
+    }
+
+    /// Accept: connections accepted, read to their end and closed until the client's finish;
+    /// their count into `report`.
+    fn accept_test(&self, ctl: &mut TcpStream, report: &mut PeerReport) -> Result<(), String> {
+        let l = data_listener(self.ip)?;
+        let port = ready(ctl, &l)?;
+        let count = Arc::new(AtomicU64::new(0));
+        let (stop2, count2) = (self.stop.clone(), count.clone());
+        let client_ip = self.client_ip;
+        let t = std::thread::spawn(move || accept_close(l, client_ip, &stop2, &count2));
+        let r = wait_finish(ctl, self.deadline);
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accepting thread (blocked in accept) so that it sees the stop.
+        let _ = TcpStream::connect_timeout(&SocketAddr::new(self.ip, port), Duration::from_secs(1));
+        let _ = t.join();
+        r?;
+        report.connections = count.load(Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// UDP: datagrams of `size` bytes sent at `rate_bps` received and timestamped on one port
+    /// until the client's finish, the CPU metered from before the client is told ready; loss,
+    /// jitter and bytes from the arrivals and the count the client sent.
+    fn udp_test(
+        &self,
+        ctl: &mut TcpStream,
+        size: u32,
+        rate_bps: u64,
+        idle_ms: u32,
+        report: &mut PeerReport,
+    ) -> Result<(), String> {
+        let sock =
+            UdpSocket::bind(SocketAddr::new(self.ip, 0)).map_err(|x| io_err("bind udp", x))?;
+        report.rcvbuf = crate::platform::net::set_udp_recv_buffer(&sock, 4 << 20).ok();
+        sock.set_read_timeout(Some(Duration::from_millis(20)))
+            .map_err(|x| io_err("udp timeout", x))?;
+        let port = sock.local_addr().map_err(|x| io_err("udp addr", x))?.port();
+        let meter = meter_for(idle_ms, report);
+        proto::write_msg(ctl, &Msg::Ready { port }).map_err(|x| io_err("ready", x))?;
+        let stop2 = self.stop.clone();
+        let budget = self.byte_budget;
+        let client_ip = self.client_ip;
+        let t = std::thread::spawn(move || udp_receive(sock, client_ip, &stop2, budget));
+        let fin = wait_finish(ctl, self.deadline);
+        self.stop.store(true, Ordering::SeqCst);
+        let (arrivals, skipped) = t.join().map_err(|_| "udp thread panicked".to_string())?;
+        if skipped > 0 {
+            report.errors.push(format!(
+                "{skipped} datagrams not timestamped (over {MAX_ARRIVALS} per test or the session's byte limit): loss and jitter would be wrong"
+            ));
+        }
+        let (_, sent) = fin?;
+        stop_meter(meter, report);
+        let period_ns = size as f64 * 8.0 * 1e9 / rate_bps as f64;
+        let s = udp_stats::summarize(&arrivals, sent, size as u64, period_ns);
+        report.bytes = s.bytes;
+        report.active_s = s.active_s;
+        report.udp = Some(s);
+        Ok(())
+    }
+}
+
+/// `what: err`, the message of a failed socket step.
+fn io_err(what: &str, err: io::Error) -> String {
+    format!("{what}: {err}")
+}
+
+/// A CPU meter started with an idle baseline of `idle_ms`, or none (and why, in `report`).
+fn meter_for(idle_ms: u32, report: &mut PeerReport) -> Option<CpuMeter> {
+    match CpuMeter::start(Duration::from_millis(idle_ms as u64)) {
+        Ok(m) => Some(m),
+        Err(err) => {
+            report.cpu_error = Some(format!("CPU counters: {err}"));
+            None
+        }
+    }
 }
 
 /// The CPU meter's figures into the report (or why there are none).

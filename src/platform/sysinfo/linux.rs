@@ -636,43 +636,13 @@ pub fn environment() -> Environment {
         .unwrap_or_default();
     let governors = governors(&mut notes);
     let (boost, boost_source, pstate_status) = boost(&mut notes);
-    let nohz_full_cpus = match read(format!("{CPU_SYS}/nohz_full")) {
-        Some(t) => parse::parse_cpu_list(&t),
-        None => {
-            note(&mut notes, "nohz_full_cpus", "kernel without NO_HZ_FULL");
-            None
-        }
-    };
-    let cpu_pressure = match fs::read_to_string("/proc/pressure/cpu") {
-        Ok(t) => parse::parse_psi(&t),
-        Err(err) => {
-            note(
-                &mut notes,
-                "cpu_pressure",
-                format!("no PSI (/proc/pressure/cpu: {err}); kernel without CONFIG_PSI or psi=0"),
-            );
-            None
-        }
-    };
+    let nohz_full_cpus = nohz_full_cpus(&mut notes);
+    let cpu_pressure = cpu_pressure(&mut notes);
     // SAFETY: geteuid takes no arguments and cannot fail.
     let geteuid = unsafe { libc::geteuid() };
     let mut realtime = rt_limits(&mounts);
     let is_root = Some(geteuid == 0);
-
-    let probe_result = match probe {
-        Ok(h) => h.join().ok(),
-        Err(_) => None,
-    };
-    match probe_result {
-        Some(Ok(())) => realtime.permitted = Some(true),
-        Some(Err(errno)) => {
-            realtime.permitted = Some(false);
-            realtime.errno = Some(errno);
-            realtime.error = Some(errno_name(errno));
-        }
-        None => note(&mut notes, "realtime", "could not start the probe thread"),
-    }
-    realtime.reason = crate::system::explain_rt_denial(&realtime, is_root).map(|r| r.0);
+    rt_probed(&mut realtime, probe, is_root, &mut notes);
 
     // Close the window.
     let elapsed = t0.elapsed();
@@ -681,19 +651,7 @@ pub fn environment() -> Environment {
     }
     let stat1 = read("/proc/stat").and_then(|t| parse::parse_proc_stat(&t));
     let window_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let cpu_time = stat1.map(|s1| {
-        let total = s1.cpu.total();
-        let w = stat0.and_then(|s0| parse::cpu_window(&s0.cpu, &s1.cpu));
-        CpuTime {
-            steal_ticks_total: Some(s1.cpu.steal),
-            steal_pct_since_boot: (total > 0).then(|| s1.cpu.steal as f64 * 100.0 / total as f64),
-            window_ms: w.map(|_| window_ms),
-            window_ticks: w.map(|w| w.ticks),
-            window_steal_pct: w.map(|w| w.steal_pct),
-            window_busy_pct: w.map(|w| w.busy_pct),
-            window_iowait_pct: w.map(|w| w.iowait_pct),
-        }
-    });
+    let cpu_time = stat1.map(|s1| cpu_time(stat0.as_ref(), &s1, window_ms));
     if cpu_time.is_none() {
         note(&mut notes, "cpu_time", "/proc/stat not readable");
     }
@@ -726,6 +684,72 @@ pub fn environment() -> Environment {
         uid: Some(unsafe { libc::getuid() }),
         is_root,
         notes,
+    }
+}
+
+/// The CPUs in nohz_full mode (a note when the kernel has no NO_HZ_FULL).
+fn nohz_full_cpus(notes: &mut Notes) -> Option<Vec<u32>> {
+    match read(format!("{CPU_SYS}/nohz_full")) {
+        Some(t) => parse::parse_cpu_list(&t),
+        None => {
+            note(notes, "nohz_full_cpus", "kernel without NO_HZ_FULL");
+            None
+        }
+    }
+}
+
+/// The CPU's pressure stall information (a note when the kernel gives none).
+fn cpu_pressure(notes: &mut Notes) -> Option<crate::system::Psi> {
+    match fs::read_to_string("/proc/pressure/cpu") {
+        Ok(t) => parse::parse_psi(&t),
+        Err(err) => {
+            note(
+                notes,
+                "cpu_pressure",
+                format!("no PSI (/proc/pressure/cpu: {err}); kernel without CONFIG_PSI or psi=0"),
+            );
+            None
+        }
+    }
+}
+
+/// The real-time probe's answer into `realtime` (permitted, or the errno it was refused with),
+/// then the reason for a refusal; a note when the probe thread could not start.
+fn rt_probed(
+    realtime: &mut Realtime,
+    probe: std::io::Result<std::thread::JoinHandle<Result<(), i32>>>,
+    is_root: Option<bool>,
+    notes: &mut Notes,
+) {
+    let probe_result = match probe {
+        Ok(h) => h.join().ok(),
+        Err(_) => None,
+    };
+    match probe_result {
+        Some(Ok(())) => realtime.permitted = Some(true),
+        Some(Err(errno)) => {
+            realtime.permitted = Some(false);
+            realtime.errno = Some(errno);
+            realtime.error = Some(errno_name(errno));
+        }
+        None => note(notes, "realtime", "could not start the probe thread"),
+    }
+    realtime.reason = crate::system::explain_rt_denial(realtime, is_root).map(|r| r.0);
+}
+
+/// The CPU time figures from `/proc/stat` at the window's end (`s1`) and, when it was read, at
+/// its start (`s0`): steal since boot, and steal, busy and iowait over the `window_ms` window.
+fn cpu_time(s0: Option<&parse::ProcStat>, s1: &parse::ProcStat, window_ms: f64) -> CpuTime {
+    let total = s1.cpu.total();
+    let w = s0.and_then(|s0| parse::cpu_window(&s0.cpu, &s1.cpu));
+    CpuTime {
+        steal_ticks_total: Some(s1.cpu.steal),
+        steal_pct_since_boot: (total > 0).then(|| s1.cpu.steal as f64 * 100.0 / total as f64),
+        window_ms: w.map(|_| window_ms),
+        window_ticks: w.map(|w| w.ticks),
+        window_steal_pct: w.map(|w| w.steal_pct),
+        window_busy_pct: w.map(|w| w.busy_pct),
+        window_iowait_pct: w.map(|w| w.iowait_pct),
     }
 }
 
@@ -875,5 +899,41 @@ fn rt_limits(mounts: &[MountEntry]) -> Realtime {
         sched_rt_period_us: read_num("/proc/sys/kernel/sched_rt_period_us"),
         cgroup_rt_runtime_us,
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::system::parse::{CpuTicks, ProcStat};
+
+    fn stat(user: u64, idle: u64, steal: u64) -> ProcStat {
+        ProcStat {
+            cpu: CpuTicks {
+                user,
+                idle,
+                steal,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Steal since boot from the end sample alone; the window's shares only with both samples.
+    #[test]
+    fn cpu_time_over_the_window() {
+        let end = stat(300, 600, 100);
+        let t = cpu_time(Some(&stat(200, 500, 100)), &end, 201.5);
+        assert_eq!(t.steal_ticks_total, Some(100));
+        assert_eq!(t.steal_pct_since_boot, Some(10.0));
+        assert_eq!(t.window_ms, Some(201.5));
+        assert_eq!(t.window_ticks, Some(200));
+        assert_eq!(
+            (t.window_busy_pct, t.window_steal_pct, t.window_iowait_pct),
+            (Some(50.0), Some(0.0), Some(0.0))
+        );
+        let t = cpu_time(None, &end, 201.5);
+        assert_eq!(t.steal_pct_since_boot, Some(10.0));
+        assert_eq!((t.window_ms, t.window_ticks), (None, None));
     }
 }

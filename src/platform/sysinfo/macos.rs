@@ -113,36 +113,57 @@ fn machine_id(notes: &mut Notes) -> Option<String> {
     }
 }
 
+/// A sysctl count or size, None when absent or 0.
+fn nz(v: Option<u64>) -> Option<u64> {
+    v.filter(|&v| v > 0)
+}
+
 /// Static facts about this machine.
 pub fn machine() -> Machine {
     let mut notes = Notes::new();
-    let nz = |v: Option<u64>| v.filter(|&v| v > 0);
+    let caches = caches(&mut notes);
+    let (cpu, virtualization) = cpu(&mut notes);
+    let tsc = tsc();
+    note(
+        &mut notes,
+        &["clocksource", "preemption", "cgroup", "mitigations"],
+        "not applicable on macos",
+    );
+    note(&mut notes, &["workdir"], "not yet implemented on macos");
+    Machine {
+        os: std::env::consts::OS.to_string(),
+        arch: std::env::consts::ARCH.to_string(),
+        os_name: Some("macOS".to_string()),
+        os_version: sysctl_string("kern.osproductversion"),
+        kernel_release: sysctl_string("kern.osrelease"),
+        kernel_version: sysctl_string("kern.version"),
+        hostname: sysctl_string("kern.hostname"),
+        machine_id: machine_id(&mut notes),
+        cpu,
+        caches,
+        memory_total_bytes: nz(sysctl_u64("hw.memsize")),
+        page_size_bytes: nz(sysctl_u64("hw.pagesize")),
+        system_vendor: Some("Apple".to_string()),
+        system_product: sysctl_string("hw.model"),
+        virtualization,
+        tsc,
+        notes,
+        ..Default::default()
+    }
+}
+
+/// The caches (`hw.l*cachesize`, shared as `hw.cacheconfig` says, lines of
+/// `hw.cachelinesize`); on Apple silicon a note that they describe one core type.
+fn caches(notes: &mut Notes) -> Vec<Cache> {
     let line = nz(sysctl_u64("hw.cachelinesize")).map(|v| v as u32);
     let sharing = cache_sharing();
-    let shared = |level: usize| {
-        sharing
-            .get(level)
-            .copied()
-            .filter(|&n| n > 0)
-            .map(|n| n as u32)
-    };
-    let mut caches = Vec::new();
-    for (name, level, kind) in [
+    let sizes = [
         ("hw.l1dcachesize", 1u8, CacheKind::Data),
         ("hw.l1icachesize", 1, CacheKind::Instruction),
         ("hw.l2cachesize", 2, CacheKind::Unified),
         ("hw.l3cachesize", 3, CacheKind::Unified),
-    ] {
-        if let Some(size) = nz(sysctl_u64(name)) {
-            caches.push(Cache {
-                level,
-                kind,
-                size_bytes: Some(size),
-                shared_by_cpus: shared(level as usize),
-                line_size_bytes: line,
-            });
-        }
-    }
+    ]
+    .map(|(name, level, kind)| (level, kind, nz(sysctl_u64(name))));
     if cfg!(target_arch = "aarch64") {
         notes.insert(
             "caches".into(),
@@ -151,6 +172,42 @@ pub fn machine() -> Machine {
                 .into(),
         );
     }
+    caches_of(&sizes, &sharing, line)
+}
+
+/// The caches of known size among `sizes` (level, kind, size), each shared by the CPUs
+/// `sharing` gives for its level (`hw.cacheconfig`: index = level; 0 = unknown), with lines of
+/// `line` bytes.
+fn caches_of(
+    sizes: &[(u8, CacheKind, Option<u64>)],
+    sharing: &[u64],
+    line: Option<u32>,
+) -> Vec<Cache> {
+    let shared = |level: usize| {
+        sharing
+            .get(level)
+            .copied()
+            .filter(|&n| n > 0)
+            .map(|n| n as u32)
+    };
+    sizes
+        .iter()
+        .filter_map(|&(level, kind, size)| {
+            Some(Cache {
+                level,
+                kind,
+                size_bytes: Some(size?),
+                shared_by_cpus: shared(level as usize),
+                line_size_bytes: line,
+            })
+        })
+        .collect()
+}
+
+/// The CPU (`machdep.cpu.*`, `hw.*cpu*`, with a note where no nominal frequency is exposed)
+/// and whether this is a virtual machine (`kern.hv_vmm_present`, else the CPUID VMM feature on
+/// x86_64).
+fn cpu(notes: &mut Notes) -> (Cpu, Virtualization) {
     let logical = nz(sysctl_u64("hw.logicalcpu_max").or_else(|| sysctl_u64("hw.logicalcpu")));
     let physical = nz(sysctl_u64("hw.physicalcpu_max").or_else(|| sysctl_u64("hw.physicalcpu")));
     let features = sysctl_string("machdep.cpu.features").unwrap_or_default();
@@ -180,7 +237,20 @@ pub fn machine() -> Machine {
             "not exposed on macos (hw.cpufrequency is absent on Apple silicon)".into(),
         );
     }
-    let tsc = if cfg!(target_arch = "x86_64") {
+    let virtualization = Virtualization {
+        virtualized: vmm.or(hypervisor_flag),
+        hypervisor_flag,
+        vendor: None,
+        vendor_source: vmm.map(|_| "sysctl kern.hv_vmm_present".to_string()),
+        free_page_reporting: None,
+    };
+    (cpu, virtualization)
+}
+
+/// The TSC: on x86_64 constant and nonstop when CPUID's extended features list TSCI (invariant
+/// TSC); nothing known on Apple silicon.
+fn tsc() -> Tsc {
+    if cfg!(target_arch = "x86_64") {
         let leaf7 = sysctl_string("machdep.cpu.extfeatures").unwrap_or_default();
         let inv = leaf7.split_whitespace().any(|f| f == "TSCI");
         Tsc {
@@ -190,38 +260,6 @@ pub fn machine() -> Machine {
         }
     } else {
         Tsc::default()
-    };
-    note(
-        &mut notes,
-        &["clocksource", "preemption", "cgroup", "mitigations"],
-        "not applicable on macos",
-    );
-    note(&mut notes, &["workdir"], "not yet implemented on macos");
-    Machine {
-        os: std::env::consts::OS.to_string(),
-        arch: std::env::consts::ARCH.to_string(),
-        os_name: Some("macOS".to_string()),
-        os_version: sysctl_string("kern.osproductversion"),
-        kernel_release: sysctl_string("kern.osrelease"),
-        kernel_version: sysctl_string("kern.version"),
-        hostname: sysctl_string("kern.hostname"),
-        machine_id: machine_id(&mut notes),
-        cpu,
-        caches,
-        memory_total_bytes: nz(sysctl_u64("hw.memsize")),
-        page_size_bytes: nz(sysctl_u64("hw.pagesize")),
-        system_vendor: Some("Apple".to_string()),
-        system_product: sysctl_string("hw.model"),
-        virtualization: Virtualization {
-            virtualized: vmm.or(hypervisor_flag),
-            hypervisor_flag,
-            vendor: None,
-            vendor_source: vmm.map(|_| "sysctl kern.hv_vmm_present".to_string()),
-            free_page_reporting: None,
-        },
-        tsc,
-        notes,
-        ..Default::default()
     }
 }
 
@@ -305,5 +343,49 @@ pub fn environment() -> Environment {
         is_root: Some(euid == 0),
         notes,
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only the caches of known size, each shared as `hw.cacheconfig` says for its level (0 or
+    /// no entry: unknown), all with the one line size.
+    #[test]
+    fn caches_of_known_size_with_their_sharing() {
+        let sizes = [
+            (1, CacheKind::Data, Some(64 << 10)),
+            (1, CacheKind::Instruction, Some(128 << 10)),
+            (2, CacheKind::Unified, Some(4 << 20)),
+            (3, CacheKind::Unified, None),
+        ];
+        let c = caches_of(&sizes, &[8, 1, 0], Some(128));
+        let got: Vec<(u8, CacheKind, Option<u64>, Option<u32>, Option<u32>)> = c
+            .iter()
+            .map(|c| {
+                (
+                    c.level,
+                    c.kind,
+                    c.size_bytes,
+                    c.shared_by_cpus,
+                    c.line_size_bytes,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, CacheKind::Data, Some(64 << 10), Some(1), Some(128)),
+                (
+                    1,
+                    CacheKind::Instruction,
+                    Some(128 << 10),
+                    Some(1),
+                    Some(128)
+                ),
+                (2, CacheKind::Unified, Some(4 << 20), None, Some(128)),
+            ]
+        );
     }
 }

@@ -25,6 +25,7 @@ use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, GetProcessAffinityMask, GetSystemTimes, OpenProcessToken,
 };
 
+use crate::platform::cpuid::CpuId;
 use crate::system::{
     Cache, CacheKind, Cpu, CpuTime, Environment, Machine, Notes, Tsc, Virtualization,
 };
@@ -291,10 +292,7 @@ pub fn machine() -> Machine {
         note(&mut notes, &["kernel"], "RtlGetVersion failed");
     }
     let ubr = reg_dword(CURRENT_VERSION, "UBR");
-    let kernel_version = version.map(|(_, _, b)| match ubr {
-        Some(u) => format!("build {b}.{u}"),
-        None => format!("build {b}"),
-    });
+    let kernel_version = version.map(|(_, _, b)| kernel_build(b, ubr));
     notes.insert(
         "os_name".into(),
         "registry HKLM\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion ProductName / \
@@ -303,10 +301,51 @@ pub fn machine() -> Machine {
     );
 
     let id = crate::platform::cpuid::cpuid();
+    let (cpu, caches) = cpu(&id, &mut notes);
+    let bios = "HARDWARE\\DESCRIPTION\\System\\BIOS";
+    let (virtualization, tsc) = virtualization_and_tsc(&id, &mut notes);
+    // SAFETY: SYSTEM_INFO is plain old data filled by the call.
+    let mut si: SYSTEM_INFO = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { GetSystemInfo(&mut si) };
+    not_read_notes(&mut notes);
+    Machine {
+        os,
+        arch: std::env::consts::ARCH.to_string(),
+        os_name: product,
+        os_version: display,
+        kernel_release: version.map(|(a, b, c)| format!("{a}.{b}.{c}")),
+        kernel_version,
+        hostname: hostname().or_else(|| std::env::var("COMPUTERNAME").ok()),
+        machine_id: machine_id(&mut notes),
+        cpu,
+        caches,
+        memory_total_bytes: memory_status().map(|m| m.ullTotalPhys),
+        page_size_bytes: (si.dwPageSize > 0).then_some(u64::from(si.dwPageSize)),
+        system_vendor: reg_string(bios, "SystemManufacturer"),
+        system_product: reg_string(bios, "SystemProductName"),
+        virtualization,
+        tsc,
+        notes,
+        ..Default::default()
+    }
+}
+
+/// The kernel version as shown: build `build`, with the update build revision where known.
+fn kernel_build(build: u32, ubr: Option<u32>) -> String {
+    match ubr {
+        Some(u) => format!("build {build}.{u}"),
+        None => format!("build {build}"),
+    }
+}
+
+/// The CPU (CPUID first, the registry's CentralProcessor\0 where CPUID says nothing; counts
+/// from GetLogicalProcessorInformationEx) and the caches of CPU 0.
+fn cpu(id: &CpuId, notes: &mut Notes) -> (Cpu, Vec<Cache>) {
     let topo = topology();
     if topo.is_none() {
         note(
-            &mut notes,
+            notes,
             &["cpu.topology", "caches"],
             "GetLogicalProcessorInformationEx failed",
         );
@@ -345,12 +384,16 @@ pub fn machine() -> Machine {
         "registry CentralProcessor\\0 ~MHz".into(),
     );
     note(
-        &mut notes,
+        notes,
         &["cpu.microcode", "cpu.smt_control", "cpu.max_mhz"],
         "not read on windows",
     );
+    (cpu, topo.caches)
+}
 
-    let bios = "HARDWARE\\DESCRIPTION\\System\\BIOS";
+/// Virtualization and the TSC, from CPUID alone (the hypervisor bit and signature, the
+/// invariant TSC bit).
+fn virtualization_and_tsc(id: &CpuId, notes: &mut Notes) -> (Virtualization, Tsc) {
     let virtualization = Virtualization {
         virtualized: id.hypervisor_flag,
         hypervisor_flag: id.hypervisor_flag,
@@ -372,17 +415,19 @@ pub fn machine() -> Machine {
             "constant/nonstop from CPUID 0x80000007 EDX bit 8 (invariant TSC)".into(),
         );
     }
-    // SAFETY: SYSTEM_INFO is plain old data filled by the call.
-    let mut si: SYSTEM_INFO = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer.
-    unsafe { GetSystemInfo(&mut si) };
+    (virtualization, tsc)
+}
+
+/// The notes for what Windows has no notion of, what is not read yet, and the compatibility
+/// layer (Wine) the process runs under.
+fn not_read_notes(notes: &mut Notes) {
     note(
-        &mut notes,
+        notes,
         &["clocksource", "preemption", "cgroup"],
         "not applicable on windows",
     );
     note(
-        &mut notes,
+        notes,
         &["mitigations", "workdir"],
         "not yet implemented on windows",
     );
@@ -391,26 +436,6 @@ pub fn machine() -> Machine {
             "compatibility_layer".into(),
             format!("running under {layer}: behaviour is Windows', timings are not"),
         );
-    }
-    Machine {
-        os,
-        arch: std::env::consts::ARCH.to_string(),
-        os_name: product,
-        os_version: display,
-        kernel_release: version.map(|(a, b, c)| format!("{a}.{b}.{c}")),
-        kernel_version,
-        hostname: hostname().or_else(|| std::env::var("COMPUTERNAME").ok()),
-        machine_id: machine_id(&mut notes),
-        cpu,
-        caches: topo.caches,
-        memory_total_bytes: memory_status().map(|m| m.ullTotalPhys),
-        page_size_bytes: (si.dwPageSize > 0).then_some(u64::from(si.dwPageSize)),
-        system_vendor: reg_string(bios, "SystemManufacturer"),
-        system_product: reg_string(bios, "SystemProductName"),
-        virtualization,
-        tsc,
-        notes,
-        ..Default::default()
     }
 }
 
@@ -559,6 +584,35 @@ mod tests {
             r[*at..*at + bytes.len()].copy_from_slice(bytes);
         }
         r
+    }
+
+    /// The kernel version names the build, with the update revision where the registry has it.
+    #[test]
+    fn the_kernel_build_has_its_revision_where_known() {
+        assert_eq!(kernel_build(22631, Some(4317)), "build 22631.4317");
+        assert_eq!(kernel_build(22631, None), "build 22631");
+    }
+
+    /// Virtualization and the TSC from CPUID alone; the TSC's note only where CPUID said.
+    #[test]
+    fn virtualization_and_tsc_come_from_cpuid() {
+        let id = CpuId {
+            hypervisor_flag: Some(true),
+            hypervisor: Some("KVMKVMKVM".into()),
+            invariant_tsc: Some(true),
+            ..Default::default()
+        };
+        let mut notes = Notes::new();
+        let (v, t) = virtualization_and_tsc(&id, &mut notes);
+        assert_eq!(v.virtualized, Some(true));
+        assert_eq!(v.vendor.as_deref(), Some("KVMKVMKVM"));
+        assert_eq!(v.vendor_source.as_deref(), Some("cpuid 0x40000000"));
+        assert_eq!((t.constant, t.nonstop), (Some(true), Some(true)));
+        assert!(notes.contains_key("tsc"));
+        let mut notes = Notes::new();
+        let (v, t) = virtualization_and_tsc(&CpuId::default(), &mut notes);
+        assert_eq!((v.vendor_source, t.constant), (None, None));
+        assert!(notes.is_empty());
     }
 
     #[test]

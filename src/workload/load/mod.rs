@@ -242,29 +242,7 @@ pub fn check_report(
     let mut cpu_pcts = Vec::new();
     let mut read_bytes = 0u64;
     for t in &r.threads {
-        if let Some(e) = &t.error {
-            return Err(format!("load '{name}' thread {}: {e}", t.role));
-        }
-        let cpu_pct = 100.0 * t.cpu_ns as f64 / t.wall_ns.max(1) as f64;
-        let io = t.role == "write" || t.role == "read";
-        let floor_ops = if io { MIB as u64 } else { 1 };
-        if t.ops < floor_ops {
-            return Err(format!(
-                "load '{name}' thread {} did not really run: {} operation(s) in {:.0} ms (floor {floor_ops})",
-                t.role,
-                t.ops,
-                t.wall_ns as f64 / 1e6
-            ));
-        }
-        let cpu_load = !io && !t.role.starts_with("ring");
-        if cpu_load && cpu_pct < CPU_FLOOR_PCT {
-            return Err(format!(
-                "load '{name}' thread {} did not really run: it used {cpu_pct:.1} % of a CPU in \
-                 {:.0} ms (floor {CPU_FLOOR_PCT} %)",
-                t.role,
-                t.wall_ns as f64 / 1e6
-            ));
-        }
+        let (cpu_pct, cpu_load) = checked_thread(name, t)?;
         if t.role == "read" {
             read_bytes = t.ops;
         }
@@ -290,42 +268,99 @@ pub fn check_report(
     if let Some(target) = spec.target_pct()
         && !cpu_pcts.is_empty()
     {
-        let mean = cpu_pcts.iter().sum::<f64>() / cpu_pcts.len() as f64;
+        cpu_target_figures(spec, target, &cpu_pcts, &mut facts, &mut warnings);
+    }
+    if spec.kind.reads_storage() {
+        storage_figures(name, r, read_bytes, &mut facts, &mut warnings);
+    }
+    Ok((facts, warnings))
+}
+
+/// One load thread checked against its floors ([`check_report`]): its error, then at least one
+/// operation (an I/O thread: 1 MiB), then for a CPU load thread (neither I/O nor ring) at least
+/// [`CPU_FLOOR_PCT`]. Ok: its CPU % over its lifetime and whether it is a CPU load thread.
+fn checked_thread(name: &str, t: &ThreadReport) -> Result<(f64, bool), String> {
+    if let Some(e) = &t.error {
+        return Err(format!("load '{name}' thread {}: {e}", t.role));
+    }
+    let cpu_pct = 100.0 * t.cpu_ns as f64 / t.wall_ns.max(1) as f64;
+    let io = t.role == "write" || t.role == "read";
+    let floor_ops = if io { MIB as u64 } else { 1 };
+    if t.ops < floor_ops {
+        return Err(format!(
+            "load '{name}' thread {} did not really run: {} operation(s) in {:.0} ms (floor {floor_ops})",
+            t.role,
+            t.ops,
+            t.wall_ns as f64 / 1e6
+        ));
+    }
+    let cpu_load = !io && !t.role.starts_with("ring");
+    if cpu_load && cpu_pct < CPU_FLOOR_PCT {
+        return Err(format!(
+            "load '{name}' thread {} did not really run: it used {cpu_pct:.1} % of a CPU in \
+             {:.0} ms (floor {CPU_FLOOR_PCT} %)",
+            t.role,
+            t.wall_ns as f64 / 1e6
+        ));
+    }
+    Ok((cpu_pct, cpu_load))
+}
+
+/// A load with a CPU target: the mean CPU % of its CPU threads (`cpu_pcts`, not empty) as
+/// `load_achieved_cpu_pct`, and for a demand-driven load (x, video) a warning when it is more
+/// than 10 points from `target`.
+fn cpu_target_figures(
+    spec: &LoadSpec,
+    target: f64,
+    cpu_pcts: &[f64],
+    facts: &mut Map<String, Value>,
+    warnings: &mut Vec<String>,
+) {
+    let name = spec.kind.name();
+    let mean = cpu_pcts.iter().sum::<f64>() / cpu_pcts.len() as f64;
+    facts.insert(
+        "load_achieved_cpu_pct".into(),
+        json!((mean * 10.0).round() / 10.0),
+    );
+    if matches!(spec.kind, LoadKind::X | LoadKind::Video) && (mean - target).abs() > 10.0 {
+        warnings.push(format!(
+            "load '{name}' used {mean:.0} % of a CPU against its target of {target:.0} % \
+             (params.load_achieved_cpu_pct, per run)"
+        ));
+    }
+}
+
+/// A load that reads storage: the bytes it read (`read_bytes`) and those its device counter
+/// saw (with the counter's name), their share as `load_read_from_device_pct`, and a warning when
+/// less than half came from the device (the rest was served from memory).
+fn storage_figures(
+    name: &str,
+    r: &LoadReport,
+    read_bytes: u64,
+    facts: &mut Map<String, Value>,
+    warnings: &mut Vec<String>,
+) {
+    facts.insert("load_read_bytes".into(), json!(read_bytes));
+    facts.insert("load_device_read_bytes".into(), json!(r.device_read_bytes));
+    facts.insert(
+        "load_device_read_counter".into(),
+        json!(r.device_read_counter),
+    );
+    if let Some(d) = r.device_read_bytes
+        && read_bytes > 0
+    {
+        let pct = 100.0 * d as f64 / read_bytes as f64;
         facts.insert(
-            "load_achieved_cpu_pct".into(),
-            json!((mean * 10.0).round() / 10.0),
+            "load_read_from_device_pct".into(),
+            json!((pct * 10.0).round() / 10.0),
         );
-        if matches!(spec.kind, LoadKind::X | LoadKind::Video) && (mean - target).abs() > 10.0 {
+        if pct < 50.0 {
             warnings.push(format!(
-                "load '{name}' used {mean:.0} % of a CPU against its target of {target:.0} % \
-                 (params.load_achieved_cpu_pct, per run)"
+                "load '{name}': only {pct:.0} % of the bytes it read came from the storage \
+                 device; the rest was served from memory (params.load_read_from_device_pct)"
             ));
         }
     }
-    if spec.kind.reads_storage() {
-        facts.insert("load_read_bytes".into(), json!(read_bytes));
-        facts.insert("load_device_read_bytes".into(), json!(r.device_read_bytes));
-        facts.insert(
-            "load_device_read_counter".into(),
-            json!(r.device_read_counter),
-        );
-        if let Some(d) = r.device_read_bytes
-            && read_bytes > 0
-        {
-            let pct = 100.0 * d as f64 / read_bytes as f64;
-            facts.insert(
-                "load_read_from_device_pct".into(),
-                json!((pct * 10.0).round() / 10.0),
-            );
-            if pct < 50.0 {
-                warnings.push(format!(
-                    "load '{name}': only {pct:.0} % of the bytes it read came from the storage \
-                     device; the rest was served from memory (params.load_read_from_device_pct)"
-                ));
-            }
-        }
-    }
-    Ok((facts, warnings))
 }
 
 #[cfg(test)]
@@ -450,6 +485,26 @@ mod tests {
         let (facts, warnings) = check_report(&spec(LoadKind::Read), &r).unwrap();
         assert_eq!(facts["load_read_from_device_pct"], json!(1.0));
         assert_eq!(warnings.len(), 1);
+    }
+
+    /// Which floor a thread is held to: I/O threads 1 MiB and no CPU floor, ring members one
+    /// pass and no CPU floor, every other thread one operation and [`CPU_FLOOR_PCT`].
+    #[test]
+    fn each_thread_is_held_to_its_own_floor() {
+        assert_eq!(
+            checked_thread("l", &thread("read", MIB as u64, 0)),
+            Ok((0.0, false))
+        );
+        assert!(checked_thread("l", &thread("write", MIB as u64 - 1, 500)).is_err());
+        assert_eq!(
+            checked_thread("l", &thread("ring1", 1, 0)),
+            Ok((0.0, false))
+        );
+        assert_eq!(
+            checked_thread("l", &thread("burn0", 1, 20)),
+            Ok((2.0, true))
+        );
+        assert!(checked_thread("l", &thread("burn0", 1, 19)).is_err());
     }
 
     #[test]
