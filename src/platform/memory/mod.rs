@@ -7,24 +7,24 @@
 use std::fs::File;
 use std::io;
 
-// Each OS's calls in its own file (`imp` is this OS's).
+// Each OS's calls in its own file (`os` is this OS's).
 #[cfg(unix)]
 mod unix;
 
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
-use linux as imp;
+use linux as os;
 
 #[cfg(target_os = "macos")]
 mod macos;
 #[cfg(target_os = "macos")]
-use macos as imp;
+use macos as os;
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-use windows as imp;
+use windows as os;
 
 /// Page faults counted by the OS for the calling thread (or process, see [`fault_counter_scope`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -97,35 +97,35 @@ fn largest_free_order(buddyinfo: &str) -> Option<usize> {
 
 /// The base page size the OS maps memory with, bytes.
 pub fn page_size() -> io::Result<usize> {
-    imp::page_size()
+    os::page_size()
 }
 
 /// Transparent-huge-page mode for anonymous memory ("always", "madvise", "never"), or why there is
 /// none to report.
 pub fn thp_mode() -> Result<String, String> {
-    imp::thp_mode()
+    os::thp_mode()
 }
 
 /// Memory the OS says can be allocated without swapping, bytes (None where it does not say).
 pub fn available_bytes() -> Option<u64> {
-    imp::available_bytes()
+    os::available_bytes()
 }
 
 /// Page-fault counters of the calling thread where the OS keeps them per thread, else the process.
 pub fn fault_counts() -> io::Result<FaultCounts> {
-    imp::fault_counts()
+    os::fault_counts()
 }
 
 /// What [`fault_counts`] counts, for the record.
 pub fn fault_counter_scope() -> &'static str {
-    imp::FAULT_SCOPE
+    os::FAULT_SCOPE
 }
 
 /// Whether the core clock can be counted (a real cycle counter, not the fixed-rate TSC), and if
 /// not, why. osgauge reports memory latency in cycles only when this says yes; no back end reads a
 /// core cycle counter yet, so every OS answers with its reason.
 pub fn core_cycle_counter() -> Result<(), String> {
-    imp::core_cycle_counter()
+    os::core_cycle_counter()
 }
 
 /// A fresh private anonymous mapping straight from the OS (never recycled by the allocator), so
@@ -140,24 +140,24 @@ unsafe impl Send for AnonMap {}
 
 impl AnonMap {
     pub fn new(len: usize) -> io::Result<AnonMap> {
-        let ptr = imp::map_anon(len)?;
+        let ptr = os::map_anon(len)?;
         Ok(AnonMap { ptr, len })
     }
     /// Ask for base pages only (no transparent huge pages). Ok(description) when applied.
     pub fn no_huge_pages(&self) -> io::Result<&'static str> {
-        imp::no_huge_pages(self.ptr, self.len)
+        os::no_huge_pages(self.ptr, self.len)
     }
     /// Ask for transparent huge pages (Linux THP in 'always' or 'madvise' mode). Ok(description)
     /// when the OS accepted the request; whether pages really are huge shows in
     /// [`anon_huge_bytes`].
     pub fn huge_pages(&self) -> io::Result<&'static str> {
-        imp::huge_pages(self.ptr, self.len)
+        os::huge_pages(self.ptr, self.len)
     }
     /// Keep the mapping out of child processes: a fork then neither copies its page tables nor
     /// shares its pages, so a large mapping held for long does not slow the process's forks.
     /// Ok(description) when applied. A child must not touch it.
     pub fn not_inherited(&self) -> io::Result<&'static str> {
-        imp::not_inherited(self.ptr, self.len)
+        os::not_inherited(self.ptr, self.len)
     }
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr
@@ -173,12 +173,12 @@ impl AnonMap {
 /// Bytes of this process's anonymous memory backed by huge pages right now (None where the OS
 /// does not say).
 pub fn anon_huge_bytes() -> Option<u64> {
-    imp::anon_huge_bytes()
+    os::anon_huge_bytes()
 }
 
 impl Drop for AnonMap {
     fn drop(&mut self) {
-        imp::unmap(self.ptr, self.len);
+        os::unmap(self.ptr, self.len);
     }
 }
 
@@ -193,16 +193,16 @@ unsafe impl Send for FileMap {}
 
 impl FileMap {
     pub fn new(file: &File, len: usize) -> io::Result<FileMap> {
-        let ptr = imp::map_file(file, len)?;
+        let ptr = os::map_file(file, len)?;
         Ok(FileMap { ptr, len })
     }
     /// Turn off read-ahead for this mapping so each fault reads one page. Ok(description).
     pub fn advise_random(&self) -> io::Result<&'static str> {
-        imp::advise_random(self.ptr, self.len)
+        os::advise_random(self.ptr, self.len)
     }
     /// How many of the mapping's pages are resident in memory (in the page cache), per the OS.
     pub fn resident_pages(&self) -> io::Result<usize> {
-        imp::resident_pages(self.ptr, self.len)
+        os::resident_pages(self.ptr, self.len)
     }
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr
@@ -217,7 +217,7 @@ impl FileMap {
 
 impl Drop for FileMap {
     fn drop(&mut self) {
-        imp::unmap(self.ptr, self.len);
+        os::unmap(self.ptr, self.len);
     }
 }
 
@@ -226,7 +226,7 @@ impl Drop for FileMap {
 /// verifies with [`FileMap::resident_pages`]: the OS may keep pages anyway (e.g. on tmpfs).
 pub fn evict_file_pages(file: &File) -> io::Result<&'static str> {
     file.sync_all()?;
-    imp::evict_file_pages(file)
+    os::evict_file_pages(file)
 }
 
 /// On every OS: what the portable calls give, or that they are unsupported with the OS's name.
