@@ -8,10 +8,17 @@
 //! - **A new suite**: copy the smallest suite folder, `src/bench/cpu/` (a `mod.rs` with
 //!   `DESCRIPTION`, the figures a run's summary shows first (`HEADLINES`) and `benchmarks()`, one
 //!   file per benchmark), add `pub mod <suite>;` to `src/bench/mod.rs` and one `Suite` entry to
-//!   `src/bench/registry.rs` (with its options in `SuiteOptions` if it has any, its notes on a run
-//!   if it has any, and its leftovers of killed runs in `remove_leftovers`). A suite
-//!   imports no other suite: what two suites share lives in `crate::timing`, `crate::stats` or
-//!   `crate::platform`.
+//!   `src/bench/registry.rs` (with its notes on a run if it has any, and its leftovers of killed
+//!   runs in `remove_leftovers`). A suite with options declares them in its own `mod.rs` (a
+//!   `<Suite>Options` with `Default`, and `quick()` if the quick preset runs it lighter, as
+//!   `mem::MemOptions` does) and adds one field to `SuiteOptions` in `registry.rs`, plus its line
+//!   in `SuiteOptions::quick()` if it has a `quick()`; every other `SuiteOptions` built in the code
+//!   names only the suites it sets and fills the rest with `..Default::default()`, so none of them
+//!   changes. Options a user sets on `osgauge micro` are one clap group in `src/cli/micro.rs`
+//!   (as `MemOpts`): its field in `SuiteArgs`, its check against the selection and its line in
+//!   `SuiteArgs::suite_options`. So a suite touches its own folder, `bench/mod.rs`,
+//!   `registry.rs`, and `cli/micro.rs` only if it has `micro` flags. A suite imports no other
+//!   suite: what two suites share lives in `crate::timing`, `crate::stats` or `crate::platform`.
 //!
 //! Rules every benchmark follows:
 //! - `run` is one independent run: make what it needs, measure, free everything, return samples.

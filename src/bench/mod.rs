@@ -55,9 +55,15 @@ pub trait Benchmark: Send + Sync {
     /// tear down everything it made, return samples. Errors: `unsupported` with the reason where
     /// the OS lacks the feature; `failed` naming the OS call otherwise.
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError>;
-    /// Called once after the last run with the measured runs' outputs, in order: a benchmark
-    /// whose metrics are defined over all runs (e.g. cache levels detected once on the pooled
-    /// curve) rewrites them here. Returns facts derived from all runs, for the params.
+    /// Called with the measured runs' outputs, in order, each time the runner assembles this
+    /// benchmark's result. In the runner's rounds (`execute`, `execute_arms`) that is after every
+    /// round (in `ab`, every arm's turn) for every benchmark begun so far, with a copy of its runs
+    /// so far (the record kept after each round), and once more at the end with all of them;
+    /// `run_benchmark` calls it once, at the end. So it may be called many times, in `ab` in turn
+    /// with each arm's runs: derive everything from `runs`, not from state a previous call
+    /// consumed. A benchmark whose metrics are defined over all runs (e.g. cache levels detected
+    /// once on the pooled curve) rewrites them here. Returns facts derived from these runs, for
+    /// the params.
     fn finish(&self, runs: &mut [RunOutput]) -> Map<String, Value> {
         let _ = runs;
         Map::new()

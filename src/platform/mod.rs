@@ -27,7 +27,7 @@ mod unix;
 /// first Ctrl-C/SIGTERM (exports to FIFOs, the network client, pipes to children).
 pub mod wait;
 
-/// Memory facts and calls for the mem suite (own file, cfg-gated inside).
+/// Memory facts and calls for the mem suite (one file per OS inside).
 pub mod memory;
 /// Sockets (socket2) and TIME_WAIT counting for the network suite and `osgauge serve`.
 pub mod net;

@@ -3,6 +3,7 @@
 use super::{BusySample, SystemCpu};
 use std::io;
 
+pub use super::not_linux::{cpu_steal_ns, read_task_clock_excludes_steal};
 pub use super::unix::own_and_reaped_children_cpu_ns;
 
 pub const SYSTEM_CPU_SOURCE: &str = "host_statistics(HOST_CPU_LOAD_INFO) user+system+nice \
@@ -66,20 +67,6 @@ pub fn user_sys_split_resolution() -> (f64, String) {
         1e-6,
         "1 µs (rusage user/system times are accounted at every switch)".into(),
     )
-}
-
-pub fn cpu_steal_ns(_cpus: &[usize]) -> Result<(Vec<u64>, u64), String> {
-    Err(format!(
-        "not measurable on {}: the OS reports no per-CPU steal",
-        crate::platform::OS_NAME
-    ))
-}
-
-pub fn read_task_clock_excludes_steal() -> Result<(), String> {
-    Err(format!(
-        "unsupported on {}: the split reads Linux scheduler events",
-        crate::platform::OS_NAME
-    ))
 }
 
 pub fn busy_sample() -> BusySample {

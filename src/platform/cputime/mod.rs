@@ -6,7 +6,9 @@
 use std::io;
 
 // Each OS's counters in its own file (`os` is this OS's); Linux and macOS share the Unix rusage
-// and CLK_TCK helpers.
+// and CLK_TCK helpers, macOS and Windows the answers where steal is not measurable.
+#[cfg(not(target_os = "linux"))]
+mod not_linux;
 #[cfg(unix)]
 mod unix;
 

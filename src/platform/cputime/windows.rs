@@ -5,6 +5,8 @@ use std::io;
 use windows_sys::Win32::Foundation::FILETIME;
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, GetProcessTimes, GetSystemTimes};
 
+pub use super::not_linux::{cpu_steal_ns, read_task_clock_excludes_steal};
+
 pub const SYSTEM_CPU_SOURCE: &str =
     "GetSystemTimes (kernel + user busy, idle; kernel time includes idle and is net of it)";
 pub const PROCESS_CPU_SOURCE: &str = "GetProcessTimes kernel + user";
@@ -64,20 +66,6 @@ pub fn user_sys_split_resolution() -> (f64, String) {
         0.015_625,
         "one clock interrupt (15.625 ms: process times are charged per interrupt)".into(),
     )
-}
-
-pub fn cpu_steal_ns(_cpus: &[usize]) -> Result<(Vec<u64>, u64), String> {
-    Err(format!(
-        "not measurable on {}: the OS reports no per-CPU steal",
-        crate::platform::OS_NAME
-    ))
-}
-
-pub fn read_task_clock_excludes_steal() -> Result<(), String> {
-    Err(format!(
-        "unsupported on {}: the split reads Linux scheduler events",
-        crate::platform::OS_NAME
-    ))
 }
 
 pub fn busy_sample() -> BusySample {
