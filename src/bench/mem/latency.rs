@@ -325,6 +325,7 @@ pub unsafe fn chase(mut p: *const usize, n: u64) -> *const usize {
     p
 }
 
+#[derive(Clone)]
 struct Measured {
     curve: Vec<Point>,
     /// Batch samples per point.
@@ -656,7 +657,10 @@ impl Latency {
     /// After all runs: detect the levels once, rename every run's cache-level values by
     /// working-set size, and return the `curve` and `levels` facts.
     fn finish_runs(&self, outs: &mut [RunOutput]) -> serde_json::Map<String, Value> {
-        let runs = std::mem::take(&mut *self.measured.lock().unwrap_or_else(|e| e.into_inner()));
+        // A copy, not a take: the runner calls `finish` after every round on the runs so far and
+        // once more at the end; a take left the final call nothing (the record had no levels
+        // and no curve, each run kept its own level detection without a word).
+        let runs = self.measured.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut facts = serde_json::Map::new();
         if runs.is_empty() {
             return facts;
@@ -921,6 +925,24 @@ mod tests {
                 .push((0..5).map(|j| ns * (0.98 + 0.01 * j as f64)).collect());
         }
         m
+    }
+
+    #[test]
+    fn finish_after_every_round_and_at_the_end_gives_the_levels_each_time() {
+        // The runner calls `finish` on the runs so far after every round and once more at the
+        // end: each call must see every run measured so far (a take left the last call none).
+        let b = Latency::new(Pattern::Random, Pages::Base, &MemOptions::default());
+        b.measured
+            .lock()
+            .unwrap()
+            .extend([synthetic_run(4.0), synthetic_run(4.0)]);
+        for call in 0..3 {
+            let mut outs = vec![RunOutput::default(), RunOutput::default()];
+            let facts = b.finish(&mut outs);
+            assert!(facts.contains_key("levels"), "call {call}: {facts:?}");
+            assert!(facts.contains_key("curve"), "call {call}: {facts:?}");
+            assert!(outs.iter().all(|o| o.samples.iter().any(|(n, _)| *n == "l2")));
+        }
     }
 
     #[test]
