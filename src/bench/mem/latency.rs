@@ -660,7 +660,11 @@ impl Latency {
         // A copy, not a take: the runner calls `finish` after every round on the runs so far and
         // once more at the end; a take left the final call nothing (the record had no levels
         // and no curve, each run kept its own level detection without a word).
-        let runs = self.measured.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let runs = self
+            .measured
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let mut facts = serde_json::Map::new();
         if runs.is_empty() {
             return facts;
@@ -941,7 +945,10 @@ mod tests {
             let facts = b.finish(&mut outs);
             assert!(facts.contains_key("levels"), "call {call}: {facts:?}");
             assert!(facts.contains_key("curve"), "call {call}: {facts:?}");
-            assert!(outs.iter().all(|o| o.samples.iter().any(|(n, _)| *n == "l2")));
+            assert!(
+                outs.iter()
+                    .all(|o| o.samples.iter().any(|(n, _)| *n == "l2"))
+            );
         }
     }
 
