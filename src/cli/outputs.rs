@@ -25,6 +25,18 @@ use crate::output::progress::{Progress, format_secs};
 use crate::record::RunRecord;
 use crate::runner::{Event, Plan};
 
+/// What to say as a run starts while other work keeps `share` of the CPUs busy (`busy`: how it
+/// was seen). The estimate assumes a quiet machine; the benchmarks share the CPUs with that work,
+/// so the run takes longer, up to about the estimate × (1 + share): on this project's 2-CPU VM,
+/// with other work saturating both CPUs, the quick preset took 1.5× its estimate.
+pub fn busy_note(busy: &str, share: f64, estimate_s: f64) -> String {
+    format!(
+        "osgauge: other work is using the CPUs ({busy}): expect this run to take longer than \
+         estimated, up to about {}, and its figures to include that work",
+        format_secs(estimate_s * (1.0 + share.clamp(0.0, 1.0)))
+    )
+}
+
 /// A file a run writes, named by its option.
 #[derive(Debug)]
 pub(super) struct FileOutput {
@@ -370,14 +382,12 @@ impl<'a> Outputs<'a> {
         match ev {
             Event::Started { record, .. } => {
                 // The machine as the run starts: other work there slows every benchmark.
+                let (m, e) = (&record.machine, &record.environment.start);
                 if !self.quiet
-                    && let Some(busy) =
-                        crate::system::busy_now(&record.machine, &record.environment.start)
+                    && let Some(busy) = crate::system::busy_now(m, e)
                 {
-                    r.progress.note(&format!(
-                        "osgauge: other work is using the CPUs ({busy}): expect this run to \
-                         take longer than estimated, and its figures to include that work"
-                    ));
+                    let share = crate::system::busy_share(m, e).unwrap_or(0.0);
+                    r.progress.note(&busy_note(&busy, share, r.estimate_s));
                 }
             }
             Event::RunStarted { info, round, .. } => {

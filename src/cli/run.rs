@@ -130,10 +130,7 @@ pub(super) fn run_plan_then(
 ) -> Result<i32, CliError> {
     let benchmarks = select_with(&selection, suite_opts).map_err(CliError::Usage)?;
     opts.check_outputs()?;
-    let (runs, run_time) = match defaults {
-        Preset::Quick => (5, Duration::from_millis(100)),
-        Preset::Standard => (10, Duration::from_millis(300)),
-    };
+    let (runs, run_time) = defaults.runs_and_run_time();
     let (runs, most_runs, adaptive) = opts.runs_plan(runs)?;
     let run_time = opts.run_time.unwrap_or(run_time);
     // Default bound: ten times the planned measuring time (of the most runs a benchmark may
@@ -396,6 +393,37 @@ mod tests {
             }
         }
         assert_eq!(failures(&r).as_deref(), Some("nothing was measured"));
+    }
+
+    /// The help text names the presets' real run counts and times, and the quick preset takes
+    /// the fewest runs a comparison can reach significance from.
+    #[test]
+    fn the_help_names_each_presets_runs_and_run_time() {
+        use clap::CommandFactory;
+        let (q_runs, q_time) = Preset::Quick.runs_and_run_time();
+        let (s_runs, s_time) = Preset::Standard.runs_and_run_time();
+        assert_eq!(q_runs, crate::runner::MIN_SIGNIFICANT_RUNS);
+        let mut cmd = super::super::Cli::command();
+        let help = cmd
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_long_help()
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for (runs, time, name) in [(q_runs, q_time, "quick"), (s_runs, s_time, "standard")] {
+            let ms = time.as_millis();
+            assert!(
+                help.contains(&format!("{name}: {runs} runs × {ms} ms")),
+                "{name}: {help}"
+            );
+            assert!(
+                help.contains(&format!("{ms}ms for quick")) == (name == "quick"),
+                "{help}"
+            );
+        }
+        assert!(help.contains(&format!("default: {q_runs} for quick, {s_runs} otherwise")));
     }
 
     #[test]

@@ -9,13 +9,13 @@ use clap::Args;
 use super::{CliError, StoreOpts, parse_ci_width, parse_run_time, parse_timeout};
 #[derive(Args, Debug, Clone)]
 pub struct RunOpts {
-    /// Independent runs per benchmark [default: 5 for quick, 10 otherwise]
+    /// Independent runs per benchmark [default: 4 for quick, 10 otherwise]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: Option<u32>,
     /// Warm-up runs per benchmark, discarded
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub warmup: u32,
-    /// Measuring time per run, 1ms..60m, e.g. 100ms, 1s [default: 100ms for quick, 300ms otherwise]
+    /// Measuring time per run, 1ms..60m, e.g. 100ms, 1s [default: 50ms for quick, 300ms otherwise]
     #[arg(long, value_parser = parse_run_time)]
     pub run_time: Option<Duration>,
     /// Time bound per benchmark (all its runs), 100ms..24h (units ns, us, ms, s, m, h); reaching it stops the benchmark cleanly and records a timeout

@@ -242,6 +242,20 @@ pub fn busy_now(m: &Machine, e: &Environment) -> Option<String> {
     Some(parts.join(", "))
 }
 
+/// The share of the CPUs other work kept busy as a run starts (0..=1), when [`busy_now`] says
+/// the machine was busy: the sampling window's busy share, or — without a window — the load
+/// average over the CPUs, at most 1.
+pub fn busy_share(m: &Machine, e: &Environment) -> Option<f64> {
+    busy_now(m, e)?;
+    let cpus = m.cpu.logical_cpus.unwrap_or(1).max(1) as f64;
+    let window = e.cpu_time.as_ref().and_then(|c| c.window_busy_pct);
+    let share = match window {
+        Some(b) => b / 100.0,
+        None => e.load_avg.as_ref()?.one / cpus,
+    };
+    Some(share.clamp(0.0, 1.0))
+}
+
 /// Other activity on the machine: load, busy time, CPU pressure, steal, free memory.
 fn activity(c: &Ctx, out: &mut Vec<Finding>) {
     use Level::{Info, Warning};
@@ -787,6 +801,7 @@ mod tests {
         e.cpu_time = None;
         e.load_avg.as_mut().unwrap().one = 4.5;
         assert_eq!(busy_now(&m, &e).unwrap(), "load average 4.50 on 8 CPUs");
+        assert_eq!(busy_share(&m, &e), Some(4.5 / 8.0));
         e.load_avg.as_mut().unwrap().one = 3.5;
         assert_eq!(busy_now(&m, &e), None);
     }

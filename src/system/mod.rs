@@ -25,7 +25,7 @@ mod check;
 pub mod parse;
 mod render;
 
-pub use check::{busy_now, check, explain_rt_denial, unchecked};
+pub use check::{busy_now, busy_share, check, explain_rt_denial, unchecked};
 pub use render::{format_bytes, format_cpu_list, render_findings, render_text};
 
 /// Why a field is unknown (or where a value came from), keyed by field name.
