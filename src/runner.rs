@@ -1788,17 +1788,26 @@ mod tests {
                     let t = b.estimate_s(&e);
                     assert!(t.is_finite() && t > 0.0, "{}: {t}", b.info().id);
                     let id = b.info().id.as_str();
-                    // A frame loop runs at least half a second per run; an interactivity cell
-                    // 5 × the run time (at least 0.5 s), its warm-up at most 0.3 s, plus the
-                    // calibration; the UDP ramp 8 steps of max(run time / 4, 50 ms).
+                    // A frame loop runs at least half a second per run (0.3 s at the quick
+                    // preset); an interactivity cell 5 × the run time (at least 0.5 s; 0.3 s at
+                    // the quick preset), its warm-up at most 0.3 s, plus the calibration; the UDP
+                    // ramp 8 steps of max(run time / 4, 50 ms) in each measured run (it warms
+                    // itself).
+                    let (frame_s, cell_s) = if opts.interactivity.quick {
+                        (0.3, 0.3)
+                    } else {
+                        (0.5, 0.5)
+                    };
+                    assert_eq!(opts.frame.quick, opts.interactivity.quick);
                     if id.starts_with("frame/") {
-                        assert!(t >= 6.0 * 0.5, "{id}: {t}");
+                        assert!(t >= 6.0 * frame_s, "{id}: {t}");
                     }
                     if id.starts_with("interactivity/") {
-                        assert!((t - (0.35 + 5.0 * 0.55 + 0.3)).abs() < 1e-9, "{id}: {t}");
+                        let want = 0.35 + 5.0 * (cell_s + 0.05) + 0.3;
+                        assert!((t - want).abs() < 1e-9, "{id}: {t} != {want}");
                     }
                     if id == "net/udp_max_rate" {
-                        assert!(t >= 6.0 * 8.0 * 0.05, "{id}: {t}");
+                        assert!(t >= 5.0 * 8.0 * 0.05, "{id}: {t}");
                     }
                     // The fs bandwidth benchmarks extend their CPU-cost windows, not at the
                     // quick preset: 2 windows × max(10 × run time, 1 s) per measured run; the

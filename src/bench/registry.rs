@@ -37,6 +37,8 @@ pub struct SuiteOptions {
     pub net: net::NetOptions,
     pub fs: fs::FsOptions,
     pub latency: latency::LatencyOptions,
+    pub frame: frame::FrameOptions,
+    pub interactivity: interactivity::InteractivityOptions,
 }
 
 impl SuiteOptions {
@@ -46,6 +48,8 @@ impl SuiteOptions {
             mem: mem::MemOptions::quick(),
             net: net::NetOptions::quick(),
             fs: fs::FsOptions::quick(),
+            frame: frame::FrameOptions::quick(),
+            interactivity: interactivity::InteractivityOptions::quick(),
             ..Default::default()
         }
     }
@@ -99,7 +103,7 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             description: frame::DESCRIPTION,
             headlines: frame::HEADLINES,
             notes: None,
-            benchmarks: frame::benchmarks(),
+            benchmarks: frame::benchmarks(&opts.frame),
         },
         Suite {
             name: "latency",
@@ -113,7 +117,7 @@ pub fn suites_with(opts: &SuiteOptions) -> Vec<Suite> {
             description: interactivity::DESCRIPTION,
             headlines: interactivity::HEADLINES,
             notes: None,
-            benchmarks: interactivity::quick_benchmarks(),
+            benchmarks: interactivity::quick_benchmarks(&opts.interactivity),
         },
         Suite {
             name: "policy",

@@ -20,9 +20,38 @@ mod pacing;
 use super::Benchmark;
 use super::{Headline, Headlines};
 
-pub fn benchmarks() -> Vec<Box<dyn Benchmark>> {
+/// How the frame suite is configured: the shortest frame loop of a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameOptions {
+    /// Each run paces frames for at least this long (more when the run time is longer), s.
+    pub min_run_s: f64,
+    /// Whether this is the quick preset's lighter configuration (said in the record).
+    pub quick: bool,
+}
+
+impl Default for FrameOptions {
+    /// At least ~0.5 s of frames per run: a tail of 30 frames at 60 fps, 13 at 25 fps.
+    fn default() -> Self {
+        FrameOptions {
+            min_run_s: 0.5,
+            quick: false,
+        }
+    }
+}
+
+impl FrameOptions {
+    /// The quick preset: at least 0.3 s per run (18 frames at 60 fps, 8 at 25 fps).
+    pub fn quick() -> FrameOptions {
+        FrameOptions {
+            min_run_s: 0.3,
+            quick: true,
+        }
+    }
+}
+
+pub fn benchmarks(opts: &FrameOptions) -> Vec<Box<dyn Benchmark>> {
     vec![
-        Box::new(pacing::Pacing::new(60.0, 1, "60fps_1mp")),
-        Box::new(pacing::Pacing::new(25.0, 5, "25fps_5mp")),
+        Box::new(pacing::Pacing::new(60.0, 1, "60fps_1mp", opts)),
+        Box::new(pacing::Pacing::new(25.0, 5, "25fps_5mp", opts)),
     ]
 }

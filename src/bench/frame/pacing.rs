@@ -16,13 +16,14 @@ pub struct Pacing {
     fps: f64,
     bytes: usize,
     min_frames: usize,
+    opts: super::FrameOptions,
 }
 
 impl Pacing {
-    pub fn new(fps: f64, megapixels: usize, name: &str) -> Self {
+    pub fn new(fps: f64, megapixels: usize, name: &str, opts: &super::FrameOptions) -> Self {
         let bytes = megapixels * 1_000_000 * BYTES_PER_PIXEL;
-        // At least ~0.5 s of frames per run, so a quick preset stays short but has a tail.
-        let min_frames = (fps * 0.5).ceil() as usize;
+        // At least `min_run_s` of frames per run, so a short run still has a tail.
+        let min_frames = (fps * opts.min_run_s).ceil() as usize;
         Pacing {
             info: Info {
                 id: format!("frame/pacing_{name}"),
@@ -79,6 +80,7 @@ impl Pacing {
             fps,
             bytes,
             min_frames,
+            opts: *opts,
         }
     }
 }
@@ -92,6 +94,20 @@ impl Benchmark for Pacing {
         let mut m = serde_json::Map::new();
         m.insert("fps".into(), self.fps.into());
         m.insert("frame_bytes".into(), (self.bytes as u64).into());
+        m.insert("min_frames".into(), (self.min_frames as u64).into());
+        m.insert(
+            "min_frames_reason".into(),
+            format!(
+                "{}at least {} s of frames per run",
+                if self.opts.quick {
+                    "quick preset: "
+                } else {
+                    ""
+                },
+                self.opts.min_run_s
+            )
+            .into(),
+        );
         m.insert(
             "display".into(),
             "none (presenting to a display is out of scope)".into(),
@@ -163,7 +179,7 @@ mod tests {
     /// is a timing relation: tests/it/timing.rs judges it in a quiet window).
     #[test]
     fn short_run_measures_every_metric() {
-        let b = Pacing::new(60.0, 1, "60fps_1mp");
+        let b = Pacing::new(60.0, 1, "60fps_1mp", &super::super::FrameOptions::default());
         let timing = crate::timing::calibrate();
         let cancel = AtomicBool::new(false);
         let ctx = RunContext::new(
@@ -193,5 +209,34 @@ mod tests {
         assert!((0.0..=100.0).contains(&late));
         let fps = get("effective_fps")[0];
         assert!(fps.is_finite() && fps > 0.0, "effective fps {fps}");
+    }
+}
+
+#[cfg(test)]
+mod preset_tests {
+    use super::super::FrameOptions;
+    use super::*;
+
+    /// The quick preset's shorter frame loop is in the record and in the estimate.
+    #[test]
+    fn the_quick_preset_paces_fewer_frames_and_says_so() {
+        let e = crate::bench::Estimate {
+            runs: 4,
+            warmup: 1,
+            run_time: std::time::Duration::from_millis(50),
+        };
+        let std = Pacing::new(25.0, 5, "25fps_5mp", &FrameOptions::default());
+        let quick = Pacing::new(25.0, 5, "25fps_5mp", &FrameOptions::quick());
+        assert_eq!(std.params()["min_frames"], 13);
+        assert_eq!(quick.params()["min_frames"], 8);
+        let said = quick.params()["min_frames_reason"].to_string();
+        assert!(said.contains("quick preset: at least 0.3 s"), "{said}");
+        assert!(
+            !std.params()["min_frames_reason"]
+                .to_string()
+                .contains("quick")
+        );
+        assert!(quick.estimate_s(&e) < std.estimate_s(&e));
+        assert!(quick.estimate_s(&e) >= 5.0 * 8.0 / 25.0);
     }
 }

@@ -94,6 +94,8 @@ pub struct Settings {
     /// Measuring time of one run; None = 5 × the runner's run time, at least 500 ms (when cells
     /// run inside `osgauge run` / `micro`).
     pub duration: Option<Duration>,
+    /// Why `duration` is what it is, when the command did not choose it (said in the record).
+    pub duration_reason: Option<&'static str>,
     pub work_mode: WorkMode,
     pub recalibrate: bool,
     /// Calibration cache file (None: calibrate every time, store nothing).
@@ -131,6 +133,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             duration: None,
+            duration_reason: None,
             work_mode: WorkMode::Fixed,
             recalibrate: false,
             cache_file: work::default_cache_file(),
@@ -505,6 +508,9 @@ impl Benchmark for Cell {
             "duration_s".into(),
             json!(s.duration.map(|d| d.as_secs_f64())),
         );
+        if let Some(why) = s.duration_reason {
+            m.insert("duration_reason".into(), json!(why));
+        }
         m.insert("work_mode".into(), json!(s.work_mode));
         m.insert("video_hz".into(), json!(s.video_hz));
         if self.task == "custom" {
@@ -588,12 +594,34 @@ pub fn matrix(
     v
 }
 
+/// How the small matrix `osgauge run` includes is configured.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct InteractivityOptions {
+    /// The quick preset: each run measures [`QUICK_DURATION`] (else 5 × the run time, at least
+    /// 500 ms).
+    pub quick: bool,
+}
+
+impl InteractivityOptions {
+    pub fn quick() -> InteractivityOptions {
+        InteractivityOptions { quick: true }
+    }
+}
+
+/// A cell's measuring time per run at the quick preset: 6 audio periods of 50 ms, 18 video
+/// frames at 60 Hz (the Windows tests under Wine run 300 ms cells too).
+pub const QUICK_DURATION: Duration = Duration::from_millis(300);
+
 /// The small matrix `osgauge run` includes: audio & video × none & burn.
-pub fn quick_benchmarks() -> Vec<Box<dyn Benchmark>> {
+pub fn quick_benchmarks(opts: &InteractivityOptions) -> Vec<Box<dyn Benchmark>> {
     matrix(
         &["audio", "video"],
         &[LoadKind::None, LoadKind::Burn],
-        Arc::new(Settings::default()),
+        Arc::new(Settings {
+            duration: opts.quick.then_some(QUICK_DURATION),
+            duration_reason: opts.quick.then_some("quick preset"),
+            ..Settings::default()
+        }),
     )
 }
 
@@ -705,6 +733,29 @@ mod tests {
         assert_eq!(task_cpu_tolerance(5.0), 5.0);
     }
 
+    /// The quick preset's cells measure 300 ms per run and say why; the standard ones follow
+    /// the run time and say nothing.
+    #[test]
+    fn quick_cells_measure_their_short_window_and_say_so() {
+        for (opts, want, why) in [
+            (
+                InteractivityOptions::quick(),
+                json!(0.3),
+                json!("quick preset"),
+            ),
+            (InteractivityOptions::default(), Value::Null, Value::Null),
+        ] {
+            for b in quick_benchmarks(&opts) {
+                let p = b.params();
+                assert_eq!(p["duration_s"], want, "{}", b.info().id);
+                assert_eq!(
+                    p.get("duration_reason").cloned().unwrap_or(Value::Null),
+                    why
+                );
+            }
+        }
+    }
+
     #[test]
     fn cells_declare_the_metrics_their_task_has() {
         let s = Arc::new(Settings {
@@ -728,7 +779,7 @@ mod tests {
         let names: Vec<_> = gaming.info().metrics.iter().map(|m| m.name).collect();
         assert_eq!(names, ["latency", "desired_cpu", "task_cpu"]);
         assert_eq!(gaming.info().id, "interactivity/gaming/none");
-        let q = quick_benchmarks();
+        let q = quick_benchmarks(&InteractivityOptions::default());
         let ids: Vec<_> = q.iter().map(|b| b.info().id.clone()).collect();
         assert_eq!(
             ids,

@@ -240,6 +240,47 @@ pub struct Bandwidth {
     size: Mutex<Option<(u64, String)>>,
     /// The arrays kept from the previous run, faulted in and holding known values.
     kept: Mutex<Option<Held>>,
+    /// Which passes each run discards and how many it times at least.
+    passes: Passes,
+}
+
+/// Which passes a run discards and how many it times at least ([`Passes::STANDARD`], or the
+/// quick preset's [`Passes::QUICK`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Passes {
+    /// Every run discards each kernel's first pass (else only a run that faulted its arrays in).
+    pub discard_every_run: bool,
+    /// Timed passes per kernel per run, at least.
+    pub min_timed: u32,
+}
+
+impl Passes {
+    pub const STANDARD: Passes = Passes {
+        discard_every_run: true,
+        min_timed: 3,
+    };
+    /// The quick preset: a run that reuses arrays the previous run faulted in and passed over
+    /// times from its first pass, and one timed pass per kernel is enough (a 2 × 1.9 GB copy
+    /// pass takes ~0.18 s here, longer than the quick preset's 50 ms run time).
+    pub const QUICK: Passes = Passes {
+        discard_every_run: false,
+        min_timed: 1,
+    };
+
+    /// Whether a run discards its first pass of each kernel (`fresh`: it faulted its arrays in).
+    pub fn discards(self, fresh: bool) -> bool {
+        self.discard_every_run || fresh
+    }
+
+    /// What the record says of the passes.
+    pub fn said(self) -> &'static str {
+        if self.discard_every_run {
+            "every run discards each kernel's first pass, then times at least 3"
+        } else {
+            "quick preset: only the run that faults the arrays in discards each kernel's first \
+             pass; every run times at least 1"
+        }
+    }
 }
 
 /// Share of the memory that would be available without them that the arrays all bandwidth
@@ -396,7 +437,9 @@ impl Bandwidth {
              run time (at least 3); no harness warm-up run (the discarded passes and the first \
              run's faulting are all a warm-up run would do). Results are checked (read checksum, \
              copied and triad values) so no kernel can be optimised away; non-temporal stores \
-             use explicit intrinsics ({nt}).",
+             use explicit intrinsics ({nt}). The quick preset of `osgauge run` discards the \
+             first pass only in the run that faults the arrays in and times at least 1 pass per \
+             run (param passes).",
             names.join(", "),
             share = super::AVAILABLE_SHARE * 100.0,
             keep = KEEP_SHARE * 100.0,
@@ -424,6 +467,11 @@ impl Bandwidth {
             max_size: opts.max_size,
             size: Mutex::new(None),
             kept: Mutex::new(None),
+            passes: if opts.quick {
+                Passes::QUICK
+            } else {
+                Passes::STANDARD
+            },
         }
     }
 
@@ -623,6 +671,7 @@ impl Benchmark for Bandwidth {
         m.insert("array_bytes_reason".into(), why.into());
         m.insert("arrays".into(), self.arrays().into());
         m.insert("threads".into(), (self.thread_count() as u64).into());
+        m.insert("passes".into(), self.passes.said().into());
         m.insert(
             "write_nt".into(),
             match nt_support() {
@@ -639,19 +688,27 @@ impl Benchmark for Bandwidth {
         true
     }
 
-    /// The arrays are faulted in once, then every run times every kernel at least 4 passes (1
-    /// discarded) or for its share of the run time; no warm-up runs ([`Self::warms_itself`]).
+    /// The arrays are faulted in once, then every run times every kernel at least
+    /// [`Passes::min_timed`] passes or for its share of the run time, after a discarded first pass
+    /// (every run's, or at the quick preset the faulting run's only); no warm-up runs
+    /// ([`Self::warms_itself`]).
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
         let (bytes, _) = self.array_bytes();
         let all = (bytes * self.arrays()) as f64;
         let passes: f64 = self
             .kernels
             .iter()
-            .map(|k| {
-                4.0 * (bytes * k.arrays_counted()) as f64 / super::ASSUMED_BANDWIDTH_BYTES_PER_S
-            })
+            .map(|k| (bytes * k.arrays_counted()) as f64 / super::ASSUMED_BANDWIDTH_BYTES_PER_S)
             .sum();
-        f64::from(e.runs) * (e.run_time.as_secs_f64().max(passes) + crate::bench::DEFAULT_SETUP_S)
+        let timed = f64::from(self.passes.min_timed) * passes;
+        // Discarded passes: every run's, or the faulting run's only.
+        let discarded = if self.passes.discard_every_run {
+            f64::from(e.runs)
+        } else {
+            1.0
+        } * passes;
+        f64::from(e.runs) * (e.run_time.as_secs_f64().max(timed) + crate::bench::DEFAULT_SETUP_S)
+            + discarded
             + all / super::FAULT_IN_BYTES_PER_S
     }
 
@@ -733,7 +790,8 @@ impl Bandwidth {
             if arrays.fresh {
                 shared.pass(CMD_FIRST_TOUCH);
             }
-            let out = self.time_kernels(ctx, &shared, words, &mut vals);
+            let discard = self.passes.discards(arrays.fresh);
+            let out = self.time_kernels(ctx, &shared, words, &mut vals, discard);
             shared.stop();
             out
         })?;
@@ -745,15 +803,18 @@ impl Bandwidth {
     }
 
     /// Each kernel's passes over `words` words per array, for its share of the run time (at least
-    /// 3 after its discarded first pass), every result checked. `vals`: what `a` and `c` hold,
-    /// kept up to date.
+    /// [`Passes::min_timed`] after its first pass, discarded when `discard`), every result
+    /// checked. `vals`: what `a` and `c` hold, kept up to date.
     fn time_kernels(
         &self,
         ctx: &RunContext,
         shared: &Shared,
         words: u64,
         vals: &mut (f64, f64),
+        discard: bool,
     ) -> Result<RunOutput, BenchError> {
+        let min_timed = self.passes.min_timed as usize;
+        let skip = u32::from(discard);
         let budget = ctx.run_time / self.kernels.len() as u32;
         let mut out = RunOutput::default();
         for &k in &self.kernels {
@@ -761,7 +822,7 @@ impl Bandwidth {
             let mut samples = Vec::new();
             let started = Instant::now();
             let mut passes = 0u32;
-            while samples.len() < 3 || started.elapsed() < budget {
+            while samples.len() < min_timed || started.elapsed() < budget {
                 ctx.check()?;
                 shared.checksum.store(0, Ordering::Relaxed);
                 let d = shared.pass(kernel_index(k));
@@ -780,7 +841,7 @@ impl Bandwidth {
                     Kernel::Copy => vals.1 = vals.0,
                     Kernel::Triad => vals.0 = 2.0 + SCALAR * vals.1,
                 }
-                if passes > 1 && d > Duration::ZERO {
+                if passes > skip && d > Duration::ZERO {
                     samples.push(bytes_counted as f64 / d.as_secs_f64());
                 }
             }
@@ -804,6 +865,7 @@ impl Bandwidth {
         let mut out = self
             .facts(out, &pins, t)
             .fact("arrays_faulted_in", fresh)
+            .fact("first_pass_discarded", self.passes.discards(fresh))
             .fact(
                 "arrays_not_inherited",
                 arrays
@@ -998,6 +1060,41 @@ mod tests {
 
     fn faulted(out: &RunOutput) -> bool {
         out.facts["arrays_faulted_in"] == Value::Bool(true)
+    }
+
+    /// At the quick preset only the run that faulted the arrays in discards its first pass, and a
+    /// run times at least one pass; the standard preset discards in every run and times 3.
+    #[test]
+    fn the_quick_preset_discards_only_the_faulting_runs_first_pass() {
+        let t = crate::bench::testutil::TestCtx::new();
+        let standard = Bandwidth::new(
+            Threads::N(1),
+            &MemOptions {
+                max_size: Some(3 << 20),
+                ..Default::default()
+            },
+        );
+        for (b, discards, min) in [
+            (small(Threads::N(1)), [true, false, false], 1),
+            (standard, [true, true, true], 3),
+        ] {
+            let said = b.params()["passes"].as_str().unwrap().to_string();
+            assert!(said.contains(&format!("at least {min}")), "{said}");
+            for (i, want) in discards.into_iter().enumerate() {
+                let ctx = t
+                    .ctx(Duration::ZERO, Duration::from_secs(60))
+                    .with_runs_left(3 - i as u32);
+                let out = b.run(&ctx).unwrap();
+                assert_eq!(faulted(&out), i == 0, "run {i}");
+                assert_eq!(
+                    out.facts["first_pass_discarded"],
+                    Value::Bool(want),
+                    "run {i}"
+                );
+                let n = out.samples.iter().find(|m| m.0 == "copy").unwrap().1.len();
+                assert_eq!(n, min, "run {i}: a zero run time times the fewest passes");
+            }
+        }
     }
 
     /// The arrays are faulted in by the benchmark's first run and kept for the next runs, which

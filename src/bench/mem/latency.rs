@@ -334,9 +334,10 @@ struct Measured {
 
 /// Time to build one element of a chain, assumed by the estimate, s: a random chain shuffles a
 /// permutation (Sattolo, cache-missing swaps) and writes one pointer per element; a strided one
-/// only writes. Measured here (2-core VM): 25–40 ns and ~6 ns per element, alike at the quick
-/// preset's 128 MiB and the default 512 MiB grids.
-const BUILD_S_PER_ELEMENT_RANDOM: f64 = 30e-9;
+/// only writes. Measured here (2-core VM, quick preset, 512 MiB cap: 16.8 M elements over the
+/// grid per run): 51–60 ns per random element from whole runs, quiet (an earlier 25–40 ns
+/// timed the build alone and left the walk at memory speed out); ~6 ns per strided element.
+const BUILD_S_PER_ELEMENT_RANDOM: f64 = 55e-9;
 const BUILD_S_PER_ELEMENT_STRIDED: f64 = 6e-9;
 
 impl Benchmark for Latency {
@@ -365,7 +366,8 @@ impl Benchmark for Latency {
     }
 
     /// Each run builds a chain at every working set of the grid (random or strided writes over the
-    /// set) after faulting in the largest, then measures the grid within the run time.
+    /// set) after faulting in the largest, then measures the grid within the run time; no warm-up
+    /// runs ([`Self::warms_itself`]).
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
         let (max, _) = self.max_working_set();
         let elem = self.element_bytes() as u64;
@@ -375,7 +377,8 @@ impl Benchmark for Latency {
         } else {
             BUILD_S_PER_ELEMENT_STRIDED
         };
-        e.timed(elements as f64 * per_element + max as f64 / super::FAULT_IN_BYTES_PER_S)
+        let setup = elements as f64 * per_element + max as f64 / super::FAULT_IN_BYTES_PER_S;
+        f64::from(e.runs) * (e.run_time.as_secs_f64() + setup)
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
