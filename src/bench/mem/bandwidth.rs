@@ -9,8 +9,8 @@
 //! to compare.
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -238,10 +238,23 @@ pub struct Bandwidth {
     /// Bytes per array and why, decided by the first run that allocates them: every run of the
     /// benchmark measures the same arrays' size.
     size: Mutex<Option<(u64, String)>>,
-    /// The arrays kept from the previous run, faulted in and holding known values.
-    kept: Mutex<Option<Held>>,
+    /// The arrays kept from the previous run, faulted in and holding known values: this
+    /// benchmark's own, or (quick preset) one set the bandwidth benchmarks built together share.
+    kept: Arc<Mutex<Option<Held>>>,
+    /// How many of the benchmarks sharing `kept` have run and not yet been released.
+    users: Arc<AtomicUsize>,
+    /// Whether this benchmark is counted in `users`.
+    registered: AtomicBool,
     /// Which passes each run discards and how many it times at least.
     passes: Passes,
+}
+
+/// Arrays the bandwidth benchmarks built together share between their runs (the quick preset:
+/// the 1-thread and all-CPU benchmarks then fault one set of arrays in, not two).
+#[derive(Clone, Default)]
+pub struct Pool {
+    kept: Arc<Mutex<Option<Held>>>,
+    users: Arc<AtomicUsize>,
 }
 
 /// Which passes a run discards and how many it times at least ([`Passes::STANDARD`], or the
@@ -398,6 +411,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Bandwidth {
     pub fn new(threads: Threads, opts: &MemOptions) -> Bandwidth {
+        Bandwidth::sharing(threads, opts, &Pool::default())
+    }
+
+    /// A benchmark that keeps its arrays between runs in `pool`, shared with the other
+    /// benchmarks built with the same pool (a run takes whichever arrays of its size are there).
+    pub fn sharing(threads: Threads, opts: &MemOptions, pool: &Pool) -> Bandwidth {
         let kernels: Vec<Kernel> = if opts.quick {
             vec![Kernel::Copy]
         } else {
@@ -439,7 +458,9 @@ impl Bandwidth {
              copied and triad values) so no kernel can be optimised away; non-temporal stores \
              use explicit intrinsics ({nt}). The quick preset of `osgauge run` discards the \
              first pass only in the run that faults the arrays in and times at least 1 pass per \
-             run (param passes).",
+             run (param passes), and its bandwidth benchmarks share one set of arrays of the same \
+             size, faulted in by whichever runs first and freed after the last of them (param \
+             arrays_shared).",
             names.join(", "),
             share = super::AVAILABLE_SHARE * 100.0,
             keep = KEEP_SHARE * 100.0,
@@ -466,7 +487,9 @@ impl Bandwidth {
             kernels,
             max_size: opts.max_size,
             size: Mutex::new(None),
-            kept: Mutex::new(None),
+            kept: pool.kept.clone(),
+            users: pool.users.clone(),
+            registered: AtomicBool::new(false),
             passes: if opts.quick {
                 Passes::QUICK
             } else {
@@ -673,6 +696,10 @@ impl Benchmark for Bandwidth {
         m.insert("threads".into(), (self.thread_count() as u64).into());
         m.insert("passes".into(), self.passes.said().into());
         m.insert(
+            "arrays_shared".into(),
+            (Arc::strong_count(&self.kept) > 1).into(),
+        );
+        m.insert(
             "write_nt".into(),
             match nt_support() {
                 Ok(i) => i.to_string(),
@@ -709,7 +736,8 @@ impl Benchmark for Bandwidth {
         } * passes;
         f64::from(e.runs) * (e.run_time.as_secs_f64().max(timed) + crate::bench::DEFAULT_SETUP_S)
             + discarded
-            + all / super::FAULT_IN_BYTES_PER_S
+            // One fault-in, shared out among the benchmarks that share the arrays.
+            + all / super::FAULT_IN_BYTES_PER_S / Arc::strong_count(&self.kept) as f64
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
@@ -731,8 +759,17 @@ impl Benchmark for Bandwidth {
         m
     }
 
+    /// Frees the kept arrays, unless another benchmark that shares them has runs left (the last
+    /// of them to be released frees them).
     fn release(&self) {
-        drop(lock(&self.kept).take());
+        let last = if self.registered.swap(false, Ordering::Relaxed) {
+            self.users.fetch_sub(1, Ordering::Relaxed) <= 1
+        } else {
+            self.users.load(Ordering::Relaxed) == 0
+        };
+        if last {
+            drop(lock(&self.kept).take());
+        }
     }
 }
 
@@ -740,7 +777,14 @@ impl Bandwidth {
     /// Set-up: the arrays kept from the previous run, or new ones (not yet faulted in) of the
     /// size the benchmark's first run decided.
     fn setup(&self, t: usize) -> Result<RunArrays, BenchError> {
-        if let Some(kept) = lock(&self.kept).take().and_then(Held::take) {
+        if !self.registered.swap(true, Ordering::Relaxed) {
+            self.users.fetch_add(1, Ordering::Relaxed);
+        }
+        let (bytes, _) = self.array_bytes();
+        if let Some(kept) = lock(&self.kept).take().and_then(Held::take)
+            && kept.len as u64 * 8 == bytes
+            && kept.bytes() == bytes * self.arrays()
+        {
             return Ok(kept);
         }
         let (bytes, why) = self.array_bytes();
@@ -873,7 +917,9 @@ impl Bandwidth {
                     .clone()
                     .map_or_else(|e| format!("not applied: {e}"), str::to_string),
             );
-        if ctx.runs_left > 1 && arrays.not_inherited.is_ok() {
+        // Kept for this benchmark's next run, or for another that shares them and runs on.
+        let others_run_on = self.users.load(Ordering::Relaxed) > 1;
+        if (ctx.runs_left > 1 || others_run_on) && arrays.not_inherited.is_ok() {
             let (own, others) = (arrays.bytes(), kept_bytes());
             if may_keep(own, others, crate::platform::memory::available_bytes()) {
                 *lock(&self.kept) = Some(Held::new(arrays));
@@ -1060,6 +1106,46 @@ mod tests {
 
     fn faulted(out: &RunOutput) -> bool {
         out.facts["arrays_faulted_in"] == Value::Bool(true)
+    }
+
+    /// Benchmarks built with one pool fault one set of arrays in between them; the set outlives
+    /// the release of the first finished benchmark and goes with the last one's.
+    #[test]
+    fn benchmarks_sharing_a_pool_fault_one_set_in_and_the_last_release_frees_it() {
+        let t = crate::bench::testutil::TestCtx::new();
+        let opts = MemOptions {
+            max_size: Some(3 << 20),
+            quick: true,
+            ..Default::default()
+        };
+        let pool = Pool::default();
+        let one = Bandwidth::sharing(Threads::N(1), &opts, &pool);
+        let all = Bandwidth::sharing(Threads::All, &opts, &pool);
+        assert_eq!(one.params()["arrays_shared"], true);
+        assert_eq!(small(Threads::N(1)).params()["arrays_shared"], false);
+        let ctx = |left: u32| {
+            t.ctx(Duration::ZERO, Duration::from_secs(60))
+                .with_runs_left(left)
+        };
+        assert!(faulted(&one.run(&ctx(2)).unwrap()));
+        assert!(
+            !faulted(&all.run(&ctx(2)).unwrap()),
+            "the set one faulted in"
+        );
+        // `one`'s last run keeps them for `all`, which runs on.
+        assert!(!faulted(&one.run(&ctx(1)).unwrap()));
+        one.release();
+        assert!(
+            lock(&pool.kept).is_some(),
+            "kept for the benchmark that runs on"
+        );
+        assert!(!faulted(&all.run(&ctx(1)).unwrap()));
+        all.release();
+        assert!(lock(&pool.kept).is_none(), "the last release frees them");
+        // Released both (an `ab` arm switch): the next run faults a new set in.
+        assert!(faulted(&all.run(&ctx(2)).unwrap()));
+        all.release();
+        assert!(lock(&pool.kept).is_none());
     }
 
     /// At the quick preset only the run that faulted the arrays in discards its first pass, and a

@@ -112,8 +112,15 @@ pub fn benchmarks(opts: &MemOptions) -> Vec<Box<dyn Benchmark>> {
         }
     }
     if opts.wants(Part::Bandwidth) {
+        // The quick preset's benchmarks share one set of arrays (faulted in once, not per
+        // benchmark); the standard ones keep their own.
+        let shared = bandwidth::Pool::default();
         for t in thread_sweep(opts) {
-            v.push(Box::new(bandwidth::Bandwidth::new(t, opts)));
+            v.push(Box::new(if opts.quick {
+                bandwidth::Bandwidth::sharing(t, opts, &shared)
+            } else {
+                bandwidth::Bandwidth::new(t, opts)
+            }));
         }
     }
     if opts.wants(Part::PageFaults) && !opts.quick {
