@@ -251,7 +251,9 @@ mod linux {
             let (tasks, duration, runs) = if short {
                 ("audio", "200ms", 1)
             } else {
-                ("audio,video", "2s", 3)
+                // 4 runs of 2 s: longer than the latest signal (6 s) by a round, so a signal
+                // never lands after the last round (3 runs took 6 s and lost that race in CI).
+                ("audio,video", "2s", 4)
             };
             format!(
                 "interactivity --task {tasks} --load {work} --duration {duration} --runs {runs} \
