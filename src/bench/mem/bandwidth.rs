@@ -239,11 +239,9 @@ pub struct Bandwidth {
     /// benchmark measures the same arrays' size.
     size: Mutex<Option<(u64, String)>>,
     /// The arrays kept from the previous run, faulted in and holding known values: this
-    /// benchmark's own, or (quick preset) one set the bandwidth benchmarks built together share.
-    kept: Arc<Mutex<Option<Held>>>,
-    /// How many of the benchmarks sharing `kept` have run and not yet been released.
-    users: Arc<AtomicUsize>,
-    /// Whether this benchmark is counted in `users`.
+    /// benchmark's own pool, or (quick preset) one the bandwidth benchmarks built together share.
+    pool: Pool,
+    /// Whether this benchmark is counted in the pool's `users`.
     registered: AtomicBool,
     /// Which passes each run discards and how many it times at least.
     passes: Passes,
@@ -254,6 +252,7 @@ pub struct Bandwidth {
 #[derive(Clone, Default)]
 pub struct Pool {
     kept: Arc<Mutex<Option<Held>>>,
+    /// How many of the benchmarks sharing `kept` have run and not yet been released.
     users: Arc<AtomicUsize>,
 }
 
@@ -286,12 +285,15 @@ impl Passes {
     }
 
     /// What the record says of the passes.
-    pub fn said(self) -> &'static str {
+    pub fn said(self) -> String {
+        let n = self.min_timed;
         if self.discard_every_run {
-            "every run discards each kernel's first pass, then times at least 3"
+            format!("every run discards each kernel's first pass, then times at least {n}")
         } else {
-            "quick preset: only the run that faults the arrays in discards each kernel's first \
-             pass; every run times at least 1"
+            format!(
+                "quick preset: only the run that faults the arrays in discards each kernel's \
+                 first pass; every run times at least {n}"
+            )
         }
     }
 }
@@ -487,8 +489,7 @@ impl Bandwidth {
             kernels,
             max_size: opts.max_size,
             size: Mutex::new(None),
-            kept: pool.kept.clone(),
-            users: pool.users.clone(),
+            pool: pool.clone(),
             registered: AtomicBool::new(false),
             passes: if opts.quick {
                 Passes::QUICK
@@ -697,7 +698,7 @@ impl Benchmark for Bandwidth {
         m.insert("passes".into(), self.passes.said().into());
         m.insert(
             "arrays_shared".into(),
-            (Arc::strong_count(&self.kept) > 1).into(),
+            (Arc::strong_count(&self.pool.kept) > 1).into(),
         );
         m.insert(
             "write_nt".into(),
@@ -737,7 +738,7 @@ impl Benchmark for Bandwidth {
         f64::from(e.runs) * (e.run_time.as_secs_f64().max(timed) + crate::bench::DEFAULT_SETUP_S)
             + discarded
             // One fault-in, shared out among the benchmarks that share the arrays.
-            + all / super::FAULT_IN_BYTES_PER_S / Arc::strong_count(&self.kept) as f64
+            + all / super::FAULT_IN_BYTES_PER_S / Arc::strong_count(&self.pool.kept) as f64
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
@@ -763,12 +764,12 @@ impl Benchmark for Bandwidth {
     /// of them to be released frees them).
     fn release(&self) {
         let last = if self.registered.swap(false, Ordering::Relaxed) {
-            self.users.fetch_sub(1, Ordering::Relaxed) <= 1
+            self.pool.users.fetch_sub(1, Ordering::Relaxed) <= 1
         } else {
-            self.users.load(Ordering::Relaxed) == 0
+            self.pool.users.load(Ordering::Relaxed) == 0
         };
         if last {
-            drop(lock(&self.kept).take());
+            drop(lock(&self.pool.kept).take());
         }
     }
 }
@@ -778,16 +779,15 @@ impl Bandwidth {
     /// size the benchmark's first run decided.
     fn setup(&self, t: usize) -> Result<RunArrays, BenchError> {
         if !self.registered.swap(true, Ordering::Relaxed) {
-            self.users.fetch_add(1, Ordering::Relaxed);
+            self.pool.users.fetch_add(1, Ordering::Relaxed);
         }
-        let (bytes, _) = self.array_bytes();
-        if let Some(kept) = lock(&self.kept).take().and_then(Held::take)
+        let (bytes, why) = self.array_bytes();
+        if let Some(kept) = lock(&self.pool.kept).take().and_then(Held::take)
             && kept.len as u64 * 8 == bytes
             && kept.bytes() == bytes * self.arrays()
         {
             return Ok(kept);
         }
-        let (bytes, why) = self.array_bytes();
         *lock(&self.size) = Some((bytes, why));
         let len = (bytes / 8) as usize;
         if len < 8 * t {
@@ -918,11 +918,11 @@ impl Bandwidth {
                     .map_or_else(|e| format!("not applied: {e}"), str::to_string),
             );
         // Kept for this benchmark's next run, or for another that shares them and runs on.
-        let others_run_on = self.users.load(Ordering::Relaxed) > 1;
+        let others_run_on = self.pool.users.load(Ordering::Relaxed) > 1;
         if (ctx.runs_left > 1 || others_run_on) && arrays.not_inherited.is_ok() {
             let (own, others) = (arrays.bytes(), kept_bytes());
             if may_keep(own, others, crate::platform::memory::available_bytes()) {
-                *lock(&self.kept) = Some(Held::new(arrays));
+                *lock(&self.pool.kept) = Some(Held::new(arrays));
             } else {
                 out = out.fact(
                     "arrays_freed",
@@ -1201,7 +1201,7 @@ mod tests {
                 .collect();
             let fresh: Vec<bool> = outs.iter().map(faulted).collect();
             assert_eq!(fresh, [true, false, false, false], "{threads:?}");
-            assert!(lock(&b.kept).is_none(), "the last run frees them");
+            assert!(lock(&b.pool.kept).is_none(), "the last run frees them");
             // Every run still measures and checks: samples (at least the quick preset's one
             // timed pass; `small` is a quick benchmark) and the same array size.
             for o in &outs {
@@ -1232,13 +1232,13 @@ mod tests {
         assert!(faulted(&b.run(&ctx).unwrap()));
         assert!(!faulted(&b.run(&ctx).unwrap()));
         b.release();
-        assert!(lock(&b.kept).is_none());
+        assert!(lock(&b.pool.kept).is_none());
         assert!(faulted(&b.run(&ctx).unwrap()));
         let past = t
             .ctx(Duration::from_millis(5), Duration::ZERO)
             .with_runs_left(5);
         assert!(b.run(&past).is_err());
-        assert!(lock(&b.kept).is_none());
+        assert!(lock(&b.pool.kept).is_none());
         assert!(faulted(&b.run(&ctx).unwrap()));
         b.release();
     }

@@ -366,8 +366,7 @@ impl Benchmark for Latency {
     }
 
     /// Each run builds a chain at every working set of the grid (random or strided writes over the
-    /// set) after faulting in the largest, then measures the grid within the run time; no warm-up
-    /// runs ([`Self::warms_itself`]).
+    /// set) after faulting in the largest, then measures the grid within the run time.
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
         let (max, _) = self.max_working_set();
         let elem = self.element_bytes() as u64;
@@ -377,8 +376,7 @@ impl Benchmark for Latency {
         } else {
             BUILD_S_PER_ELEMENT_STRIDED
         };
-        let setup = elements as f64 * per_element + max as f64 / super::FAULT_IN_BYTES_PER_S;
-        f64::from(e.runs) * (e.run_time.as_secs_f64() + setup)
+        e.timed(elements as f64 * per_element + max as f64 / super::FAULT_IN_BYTES_PER_S)
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {

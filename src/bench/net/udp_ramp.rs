@@ -162,10 +162,10 @@ impl Benchmark for UdpRamp {
     }
 
     /// A run tries about [`TYPICAL_STEPS`] rates, each a quarter of the run time (at least
-    /// 50 ms) plus its set-up; no warm-up runs ([`Self::warms_itself`]).
+    /// 50 ms) plus its set-up.
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
         let step = step_time(e.run_time).as_secs_f64() + STEP_SETUP.as_secs_f64();
-        f64::from(e.runs) * TYPICAL_STEPS as f64 * step
+        e.all_runs() * TYPICAL_STEPS as f64 * step
     }
 
     /// Every run opens its own peer and starts its ramp at 50 Mbit/s, doubling: its first steps,
