@@ -281,6 +281,39 @@ impl CpuCost {
     }
 }
 
+/// A window that will not be extended is forecast by the same work's last window; it is skipped
+/// only when even this many times the forecast could not reach the floor (a pass can take half
+/// again as long from one run to the next on a busy machine).
+pub const FORECAST_MARGIN: f64 = 1.5;
+
+/// The shortest test window whose net CPU can reach the floor: a window holds at most its wall
+/// time × the CPUs, and the floor is [`MIN_RESOLUTION_STEPS`] counter steps per CPU, so a window
+/// shorter than that many steps of one CPU's counter (`per_cpu_step_s`) cannot be measured
+/// however busy it keeps every CPU — whatever the number of CPUs.
+pub fn min_measurable_window_s(per_cpu_step_s: f64) -> f64 {
+    MIN_RESOLUTION_STEPS * per_cpu_step_s
+}
+
+/// Why a CPU-cost window that will not be extended cannot reach the floor, when the same work's
+/// last window took `last_s` (even [`FORECAST_MARGIN`] × that is under
+/// [`min_measurable_window_s`]); None when it might. The caller then measures the work without
+/// the meter and its idle baselines, and says this reason instead of a figure. Pure.
+pub fn cannot_reach_floor(last_s: f64, per_cpu_step_s: f64) -> Option<String> {
+    let min = min_measurable_window_s(per_cpu_step_s);
+    (per_cpu_step_s > 0.0 && last_s >= 0.0 && last_s * FORECAST_MARGIN < min).then(|| {
+        format!(
+            "below the counters' resolution: the window is not extended here (the quick preset \
+             does not repeat the work), and the same work took {:.1} ms last time; a window \
+             shorter than {:.0} ms ({MIN_RESOLUTION_STEPS:.0} steps of {:.0} ms per CPU) cannot \
+             reach the resolution even with every CPU busy, so the CPU meter and its idle \
+             baselines were not run",
+            last_s * 1e3,
+            min * 1e3,
+            per_cpu_step_s * 1e3
+        )
+    })
+}
+
 /// A window is extended until its net CPU reaches this many times the resolution floor
 /// ([`MIN_RESOLUTION_STEPS`] counter steps): the margin keeps a window that stops just past the
 /// floor from reading below it in its final sample.
@@ -934,5 +967,29 @@ mod tests {
         // No idle time: no after window.
         let c = CpuMeter::start(Duration::ZERO).unwrap().stop().unwrap();
         assert_eq!(c.baseline_after, None);
+    }
+
+    #[test]
+    fn a_window_too_short_to_reach_the_floor_on_any_cpu_count_is_forecast_as_such() {
+        // 10 ms steps: 10 steps need a 100 ms window however many CPUs it keeps busy.
+        assert!((min_measurable_window_s(0.01) - 0.1).abs() < 1e-12);
+        // A 40 ms pass (60 ms with the margin) cannot; a 70 ms one (105 ms) might.
+        let why = cannot_reach_floor(0.04, 0.01).expect("40 ms cannot reach 100 ms");
+        assert!(is_not_usable_reason(&why), "{why}");
+        assert!(why.contains("40.0 ms") && why.contains("100 ms"), "{why}");
+        assert_eq!(cannot_reach_floor(0.07, 0.01), None);
+        // The bound really holds: every CPU busy for the whole window, net of an idle baseline,
+        // on 1 and on 64 CPUs, stays under the floor.
+        for cpus in [1.0, 64.0] {
+            let wall = 0.099;
+            let c = CpuCost::from_windows(
+                w(0.03, 0.0, 0.03 * cpus, 0.0),
+                w(wall, wall * cpus, wall * cpus, 0.0),
+            )
+            .with_resolution(0.01);
+            assert!(c.below_resolution(), "{cpus} CPUs: {c:?}");
+        }
+        // An unknown resolution forecasts nothing.
+        assert_eq!(cannot_reach_floor(0.0, 0.0), None);
     }
 }

@@ -55,6 +55,10 @@ pub struct Bandwidth {
     /// Extend a CPU-cost window below the counters' resolution over more passes (not at the
     /// quick preset: ~1 GB more written per window on a 2-CPU VM).
     extend_cost: bool,
+    /// Each mode's last timed pass, seconds (cache bypassed, buffered): where windows are not
+    /// extended, a pass too short to reach the counters' resolution is timed without the CPU
+    /// meter the next time ([`crate::cpucost::cannot_reach_floor`]).
+    last_pass_s: std::sync::Mutex<[Option<f64>; 2]>,
 }
 
 /// `fs/seq_write_tN` only: the writing threads' own CPU in their write calls, buffered.
@@ -152,7 +156,11 @@ impl Bandwidth {
                      Twice per run: with the platform's one cache bypass (mb_per_s) and through \
                      the OS cache (mb_per_s_buffered). {} Time = the first thread's start at \
                      the barrier's release to the last thread's file closed, each read by the \
-                     thread itself. CPU cost: {}. The I/O threads' own CPU \
+                     thread itself. CPU cost: {}; where windows are not extended (the quick \
+                     preset), a mode whose last pass took under 1/{} of {} counter steps of one \
+                     CPU is timed without the meter and its idle baselines, its system-wide \
+                     figures not measured with that reason (fact cpu_direct/cpu_buffered: \
+                     not_run). The I/O threads' own CPU \
                      (thread_cpu_s_per_gb[_buffered]): each thread's CPU clock ({}) from the \
                      barrier's release to its file closed, summed over threads, over the timed \
                      pass; not measured when under {} steps of that clock per thread.{}",
@@ -166,6 +174,8 @@ impl Bandwidth {
                              posix_fadvise; elsewhere not measured).",
                     },
                     crate::cpucost::method(),
+                    crate::cpucost::FORECAST_MARGIN,
+                    crate::cpucost::MIN_RESOLUTION_STEPS,
                     crate::platform::clock::CPU_CLOCK_DESCRIPTION,
                     crate::platform::clock::MIN_THREAD_CPU_STEPS,
                     match dir {
@@ -184,6 +194,7 @@ impl Bandwidth {
             bytes_per_thread: want,
             idle: Duration::from_millis(if o.quick { 30 } else { 200 }),
             extend_cost: !o.quick,
+            last_pass_s: std::sync::Mutex::new([None; 2]),
         }
     }
 
@@ -292,7 +303,8 @@ impl Bandwidth {
                 .not_measured(thread, why));
         }
         let dev = DeviceCheck::start();
-        let (pass, meter) = self.pass(ctx, files, per, direct)?;
+        let skipped = self.meter_skipped(direct);
+        let (pass, meter) = self.pass(ctx, files, per, direct, skipped.is_none())?;
         let (bytes, t) = (pass.bytes, pass.wall_s);
         if self.dir == Dir::Read
             && direct
@@ -320,8 +332,28 @@ impl Bandwidth {
                 Err(why) => out.not_measured(NOSYNC, why),
             };
         }
-        let (cost, cost_bytes, passes) = self.cost(ctx, files, per, direct, bytes, meter)?;
         let mode = if direct { "direct" } else { "buffered" };
+        let meter = match (meter, skipped) {
+            (Some(m), _) => m,
+            (None, why) => {
+                let why = format!(
+                    "{}; `osgauge micro {}` repeats the passes",
+                    why.expect("the meter is skipped only with a reason"),
+                    self.info.id
+                );
+                out = out
+                    .fact(
+                        &format!("cpu_{mode}"),
+                        serde_json::json!({ "not_run": why }),
+                    )
+                    .not_measured(cpu, why.clone());
+                if direct {
+                    out = out.not_measured("pct_all_cpus", why);
+                }
+                return Ok(out);
+            }
+        };
+        let (cost, cost_bytes, passes) = self.cost(ctx, files, per, direct, bytes, meter)?;
         out = out
             .fact(&format!("cpu_cost_passes_{mode}"), passes as u64)
             .fact(&format!("cpu_cost_bytes_{mode}"), cost_bytes);
@@ -387,23 +419,48 @@ impl Bandwidth {
         out
     }
 
-    /// The timed pass: the threads once, with the CPU meter's window started at the barrier's
-    /// release; returns the pass and the meter — still running, for [`Self::cost`].
+    /// The timed pass: the threads once, with the CPU meter's window (when `metered`) started at
+    /// the barrier's release; returns the pass and the meter — still running, for
+    /// [`Self::cost`].
     fn pass(
         &self,
         ctx: &RunContext,
         files: &[std::path::PathBuf],
         bytes: u64,
         direct: bool,
-    ) -> Result<(Pass, std::io::Result<CpuMeter>), BenchError> {
+        metered: bool,
+    ) -> Result<(Pass, Option<std::io::Result<CpuMeter>>), BenchError> {
         ctx.check()?;
-        let mut meter = CpuMeter::start(self.idle);
+        let mut meter = metered.then(|| CpuMeter::start(self.idle));
         let pass = self.threads_once(files, bytes, direct, || {
-            if let Ok(m) = meter.as_mut() {
+            if let Some(Ok(m)) = meter.as_mut() {
                 let _ = m.restart();
             }
         })?;
+        if let Ok(mut last) = self.last_pass_s.lock() {
+            last[usize::from(!direct)] = Some(pass.wall_s);
+        }
         Ok((pass, meter))
+    }
+
+    /// Each mode's last timed pass, seconds (cache bypassed, buffered).
+    #[cfg(test)]
+    pub fn last_pass_s(&self) -> [Option<f64>; 2] {
+        *self.last_pass_s.lock().unwrap()
+    }
+
+    /// Why this mode's CPU-cost window is not run this time: windows are not extended (the
+    /// quick preset) and the mode's last pass was too short for any window to reach the
+    /// counters' resolution. None: meter it.
+    fn meter_skipped(&self, direct: bool) -> Option<String> {
+        if self.extend_cost {
+            return None;
+        }
+        let last = self.last_pass_s.lock().ok()?[usize::from(!direct)]?;
+        crate::cpucost::cannot_reach_floor(
+            last,
+            crate::platform::cputime::system_cpu_resolution_s(),
+        )
     }
 
     /// The CPU cost of the timed pass (`moved` bytes, `meter` still running), its window

@@ -368,6 +368,43 @@ mod tests {
                 );
             }
         }
+        // The next run meters a mode only when its last pass could reach the counters'
+        // resolution ([`crate::cpucost::cannot_reach_floor`]); a skipped window says why and
+        // what measures it. Decided from the passes just timed, so it holds on any machine.
+        let last = b.last_pass_s();
+        let out = crate::bench::testutil::with_ctx(
+            std::time::Duration::from_millis(100),
+            std::time::Duration::from_secs(60),
+            |ctx| b.run(ctx),
+        )
+        .expect("the second run measures as the first did");
+        let step = crate::platform::cputime::system_cpu_resolution_s();
+        for (i, (mode, cpu)) in [
+            ("direct", "cpu_s_per_gb"),
+            ("buffered", "cpu_s_per_gb_buffered"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let Some(pass_s) = last[i] else { continue };
+            let fact = &out.facts[&format!("cpu_{mode}")];
+            let skip = crate::cpucost::cannot_reach_floor(pass_s, step);
+            assert_eq!(
+                fact.get("not_run").is_some(),
+                skip.is_some(),
+                "{mode}: {fact}"
+            );
+            if let Some(why) = skip {
+                let said = out.not_measured.iter().find(|(m, _)| *m == cpu);
+                let said = said.map(|(_, w)| w.as_str()).unwrap_or_default();
+                assert!(said.starts_with(&why), "{mode}: {said}");
+                assert!(said.ends_with("`osgauge micro fs/seq_write_t1` repeats the passes"));
+                assert!(crate::cpucost::is_not_usable_reason(said), "{said}");
+            } else {
+                assert!(fact.get("baseline_before_s").is_some(), "{mode}: {fact}");
+            }
+        }
+        println!("passes of the first run (s, bypassed and buffered): {last:?}");
     }
 
     #[test]
