@@ -711,6 +711,13 @@ impl Benchmark for Bandwidth {
         }
     }
 
+    /// The next run (after an `ab` arm switch) meters both modes again.
+    fn release(&self) {
+        if let Ok(mut l) = self.last_pass_s.lock() {
+            *l = [None; 2];
+        }
+    }
+
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let (per, reduced) = self.fit()?;
         let Setup {

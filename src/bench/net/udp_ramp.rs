@@ -1,6 +1,6 @@
 //! The highest loss-free UDP rate, found by a bounded ramp: the same paced stream as
-//! `net/udp_stream`, each step a short stream of its own, at rates doubling from 50 Mbit/s until a
-//! step fails (loses a datagram, or its sender cannot keep the rate); then the bracket between the
+//! `net/udp_stream`, each step a short stream of its own, at rates doubling from 50 Mbit/s (a later
+//! run: from a quarter of the previous run's highest passing rate) until a step fails (loses a datagram, or its sender cannot keep the rate); then the bracket between the
 //! last passing and the first failing rate is halved (geometrically) a few times. A ramp that runs
 //! out of steps or time before any step failed gives a lower bound, marked as one.
 
@@ -26,6 +26,28 @@ pub const SENDER_SHARE: f64 = 0.95;
 /// Steps a typical ramp takes on a fast path (for the estimate): doubling to a few Gbit/s, the
 /// refinement, and one failed step.
 pub const TYPICAL_STEPS: u32 = 9 + REFINE_STEPS;
+/// The highest rate a ramp tries: 50 Mbit/s × 2¹¹ = 102.4 Gbit/s.
+pub const MAX_BPS: u64 = FIRST_BPS << MAX_DOUBLINGS;
+/// A later run starts this many doublings below the previous run's highest passing rate.
+pub const START_DOUBLINGS_BELOW: u32 = 2;
+/// Steps a later run's ramp typically takes: two below the last rate, the last rate, one failed
+/// doubling and the refinement.
+pub const TYPICAL_STEPS_AFTER: u32 = START_DOUBLINGS_BELOW + 2 + REFINE_STEPS;
+
+/// Where a run's ramp starts: [`FIRST_BPS`] in the first run (or after a run that passed
+/// nothing), else [`START_DOUBLINGS_BELOW`] doublings below the previous run's highest passing
+/// rate, to a whole Mbit/s (at least [`FIRST_BPS`]). Those first steps still send well below
+/// the bracket through the same code, so a run keeps warming itself, and it skips the doublings
+/// from 50 Mbit/s that the first run already showed pass.
+pub fn start_after(last_pass: Option<u64>) -> u64 {
+    match last_pass {
+        Some(p) if p > 0 => {
+            let quarter = p >> START_DOUBLINGS_BELOW;
+            (quarter / 1_000_000 * 1_000_000).clamp(FIRST_BPS, MAX_BPS)
+        }
+        _ => FIRST_BPS,
+    }
+}
 
 /// The ramp's state: which rate to try next, and what the tried ones showed. Pure, so the search
 /// is tested without a network.
@@ -37,6 +59,8 @@ pub struct Ramp {
     pub fail: Option<u64>,
     doublings: u32,
     refines: u32,
+    /// The first rate tried (0: [`FIRST_BPS`]).
+    first: u64,
 }
 
 /// How a finished ramp ended.
@@ -51,10 +75,31 @@ pub enum Ended {
 }
 
 impl Ramp {
+    /// A ramp whose first step is `first` (within [`FIRST_BPS`]..=[`MAX_BPS`]).
+    pub fn starting_at(first: u64) -> Ramp {
+        Ramp {
+            first: first.clamp(FIRST_BPS, MAX_BPS),
+            ..Ramp::default()
+        }
+    }
+
+    /// The first rate tried.
+    pub fn first(&self) -> u64 {
+        if self.first == 0 {
+            FIRST_BPS
+        } else {
+            self.first
+        }
+    }
+
     /// The next rate to try, or None when the ramp is done.
     pub fn next(&self) -> Option<u64> {
+        let doubled = |d: u32| self.first().saturating_mul(1u64 << d.min(40));
         match self.fail {
-            None if self.doublings <= MAX_DOUBLINGS => Some(FIRST_BPS << self.doublings),
+            // Doubling, the last step at most MAX_BPS: done once a step reached it.
+            None if self.doublings == 0 || doubled(self.doublings - 1) < MAX_BPS => {
+                Some(doubled(self.doublings).min(MAX_BPS))
+            }
             None => None,
             Some(_) if self.refines >= REFINE_STEPS => None,
             // Nothing passed yet: halve downwards.
@@ -111,6 +156,9 @@ impl Ramp {
 pub struct UdpRamp {
     info: Info,
     opts: NetOptions,
+    /// The previous run's highest passing rate, where the next run's ramp starts from
+    /// ([`start_after`]).
+    last_pass: std::sync::Mutex<Option<u64>>,
 }
 
 impl UdpRamp {
@@ -126,7 +174,9 @@ impl UdpRamp {
                 method: format!(
                     "A ramp of paced UDP streams (as net/udp_stream, --size datagrams), each step \
                      lasting a quarter of the run's measuring time (at least 50 ms): rates double \
-                     from 50 Mbit/s until a step fails — it loses a datagram (by sequence number) \
+                     from 50 Mbit/s in a benchmark's first run, and in each later run from two \
+                     doublings below the previous run's highest passing rate (fact start_bit_s), \
+                     until a step fails — it loses a datagram (by sequence number) \
                      or its sender reaches under 95 % of the rate — then the bracket between the \
                      last passing and the first failing rate is halved geometrically {REFINE_STEPS} \
                      times (≈ 9 % resolution, the bracket is in the record). The metric is the \
@@ -144,6 +194,7 @@ impl UdpRamp {
                 }],
             },
             opts: opts.clone(),
+            last_pass: std::sync::Mutex::new(None),
         }
     }
 }
@@ -161,25 +212,39 @@ impl Benchmark for UdpRamp {
         &self.info
     }
 
-    /// A run tries about [`TYPICAL_STEPS`] rates, each a quarter of the run time (at least
-    /// 50 ms) plus its set-up.
+    /// The first run tries about [`TYPICAL_STEPS`] rates, each later one about
+    /// [`TYPICAL_STEPS_AFTER`]; each step a quarter of the run time (at least 50 ms) plus its
+    /// set-up.
     fn estimate_s(&self, e: &crate::bench::Estimate) -> f64 {
         let step = step_time(e.run_time).as_secs_f64() + STEP_SETUP.as_secs_f64();
-        e.all_runs() * TYPICAL_STEPS as f64 * step
+        let runs = e.all_runs();
+        if runs <= 0.0 {
+            return 0.0;
+        }
+        (TYPICAL_STEPS as f64 + (runs - 1.0) * TYPICAL_STEPS_AFTER as f64) * step
     }
 
-    /// Every run opens its own peer and starts its ramp at 50 Mbit/s, doubling: its first steps,
-    /// far below the bracket a fast path ends in (25–30 Gbit/s on loopback here), send through
-    /// the same sockets and code first, which is what a harness warm-up run would do.
+    /// Every run opens its own peer and starts its ramp well below its bracket, doubling (at
+    /// 50 Mbit/s, or two doublings below the previous run's highest passing rate): its first
+    /// steps send through the same sockets and code first, which is what a harness warm-up run
+    /// would do.
     fn warms_itself(&self) -> bool {
         true
+    }
+
+    /// The next run (after an `ab` arm switch, or a new benchmark run) ramps from 50 Mbit/s again.
+    fn release(&self) {
+        if let Ok(mut l) = self.last_pass.lock() {
+            *l = None;
+        }
     }
 
     fn run(&self, ctx: &RunContext) -> Result<RunOutput, BenchError> {
         let mut peer = Peer::open(&self.opts, ctx)?;
         let size = self.opts.udp_size();
         let step = step_time(ctx.run_time);
-        let mut ramp = Ramp::default();
+        let last = self.last_pass.lock().ok().and_then(|l| *l);
+        let mut ramp = Ramp::starting_at(start_after(last));
         let mut steps = Vec::new();
         let mut stopped_by = "";
         let mut stopped_early = false;
@@ -206,7 +271,23 @@ impl Benchmark for UdpRamp {
         }
         let out = peer_facts(RunOutput::default(), &peer);
         peer.close();
-        let out = out.fact("steps", serde_json::Value::Array(steps));
+        if let Ok(mut l) = self.last_pass.lock() {
+            *l = (ramp.pass > 0).then_some(ramp.pass);
+        }
+        let out = out
+            .fact("steps", serde_json::Value::Array(steps))
+            .fact("start_bit_s", ramp.first())
+            .fact(
+                "start_rule",
+                match last {
+                    Some(p) if p > 0 => format!(
+                        "two doublings below the previous run's highest passing rate ({:.3} Gbit/s)",
+                        p as f64 / 1e9
+                    ),
+                    _ => "50 Mbit/s: the benchmark's first run, or the previous one passed no rate"
+                        .to_string(),
+                },
+            );
         Ok(match ramp.ended(stopped_early) {
             Ended::Bracketed { pass, fail } => out
                 .fact("ramp_stopped_by", stopped_by)
@@ -297,6 +378,47 @@ mod tests {
             Ended::AtLeast { why, .. } => assert!(why.contains("time bound"), "{why}"),
             e => panic!("{e:?}"),
         }
+    }
+
+    #[test]
+    fn a_later_run_starts_two_doublings_below_the_last_pass_and_finds_the_same_bracket() {
+        assert_eq!(start_after(None), FIRST_BPS);
+        assert_eq!(start_after(Some(0)), FIRST_BPS);
+        assert_eq!(start_after(Some(100_000_000)), FIRST_BPS);
+        assert_eq!(start_after(Some(8_300_000_001)), 2_075_000_000);
+        assert_eq!(start_after(Some(u64::MAX)), MAX_BPS);
+        let limit = 8_000_000_000;
+        let (first, end) = drive(limit);
+        let Ended::Bracketed { pass, .. } = end else {
+            panic!("{end:?}")
+        };
+        let mut r = Ramp::starting_at(start_after(Some(pass)));
+        let mut tried = Vec::new();
+        while let Some(rate) = r.next() {
+            tried.push(rate);
+            r.record(rate, rate <= limit);
+        }
+        // Two passing steps below the last pass, then the doubling that fails, then the same
+        // refinement: fewer steps, the same resolution.
+        assert_eq!(tried.len() as u32, TYPICAL_STEPS_AFTER, "{tried:?}");
+        assert!(tried.len() < first.len(), "{tried:?} vs {first:?}");
+        assert!(tried[0] < limit / 2 && tried[1] < limit, "{tried:?}");
+        match r.ended(false) {
+            Ended::Bracketed { pass, fail } => {
+                assert!(pass <= limit && fail > limit, "{pass} {fail}");
+                assert!((fail as f64 / pass as f64) < 1.1, "{pass} {fail}");
+            }
+            e => panic!("{e:?}"),
+        }
+        // A start that is not 50 Mbit/s × 2^k still ends its doublings at 102.4 Gbit/s.
+        let mut r = Ramp::starting_at(3_000_000_000);
+        let mut last = 0;
+        while let Some(rate) = r.next() {
+            last = rate;
+            r.record(rate, true);
+        }
+        assert_eq!(last, MAX_BPS);
+        assert!(matches!(r.ended(false), Ended::AtLeast { pass, .. } if pass == MAX_BPS));
     }
 
     #[test]
