@@ -255,6 +255,17 @@ pub(super) struct Kept {
     pub own_failed: Option<String>,
 }
 
+/// What to say when a signal came after the last round (the run complete, every export
+/// written): it cut nothing short, so the run keeps its own exit code ([`Kept::exit_code`]), and
+/// this says why a stopped command exited as a finished one. None otherwise.
+pub fn late_signal_note(interrupted: bool, complete: bool, kept: &Kept) -> Option<String> {
+    (interrupted && complete && !kept.export_failed).then(|| {
+        "osgauge: the stop signal came after the last round had measured: the run is complete \
+         and was finished (stored and exported as asked), so it exits as a finished run"
+            .to_string()
+    })
+}
+
 impl Kept {
     /// The exit code: 128 + the signal when a signal ended the run or cut an export short; 1 when
     /// the store did not keep the run, an export was not written or `--store-required` stopped
@@ -671,7 +682,18 @@ mod tests {
             code(kept(true, true, false), true, true, false),
             EXIT_INTERRUPTED
         );
-        // A complete run the signal did not cut keeps its own code.
+        // A complete run the signal did not cut keeps its own code, and says why.
         assert_eq!(code(kept(true, false, false), true, true, false), EXIT_OK);
+        let note = late_signal_note(true, true, &kept(true, false, false)).unwrap();
+        assert!(note.contains("after the last round"), "{note}");
+        assert_eq!(
+            late_signal_note(true, false, &kept(true, false, false)),
+            None
+        );
+        assert_eq!(late_signal_note(true, true, &kept(true, true, false)), None);
+        assert_eq!(
+            late_signal_note(false, true, &kept(true, false, false)),
+            None
+        );
     }
 }

@@ -231,12 +231,12 @@ pub(super) fn execute_and_keep(
     if let Some(why) = &failures {
         crate::errln!("osgauge: --fail-on-error: {why}");
     }
+    let signalled = cancel.load(Ordering::Relaxed);
+    if let Some(note) = super::outputs::late_signal_note(signalled, record.complete, &kept) {
+        crate::errln!("{note}");
+    }
     // A signal that ended the run, or an export it cut short, gives its exit code.
-    kept.exit_code(
-        cancel.load(Ordering::Relaxed),
-        record.complete,
-        failures.is_some(),
-    )
+    kept.exit_code(signalled, record.complete, failures.is_some())
 }
 
 /// What `--fail-on-error` fails on: benchmarks that failed or reached their time bound, or a run
