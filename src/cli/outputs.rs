@@ -27,12 +27,15 @@ use crate::runner::{Event, Plan};
 
 /// What to say as a run starts while other work keeps `share` of the CPUs busy (`busy`: how it
 /// was seen). The estimate assumes a quiet machine; the benchmarks share the CPUs with that work,
-/// so the run takes longer, up to about the estimate × (1 + share): on this project's 2-CPU VM,
-/// with other work saturating both CPUs, the quick preset took 1.5× its estimate.
+/// so the run takes longer: about the estimate × (1 + share) while that work stays as it is (on
+/// this project's 2-CPU VM, with other work saturating both CPUs, the quick preset took 1.5× its
+/// estimate). It is no bound: work that grows after the start (a build beside it that went from
+/// a load average of 2.8 to 400) made the same run take 3.5× (2 min 11 s for 37 s).
 pub fn busy_note(busy: &str, share: f64, estimate_s: f64) -> String {
     format!(
         "osgauge: other work is using the CPUs ({busy}): expect this run to take longer than \
-         estimated, up to about {}, and its figures to include that work",
+         estimated (about {} if that work stays as it is now, more if it grows) and its figures \
+         to include that work",
         format_secs(estimate_s * (1.0 + share.clamp(0.0, 1.0)))
     )
 }
@@ -643,6 +646,22 @@ mod tests {
             line.starts_with(&format!("--export-json: {json} not written: ")),
             "{line}"
         );
+    }
+
+    /// A busy start says how much longer the run may take, as an expectation, not a bound.
+    #[test]
+    fn a_busy_start_says_how_much_longer_while_the_work_stays_as_it_is() {
+        let n = busy_note("100 % busy over 200 ms", 0.5, 40.0);
+        assert!(n.contains("(100 % busy over 200 ms)"), "{n}");
+        assert!(
+            n.contains("about 1 min 00 s if that work stays as it is now"),
+            "{n}"
+        );
+        assert!(n.contains("more if it grows"), "{n}");
+        assert!(!n.contains("up to"), "{n}");
+        // The share is at most all CPUs: twice the estimate.
+        let n = busy_note("x", 3.0, 40.0);
+        assert!(n.contains("about 1 min 20 s"), "{n}");
     }
 
     /// The exit code of a run from what became of its outputs.
