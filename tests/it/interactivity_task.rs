@@ -242,8 +242,8 @@ crate::register!(
 );
 
 /// A task lighter than its name is marked: with a calibration cache that makes the video task's
-/// work loop 0.55 of the work (what a core running faster than at calibration does; within the
-/// cache's 2× quick check, so it is normally used), the cell's task CPU is about 22 % against its
+/// work loop 0.45 of the work (what a core running faster than at calibration does; within the
+/// cache's 2× quick check, so it is normally used), the cell's task CPU is about 18 % against its
 /// 40 % target while it got all the CPU it asked for — warned and recorded.
 fn a_task_lighter_than_its_name_is_marked() {
     let dir = tempfile::tempdir().unwrap();
@@ -277,7 +277,7 @@ fn a_task_lighter_than_its_name_is_marked() {
     };
     let mut c: serde_json::Value = serde_json::from_str(&text).unwrap();
     let loops = c["loops_per_us"].as_f64().unwrap();
-    c["loops_per_us"] = serde_json::json!(loops * 0.55);
+    c["loops_per_us"] = serde_json::json!(loops * 0.45);
     std::fs::write(&cal, c.to_string()).unwrap();
     let window = osgauge::testing::BusyWindow::start();
     let second = dir.path().join("b.json");
@@ -297,6 +297,29 @@ fn a_task_lighter_than_its_name_is_marked() {
         return;
     }
     if osgauge::testing::skip_timing(window.busy(), "a shortened work loop is marked lighter") {
+        return;
+    }
+    // The shortened loop (45 % of the calibration) is lighter only against the speed the
+    // machine runs at now: the quick check measured it as the run began (it reads low: 86.6
+    // loops/µs on a quiet machine against 118 calibrated, so the work share it gives is an upper
+    // bound). A host that slowed by as much as the loop was shortened leaves the task on target
+    // (CI beside another test run, at 55 %: 68.4 loops/µs now against 64.9 cached, 95 % of its
+    // work). Judged only when the task does at most 70 % of its work, clear of the 75 % the
+    // off-target rule allows.
+    let cached = b["measured"]["work_loops_per_us"].as_f64().unwrap();
+    let now = b["measured"]["work_calibration_quick_check"]
+        .as_f64()
+        .unwrap();
+    if cached / now > 0.7 {
+        osgauge::testing::not_run(
+            "a_task_lighter_than_its_name_is_marked",
+            &format!(
+                "the machine ran at {now:.1} loops/µs as the run began, so the shortened \
+                 calibration ({cached:.1}) left the task {:.0} % of its work: not lighter by \
+                 enough to judge",
+                100.0 * cached / now
+            ),
+        );
         return;
     }
     assert_eq!(
