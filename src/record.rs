@@ -567,6 +567,17 @@ mod tests {
         assert_eq!(param_kind("policy_applied"), ParamKind::Setting);
         assert_eq!(param_kind("pinned_cpu"), ParamKind::Setting);
         assert_eq!(param_kind("task_cpu_off_target"), ParamKind::Measured);
+        // Observed per run, never a setting: how many passes a CPU-cost window spanned (none
+        // when a too-short pass was timed without the meter), where a UDP ramp started.
+        for k in [
+            "cpu_cost_passes_direct",
+            "cpu_cost_bytes_buffered",
+            "cpu_direct",
+            "start_bit_s",
+            "start_rule",
+        ] {
+            assert_eq!(param_kind(k), ParamKind::Measured, "{k}");
+        }
         assert_eq!(param_kind("rx_cpu_baseline_busy_cpus"), ParamKind::Measured);
     }
 
@@ -596,7 +607,12 @@ pub enum ParamKind {
 /// `*_switches_run`, `*_switches_total`), notes. Every other key is a setting.
 pub fn param_kind(key: &str) -> ParamKind {
     const EXACT: &[&str] = &["curve", "levels", "run_levels", "frames", "children"];
-    const PREFIX: &[&str] = &["work_calibration_", "switch_check_", "load_ops"];
+    const PREFIX: &[&str] = &[
+        "work_calibration_",
+        "switch_check_",
+        "load_ops",
+        "cpu_cost_",
+    ];
     const SUFFIX: &[&str] = &[
         "_check",
         "_before",
@@ -690,6 +706,11 @@ const OBSERVED_PARAMS: &[&str] = &[
     "rx_cpu_baseline_busy_cpus",
     "rx_cpu_error",
     "bracket_bit_s",
+    "start_bit_s",
+    "start_rule",
+    // A file pass's CPU-cost window: its idle baselines and checks, or why it was not run.
+    "cpu_direct",
+    "cpu_buffered",
     "user_sys_resolution_ns",
     "time_wait_drain_wait_s",
     // Observed by the interactivity task and the policy study.
