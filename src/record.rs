@@ -575,6 +575,8 @@ mod tests {
             "cpu_direct",
             "start_bit_s",
             "start_rule",
+            "arrays_faulted_in_runs",
+            "mid_page_write_share",
         ] {
             assert_eq!(param_kind(k), ParamKind::Measured, "{k}");
         }
@@ -708,6 +710,12 @@ const OBSERVED_PARAMS: &[&str] = &[
     "bracket_bit_s",
     "start_bit_s",
     "start_rule",
+    // Which run faulted the shared bandwidth arrays in (depends on the order of the rounds); what
+    // a network-to-disk stream's receives turned out to be.
+    "arrays_faulted_in_runs",
+    "measured_bytes_relayed",
+    "short_receive_share",
+    "mid_page_write_share",
     // A file pass's CPU-cost window: its idle baselines and checks, or why it was not run.
     "cpu_direct",
     "cpu_buffered",
