@@ -333,26 +333,20 @@ impl Bandwidth {
             };
         }
         let mode = if direct { "direct" } else { "buffered" };
-        let meter = match (meter, skipped) {
-            (Some(m), _) => m,
-            (None, why) => {
-                let why = format!(
-                    "{}; `osgauge micro {}` repeats the passes",
-                    why.expect("the meter is skipped only with a reason"),
-                    self.info.id
-                );
-                out = out
-                    .fact(
-                        &format!("cpu_{mode}"),
-                        serde_json::json!({ "not_run": why }),
-                    )
-                    .not_measured(cpu, why.clone());
-                if direct {
-                    out = out.not_measured("pct_all_cpus", why);
-                }
-                return Ok(out);
+        if let Some(why) = skipped {
+            let why = format!("{why}; `osgauge micro {}` repeats the passes", self.info.id);
+            out = out
+                .fact(
+                    &format!("cpu_{mode}"),
+                    serde_json::json!({ "not_run": why }),
+                )
+                .not_measured(cpu, why.clone());
+            if direct {
+                out = out.not_measured("pct_all_cpus", why);
             }
-        };
+            return Ok(out);
+        }
+        let meter = meter.expect("the pass is metered unless its window was skipped");
         let (cost, cost_bytes, passes) = self.cost(ctx, files, per, direct, bytes, meter)?;
         out = out
             .fact(&format!("cpu_cost_passes_{mode}"), passes as u64)
